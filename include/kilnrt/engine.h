@@ -1,0 +1,111 @@
+// Building an engine from ONNX and running it.
+//   kilnrt::BuildOptions opt; opt.device = "cpu";
+//   kilnrt::build_engine_file("model.onnx", "model.engine", opt);
+//   auto engine = kilnrt::Engine::load("model.engine");
+//   auto ctx = engine->create_context();
+//   auto outputs = ctx->run({{"x", input}});
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kilnrt/error.h"
+#include "kilnrt/tensor.h"
+
+namespace kilnrt {
+
+const char* version();  // "0.1.0"
+
+// Min/opt/max shape of one input for a dynamic-shape profile.
+struct InputProfile {
+  std::string name;
+  Shape min, opt, max;
+};
+
+struct BuildOptions {
+  std::string device = "cpu";  // "cpu" or "cuda"
+  bool fp16 = false;
+  bool bf16 = false;
+  bool tf32 = false;
+  // Profiles: each is a list of input ranges. Inputs with symbolic dims that no profile names keep them dynamic
+  // (any size at run time on the CPU backend). A range with min == opt == max fixes the shape.
+  std::vector<std::vector<InputProfile>> profiles;
+};
+
+// Parses "NAME:1x3x224x224" (fixed) or "NAME:1x3x224x224/8x3x224x224/32x3x224x224" (min/opt/max).
+InputProfile parse_shape_spec(const std::string& spec);
+
+// Builds an engine from an ONNX file (external-data weights are read relative to it).
+std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptions& options = {});
+void build_engine_file(const std::string& onnx_path, const std::string& engine_path,
+                       const BuildOptions& options = {});
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  Shape shape;                         // -1 for dynamic dims
+  std::vector<std::string> dim_names;  // symbolic names ("batch"), "" for fixed or unnamed dims
+};
+
+struct LayerInfo {
+  std::string name;
+  std::string op_type;
+  std::string placement;  // "cpu" / "cuda"
+  std::string tactic;     // kernel chosen
+  std::vector<std::string> inputs, outputs;
+};
+
+struct EngineHeaderInfo {
+  uint32_t format_version = 0;
+  std::string kilnrt_version;
+  std::string target;         // "cpu" or "sm_90" ...
+  std::string build_options;  // "device=cpu fp16=0 ..."
+  std::string model_hash;     // hex
+  uint64_t file_size = 0;
+  uint64_t weights_bytes = 0;
+};
+
+class ExecutionContext;
+struct EngineImpl;
+
+// Immutable once loaded; share it across threads. Create one ExecutionContext per thread / stream.
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  static std::shared_ptr<Engine> load(const std::string& engine_path);
+  static std::shared_ptr<Engine> from_bytes(const void* data, size_t size, const std::string& label = "<memory>");
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  std::vector<LayerInfo> layers() const;
+  const EngineHeaderInfo& header() const;
+  const std::vector<std::vector<InputProfile>>& profiles() const;
+  // Human-readable summary (what `kilnrt inspect` prints).
+  std::string describe() const;
+
+  std::unique_ptr<ExecutionContext> create_context() const;
+  // Convenience: runs on a context private to the call.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+
+  ~Engine();
+  explicit Engine(std::unique_ptr<EngineImpl> impl);
+  const EngineImpl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<EngineImpl> impl_;
+};
+
+class ExecutionContext {
+ public:
+  virtual ~ExecutionContext() = default;
+  // Checks `shape` against the input's declared shape and profile; throws kInvalidArgument naming the input.
+  virtual void set_input_shape(const std::string& name, const Shape& shape) = 0;
+  // Runs synchronously on host tensors. Inputs must be named exactly as engine inputs, with matching dtype.
+  virtual std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) = 0;
+};
+
+// Inspecting an ONNX model without building it (for `kilnrt inspect model.onnx`).
+std::string describe_onnx_model(const std::string& onnx_path);
+
+}  // namespace kilnrt
