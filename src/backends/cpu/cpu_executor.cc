@@ -1,0 +1,90 @@
+#include "backends/cpu/cpu_executor.h"
+
+#include <unordered_set>
+
+#include "core/check.h"
+
+namespace kilnrt::backends::cpu {
+
+CpuPlan::CpuPlan(const ir::Graph& graph) : graph_(graph) {
+  auto slot = [&](const std::string& name) {
+    auto it = slot_of_.find(name);
+    if (it != slot_of_.end()) return it->second;
+    slot_of_[name] = num_slots_;
+    return num_slots_++;
+  };
+  for (const std::string& in : graph.inputs) input_slots_.emplace_back(in, slot(in));
+  for (const auto& [name, t] : graph.constants) constant_slots_.emplace_back(slot(name), &t);
+  const auto& registry = ops::OpRegistry::instance();
+  for (const ir::Node& node : graph.nodes) {
+    Step s{&node, nullptr, graph.opset(node.domain), {}, {}, {}};
+    s.schema = &registry.get(node, s.opset);
+    KILNRT_CHECK(static_cast<bool>(s.schema->cpu), kUnsupported, node.describe(),
+                 "op " << node.op_type << " has no CPU kernel");
+    for (const std::string& in : node.inputs) {
+      if (in.empty()) { s.inputs.push_back(-1); continue; }
+      KILNRT_CHECK(slot_of_.count(in), kInvalidModel, node.describe(), "input '" << in << "' is never produced");
+      s.inputs.push_back(slot_of_.at(in));
+    }
+    for (const std::string& out : node.outputs) s.outputs.push_back(out.empty() ? -1 : slot(out));
+    steps_.push_back(std::move(s));
+  }
+  for (const std::string& out : graph.outputs) {
+    KILNRT_CHECK(slot_of_.count(out), kInvalidModel, out, "graph output '" << out << "' is never produced");
+    output_slots_.emplace_back(out, slot_of_.at(out));
+  }
+  // Last use of each intermediate slot (graph inputs, constants and outputs are never released early).
+  std::unordered_set<int> pinned;
+  for (auto& p : input_slots_) pinned.insert(p.second);
+  for (auto& p : constant_slots_) pinned.insert(p.first);
+  for (auto& p : output_slots_) pinned.insert(p.second);
+  std::vector<int> last_use(num_slots_, -1);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (int in : steps_[i].inputs) if (in >= 0) last_use[in] = static_cast<int>(i);
+    for (int out : steps_[i].outputs) if (out >= 0 && last_use[out] < 0) last_use[out] = static_cast<int>(i);
+  }
+  for (int s = 0; s < num_slots_; ++s)
+    if (last_use[s] >= 0 && !pinned.count(s)) steps_[last_use[s]].release.push_back(s);
+}
+
+std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& inputs) const {
+  std::vector<Tensor> slots(num_slots_);
+  for (const auto& [name, s] : input_slots_) {
+    auto it = inputs.find(name);
+    KILNRT_CHECK(it != inputs.end(), kInvalidArgument, name, "missing input '" << name << "'");
+    slots[s] = it->second;
+  }
+  for (const auto& [s, t] : constant_slots_) slots[s] = *t;
+  for (const Step& step : steps_) {
+    ops::CpuContext ctx{*step.node, step.opset, {}, {}};
+    ctx.inputs.reserve(step.inputs.size());
+    for (int in : step.inputs) ctx.inputs.push_back(in >= 0 ? &slots[in] : nullptr);
+    ctx.outputs.resize(step.outputs.size());
+    try {
+      step.schema->cpu(ctx);
+    } catch (const Error& e) {
+      if (e.where().find(step.node->name) != std::string::npos) throw;
+      throw e.with_context(step.node->describe());
+    }
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] < 0) continue;
+      KILNRT_CHECK(ctx.outputs[i].defined(), kInternal, step.node->describe(),
+                   "kernel did not produce output " << i << " ('" << step.node->outputs[i] << "')");
+      slots[step.outputs[i]] = std::move(ctx.outputs[i]);
+    }
+    for (int r : step.release) slots[r] = Tensor();
+  }
+  // An output that aliases a graph input or a constant (a view made by Reshape / Identity ...) is copied, so that
+  // callers own their results and cannot write into the engine's weights.
+  std::unordered_set<const void*> shared;
+  for (const auto& [name, t] : inputs) shared.insert(t.raw());
+  for (const auto& [s, t] : constant_slots_) shared.insert(t->raw());
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, s] : output_slots_) {
+    const Tensor& t = slots[s];
+    out[name] = (t.numel() > 0 && shared.count(t.raw())) ? t.clone() : t;
+  }
+  return out;
+}
+
+}  // namespace kilnrt::backends::cpu

@@ -1,0 +1,39 @@
+// The CPU backend's executor: runs an optimized graph node by node with the registry's CPU kernels. Intermediate
+// tensors are released after their last use. Shape computations of dynamic exports run here on the host.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "kilnrt/tensor.h"
+#include "ops/op_registry.h"
+
+namespace kilnrt::backends::cpu {
+
+class CpuPlan {
+ public:
+  // Resolves every node's kernel (throws kUnsupported naming the node when an op has no CPU kernel).
+  explicit CpuPlan(const ir::Graph& graph);
+  // Runs the graph. `inputs` must hold every graph input (validated by the caller). Not thread-safe per call state:
+  // all per-run state lives on the stack, so one plan may run on several threads at once.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+
+ private:
+  struct Step {
+    const ir::Node* node;
+    const ops::OpSchema* schema;
+    int64_t opset;
+    std::vector<int> inputs;   // slot per input, -1 if omitted
+    std::vector<int> outputs;  // slot per output, -1 if omitted
+    std::vector<int> release;  // slots whose last use is this step
+  };
+  const ir::Graph& graph_;
+  std::vector<Step> steps_;
+  std::map<std::string, int> slot_of_;
+  std::vector<std::pair<int, const Tensor*>> constant_slots_;
+  std::vector<std::pair<std::string, int>> input_slots_, output_slots_;
+  int num_slots_ = 0;
+};
+
+}  // namespace kilnrt::backends::cpu

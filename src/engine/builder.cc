@@ -1,0 +1,208 @@
+// build_engine: ONNX file -> IR -> checks -> passes -> engine bytes.
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "core/check.h"
+#include "core/checksum.h"
+#include "core/logging.h"
+#include "engine/engine_file.h"
+#include "ir/onnx_import.h"
+#include "kilnrt/engine.h"
+#include "ops/op_registry.h"
+#include "passes/optimize.h"
+#include "passes/shape_inference.h"
+
+namespace kilnrt {
+
+const char* version() { return KILNRT_VERSION_STRING; }
+
+namespace {
+
+Shape parse_dims(const std::string& text, const std::string& spec) {
+  Shape dims;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, 'x')) {
+    KILNRT_CHECK(!item.empty() && item.find_first_not_of("0123456789") == std::string::npos, kInvalidArgument, spec,
+                 "bad dimension '" << item << "' in shape spec (expected NAME:D0xD1x... or NAME:MIN/OPT/MAX)");
+    dims.push_back(std::stoll(item));
+  }
+  return dims;
+}
+
+std::string hex64(uint64_t v) {
+  std::ostringstream os;
+  os << std::hex << std::setw(16) << std::setfill('0') << v;
+  return os.str();
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  KILNRT_CHECK(f.good(), kIo, path, "cannot open file");
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+std::string options_string(const BuildOptions& o) {
+  std::ostringstream os;
+  os << "device=" << o.device << " fp16=" << o.fp16 << " bf16=" << o.bf16 << " tf32=" << o.tf32;
+  for (size_t p = 0; p < o.profiles.size(); ++p)
+    for (const InputProfile& r : o.profiles[p])
+      os << " profile" << p << ":" << r.name << "=" << shape_to_string(r.min) << "/" << shape_to_string(r.opt) << "/"
+         << shape_to_string(r.max);
+  return os.str();
+}
+
+// Checks the profiles against the graph's inputs and fixes the dims that are equal in every range of every profile.
+void apply_profiles(ir::Graph& g, const std::vector<std::vector<InputProfile>>& profiles) {
+  for (const auto& profile : profiles) {
+    for (const InputProfile& r : profile) {
+      const std::string where = "input '" + r.name + "'";
+      KILNRT_CHECK(std::find(g.inputs.begin(), g.inputs.end(), r.name) != g.inputs.end(), kInvalidArgument, where,
+                   "the model has no input named '" << r.name << "'");
+      KILNRT_CHECK(r.min.size() == r.opt.size() && r.opt.size() == r.max.size(), kInvalidArgument, where,
+                   "min/opt/max shapes must have the same rank");
+      ir::TensorType& t = g.types[r.name];
+      KILNRT_CHECK(!t.has_shape || t.shape.size() == r.min.size(), kInvalidArgument, where,
+                   "shape " << shape_to_string(r.min) << " has rank " << r.min.size() << " but the input has rank "
+                            << t.shape.size() << " (" << ir::sym_shape_to_string(t.shape) << ")");
+      for (size_t d = 0; d < r.min.size(); ++d) {
+        KILNRT_CHECK(r.min[d] <= r.opt[d] && r.opt[d] <= r.max[d], kInvalidArgument, where,
+                     "dimension " << d << " must satisfy min <= opt <= max");
+        if (t.has_shape && t.shape[d].known())
+          KILNRT_CHECK(r.min[d] == t.shape[d].value && r.max[d] == t.shape[d].value, kInvalidArgument, where,
+                       "dimension " << d << " is fixed to " << t.shape[d].value << " by the model");
+      }
+    }
+  }
+  // Fix dims that every profile pins to one value (so that shape computations fold).
+  for (const std::string& in : g.inputs) {
+    ir::TensorType& t = g.types[in];
+    if (!t.has_shape || profiles.empty()) continue;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (t.shape[d].known()) continue;
+      int64_t fixed = -1;
+      bool all_fixed = true;
+      for (const auto& profile : profiles) {
+        const InputProfile* r = nullptr;
+        for (const InputProfile& x : profile) if (x.name == in) r = &x;
+        if (!r || r->min[d] != r->max[d] || (fixed >= 0 && fixed != r->min[d])) { all_fixed = false; break; }
+        fixed = r->min[d];
+      }
+      if (all_fixed && fixed >= 0) t.shape[d] = ir::Dim(fixed);
+    }
+  }
+}
+
+TensorInfo tensor_info(const ir::Graph& g, const std::string& name) {
+  TensorInfo info;
+  info.name = name;
+  const ir::TensorType* t = g.type_of(name);
+  KILNRT_CHECK(t && t->dtype != DType::kUndefined, kInvalidModel, name, "the type of '" << name << "' is unknown");
+  info.dtype = t->dtype;
+  KILNRT_CHECK(t->has_shape, kInvalidModel, name, "the rank of '" << name << "' could not be inferred");
+  for (const ir::Dim& d : t->shape) {
+    info.shape.push_back(d.known() ? d.value : -1);
+    info.dim_names.push_back(d.known() ? "" : d.param);
+  }
+  return info;
+}
+
+}  // namespace
+
+InputProfile parse_shape_spec(const std::string& spec) {
+  const size_t colon = spec.rfind(':');
+  KILNRT_CHECK(colon != std::string::npos && colon > 0 && colon + 1 < spec.size(), kInvalidArgument, spec,
+               "bad shape spec: expected NAME:D0xD1x... or NAME:MIN/OPT/MAX");
+  InputProfile p;
+  p.name = spec.substr(0, colon);
+  std::vector<Shape> parts;
+  std::stringstream ss(spec.substr(colon + 1));
+  std::string part;
+  while (std::getline(ss, part, '/')) parts.push_back(parse_dims(part, spec));
+  KILNRT_CHECK(parts.size() == 1 || parts.size() == 3, kInvalidArgument, spec,
+               "bad shape spec: give one shape or three (MIN/OPT/MAX)");
+  p.min = parts[0];
+  p.opt = parts.size() == 3 ? parts[1] : parts[0];
+  p.max = parts.size() == 3 ? parts[2] : parts[0];
+  return p;
+}
+
+std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptions& options) {
+  KILNRT_CHECK(options.device == "cpu" || options.device == "cuda", kInvalidArgument, "device",
+               "unknown device '" << options.device << "' (expected cpu or cuda)");
+  KILNRT_CHECK(options.device == "cpu", kUnsupported, "device",
+               "the CUDA backend is not available in this build of kilnrt yet: build with --device cpu");
+  KILNRT_CHECK(!(options.fp16 && options.bf16), kInvalidArgument, "precision", "choose one of fp16 and bf16");
+  if (options.fp16 || options.bf16)
+    KILNRT_LOG(kWarning, "the CPU backend computes in float32: --fp16/--bf16 apply to CUDA engines only");
+
+  const std::vector<uint8_t> onnx_bytes = read_file(onnx_path);
+  const std::string dir = onnx_path.find('/') == std::string::npos ? "." : onnx_path.substr(0, onnx_path.rfind('/'));
+  ir::Graph graph = ir::import_onnx_bytes(onnx_bytes.data(), onnx_bytes.size(), dir, onnx_path);
+
+  // Every op must be supported before anything else: the error names the first unsupported node.
+  for (const ir::Node& n : graph.nodes) ops::OpRegistry::instance().get(n, graph.opset(n.domain));
+
+  apply_profiles(graph, options.profiles);
+  passes::optimize_graph(graph);
+
+  engine::EngineMetadata meta;
+  meta.format_version = engine::kEngineFormatVersion;
+  meta.kilnrt_version = version();
+  meta.target = "cpu";
+  meta.build_options = options_string(options);
+  const uint64_t h = (uint64_t(crc32c(onnx_bytes.data(), onnx_bytes.size())) << 32) |
+                     crc32c(onnx_bytes.data(), onnx_bytes.size(), 0x9e3779b9u);
+  meta.model_hash = hex64(h);
+  meta.profiles = options.profiles;
+  for (const std::string& in : graph.inputs) meta.inputs.push_back(tensor_info(graph, in));
+  for (const std::string& out : graph.outputs) meta.outputs.push_back(tensor_info(graph, out));
+  for (const ir::Node& n : graph.nodes) meta.layer_tactics.emplace_back(n.name, "cpu:reference");
+  return engine::serialize_engine(graph, meta);
+}
+
+void build_engine_file(const std::string& onnx_path, const std::string& engine_path, const BuildOptions& options) {
+  std::vector<uint8_t> bytes = build_engine(onnx_path, options);
+  std::ofstream f(engine_path, std::ios::binary);
+  KILNRT_CHECK(f.good(), kIo, engine_path, "cannot write engine file");
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  KILNRT_CHECK(f.good(), kIo, engine_path, "error writing engine file");
+}
+
+std::string describe_onnx_model(const std::string& onnx_path) {
+  ir::Graph g = ir::import_onnx_file(onnx_path);
+  std::ostringstream os;
+  os << "ONNX model " << onnx_path << "\n  producer: " << (g.producer.empty() ? "?" : g.producer) << "\n  opsets:";
+  for (const auto& [d, v] : g.opsets) os << " " << (d.empty() ? "ai.onnx" : d) << "=" << v;
+  size_t weight_bytes = 0;
+  for (const auto& [n, t] : g.constants) weight_bytes += t.nbytes();
+  os << "\n  nodes: " << g.nodes.size() << ", initializers: " << g.constants.size() << " (" << weight_bytes
+     << " bytes)\n";
+  std::string unsupported;
+  for (const ir::Node& n : g.nodes)
+    if (!ops::OpRegistry::instance().find(n.domain, n.op_type, g.opset(n.domain)))
+      unsupported += " " + n.describe();
+  try {
+    passes::infer_shapes(g);
+  } catch (const Error& e) {
+    os << "  (shape inference stopped: " << e.what() << ")\n";
+  }
+  auto print = [&](const char* kind, const std::string& name) {
+    const ir::TensorType* t = g.type_of(name);
+    os << "  " << kind << " " << name << ": "
+       << (t ? std::string(dtype_name(t->dtype)) + "[" + (t->has_shape ? ir::sym_shape_to_string(t->shape) : "?") + "]"
+             : "?")
+       << "\n";
+  };
+  for (const std::string& i : g.inputs) print("input ", i);
+  for (const std::string& o : g.outputs) print("output", o);
+  std::map<std::string, int> counts;
+  for (const ir::Node& n : g.nodes) counts[n.op_type]++;
+  os << "  ops:";
+  for (const auto& [op, c] : counts) os << " " << op << "x" << c;
+  os << "\n  unsupported:" << (unsupported.empty() ? " none" : unsupported) << "\n";
+  return os.str();
+}
+
+}  // namespace kilnrt

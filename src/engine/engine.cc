@@ -1,0 +1,196 @@
+// Engine loading, description and the CPU execution context.
+#include <fstream>
+#include <sstream>
+
+#include "core/check.h"
+#include "engine/engine_impl.h"
+
+namespace kilnrt {
+
+namespace engine {
+
+void validate_input_shape(const TensorInfo& info, const std::vector<std::vector<InputProfile>>& profiles,
+                          const Shape& shape) {
+  const std::string where = "input '" + info.name + "'";
+  KILNRT_CHECK(shape.size() == info.shape.size(), kInvalidArgument, where,
+               "expected rank " << info.shape.size() << " (shape " << shape_to_string(info.shape) << "), got shape "
+                                << shape_to_string(shape));
+  for (size_t d = 0; d < shape.size(); ++d) {
+    KILNRT_CHECK(shape[d] >= 0, kInvalidArgument, where, "negative dimension in shape " << shape_to_string(shape));
+    KILNRT_CHECK(info.shape[d] < 0 || info.shape[d] == shape[d], kInvalidArgument, where,
+                 "dimension " << d << " must be " << info.shape[d] << " (engine input shape "
+                              << shape_to_string(info.shape) << "), got shape " << shape_to_string(shape));
+  }
+  // With profiles, the shape must fit at least one profile that names this input.
+  bool named = false;
+  std::string ranges;
+  for (const auto& profile : profiles) {
+    for (const InputProfile& r : profile) {
+      if (r.name != info.name) continue;
+      named = true;
+      bool fits = true;
+      for (size_t d = 0; d < shape.size() && d < r.min.size(); ++d) fits &= shape[d] >= r.min[d] && shape[d] <= r.max[d];
+      if (fits) return;
+      ranges += " [" + shape_to_string(r.min) + " .. " + shape_to_string(r.max) + "]";
+    }
+  }
+  KILNRT_CHECK(!named, kInvalidArgument, where,
+               "shape " << shape_to_string(shape) << " is outside the engine's profiles:" << ranges
+                        << " (rebuild with a wider --shapes range)");
+}
+
+}  // namespace engine
+
+namespace {
+
+class CpuExecutionContext final : public ExecutionContext {
+ public:
+  explicit CpuExecutionContext(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {}
+
+  void set_input_shape(const std::string& name, const Shape& shape) override {
+    engine::validate_input_shape(find_input(name), engine_->profiles(), shape);
+    shapes_[name] = shape;
+  }
+
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) override {
+    const auto& infos = engine_->inputs();
+    for (const auto& [name, t] : inputs) find_input(name);  // unknown names
+    for (const TensorInfo& info : infos) {
+      const std::string where = "input '" + info.name + "'";
+      auto it = inputs.find(info.name);
+      KILNRT_CHECK(it != inputs.end(), kInvalidArgument, where,
+                   "missing input '" << info.name << "' (the engine has " << infos.size() << " input(s))");
+      KILNRT_CHECK(it->second.defined(), kInvalidArgument, where, "input tensor is empty/undefined");
+      KILNRT_CHECK(it->second.dtype() == info.dtype, kInvalidArgument, where,
+                   "expected dtype " << dtype_name(info.dtype) << ", got " << dtype_name(it->second.dtype()));
+      engine::validate_input_shape(info, engine_->profiles(), it->second.shape());
+      auto s = shapes_.find(info.name);
+      KILNRT_CHECK(s == shapes_.end() || s->second == it->second.shape(), kInvalidArgument, where,
+                   "shape " << shape_to_string(it->second.shape()) << " differs from the one set with set_input_shape ("
+                            << shape_to_string(s->second) << ")");
+    }
+    return engine_->impl().cpu_plan->run(inputs);
+  }
+
+ private:
+  const TensorInfo& find_input(const std::string& name) const {
+    std::string names;
+    for (const TensorInfo& info : engine_->inputs()) {
+      if (info.name == name) return info;
+      names += (names.empty() ? "" : ", ") + info.name;
+    }
+    KILNRT_THROW(kInvalidArgument, "input '" + name + "'", "the engine has no input named '" << name
+                                                                                        << "' (inputs: " << names << ")");
+  }
+
+  std::shared_ptr<const Engine> engine_;
+  std::map<std::string, Shape> shapes_;
+};
+
+std::vector<uint8_t> read_whole_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  KILNRT_CHECK(f.good(), kIo, path, "cannot open engine file");
+  const std::streamsize size = f.tellg();
+  KILNRT_CHECK(size >= 0, kIo, path, "cannot read engine file size");
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(bytes.data()), size);
+  KILNRT_CHECK(f.gcount() == size, kIo, path, "error reading engine file");
+  return bytes;
+}
+
+}  // namespace
+
+Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const std::string& label) {
+  engine::LoadedEngine loaded = engine::deserialize_engine(data, size, label);
+  auto impl = std::make_unique<EngineImpl>();
+  impl->graph = std::move(loaded.graph);
+  impl->meta = std::move(loaded.meta);
+  KILNRT_CHECK(impl->meta.target == "cpu", kUnsupported, label,
+               "engine targets '" << impl->meta.target << "' but this kilnrt build has only the CPU backend");
+  EngineHeaderInfo& h = impl->header;
+  h.format_version = impl->meta.format_version;
+  h.kilnrt_version = impl->meta.kilnrt_version;
+  h.target = impl->meta.target;
+  h.build_options = impl->meta.build_options;
+  h.model_hash = impl->meta.model_hash;
+  h.file_size = size;
+  for (const auto& [n, t] : impl->graph.constants) h.weights_bytes += t.nbytes();
+  try {
+    impl->cpu_plan = std::make_unique<backends::cpu::CpuPlan>(impl->graph);
+  } catch (const Error& e) {
+    throw e.with_context(label);
+  }
+  return std::make_shared<Engine>(std::move(impl));
+}
+
+std::shared_ptr<Engine> Engine::load(const std::string& engine_path) {
+  std::vector<uint8_t> bytes = read_whole_file(engine_path);
+  return from_bytes(bytes.data(), bytes.size(), engine_path);
+}
+
+const std::vector<TensorInfo>& Engine::inputs() const { return impl_->meta.inputs; }
+const std::vector<TensorInfo>& Engine::outputs() const { return impl_->meta.outputs; }
+const EngineHeaderInfo& Engine::header() const { return impl_->header; }
+const std::vector<std::vector<InputProfile>>& Engine::profiles() const { return impl_->meta.profiles; }
+
+std::vector<LayerInfo> Engine::layers() const {
+  std::map<std::string, std::string> tactic(impl_->meta.layer_tactics.begin(), impl_->meta.layer_tactics.end());
+  std::vector<LayerInfo> out;
+  for (const ir::Node& n : impl_->graph.nodes) {
+    LayerInfo l;
+    l.name = n.name;
+    l.op_type = n.op_type;
+    std::string t = tactic.count(n.name) ? tactic[n.name] : "cpu:reference";
+    const size_t colon = t.find(':');
+    l.placement = colon == std::string::npos ? impl_->meta.target : t.substr(0, colon);
+    l.tactic = colon == std::string::npos ? t : t.substr(colon + 1);
+    l.inputs = n.inputs;
+    l.outputs = n.outputs;
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::string Engine::describe() const {
+  const EngineHeaderInfo& h = header();
+  std::ostringstream os;
+  os << "kilnrt engine (format v" << h.format_version << ", built by kilnrt " << h.kilnrt_version << ")\n"
+     << "  target: " << h.target << "\n  build options: " << h.build_options << "\n  model hash: " << h.model_hash
+     << "\n  file size: " << h.file_size << " bytes, weights: " << h.weights_bytes << " bytes in "
+     << impl_->graph.constants.size() << " tensors\n";
+  auto print_info = [&](const char* kind, const TensorInfo& t) {
+    os << "  " << kind << " " << t.name << ": " << dtype_name(t.dtype) << "[";
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      os << (d ? "x" : "") << (t.shape[d] >= 0 ? std::to_string(t.shape[d]) : (t.dim_names[d].empty() ? "?" : t.dim_names[d]));
+    os << "]\n";
+  };
+  for (const TensorInfo& t : inputs()) print_info("input ", t);
+  for (const TensorInfo& t : outputs()) print_info("output", t);
+  for (size_t p = 0; p < profiles().size(); ++p) {
+    os << "  profile " << p << ":";
+    for (const InputProfile& r : profiles()[p])
+      os << " " << r.name << " min " << shape_to_string(r.min) << " opt " << shape_to_string(r.opt) << " max "
+         << shape_to_string(r.max);
+    os << "\n";
+  }
+  const auto ls = layers();
+  os << "  layers: " << ls.size() << "\n";
+  for (size_t i = 0; i < ls.size(); ++i)
+    os << "    " << i << " " << ls[i].op_type << " '" << ls[i].name << "' [" << ls[i].placement << ":" << ls[i].tactic
+       << "]\n";
+  return os.str();
+}
+
+std::unique_ptr<ExecutionContext> Engine::create_context() const {
+  return std::make_unique<CpuExecutionContext>(shared_from_this());
+}
+
+std::map<std::string, Tensor> Engine::run(const std::map<std::string, Tensor>& inputs) const {
+  return create_context()->run(inputs);
+}
+
+}  // namespace kilnrt

@@ -1,0 +1,31 @@
+#include "passes/optimize.h"
+
+#include "core/logging.h"
+#include "passes/constant_folding.h"
+#include "passes/dead_code.h"
+#include "passes/shape_inference.h"
+
+namespace kilnrt::passes {
+
+std::string OptimizeReport::summary() const {
+  return std::to_string(nodes_before) + " -> " + std::to_string(nodes_after) + " nodes (" + std::to_string(folded) +
+         " folded, " + std::to_string(removed) + " dead)";
+}
+
+OptimizeReport optimize_graph(ir::Graph& graph) {
+  OptimizeReport r;
+  r.nodes_before = graph.nodes.size();
+  infer_shapes(graph);
+  for (int round = 0; round < 16; ++round) {
+    const size_t n = fold_constants(graph);
+    r.folded += n;
+    infer_shapes(graph);  // folded Shape nodes make more shapes (and constants) known
+    if (n == 0) break;
+  }
+  r.removed = eliminate_dead_code(graph);
+  r.nodes_after = graph.nodes.size();
+  KILNRT_LOG(kInfo, "optimized graph '" << graph.name << "': " << r.summary());
+  return r;
+}
+
+}  // namespace kilnrt::passes
