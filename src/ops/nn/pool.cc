@@ -1,0 +1,229 @@
+// Pools (ONNX, 1-D to 3-D): MaxPool (with the optional Indices output, row-major storage order), AveragePool
+// (count_include_pad), GlobalAveragePool and GlobalMaxPool; kernel, strides, pads, dilations, ceil_mode, auto_pad.
+#include <limits>
+
+#include "core/check.h"
+#include "ops/nn/nn_common.h"
+#include "ops/op_registry.h"
+
+namespace kilnrt::ops::nn {
+namespace {
+
+void check_pool_input(const Shape& x, const ir::Node& node) {
+  KILNRT_CHECK(x.size() >= 3, kInvalidArgument, node.describe(),
+               "input X must have rank >= 3 (N, C, spatial...), got shape " << shape_to_string(x));
+}
+
+void infer_pool(ShapeContext& ctx) {
+  const ir::TensorType& x = ctx.input(0);
+  const bool has_indices = ctx.outputs.size() > 1 && ctx.node.outputs.size() > 1 && !ctx.node.outputs[1].empty();
+  if (!x.has_shape) {
+    ctx.set_output_rank_unknown(0, x.dtype);
+    if (has_indices) ctx.set_output_rank_unknown(1, DType::kInt64);
+    return;
+  }
+  check_pool_input(ir::sym_shape_to_shape(x.shape), ctx.node);
+  const int nd = static_cast<int>(x.shape.size()) - 2;
+  SpatialParams p = read_spatial_params(ctx.node, nd, {}, true);
+  ir::SymShape out = {x.shape[0], x.shape[1]};
+  ir::SymShape spatial(x.shape.begin() + 2, x.shape.end());
+  for (const ir::Dim& d : pooled_output_sym_dims(p, spatial, ctx.node)) out.push_back(d);
+  ctx.set_output(0, x.dtype, out);
+  if (has_indices) ctx.set_output(1, DType::kInt64, out);
+}
+
+struct PoolSetup {
+  Tensor x;  // float32
+  DType dtype;
+  Geometry3 g;
+  Shape y_shape;
+  int64_t planes = 0;
+};
+
+PoolSetup setup_pool(CpuContext& ctx) {
+  PoolSetup s;
+  const Tensor& x_in = ctx.input(0);
+  s.dtype = x_in.dtype();
+  s.x = to_float32(x_in, ctx.node, "X");
+  check_pool_input(s.x.shape(), ctx.node);
+  const int nd = s.x.rank() - 2;
+  SpatialParams p = read_spatial_params(ctx.node, nd, {}, true);
+  std::vector<int64_t> in_spatial(s.x.shape().begin() + 2, s.x.shape().end());
+  std::vector<int64_t> out_spatial = pooled_output_dims(p, in_spatial, ctx.node);
+  s.g = make_geometry3(p, in_spatial, out_spatial, ctx.node);
+  s.y_shape = {s.x.dim(0), s.x.dim(1)};
+  s.y_shape.insert(s.y_shape.end(), out_spatial.begin(), out_spatial.end());
+  s.planes = s.x.dim(0) * s.x.dim(1);
+  return s;
+}
+
+void max_pool_cpu(CpuContext& ctx) {
+  PoolSetup s = setup_pool(ctx);
+  const bool want_indices = ctx.wants_output(1);
+  if (want_indices) {
+    KILNRT_CHECK(ctx.node.attr_int("storage_order", 0) == 0, kUnsupported, ctx.node.describe(),
+                 "the Indices output with storage_order=1 (column major) is not supported");
+  }
+  const Geometry3& g = s.g;
+  Tensor y = Tensor::empty(DType::kFloat32, s.y_shape);
+  Tensor indices;
+  if (want_indices) indices = Tensor::empty(DType::kInt64, s.y_shape);
+  const float* xp = s.x.data<float>();
+  float* yp = y.data<float>();
+  int64_t* ip = want_indices ? indices.data<int64_t>() : nullptr;
+  const int64_t in_size = g.in_size(), out_size = g.out_size();
+#pragma omp parallel for schedule(static)
+  for (int64_t plane = 0; plane < s.planes; ++plane) {
+    const float* xc = xp + plane * in_size;
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t best_index = -1;
+          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+            const int64_t id = od * g.s[0] - g.pad_begin[0] + kd * g.d[0];
+            if (id < 0 || id >= g.in[0]) continue;
+            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+              const int64_t ih = oh * g.s[1] - g.pad_begin[1] + kh * g.d[1];
+              if (ih < 0 || ih >= g.in[1]) continue;
+              const int64_t row = (id * g.in[1] + ih) * g.in[2];
+              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                const int64_t iw = ow * g.s[2] - g.pad_begin[2] + kw * g.d[2];
+                if (iw < 0 || iw >= g.in[2]) continue;
+                const float v = xc[row + iw];
+                // NaN propagates: a NaN compares false, so test it explicitly.
+                if (v > best || best_index < 0 || (v != v && best == best)) {
+                  best = v;
+                  best_index = row + iw;
+                }
+              }
+            }
+          }
+          const int64_t o = plane * out_size + (od * g.out[1] + oh) * g.out[2] + ow;
+          yp[o] = best;
+          if (ip) ip[o] = best_index < 0 ? 0 : plane * in_size + best_index;
+        }
+      }
+    }
+  }
+  ctx.outputs[0] = from_float32(y, s.dtype);
+  if (want_indices) ctx.outputs[1] = indices;
+}
+
+// Number of j in [0, k) with lo <= start + j * dil < hi.
+int64_t count_in_range(int64_t start, int64_t k, int64_t dil, int64_t lo, int64_t hi) {
+  int64_t count = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t v = start + j * dil;
+    count += (v >= lo && v < hi) ? 1 : 0;
+  }
+  return count;
+}
+
+void average_pool_cpu(CpuContext& ctx) {
+  PoolSetup s = setup_pool(ctx);
+  const bool include_pad = ctx.node.attr_int("count_include_pad", 0) != 0;
+  const Geometry3& g = s.g;
+  Tensor y = Tensor::empty(DType::kFloat32, s.y_shape);
+  const float* xp = s.x.data<float>();
+  float* yp = y.data<float>();
+  const int64_t in_size = g.in_size(), out_size = g.out_size();
+#pragma omp parallel for schedule(static)
+  for (int64_t plane = 0; plane < s.planes; ++plane) {
+    const float* xc = xp + plane * in_size;
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      const int64_t sd = od * g.s[0] - g.pad_begin[0];
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const int64_t sh = oh * g.s[1] - g.pad_begin[1];
+        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+          const int64_t sw = ow * g.s[2] - g.pad_begin[2];
+          float sum = 0.f;
+          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+            const int64_t id = sd + kd * g.d[0];
+            if (id < 0 || id >= g.in[0]) continue;
+            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+              const int64_t ih = sh + kh * g.d[1];
+              if (ih < 0 || ih >= g.in[1]) continue;
+              const float* row = xc + (id * g.in[1] + ih) * g.in[2];
+              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                const int64_t iw = sw + kw * g.d[2];
+                if (iw >= 0 && iw < g.in[2]) sum += row[iw];
+              }
+            }
+          }
+          int64_t count = 1;
+          if (include_pad) {
+            // Positions inside the padded extent count; the ceil_mode overhang beyond it does not.
+            count = count_in_range(sd, g.k[0], g.d[0], -g.pad_begin[0], g.in[0] + g.pad_end[0]) *
+                    count_in_range(sh, g.k[1], g.d[1], -g.pad_begin[1], g.in[1] + g.pad_end[1]) *
+                    count_in_range(sw, g.k[2], g.d[2], -g.pad_begin[2], g.in[2] + g.pad_end[2]);
+          } else {
+            count = count_in_range(sd, g.k[0], g.d[0], 0, g.in[0]) * count_in_range(sh, g.k[1], g.d[1], 0, g.in[1]) *
+                    count_in_range(sw, g.k[2], g.d[2], 0, g.in[2]);
+          }
+          const int64_t o = plane * out_size + (od * g.out[1] + oh) * g.out[2] + ow;
+          yp[o] = count > 0 ? sum / static_cast<float>(count) : 0.f;
+        }
+      }
+    }
+  }
+  ctx.outputs[0] = from_float32(y, s.dtype);
+}
+
+void infer_global_pool(ShapeContext& ctx) {
+  const ir::TensorType& x = ctx.input(0);
+  if (!x.has_shape) {
+    ctx.set_output_rank_unknown(0, x.dtype);
+    return;
+  }
+  check_pool_input(ir::sym_shape_to_shape(x.shape), ctx.node);
+  ir::SymShape out = {x.shape[0], x.shape[1]};
+  for (size_t i = 2; i < x.shape.size(); ++i) out.push_back(ir::Dim(1));
+  ctx.set_output(0, x.dtype, out);
+}
+
+template <bool kMax>
+void global_pool_cpu(CpuContext& ctx) {
+  const Tensor& x_in = ctx.input(0);
+  const DType dtype = x_in.dtype();
+  Tensor x = to_float32(x_in, ctx.node, "X");
+  check_pool_input(x.shape(), ctx.node);
+  Shape y_shape = {x.dim(0), x.dim(1)};
+  for (int i = 2; i < x.rank(); ++i) y_shape.push_back(1);
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t size = dims_product(x.shape(), 2, x.rank());
+  KILNRT_CHECK(size > 0 || planes == 0, kInvalidArgument, ctx.node.describe(),
+               "cannot pool over empty spatial dims of " << shape_to_string(x.shape()));
+  Tensor y = Tensor::empty(DType::kFloat32, y_shape);
+  const float* xp = x.data<float>();
+  float* yp = y.data<float>();
+#pragma omp parallel for schedule(static) if (planes * size > 32768)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const float* xc = xp + plane * size;
+    if (kMax) {
+      float best = xc[0];
+      for (int64_t i = 1; i < size; ++i) {
+        if (xc[i] > best || xc[i] != xc[i]) best = xc[i];
+        if (best != best) break;
+      }
+      yp[plane] = best;
+    } else {
+      double sum = 0.0;
+      for (int64_t i = 0; i < size; ++i) sum += xc[i];
+      yp[plane] = static_cast<float>(sum / static_cast<double>(size));
+    }
+  }
+  ctx.outputs[0] = from_float32(y, dtype);
+}
+
+KILNRT_REGISTER_OP(OpSchema{"", "MaxPool", 1, 1000, infer_pool, max_pool_cpu, float_dtypes(),
+                            "max pool (1-D..3-D on CPU): pads, strides, dilations, ceil_mode, auto_pad, Indices"});
+KILNRT_REGISTER_OP(OpSchema{"", "AveragePool", 1, 1000, infer_pool, average_pool_cpu, float_dtypes(),
+                            "average pool (1-D..3-D on CPU): count_include_pad, ceil_mode, dilations, auto_pad"});
+KILNRT_REGISTER_OP(OpSchema{"", "GlobalAveragePool", 1, 1000, infer_global_pool, global_pool_cpu<false>,
+                            float_dtypes(), "mean over all spatial dims"});
+KILNRT_REGISTER_OP(OpSchema{"", "GlobalMaxPool", 1, 1000, infer_global_pool, global_pool_cpu<true>,
+                            float_dtypes(), "max over all spatial dims"});
+
+}  // namespace
+}  // namespace kilnrt::ops::nn
