@@ -1,0 +1,293 @@
+// kilnrt._kilnrt: the pybind11 extension behind the `kilnrt` Python package (python/kilnrt/__init__.py holds the
+// user-facing API). Uses the public C++ API only.
+//   - numpy inputs are borrowed zero-copy (the array is kept alive by the tensor), outputs are numpy arrays that
+//     keep their kilnrt::Tensor alive through a capsule (no copy);
+//   - kilnrt::Error becomes kilnrt.Error (python/kilnrt/_errors.py) with code / where / message / expression;
+//   - inference runs with the GIL released.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kilnrt/doctor.h"
+#include "kilnrt/kilnrt.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// numpy dtype string for a kilnrt dtype. bfloat16 has no numpy dtype: its raw bits travel as uint16.
+std::string numpy_dtype_name(kilnrt::DType t) {
+  using kilnrt::DType;
+  switch (t) {
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+    case DType::kFloat16: return "float16";
+    case DType::kBFloat16: return "uint16";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kBool: return "bool";
+    default: break;
+  }
+  throw kilnrt::Error(kilnrt::ErrorCode::kUnsupported,
+                      std::string("dtype ") + kilnrt::dtype_name(t) + " has no numpy equivalent");
+}
+
+// Holds a Python object for as long as a borrowed tensor lives; drops the reference with the GIL held.
+std::shared_ptr<void> keep_python_object_alive(py::object obj) {
+  auto* held = new py::object(std::move(obj));
+  return std::shared_ptr<void>(held, [](void* p) {
+    py::gil_scoped_acquire gil;
+    delete static_cast<py::object*>(p);
+  });
+}
+
+// Wraps a C-contiguous numpy array of the engine input's dtype as a tensor, without copying.
+kilnrt::Tensor borrow_array(const std::string& name, const py::array& array, kilnrt::DType expected) {
+  const py::dtype want = py::dtype(numpy_dtype_name(expected));
+  const py::dtype have = array.dtype();
+  const bool big_endian = have.attr("byteorder").cast<std::string>() == ">" && have.itemsize() > 1;
+  if (have.kind() != want.kind() || have.itemsize() != want.itemsize() || big_endian)
+    throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument,
+                        "input has numpy dtype " + py::str(array.dtype()).cast<std::string>() + ", the engine expects " +
+                            kilnrt::dtype_name(expected),
+                        name);
+  if (!(array.flags() & py::array::c_style))
+    throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, "input array must be C-contiguous", name);
+  kilnrt::Shape shape(array.shape(), array.shape() + array.ndim());
+  return kilnrt::Tensor::borrow(const_cast<void*>(array.data()), expected, shape, keep_python_object_alive(array));
+}
+
+// A numpy array viewing the tensor's buffer; the array owns a reference to the tensor's storage.
+py::array tensor_to_array(const kilnrt::Tensor& tensor) {
+  auto* owner = new kilnrt::Tensor(tensor);
+  py::capsule capsule(owner, [](void* p) { delete static_cast<kilnrt::Tensor*>(p); });
+  std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t stride = static_cast<py::ssize_t>(kilnrt::dtype_size(tensor.dtype()));
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= std::max<py::ssize_t>(shape[i], 1);
+  }
+  return py::array(py::dtype(numpy_dtype_name(tensor.dtype())), shape, strides, owner->raw(), capsule);
+}
+
+py::dict tensor_info_dict(const kilnrt::TensorInfo& info) {
+  py::dict d;
+  d["name"] = info.name;
+  d["dtype"] = std::string(kilnrt::dtype_name(info.dtype));
+  d["numpy_dtype"] = numpy_dtype_name(info.dtype);
+  d["shape"] = py::tuple(py::cast(info.shape));
+  d["dim_names"] = info.dim_names;
+  return d;
+}
+
+// One loaded engine plus a context reused by calls that do not overlap (others get a private context).
+class EngineHandle {
+ public:
+  explicit EngineHandle(std::shared_ptr<kilnrt::Engine> engine) : engine_(std::move(engine)) {}
+
+  const kilnrt::Engine& engine() const { return *engine_; }
+
+  py::dict run(const py::dict& feeds) {
+    std::map<std::string, kilnrt::Tensor> inputs;
+    for (auto item : feeds) {
+      const std::string name = py::str(item.first).cast<std::string>();
+      const kilnrt::TensorInfo* info = nullptr;
+      for (const auto& candidate : engine_->inputs())
+        if (candidate.name == name) info = &candidate;
+      if (!info) {
+        std::string names;
+        for (const auto& candidate : engine_->inputs()) names += (names.empty() ? "" : ", ") + candidate.name;
+        throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument,
+                            "the engine has no input named '" + name + "' (inputs: " + names + ")", name);
+      }
+      inputs[name] = borrow_array(name, py::reinterpret_borrow<py::array>(item.second), info->dtype);
+    }
+    std::map<std::string, kilnrt::Tensor> outputs;
+    {
+      py::gil_scoped_release no_gil;
+      std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+      if (lock.owns_lock()) {
+        if (!context_) context_ = engine_->create_context();
+        for (const auto& [name, tensor] : inputs) context_->set_input_shape(name, tensor.shape());
+        outputs = context_->run(inputs);
+      } else {
+        auto context = engine_->create_context();
+        for (const auto& [name, tensor] : inputs) context->set_input_shape(name, tensor.shape());
+        outputs = context->run(inputs);
+      }
+    }
+    py::dict result;
+    for (const auto& info : engine_->outputs()) {
+      auto it = outputs.find(info.name);
+      if (it == outputs.end())
+        throw kilnrt::Error(kilnrt::ErrorCode::kInternal, "the engine did not produce this output", info.name);
+      result[py::str(info.name)] = tensor_to_array(it->second);
+    }
+    return result;
+  }
+
+ private:
+  std::shared_ptr<kilnrt::Engine> engine_;
+  std::mutex mutex_;
+  std::unique_ptr<kilnrt::ExecutionContext> context_;
+};
+
+void build_engine_file(const std::string& onnx_path, const std::string& engine_path, const std::string& device,
+                       bool fp16, bool bf16, bool tf32, const std::vector<std::string>& shape_specs) {
+  kilnrt::BuildOptions options;
+  options.device = device;
+  options.fp16 = fp16;
+  options.bf16 = bf16;
+  options.tf32 = tf32;
+  if (!shape_specs.empty()) {
+    std::vector<kilnrt::InputProfile> profile;
+    for (const auto& spec : shape_specs) profile.push_back(kilnrt::parse_shape_spec(spec));
+    options.profiles.push_back(profile);
+  }
+  py::gil_scoped_release no_gil;
+  kilnrt::build_engine_file(onnx_path, engine_path, options);
+}
+
+// Stable, Python-friendly identifiers of the error codes (kilnrt.Error.code).
+const char* error_code_id(kilnrt::ErrorCode code) {
+  using kilnrt::ErrorCode;
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return "invalid_argument";
+    case ErrorCode::kInvalidModel: return "invalid_model";
+    case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kInvalidEngine: return "invalid_engine";
+    case ErrorCode::kIo: return "io";
+    case ErrorCode::kCuda: return "cuda";
+    case ErrorCode::kOutOfMemory: return "out_of_memory";
+    case ErrorCode::kInternal: return "internal";
+  }
+  return "unknown";
+}
+
+void translate_kilnrt_error(const kilnrt::Error& e) {
+  try {
+    py::object cls = py::module_::import("kilnrt._errors").attr("Error");
+    py::object exc = cls(py::str(e.what()), py::str(error_code_id(e.code())), py::str(e.where()),
+                         py::str(e.message()), py::str(e.expression()));
+    PyErr_SetObject(cls.ptr(), exc.ptr());
+  } catch (py::error_already_set&) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_kilnrt, m) {
+  m.doc() = "kilnrt native extension (use the `kilnrt` package API)";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const kilnrt::Error& e) {
+      translate_kilnrt_error(e);
+    }
+  });
+
+  m.def("version", []() { return std::string(kilnrt::version()); });
+  m.def("doctor_report", []() {
+    py::gil_scoped_release no_gil;
+    return kilnrt::doctor_report();
+  });
+  m.def("cuda_available", []() {
+    std::string why;
+    bool ok;
+    {
+      py::gil_scoped_release no_gil;
+      ok = kilnrt::cuda_available(&why);
+    }
+    return py::make_tuple(ok, why);
+  });
+  m.def("build_engine_file", &build_engine_file, py::arg("onnx_path"), py::arg("engine_path"), py::arg("device"),
+        py::arg("fp16"), py::arg("bf16"), py::arg("tf32"), py::arg("shape_specs"));
+  m.def("parse_shape_spec", [](const std::string& spec) {
+    kilnrt::InputProfile p = kilnrt::parse_shape_spec(spec);
+    return py::make_tuple(p.name, py::tuple(py::cast(p.min)), py::tuple(py::cast(p.opt)), py::tuple(py::cast(p.max)));
+  });
+  m.def("describe_onnx_model", &kilnrt::describe_onnx_model, py::arg("onnx_path"));
+  m.def("numpy_dtype_for", [](const std::string& kilnrt_dtype) {
+    return numpy_dtype_name(kilnrt::dtype_from_name(kilnrt_dtype));
+  });
+
+  py::class_<EngineHandle, std::shared_ptr<EngineHandle>>(m, "EngineHandle")
+      .def_static("load",
+                  [](const std::string& path) {
+                    std::shared_ptr<kilnrt::Engine> engine;
+                    {
+                      py::gil_scoped_release no_gil;
+                      engine = kilnrt::Engine::load(path);
+                    }
+                    return std::make_shared<EngineHandle>(engine);
+                  })
+      .def_static("from_bytes",
+                  [](const py::bytes& data, const std::string& label) {
+                    std::string_view view = data;
+                    return std::make_shared<EngineHandle>(kilnrt::Engine::from_bytes(view.data(), view.size(), label));
+                  })
+      .def_property_readonly("inputs",
+                             [](const EngineHandle& h) {
+                               py::list l;
+                               for (const auto& i : h.engine().inputs()) l.append(tensor_info_dict(i));
+                               return l;
+                             })
+      .def_property_readonly("outputs",
+                             [](const EngineHandle& h) {
+                               py::list l;
+                               for (const auto& i : h.engine().outputs()) l.append(tensor_info_dict(i));
+                               return l;
+                             })
+      .def_property_readonly("layers",
+                             [](const EngineHandle& h) {
+                               py::list l;
+                               for (const auto& layer : h.engine().layers()) {
+                                 py::dict d;
+                                 d["name"] = layer.name;
+                                 d["op_type"] = layer.op_type;
+                                 d["placement"] = layer.placement;
+                                 d["tactic"] = layer.tactic;
+                                 d["inputs"] = layer.inputs;
+                                 d["outputs"] = layer.outputs;
+                                 l.append(d);
+                               }
+                               return l;
+                             })
+      .def_property_readonly("header",
+                             [](const EngineHandle& h) {
+                               const auto& hd = h.engine().header();
+                               py::dict d;
+                               d["format_version"] = hd.format_version;
+                               d["kilnrt_version"] = hd.kilnrt_version;
+                               d["target"] = hd.target;
+                               d["build_options"] = hd.build_options;
+                               d["model_hash"] = hd.model_hash;
+                               d["file_size"] = hd.file_size;
+                               d["weights_bytes"] = hd.weights_bytes;
+                               return d;
+                             })
+      .def_property_readonly("profiles",
+                             [](const EngineHandle& h) {
+                               py::list profiles;
+                               for (const auto& profile : h.engine().profiles()) {
+                                 py::list ranges;
+                                 for (const auto& r : profile)
+                                   ranges.append(py::make_tuple(r.name, py::tuple(py::cast(r.min)),
+                                                                py::tuple(py::cast(r.opt)), py::tuple(py::cast(r.max))));
+                                 profiles.append(ranges);
+                               }
+                               return profiles;
+                             })
+      .def("describe", [](const EngineHandle& h) { return h.engine().describe(); })
+      .def("run", &EngineHandle::run, py::arg("inputs"));
+}

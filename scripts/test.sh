@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test: the GoogleTest suite (ctest) and the pytest suite (Python API, CLI, end-to-end models, packaging).
+# Builds first (installing what is missing, like scripts/setup.sh). Extra arguments go to pytest.
+# KILNRT_SKIP_PIP_TEST=1 skips the slow `pip install .` test.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+kilnrt_ensure_apt || exit 1
+kilnrt_ensure_venv || exit 1
+kilnrt_build || exit 1
+kilnrt_use_build_tree
+
+status=0
+kilnrt_log "ctest (GoogleTest suite)"
+ctest --test-dir "$KILNRT_BUILD_DIR" --output-on-failure -j "$KILNRT_JOBS" || status=1
+
+kilnrt_log "pytest (tests/python)"
+cd "$KILNRT_ROOT" && "$KILNRT_PY" -m pytest tests/python -ra "$@" || status=1
+
+if [ "$status" = 0 ]; then kilnrt_log "all tests passed"; else kilnrt_log "SOME TESTS FAILED"; fi
+exit $status

@@ -1,0 +1,59 @@
+// `kilnrt build MODEL.onnx -o ENGINE [--device cpu|cuda] [--fp16] [--shapes NAME:D0xD1x...|NAME:MIN/OPT/MAX]...`
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli_common.h"
+
+namespace kilnrt_cli {
+namespace {
+
+struct BuildArgs {
+  std::string model, output, device = "cpu";
+  bool fp16 = false, bf16 = false, tf32 = false;
+  std::vector<std::string> shapes;
+};
+
+void run_build(const BuildArgs& args) {
+  kilnrt::BuildOptions options;
+  options.device = args.device;
+  options.fp16 = args.fp16;
+  options.bf16 = args.bf16;
+  options.tf32 = args.tf32;
+  if (!args.shapes.empty()) {
+    std::vector<kilnrt::InputProfile> profile;
+    for (const std::string& spec : args.shapes) profile.push_back(kilnrt::parse_shape_spec(spec));
+    options.profiles.push_back(profile);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  kilnrt::build_engine_file(args.model, args.output, options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ifstream written(args.output, std::ios::binary | std::ios::ate);
+  const auto size = written ? static_cast<unsigned long long>(written.tellg()) : 0ull;
+  std::cout << "built " << args.output << " (" << human_bytes(size) << ", device " << args.device
+            << (args.fp16 ? ", fp16" : "") << (args.bf16 ? ", bf16" : "") << (args.tf32 ? ", tf32" : "")
+            << ") from " << args.model << " in " << seconds << " s\n";
+}
+
+}  // namespace
+
+void add_build_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("build", "Build an engine file from an ONNX model");
+  auto args = std::make_shared<BuildArgs>();
+  cmd->add_option("model", args->model, "ONNX model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", args->output, "Engine file to write")->required();
+  cmd->add_option("--device", args->device, "Target device")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_flag("--fp16", args->fp16, "Allow float16 kernels");
+  cmd->add_flag("--bf16", args->bf16, "Allow bfloat16 kernels");
+  cmd->add_flag("--tf32", args->tf32, "Allow TF32 tensor-core math for float32 GEMMs/convolutions");
+  cmd->add_option("--shapes", args->shapes,
+                  "Input shape NAME:D0xD1x... (fixed) or NAME:MIN/OPT/MAX (dynamic range); repeat per input")
+      ->allow_extra_args(false);
+  cmd->callback([args]() { run_build(*args); });
+}
+
+}  // namespace kilnrt_cli
