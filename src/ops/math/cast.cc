@@ -1,0 +1,125 @@
+// Cast and CastLike across every kilnrt dtype.
+//   float -> integer: truncation toward zero, clamped to the target's range; NaN -> 0 (ONNX leaves it undefined)
+//   float / integer -> bool: x != 0 (NaN -> true)
+//   bool -> number: 0 / 1
+//   integer -> narrower integer: wraps (two's complement), as numpy's astype does
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "ops/math/elementwise.h"
+#include "ops/shape/sym_value.h"
+
+namespace kilnrt::ops {
+namespace {
+
+// Storage value -> a wide value that keeps it exactly: double for floats, int64/uint64 for integers, bool for bool.
+template <class S>
+auto widen(S v) {
+  if constexpr (std::is_same_v<S, Float16> || std::is_same_v<S, BFloat16>) {
+    return static_cast<double>(Compute<S>::load(v));
+  } else if constexpr (std::is_floating_point_v<S>) {
+    return static_cast<double>(v);
+  } else if constexpr (std::is_same_v<S, bool>) {
+    return v;
+  } else if constexpr (std::is_unsigned_v<S>) {
+    return static_cast<uint64_t>(v);
+  } else {
+    return static_cast<int64_t>(v);
+  }
+}
+
+template <class D, class W>
+D narrow(W w) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return w != W(0);
+  } else if constexpr (std::is_same_v<D, Float16> || std::is_same_v<D, BFloat16>) {
+    return Compute<D>::store(static_cast<float>(w));
+  } else if constexpr (std::is_floating_point_v<D>) {
+    return static_cast<D>(w);
+  } else if constexpr (std::is_floating_point_v<W>) {
+    // float -> integer: truncate, clamp to int64, then wrap into D like an integer conversion.
+    if (std::isnan(w)) return D(0);
+    double t = std::trunc(w);
+    int64_t i;
+    if (t >= 9223372036854775807.0)
+      i = std::numeric_limits<int64_t>::max();
+    else if (t <= -9223372036854775808.0)
+      i = std::numeric_limits<int64_t>::min();
+    else
+      i = static_cast<int64_t>(t);
+    return static_cast<D>(i);
+  } else {
+    return static_cast<D>(w);  // integer/bool -> integer
+  }
+}
+
+Tensor cast_tensor(const Tensor& x, DType to, const std::string& where) {
+  if (x.dtype() == to) return x;  // same dtype: a view
+  Tensor y = Tensor::empty(to, x.shape());
+  dispatch_dtype<DTypeSet::kAll>(x.dtype(), where, [&](auto src_tag) {
+    using S = typename decltype(src_tag)::type;
+    dispatch_dtype<DTypeSet::kAll>(to, where, [&](auto dst_tag) {
+      using D = typename decltype(dst_tag)::type;
+      const S* in = x.data<S>();
+      D* out = y.data<D>();
+      parallel_for_range(x.numel(), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) out[i] = narrow<D>(widen(in[i]));
+      });
+    });
+  });
+  return y;
+}
+
+void cast_infer_to(ShapeContext& ctx, DType to) {
+  const ir::TensorType& in = ctx.input(0);
+  if (in.has_shape)
+    ctx.set_output(0, to, in.shape);
+  else
+    ctx.set_output_rank_unknown(0, to);
+  // Shape values survive casts between integer types (and to float they would lose their meaning as dims).
+  if ((to == DType::kInt64 || to == DType::kInt32) && (in.dtype == DType::kInt64 || in.dtype == DType::kInt32)) {
+    if (auto v = input_sym_ints(ctx, 0)) set_output_sym_ints(ctx, 0, *v);
+  }
+}
+
+DType cast_target(const ir::Node& node) {
+  int64_t to = node.attr_int("to");
+  KILNRT_CHECK(dtype_is_valid(static_cast<int32_t>(to)), kUnsupported, node.describe(),
+               "Cast: target type " << to << " (ONNX TensorProto.DataType) is not supported by kilnrt");
+  return static_cast<DType>(to);
+}
+
+OpSchema cast_schema() {
+  OpSchema s;
+  s.op_type = "Cast";
+  s.since_version = 1;
+  s.infer = [](ShapeContext& ctx) { cast_infer_to(ctx, cast_target(ctx.node)); };
+  s.cpu = [](CpuContext& ctx) {
+    ctx.outputs[0] = cast_tensor(ctx.input(0), cast_target(ctx.node), ctx.node.describe());
+  };
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
+              DType::kInt32,   DType::kInt8,    DType::kUInt8,    DType::kBool};
+  s.doc = "converts to the dtype of attribute 'to' (float->int truncates toward zero)";
+  return s;
+}
+KILNRT_REGISTER_OP(cast_schema());
+
+OpSchema cast_like_schema() {
+  OpSchema s;
+  s.op_type = "CastLike";
+  s.since_version = 15;
+  s.infer = [](ShapeContext& ctx) { cast_infer_to(ctx, ctx.input(1).dtype); };
+  s.cpu = [](CpuContext& ctx) {
+    ctx.outputs[0] = cast_tensor(ctx.input(0), ctx.input(1).dtype(), ctx.node.describe());
+  };
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
+              DType::kInt32,   DType::kInt8,    DType::kUInt8,    DType::kBool};
+  s.doc = "converts input 0 to the dtype of input 1";
+  return s;
+}
+KILNRT_REGISTER_OP(cast_like_schema());
+
+}  // namespace
+}  // namespace kilnrt::ops
