@@ -1,0 +1,816 @@
+// Engine file format v1 (layout: docs/engine-format.md). Writing is straightforward; reading validates the header,
+// the section table and the checksums before parsing anything, and every read of the sections is bounds-checked.
+#include "engine/engine_file.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <set>
+#include <unordered_set>
+
+#include "core/check.h"
+#include "core/checksum.h"
+#include "engine/byte_io.h"
+
+namespace kilnrt::engine {
+namespace {
+
+// ---- fixed layout ------------------------------------------------------------------------------------------
+// Header field offsets.
+constexpr size_t kOffMagic = 0, kOffVersion = 8, kOffHeaderSize = 12, kOffFileSize = 16, kOffTableOffset = 24,
+                 kOffSectionCount = 32, kOffTableCrc = 36, kOffPayloadCrc = 40, kOffFlags = 44, kOffReserved0 = 48,
+                 kOffReserved1 = 56, kOffHeaderCrc = 60;
+constexpr size_t kSectionEntrySize = 32;  // u32 kind, u32 crc32c, u64 offset, u64 size, u64 reserved
+constexpr uint32_t kMaxSections = 64;
+constexpr uint64_t kMaxRank = 64;
+constexpr int kMaxGraphDepth = 16;  // nesting of subgraph attributes
+
+enum SectionKind : uint32_t { kSecMetadata = 1, kSecGraph = 2, kSecWeights = 3, kSecBlobs = 4 };
+constexpr uint32_t kNumSectionKinds = 4;
+
+const char* section_name(uint32_t kind) {
+  switch (kind) {
+    case kSecMetadata: return "metadata";
+    case kSecGraph: return "graph";
+    case kSecWeights: return "weights";
+    case kSecBlobs: return "blobs";
+    default: return "unknown";
+  }
+}
+
+// Attribute kinds on disk (stable numbers, independent of the enum's order in ir/graph.h).
+enum AttrTag : uint8_t {
+  kTagFloat = 1, kTagInt = 2, kTagString = 3, kTagTensor = 4, kTagFloats = 5, kTagInts = 6, kTagStrings = 7,
+  kTagGraph = 8
+};
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
+
+// Element count of a shape, or false on a negative dim / overflow past `limit`.
+bool checked_numel(const Shape& dims, uint64_t limit, uint64_t* out) {
+  uint64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return false;
+    if (d != 0 && n > limit / static_cast<uint64_t>(d)) {
+      // Overflows the limit unless another dim is 0.
+      for (int64_t e : dims)
+        if (e == 0) { *out = 0; return true; }
+      return false;
+    }
+    n *= static_cast<uint64_t>(d);
+  }
+  *out = n;
+  return true;
+}
+
+// ---- writing -----------------------------------------------------------------------------------------------
+void write_dims(ByteWriter& w, const Shape& s) {
+  w.u64(s.size());
+  for (int64_t d : s) w.i64(d);
+}
+
+void write_sym_dims(ByteWriter& w, const ir::SymShape& s) {
+  w.u64(s.size());
+  for (const ir::Dim& d : s) {
+    w.i64(d.value);
+    w.str(d.param);
+  }
+}
+
+void write_tensor_type(ByteWriter& w, const ir::TensorType& t) {
+  w.i32(static_cast<int32_t>(t.dtype));
+  w.u8(t.has_shape ? 1 : 0);
+  if (t.has_shape) write_sym_dims(w, t.shape);
+  w.u8(t.sym_value ? 1 : 0);
+  if (t.sym_value) write_sym_dims(w, *t.sym_value);
+}
+
+void check_writable_tensor(const Tensor& t, const std::string& what) {
+  KILNRT_CHECK(t.defined() && dtype_is_valid(static_cast<int32_t>(t.dtype())), kInternal, what,
+               "cannot serialize an undefined tensor or unknown dtype");
+  KILNRT_CHECK(t.nbytes() == 0 || t.raw() != nullptr, kInternal, what, "tensor has no data");
+}
+
+void write_tensor_inline(ByteWriter& w, const Tensor& t, const std::string& what) {
+  w.u8(t.defined() ? 1 : 0);
+  if (!t.defined()) return;
+  check_writable_tensor(t, what);
+  w.i32(static_cast<int32_t>(t.dtype()));
+  write_dims(w, t.shape());
+  w.u64(t.nbytes());
+  w.raw(t.raw(), t.nbytes());
+}
+
+template <typename Map>
+std::vector<std::string> sorted_keys(const Map& m) {
+  std::vector<std::string> keys;
+  keys.reserve(m.size());
+  for (const auto& kv : m) keys.push_back(kv.first);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+void write_graph(ByteWriter& w, const ir::Graph& g, int depth, bool inline_constants);
+
+void write_attribute(ByteWriter& w, const ir::Attribute& a, const std::string& where, int depth) {
+  using K = ir::Attribute::Kind;
+  switch (a.kind) {
+    case K::kFloat: w.u8(kTagFloat); w.f32(a.f); return;
+    case K::kInt: w.u8(kTagInt); w.i64(a.i); return;
+    case K::kString: w.u8(kTagString); w.str(a.s); return;
+    case K::kTensor: w.u8(kTagTensor); write_tensor_inline(w, a.t, where); return;
+    case K::kFloats:
+      w.u8(kTagFloats);
+      w.u64(a.floats.size());
+      for (float f : a.floats) w.f32(f);
+      return;
+    case K::kInts:
+      w.u8(kTagInts);
+      w.u64(a.ints.size());
+      for (int64_t v : a.ints) w.i64(v);
+      return;
+    case K::kStrings:
+      w.u8(kTagStrings);
+      w.u64(a.strings.size());
+      for (const auto& s : a.strings) w.str(s);
+      return;
+    case K::kGraph:
+      KILNRT_CHECK(a.g != nullptr, kInternal, where, "graph attribute without a graph");
+      KILNRT_CHECK(depth + 1 < kMaxGraphDepth, kInternal, where, "subgraphs nested deeper than " << kMaxGraphDepth);
+      w.u8(kTagGraph);
+      write_graph(w, *a.g, depth + 1, /*inline_constants=*/true);
+      return;
+  }
+  KILNRT_THROW(kInternal, where, "unknown attribute kind " << static_cast<int>(a.kind));
+}
+
+void write_graph(ByteWriter& w, const ir::Graph& g, int depth, bool inline_constants) {
+  w.str(g.name);
+  w.str(g.producer);
+  w.u64(g.opsets.size());
+  for (const auto& [domain, version] : g.opsets) {
+    w.str(domain);
+    w.i64(version);
+  }
+  w.u64(g.inputs.size());
+  for (const auto& s : g.inputs) w.str(s);
+  w.u64(g.outputs.size());
+  for (const auto& s : g.outputs) w.str(s);
+  const auto type_names = sorted_keys(g.types);
+  w.u64(type_names.size());
+  for (const auto& name : type_names) {
+    w.str(name);
+    write_tensor_type(w, g.types.at(name));
+  }
+  w.u64(g.nodes.size());
+  for (const ir::Node& n : g.nodes) {
+    w.str(n.name);
+    w.str(n.op_type);
+    w.str(n.domain);
+    w.u64(n.inputs.size());
+    for (const auto& s : n.inputs) w.str(s);
+    w.u64(n.outputs.size());
+    for (const auto& s : n.outputs) w.str(s);
+    w.u64(n.attrs.size());
+    for (const auto& [key, attr] : n.attrs) {
+      w.str(key);
+      write_attribute(w, attr, "node '" + n.name + "' attribute '" + key + "'", depth);
+    }
+  }
+  // Subgraph constants live inline; the top-level graph's are in the weights section.
+  if (!inline_constants) {
+    w.u64(0);
+    return;
+  }
+  const auto const_names = sorted_keys(g.constants);
+  w.u64(const_names.size());
+  for (const auto& name : const_names) {
+    const Tensor& t = g.constants.at(name);
+    check_writable_tensor(t, "constant '" + name + "'");
+    w.str(name);
+    write_tensor_inline(w, t, "constant '" + name + "'");
+  }
+}
+
+void write_tensor_info(ByteWriter& w, const TensorInfo& t) {
+  w.str(t.name);
+  w.i32(static_cast<int32_t>(t.dtype));
+  write_dims(w, t.shape);
+  w.u64(t.dim_names.size());
+  for (const auto& s : t.dim_names) w.str(s);
+}
+
+void write_metadata(ByteWriter& w, const EngineMetadata& m) {
+  w.u32(kEngineFormatVersion);
+  for (const std::string* s : {&m.kilnrt_version, &m.target, &m.gpu_name}) w.str(*s);
+  w.i32(m.sm_count);
+  for (const std::string* s : {&m.cuda_version, &m.cudnn_version, &m.cublaslt_version, &m.build_options,
+                               &m.model_hash})
+    w.str(*s);
+  w.u64(m.profiles.size());
+  for (const auto& profile : m.profiles) {
+    w.u64(profile.size());
+    for (const InputProfile& p : profile) {
+      w.str(p.name);
+      write_dims(w, p.min);
+      write_dims(w, p.opt);
+      write_dims(w, p.max);
+    }
+  }
+  for (const auto* list : {&m.inputs, &m.outputs}) {
+    w.u64(list->size());
+    for (const TensorInfo& t : *list) write_tensor_info(w, t);
+  }
+  w.u64(m.layer_tactics.size());
+  for (const auto& [layer, tactic] : m.layer_tactics) {
+    w.str(layer);
+    w.str(tactic);
+  }
+}
+
+void write_blobs(ByteWriter& w, const EngineMetadata& m) {
+  w.u64(m.blobs.size());
+  for (const auto& [name, bytes] : m.blobs) {
+    w.str(name);
+    w.u64(bytes.size());
+    w.raw(bytes.data(), bytes.size());
+  }
+}
+
+// ---- structural checks shared by writer and reader -----------------------------------------------------------
+// Returns "" when the top-level graph and metadata are consistent, else what is wrong.
+std::string find_structure_problem(const ir::Graph& g, const EngineMetadata& m) {
+  std::unordered_set<std::string> defined;
+  for (const auto& name : g.inputs) {
+    if (name.empty()) return "graph input with an empty name";
+    if (g.constants.count(name)) return "value '" + name + "' is both a graph input and a constant";
+    if (!defined.insert(name).second) return "graph input '" + name + "' is listed twice";
+  }
+  for (const auto& kv : g.constants) defined.insert(kv.first);
+  for (const ir::Node& n : g.nodes) {
+    for (const auto& in : n.inputs)
+      if (!in.empty() && !defined.count(in))
+        return "node '" + n.name + "' (" + n.op_type + ") reads '" + in + "', which no earlier node, input or "
+               "constant defines";
+    for (const auto& out : n.outputs)
+      if (!out.empty() && !defined.insert(out).second)
+        return "node '" + n.name + "' (" + n.op_type + ") redefines value '" + out + "'";
+  }
+  for (const auto& out : g.outputs)
+    if (!defined.count(out)) return "graph output '" + out + "' is never defined";
+  const std::set<std::string> in_names(g.inputs.begin(), g.inputs.end());
+  const std::set<std::string> out_names(g.outputs.begin(), g.outputs.end());
+  for (const TensorInfo& t : m.inputs)
+    if (!in_names.count(t.name)) return "I/O spec names input '" + t.name + "', which is not a graph input";
+  for (const TensorInfo& t : m.outputs)
+    if (!out_names.count(t.name)) return "I/O spec names output '" + t.name + "', which is not a graph output";
+  for (size_t i = 0; i < m.profiles.size(); ++i)
+    for (const InputProfile& p : m.profiles[i]) {
+      if (!in_names.count(p.name))
+        return "profile " + std::to_string(i) + " names '" + p.name + "', which is not a graph input";
+      if (p.min.size() != p.opt.size() || p.min.size() != p.max.size())
+        return "profile " + std::to_string(i) + " input '" + p.name + "': min/opt/max ranks differ";
+      for (size_t d = 0; d < p.min.size(); ++d)
+        if (p.min[d] < 0 || p.min[d] > p.opt[d] || p.opt[d] > p.max[d])
+          return "profile " + std::to_string(i) + " input '" + p.name + "': dim " + std::to_string(d) +
+                 " does not satisfy 0 <= min <= opt <= max";
+    }
+  return "";
+}
+
+// ---- header and section table --------------------------------------------------------------------------------
+struct SectionEntry {
+  uint32_t kind = 0, crc = 0;
+  uint64_t offset = 0, size = 0;
+};
+
+struct ValidatedFile {
+  const uint8_t* p = nullptr;
+  uint64_t size = 0;
+  uint32_t version = 0;
+  SectionEntry sections[kNumSectionKinds + 1];  // indexed by kind
+  const SectionEntry& section(uint32_t kind) const { return sections[kind]; }
+};
+
+std::string printable_magic(const uint8_t* p) {
+  std::string s = "'";
+  for (int i = 0; i < 8; ++i) {
+    const char c = static_cast<char>(p[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
+      s += c;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", p[i]);
+      s += buf;
+    }
+  }
+  return s + "'";
+}
+
+void check_section_crc(const ValidatedFile& f, uint32_t kind, const std::string& label) {
+  const SectionEntry& e = f.section(kind);
+  const uint32_t crc = crc32c(f.p + e.offset, e.size);
+  KILNRT_CHECK(crc == e.crc, kInvalidEngine, label,
+               "checksum mismatch: file is damaged (" << section_name(kind) << " section: stored crc32c "
+                                                     << hex32(e.crc) << ", computed " << hex32(crc) << ")");
+}
+
+// Validates everything up to (and, if `whole_payload`, including) the payload checksum.
+ValidatedFile validate_file(const void* data, size_t size, const std::string& label, bool whole_payload) {
+  KILNRT_CHECK(data != nullptr || size == 0, kInvalidArgument, label, "null engine data");
+  const auto* p = static_cast<const uint8_t*>(data);
+  KILNRT_CHECK(size >= kEngineHeaderSize, kInvalidEngine, label,
+               "file is " << size << " bytes, smaller than the " << kEngineHeaderSize
+                          << "-byte engine header: truncated or not a kilnrt engine file");
+  KILNRT_CHECK(std::equal(kEngineMagic, kEngineMagic + 8, p), kInvalidEngine, label,
+               "not a kilnrt engine file (magic " << printable_magic(p) << ", expected 'KILNRTEN')");
+  ValidatedFile f;
+  f.p = p;
+  f.size = size;
+  f.version = read_le32(p + kOffVersion);
+  KILNRT_CHECK(f.version <= kEngineFormatVersion, kInvalidEngine, label,
+               "engine format version " << f.version << " is newer than this kilnrt supports ("
+                                        << kEngineFormatVersion << "): rebuild the engine or upgrade kilnrt");
+  KILNRT_CHECK(f.version >= 1, kInvalidEngine, label, "engine format version 0 is invalid: file is damaged");
+  const uint32_t header_size = read_le32(p + kOffHeaderSize);
+  KILNRT_CHECK(header_size == kEngineHeaderSize, kInvalidEngine, label,
+               "header size " << header_size << " is wrong for format version " << f.version << " (expected "
+                              << kEngineHeaderSize << "): file is damaged");
+  const uint32_t header_crc = crc32c(p, kOffHeaderCrc);
+  const uint32_t stored_header_crc = read_le32(p + kOffHeaderCrc);
+  KILNRT_CHECK(header_crc == stored_header_crc, kInvalidEngine, label,
+               "checksum mismatch: file is damaged (engine header: stored crc32c " << hex32(stored_header_crc)
+                                                                                  << ", computed " << hex32(header_crc)
+                                                                                  << ")");
+  const uint64_t file_size = read_le64(p + kOffFileSize);
+  KILNRT_CHECK(size >= file_size, kInvalidEngine, label,
+               "file is " << size << " bytes but header says " << file_size << ": truncated");
+  KILNRT_CHECK(size == file_size, kInvalidEngine, label,
+               "file is " << size << " bytes but header says " << file_size
+                          << ": trailing bytes after the engine (damaged or concatenated file)");
+  KILNRT_CHECK(read_le32(p + kOffFlags) == 0 && read_le64(p + kOffReserved0) == 0 &&
+                   read_le32(p + kOffReserved1) == 0,
+               kInvalidEngine, label, "reserved header fields are not zero: file is damaged");
+
+  // Section table.
+  const uint64_t table_offset = read_le64(p + kOffTableOffset);
+  const uint32_t count = read_le32(p + kOffSectionCount);
+  KILNRT_CHECK(count <= kMaxSections, kInvalidEngine, label, "section count " << count << " is absurd");
+  KILNRT_CHECK(table_offset >= kEngineHeaderSize && table_offset <= size &&
+                   count * kSectionEntrySize <= size - table_offset,
+               kInvalidEngine, label,
+               "section table (offset " << table_offset << ", " << count << " entries) lies outside the file");
+  const uint64_t table_end = table_offset + count * kSectionEntrySize;
+  const uint32_t table_crc = crc32c(p + table_offset, count * kSectionEntrySize);
+  const uint32_t stored_table_crc = read_le32(p + kOffTableCrc);
+  KILNRT_CHECK(table_crc == stored_table_crc, kInvalidEngine, label,
+               "checksum mismatch: file is damaged (section table: stored crc32c " << hex32(stored_table_crc)
+                                                                                  << ", computed " << hex32(table_crc)
+                                                                                  << ")");
+  std::vector<SectionEntry> entries;
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint8_t* e = p + table_offset + i * kSectionEntrySize;
+    SectionEntry s;
+    s.kind = read_le32(e);
+    s.crc = read_le32(e + 4);
+    s.offset = read_le64(e + 8);
+    s.size = read_le64(e + 16);
+    const uint64_t reserved = read_le64(e + 24);
+    KILNRT_CHECK(s.kind >= 1 && s.kind <= kNumSectionKinds, kInvalidEngine, label,
+                 "section table entry " << i << " has unknown kind " << s.kind);
+    KILNRT_CHECK(reserved == 0, kInvalidEngine, label, "section table entry " << i << ": reserved field not zero");
+    KILNRT_CHECK(f.sections[s.kind].kind == 0, kInvalidEngine, label,
+                 "section '" << section_name(s.kind) << "' appears twice");
+    KILNRT_CHECK(s.offset >= table_end && s.offset <= size && s.size <= size - s.offset, kInvalidEngine, label,
+                 "section '" << section_name(s.kind) << "' (offset " << s.offset << ", " << s.size
+                             << " bytes) lies outside the file (" << size << " bytes) or overlaps the header");
+    f.sections[s.kind] = s;
+    entries.push_back(s);
+  }
+  for (uint32_t kind = 1; kind <= kNumSectionKinds; ++kind)
+    KILNRT_CHECK(f.sections[kind].kind == kind, kInvalidEngine, label,
+                 "section '" << section_name(kind) << "' is missing");
+  std::sort(entries.begin(), entries.end(),
+            [](const SectionEntry& a, const SectionEntry& b) { return a.offset < b.offset; });
+  for (size_t i = 1; i < entries.size(); ++i)
+    KILNRT_CHECK(entries[i - 1].offset + entries[i - 1].size <= entries[i].offset, kInvalidEngine, label,
+                 "sections '" << section_name(entries[i - 1].kind) << "' and '" << section_name(entries[i].kind)
+                              << "' overlap");
+  KILNRT_CHECK(f.sections[kSecWeights].offset % kWeightAlignment == 0, kInvalidEngine, label,
+               "weights section offset " << f.sections[kSecWeights].offset << " is not aligned to "
+                                         << kWeightAlignment);
+
+  if (whole_payload) {
+    const uint32_t payload_crc = crc32c(p + kEngineHeaderSize, size - kEngineHeaderSize);
+    const uint32_t stored = read_le32(p + kOffPayloadCrc);
+    KILNRT_CHECK(payload_crc == stored, kInvalidEngine, label,
+                 "checksum mismatch: file is damaged (stored crc32c " << hex32(stored) << ", computed "
+                                                                      << hex32(payload_crc) << ")");
+    for (uint32_t kind = 1; kind <= kNumSectionKinds; ++kind) check_section_crc(f, kind, label);
+  } else {
+    check_section_crc(f, kSecMetadata, label);
+  }
+  return f;
+}
+
+ByteReader section_reader(const ValidatedFile& f, uint32_t kind, const std::string& label) {
+  const SectionEntry& e = f.section(kind);
+  return ByteReader(f.p + e.offset, static_cast<size_t>(e.size), e.offset, label, section_name(kind));
+}
+
+// ---- reading -------------------------------------------------------------------------------------------------
+Shape read_dims(ByteReader& r, const char* what, bool allow_unknown) {
+  const uint64_t at = r.file_offset();
+  const uint64_t rank = r.count(what, 8, kMaxRank);
+  Shape s(static_cast<size_t>(rank));
+  for (auto& d : s) {
+    d = r.i64(what);
+    if (d < (allow_unknown ? -1 : 0)) r.fail_at(at, std::string(what) + " has invalid dim " + std::to_string(d));
+  }
+  return s;
+}
+
+ir::SymShape read_sym_dims(ByteReader& r, const char* what) {
+  const uint64_t rank = r.count(what, 12, kMaxRank);
+  ir::SymShape s;
+  s.reserve(static_cast<size_t>(rank));
+  for (uint64_t i = 0; i < rank; ++i) {
+    const uint64_t at = r.file_offset();
+    ir::Dim d;
+    d.value = r.i64(what);
+    if (d.value < -1) r.fail_at(at, std::string(what) + " has invalid dim " + std::to_string(d.value));
+    d.param = r.str("dim name");
+    s.push_back(std::move(d));
+  }
+  return s;
+}
+
+DType read_dtype(ByteReader& r, const char* what, bool allow_undefined) {
+  const uint64_t at = r.file_offset();
+  const int32_t v = r.i32(what);
+  if (v == 0 && allow_undefined) return DType::kUndefined;
+  if (!dtype_is_valid(v)) r.fail_at(at, std::string(what) + ": unknown dtype " + std::to_string(v));
+  return static_cast<DType>(v);
+}
+
+ir::TensorType read_tensor_type(ByteReader& r) {
+  ir::TensorType t;
+  t.dtype = read_dtype(r, "value dtype", /*allow_undefined=*/true);
+  t.has_shape = r.boolean("has_shape flag");
+  if (t.has_shape) t.shape = read_sym_dims(r, "value shape");
+  if (r.boolean("sym_value flag")) t.sym_value = read_sym_dims(r, "sym_value");
+  return t;
+}
+
+// dtype + dims + u64 byte size, validated against each other; returns the byte size.
+uint64_t read_tensor_desc(ByteReader& r, const std::string& name, DType* dtype, Shape* dims) {
+  const uint64_t at = r.file_offset();
+  *dtype = read_dtype(r, "tensor dtype", /*allow_undefined=*/false);
+  *dims = read_dims(r, "tensor dims", /*allow_unknown=*/false);
+  const uint64_t nbytes = r.u64("tensor byte size");
+  uint64_t numel = 0;
+  const uint64_t elem = dtype_size(*dtype);
+  if (!checked_numel(*dims, std::numeric_limits<uint64_t>::max() / elem, &numel) || numel * elem != nbytes)
+    r.fail_at(at, "tensor '" + name + "' (" + dtype_name(*dtype) + " " + shape_to_string(*dims) + ") records " +
+                      std::to_string(nbytes) + " bytes, which does not match its dtype and shape");
+  return nbytes;
+}
+
+Tensor read_tensor_inline(ByteReader& r, const std::string& name) {
+  if (!r.boolean("tensor defined flag")) return Tensor();
+  DType dtype;
+  Shape dims;
+  const uint64_t nbytes = read_tensor_desc(r, name, &dtype, &dims);
+  const uint8_t* data = r.bytes(nbytes, "tensor data");
+  return Tensor::from_data(data, dtype, dims);
+}
+
+std::vector<std::string> read_string_list(ByteReader& r, const char* what) {
+  const uint64_t n = r.count(what, 4);
+  std::vector<std::string> v;
+  v.reserve(static_cast<size_t>(n));
+  for (uint64_t i = 0; i < n; ++i) v.push_back(r.str(what));
+  return v;
+}
+
+void read_graph(ByteReader& r, ir::Graph& g, int depth);
+
+ir::Attribute read_attribute(ByteReader& r, const std::string& where, int depth) {
+  using K = ir::Attribute::Kind;
+  ir::Attribute a;
+  const uint64_t at = r.file_offset();
+  const uint8_t tag = r.u8("attribute kind");
+  switch (tag) {
+    case kTagFloat: a.kind = K::kFloat; a.f = r.f32("float attribute"); break;
+    case kTagInt: a.kind = K::kInt; a.i = r.i64("int attribute"); break;
+    case kTagString: a.kind = K::kString; a.s = r.str("string attribute"); break;
+    case kTagTensor: a.kind = K::kTensor; a.t = read_tensor_inline(r, where); break;
+    case kTagFloats: {
+      a.kind = K::kFloats;
+      const uint64_t n = r.count("float list length", 4);
+      a.floats.reserve(static_cast<size_t>(n));
+      for (uint64_t i = 0; i < n; ++i) a.floats.push_back(r.f32("float list"));
+      break;
+    }
+    case kTagInts: {
+      a.kind = K::kInts;
+      const uint64_t n = r.count("int list length", 8);
+      a.ints.reserve(static_cast<size_t>(n));
+      for (uint64_t i = 0; i < n; ++i) a.ints.push_back(r.i64("int list"));
+      break;
+    }
+    case kTagStrings: a.kind = K::kStrings; a.strings = read_string_list(r, "string list"); break;
+    case kTagGraph:
+      a.kind = K::kGraph;
+      if (depth + 1 >= kMaxGraphDepth)
+        r.fail_at(at, where + ": subgraphs nested deeper than " + std::to_string(kMaxGraphDepth));
+      a.g = std::make_shared<ir::Graph>();
+      read_graph(r, *a.g, depth + 1);
+      break;
+    default: r.fail_at(at, where + ": unknown attribute kind " + std::to_string(tag));
+  }
+  return a;
+}
+
+void read_graph(ByteReader& r, ir::Graph& g, int depth) {
+  g.name = r.str("graph name");
+  g.producer = r.str("producer");
+  const uint64_t n_opsets = r.count("opset count", 12);
+  for (uint64_t i = 0; i < n_opsets; ++i) {
+    const uint64_t at = r.file_offset();
+    std::string domain = r.str("opset domain");
+    const int64_t version = r.i64("opset version");
+    if (!g.opsets.emplace(domain, version).second) r.fail_at(at, "opset domain '" + domain + "' listed twice");
+  }
+  g.inputs = read_string_list(r, "graph input count");
+  g.outputs = read_string_list(r, "graph output count");
+  const uint64_t n_types = r.count("value type count", 10);
+  for (uint64_t i = 0; i < n_types; ++i) {
+    const uint64_t at = r.file_offset();
+    std::string name = r.str("value name");
+    ir::TensorType t = read_tensor_type(r);
+    if (!g.types.emplace(name, std::move(t)).second) r.fail_at(at, "type of value '" + name + "' listed twice");
+  }
+  const uint64_t n_nodes = r.count("node count", 36);
+  g.nodes.reserve(static_cast<size_t>(n_nodes));
+  for (uint64_t i = 0; i < n_nodes; ++i) {
+    ir::Node n;
+    n.name = r.str("node name");
+    n.op_type = r.str("op type");
+    n.domain = r.str("node domain");
+    n.inputs = read_string_list(r, "node input count");
+    n.outputs = read_string_list(r, "node output count");
+    const uint64_t n_attrs = r.count("attribute count", 5);
+    for (uint64_t k = 0; k < n_attrs; ++k) {
+      const uint64_t at = r.file_offset();
+      std::string key = r.str("attribute name");
+      ir::Attribute a = read_attribute(r, "node '" + n.name + "' attribute '" + key + "'", depth);
+      if (!n.attrs.emplace(key, std::move(a)).second)
+        r.fail_at(at, "node '" + n.name + "' has attribute '" + key + "' twice");
+    }
+    g.nodes.push_back(std::move(n));
+  }
+  const uint64_t at = r.file_offset();
+  const uint64_t n_consts = r.count("inline constant count", 5);
+  if (depth == 0 && n_consts != 0) r.fail_at(at, "top-level graph has inline constants (they belong in weights)");
+  for (uint64_t i = 0; i < n_consts; ++i) {
+    const uint64_t cat = r.file_offset();
+    std::string name = r.str("constant name");
+    Tensor t = read_tensor_inline(r, name);
+    if (!t.defined()) r.fail_at(cat, "constant '" + name + "' is undefined");
+    if (!g.constants.emplace(name, std::move(t)).second) r.fail_at(cat, "constant '" + name + "' listed twice");
+  }
+}
+
+void read_weights(ByteReader& r, const ValidatedFile& f, ir::Graph& g) {
+  const SectionEntry& sec = f.section(kSecWeights);
+  const uint64_t n = r.count("weight count", 32);
+  struct Record {
+    std::string name;
+    DType dtype;
+    Shape dims;
+    uint64_t offset, nbytes, record_at;
+  };
+  std::vector<Record> records;
+  records.reserve(static_cast<size_t>(n));
+  for (uint64_t i = 0; i < n; ++i) {
+    Record rec;
+    rec.record_at = r.file_offset();
+    rec.name = r.str("weight name");
+    rec.nbytes = read_tensor_desc(r, rec.name, &rec.dtype, &rec.dims);
+    rec.offset = r.u64("weight data offset");
+    records.push_back(std::move(rec));
+  }
+  uint64_t cursor = r.file_offset();  // data follows the records, in order, without overlap
+  const uint64_t section_end = sec.offset + sec.size;
+  for (Record& rec : records) {
+    if (rec.offset % kWeightAlignment != 0 || rec.offset < cursor || rec.offset > section_end ||
+        rec.nbytes > section_end - rec.offset)
+      r.fail_at(rec.record_at, "weight '" + rec.name + "': data at offset " + std::to_string(rec.offset) + " (" +
+                                   std::to_string(rec.nbytes) + " bytes) is misaligned, out of order or outside "
+                                   "the weights section");
+    cursor = rec.offset + rec.nbytes;
+    if (g.constants.count(rec.name)) r.fail_at(rec.record_at, "weight '" + rec.name + "' listed twice");
+    g.constants.emplace(rec.name, Tensor::from_data(f.p + rec.offset, rec.dtype, rec.dims));
+  }
+}
+
+void read_tensor_info(ByteReader& r, TensorInfo& t) {
+  t.name = r.str("I/O name");
+  t.dtype = read_dtype(r, "I/O dtype", /*allow_undefined=*/true);
+  t.shape = read_dims(r, "I/O shape", /*allow_unknown=*/true);
+  const uint64_t at = r.file_offset();
+  t.dim_names = read_string_list(r, "I/O dim name count");
+  if (!t.dim_names.empty() && t.dim_names.size() != t.shape.size())
+    r.fail_at(at, "I/O '" + t.name + "' has " + std::to_string(t.dim_names.size()) + " dim names for rank " +
+                      std::to_string(t.shape.size()));
+}
+
+EngineMetadata read_metadata(const ValidatedFile& f, const std::string& label) {
+  ByteReader r = section_reader(f, kSecMetadata, label);
+  EngineMetadata m;
+  const uint64_t at = r.file_offset();
+  m.format_version = r.u32("format version");
+  if (m.format_version != f.version)
+    r.fail_at(at, "metadata says format version " + std::to_string(m.format_version) + ", header says " +
+                      std::to_string(f.version));
+  m.kilnrt_version = r.str("kilnrt version");
+  m.target = r.str("target");
+  m.gpu_name = r.str("GPU name");
+  const uint64_t sm_at = r.file_offset();
+  m.sm_count = r.i32("SM count");
+  if (m.sm_count < 0) r.fail_at(sm_at, "negative SM count " + std::to_string(m.sm_count));
+  m.cuda_version = r.str("CUDA version");
+  m.cudnn_version = r.str("cuDNN version");
+  m.cublaslt_version = r.str("cuBLASLt version");
+  m.build_options = r.str("build options");
+  m.model_hash = r.str("model hash");
+  const uint64_t n_profiles = r.count("profile count", 8);
+  m.profiles.resize(static_cast<size_t>(n_profiles));
+  for (auto& profile : m.profiles) {
+    const uint64_t n_inputs = r.count("profile input count", 28);
+    profile.resize(static_cast<size_t>(n_inputs));
+    for (InputProfile& p : profile) {
+      p.name = r.str("profile input name");
+      p.min = read_dims(r, "profile min shape", false);
+      p.opt = read_dims(r, "profile opt shape", false);
+      p.max = read_dims(r, "profile max shape", false);
+    }
+  }
+  for (auto* list : {&m.inputs, &m.outputs}) {
+    const uint64_t n = r.count("I/O count", 24);
+    list->resize(static_cast<size_t>(n));
+    for (TensorInfo& t : *list) read_tensor_info(r, t);
+  }
+  const uint64_t n_tactics = r.count("layer tactic count", 8);
+  m.layer_tactics.reserve(static_cast<size_t>(n_tactics));
+  for (uint64_t i = 0; i < n_tactics; ++i) {
+    std::string layer = r.str("layer name");
+    m.layer_tactics.emplace_back(std::move(layer), r.str("layer tactic"));
+  }
+  r.expect_end();
+  m.weights_bytes = f.section(kSecWeights).size;
+  return m;
+}
+
+void read_blobs(const ValidatedFile& f, const std::string& label, EngineMetadata& m) {
+  ByteReader r = section_reader(f, kSecBlobs, label);
+  const uint64_t n = r.count("blob count", 12);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t at = r.file_offset();
+    std::string name = r.str("blob name");
+    const uint64_t size = r.u64("blob size");
+    const uint8_t* data = r.bytes(size, "blob data");
+    if (!m.blobs.emplace(name, std::vector<uint8_t>(data, data + size)).second)
+      r.fail_at(at, "blob '" + name + "' listed twice");
+  }
+  r.expect_end();
+}
+
+}  // namespace
+
+// ---- public entry points ---------------------------------------------------------------------------------------
+std::vector<uint8_t> serialize_engine(const ir::Graph& graph, const EngineMetadata& meta) {
+  const std::string problem = find_structure_problem(graph, meta);
+  KILNRT_CHECK(problem.empty(), kInternal, "serialize_engine", "inconsistent graph: " << problem);
+
+  size_t weight_bytes = 0;
+  for (const auto& kv : graph.constants) {
+    check_writable_tensor(kv.second, "constant '" + kv.first + "'");
+    weight_bytes += align_up(kv.second.nbytes(), kWeightAlignment) + kWeightAlignment;
+  }
+  ByteWriter w;
+  w.reserve(weight_bytes + 64 * 1024);
+  w.bytes().resize(kEngineHeaderSize + kNumSectionKinds * kSectionEntrySize, 0);
+
+  SectionEntry entries[kNumSectionKinds];
+  auto begin_section = [&](int index, uint32_t kind, size_t alignment) {
+    w.pad_to(alignment);
+    entries[index].kind = kind;
+    entries[index].offset = w.size();
+  };
+  auto end_section = [&](int index) { entries[index].size = w.size() - entries[index].offset; };
+
+  begin_section(0, kSecMetadata, 8);
+  write_metadata(w, meta);
+  end_section(0);
+
+  begin_section(1, kSecGraph, 8);
+  write_graph(w, graph, 0, /*inline_constants=*/false);
+  end_section(1);
+
+  begin_section(2, kSecBlobs, 8);
+  write_blobs(w, meta);
+  end_section(2);
+
+  // Weights last: records (with data offsets patched in afterwards), then each tensor's data 256-byte aligned.
+  begin_section(3, kSecWeights, kWeightAlignment);
+  const auto names = sorted_keys(graph.constants);
+  w.u64(names.size());
+  std::vector<size_t> offset_slots;
+  offset_slots.reserve(names.size());
+  for (const auto& name : names) {
+    const Tensor& t = graph.constants.at(name);
+    w.str(name);
+    w.i32(static_cast<int32_t>(t.dtype()));
+    write_dims(w, t.shape());
+    w.u64(t.nbytes());
+    offset_slots.push_back(w.size());
+    w.u64(0);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Tensor& t = graph.constants.at(names[i]);
+    w.pad_to(kWeightAlignment);
+    w.patch_u64(offset_slots[i], w.size());
+    w.raw(t.raw(), t.nbytes());
+  }
+  end_section(3);
+
+  std::vector<uint8_t> out = w.take();
+  uint8_t* h = out.data();
+  std::copy(kEngineMagic, kEngineMagic + 8, h + kOffMagic);
+  write_le32(h + kOffVersion, kEngineFormatVersion);
+  write_le32(h + kOffHeaderSize, kEngineHeaderSize);
+  write_le64(h + kOffFileSize, out.size());
+  write_le64(h + kOffTableOffset, kEngineHeaderSize);
+  write_le32(h + kOffSectionCount, kNumSectionKinds);
+  for (uint32_t i = 0; i < kNumSectionKinds; ++i) {
+    uint8_t* e = h + kEngineHeaderSize + i * kSectionEntrySize;
+    write_le32(e, entries[i].kind);
+    write_le64(e + 8, entries[i].offset);
+    write_le64(e + 16, entries[i].size);
+  }
+  reseal_engine_checksum(out);
+  return out;
+}
+
+LoadedEngine deserialize_engine(const void* data, size_t size, const std::string& label) {
+  const ValidatedFile f = validate_file(data, size, label, /*whole_payload=*/true);
+  LoadedEngine e;
+  e.meta = read_metadata(f, label);
+  read_blobs(f, label, e.meta);
+  {
+    ByteReader r = section_reader(f, kSecGraph, label);
+    read_graph(r, e.graph, 0);
+    r.expect_end();
+  }
+  {
+    ByteReader r = section_reader(f, kSecWeights, label);
+    read_weights(r, f, e.graph);
+  }
+  const std::string problem = find_structure_problem(e.graph, e.meta);
+  KILNRT_CHECK(problem.empty(), kInvalidEngine, label, "inconsistent engine: " << problem);
+  return e;
+}
+
+EngineMetadata read_engine_header(const void* data, size_t size, const std::string& label) {
+  const ValidatedFile f = validate_file(data, size, label, /*whole_payload=*/false);
+  return read_metadata(f, label);
+}
+
+void reseal_engine_checksum(std::vector<uint8_t>& bytes) {
+  if (bytes.size() < kEngineHeaderSize) return;
+  uint8_t* p = bytes.data();
+  const uint64_t size = bytes.size();
+  const uint64_t table_offset = read_le64(p + kOffTableOffset);
+  const uint64_t count = read_le32(p + kOffSectionCount);
+  if (count <= kMaxSections && table_offset >= kEngineHeaderSize && table_offset <= size &&
+      count * kSectionEntrySize <= size - table_offset) {
+    for (uint64_t i = 0; i < count; ++i) {
+      uint8_t* e = p + table_offset + i * kSectionEntrySize;
+      const uint64_t offset = read_le64(e + 8), len = read_le64(e + 16);
+      if (offset <= size && len <= size - offset) write_le32(e + 4, crc32c(p + offset, len));
+    }
+    write_le32(p + kOffTableCrc, crc32c(p + table_offset, count * kSectionEntrySize));
+  }
+  write_le32(p + kOffPayloadCrc, crc32c(p + kEngineHeaderSize, size - kEngineHeaderSize));
+  write_le32(p + kOffHeaderCrc, crc32c(p, kOffHeaderCrc));
+}
+
+}  // namespace kilnrt::engine
