@@ -49,7 +49,7 @@ void depthwise_conv(const float* x, const float* w, const float* bias, float* y,
                     int64_t m_out, const Geometry3& g) {
   const int64_t out_per_group = m_out / c_in;
   const int64_t in_size = g.in_size(), out_size = g.out_size(), kernel = g.k_size();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n_batch * m_out * out_size * kernel > 32768)
   for (int64_t nm = 0; nm < n_batch * m_out; ++nm) {
     const int64_t n = nm / m_out, m = nm % m_out, c = m / out_per_group;
     const float* xc = x + (n * c_in + c) * in_size;

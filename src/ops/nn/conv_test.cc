@@ -69,6 +69,7 @@ void check_conv(const Shape& xs, const Shape& ws, const ConvSpec& sp, bool with_
 
 TEST(NnConv, General2dStridesPadsDilations) {
   check_conv({2, 3, 9, 11}, {4, 3, 3, 3}, {{2, 1}, {1, 0, 2, 1}, {1, 2}, 1}, true, 1);
+  check_conv({1, 8, 40, 40}, {4, 8, 3, 3}, {{1, 1}, {1, 1, 1, 1}, {1, 1}, 1}, true, 13);  // large: OpenMP im2col
   check_conv({1, 4, 7, 7}, {6, 4, 3, 2}, {{1, 3}, {0, 1, 0, 2}, {2, 1}, 1}, false, 2);
 }
 
@@ -78,6 +79,7 @@ TEST(NnConv, DepthwiseAndMultiplier) {
   check_conv({2, 5, 10, 9}, {5, 1, 3, 3}, {{1, 1}, {1, 1, 1, 1}, {1, 1}, 5}, true, 4);
   check_conv({1, 4, 11, 12}, {4, 1, 5, 5}, {{2, 2}, {2, 2, 2, 2}, {1, 1}, 4}, false, 5);
   check_conv({1, 3, 9, 9}, {6, 1, 3, 3}, {{2, 1}, {0, 1, 2, 1}, {2, 1}, 3}, true, 6);  // channel multiplier 2
+  check_conv({2, 8, 32, 30}, {8, 1, 3, 3}, {{1, 1}, {1, 1, 1, 1}, {1, 1}, 8}, true, 7);  // large: OpenMP path
 }
 
 TEST(NnConv, PointwiseFastPathAndStrided1x1) {

@@ -72,7 +72,7 @@ void max_pool_cpu(CpuContext& ctx) {
   float* yp = y.data<float>();
   int64_t* ip = want_indices ? indices.data<int64_t>() : nullptr;
   const int64_t in_size = g.in_size(), out_size = g.out_size();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (s.planes * out_size * g.k_size() > 32768)
   for (int64_t plane = 0; plane < s.planes; ++plane) {
     const float* xc = xp + plane * in_size;
     for (int64_t od = 0; od < g.out[0]; ++od) {
@@ -128,7 +128,7 @@ void average_pool_cpu(CpuContext& ctx) {
   const float* xp = s.x.data<float>();
   float* yp = y.data<float>();
   const int64_t in_size = g.in_size(), out_size = g.out_size();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (s.planes * out_size * g.k_size() > 32768)
   for (int64_t plane = 0; plane < s.planes; ++plane) {
     const float* xc = xp + plane * in_size;
     for (int64_t od = 0; od < g.out[0]; ++od) {

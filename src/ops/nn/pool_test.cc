@@ -68,6 +68,7 @@ void check_pools(const Shape& xs, const PoolSpec& p, uint32_t seed) {
 
 TEST(NnPool, StridesPadsDilations) {
   check_pools({2, 3, 9, 10}, {{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}}, 1);
+  check_pools({2, 4, 32, 33}, {{3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}}, 4);  // large: OpenMP path
   check_pools({1, 2, 8, 7}, {{2, 3}, {1, 2}, {0, 1, 1, 0}, {1, 1}}, 2);
   check_pools({1, 2, 11, 9}, {{3, 2}, {2, 1}, {1, 0, 1, 1}, {2, 3}}, 3);
 }
