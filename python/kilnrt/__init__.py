@@ -18,6 +18,8 @@ from . import _kilnrt
 __all__ = ["Error", "Engine", "TensorSpec", "build", "doctor", "cuda_available", "describe_onnx_model", "cli_path",
            "__version__"]
 
+Error.__module__ = "kilnrt"
+
 __version__ = _kilnrt.version()
 
 
