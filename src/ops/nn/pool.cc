@@ -57,20 +57,36 @@ PoolSetup setup_pool(CpuContext& ctx) {
   return s;
 }
 
-void max_pool_cpu(CpuContext& ctx) {
-  PoolSetup s = setup_pool(ctx);
-  const bool want_indices = ctx.wants_output(1);
-  if (want_indices) {
-    KILNRT_CHECK(ctx.node.attr_int("storage_order", 0) == 0, kUnsupported, ctx.node.describe(),
-                 "the Indices output with storage_order=1 (column major) is not supported");
+// Calls fn(out_row, in_row, off_w, lo, hi) for every kernel tap and every output row (od, oh) whose tap lands
+// inside the input: out_row / in_row are element offsets of the rows within a plane, and output positions
+// ow in [lo, hi) read input column ow * s + off_w. Kernels written this way vectorise over ow.
+template <typename Fn>
+void for_each_tap_row(const Geometry3& g, Fn&& fn) {
+  for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+    for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const int64_t off_w = kw * g.d[2] - g.pad_begin[2];
+        int64_t lo = 0, hi = 0;
+        valid_output_range(off_w, g.s[2], g.in[2], g.out[2], &lo, &hi);
+        if (lo >= hi) continue;
+        for (int64_t od = 0; od < g.out[0]; ++od) {
+          const int64_t id = od * g.s[0] - g.pad_begin[0] + kd * g.d[0];
+          if (id < 0 || id >= g.in[0]) continue;
+          for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+            const int64_t ih = oh * g.s[1] - g.pad_begin[1] + kh * g.d[1];
+            if (ih < 0 || ih >= g.in[1]) continue;
+            fn((od * g.out[1] + oh) * g.out[2], (id * g.in[1] + ih) * g.in[2], off_w, lo, hi);
+          }
+        }
+      }
+    }
   }
+}
+
+// MaxPool with the Indices output: one window at a time, tracking the arg max.
+void max_pool_with_indices(const PoolSetup& s, float* yp, int64_t* ip) {
   const Geometry3& g = s.g;
-  Tensor y = Tensor::empty(DType::kFloat32, s.y_shape);
-  Tensor indices;
-  if (want_indices) indices = Tensor::empty(DType::kInt64, s.y_shape);
   const float* xp = s.x.data<float>();
-  float* yp = y.data<float>();
-  int64_t* ip = want_indices ? indices.data<int64_t>() : nullptr;
   const int64_t in_size = g.in_size(), out_size = g.out_size();
 #pragma omp parallel for schedule(static) if (s.planes * out_size * g.k_size() > 32768)
   for (int64_t plane = 0; plane < s.planes; ++plane) {
@@ -101,29 +117,78 @@ void max_pool_cpu(CpuContext& ctx) {
           }
           const int64_t o = plane * out_size + (od * g.out[1] + oh) * g.out[2] + ow;
           yp[o] = best;
-          if (ip) ip[o] = best_index < 0 ? 0 : plane * in_size + best_index;
+          ip[o] = best_index < 0 ? 0 : plane * in_size + best_index;
         }
       }
     }
   }
-  ctx.outputs[0] = from_float32(y, s.dtype);
-  if (want_indices) ctx.outputs[1] = indices;
 }
 
-// Number of j in [0, k) with lo <= start + j * dil < hi.
-int64_t count_in_range(int64_t start, int64_t k, int64_t dil, int64_t lo, int64_t hi) {
-  int64_t count = 0;
-  for (int64_t j = 0; j < k; ++j) {
-    const int64_t v = start + j * dil;
-    count += (v >= lo && v < hi) ? 1 : 0;
+void max_pool_cpu(CpuContext& ctx) {
+  PoolSetup s = setup_pool(ctx);
+  const bool want_indices = ctx.wants_output(1);
+  if (want_indices) {
+    KILNRT_CHECK(ctx.node.attr_int("storage_order", 0) == 0, kUnsupported, ctx.node.describe(),
+                 "the Indices output with storage_order=1 (column major) is not supported");
   }
-  return count;
+  const Geometry3& g = s.g;
+  Tensor y = Tensor::empty(DType::kFloat32, s.y_shape);
+  if (want_indices) {
+    Tensor indices = Tensor::empty(DType::kInt64, s.y_shape);
+    max_pool_with_indices(s, y.data<float>(), indices.data<int64_t>());
+    ctx.outputs[0] = from_float32(y, s.dtype);
+    ctx.outputs[1] = indices;
+    return;
+  }
+  const float* xp = s.x.data<float>();
+  float* yp = y.data<float>();
+  const int64_t in_size = g.in_size(), out_size = g.out_size();
+#pragma omp parallel for schedule(static) if (s.planes * out_size * g.k_size() > 32768)
+  for (int64_t plane = 0; plane < s.planes; ++plane) {
+    const float* xc = xp + plane * in_size;
+    float* yc = yp + plane * out_size;
+    for (int64_t i = 0; i < out_size; ++i) yc[i] = -std::numeric_limits<float>::infinity();
+    for_each_tap_row(g, [&](int64_t out_row, int64_t in_row, int64_t off_w, int64_t lo, int64_t hi) {
+      float* yr = yc + out_row;
+      const float* xr = xc + in_row;
+      const int64_t sw = g.s[2];
+      for (int64_t ow = lo; ow < hi; ++ow) {
+        const float v = xr[ow * sw + off_w];
+        // NaN propagates: once yr is NaN nothing replaces it; a NaN v replaces anything.
+        yr[ow] = (v > yr[ow] || v != v) ? v : yr[ow];
+      }
+    });
+  }
+  ctx.outputs[0] = from_float32(y, s.dtype);
+}
+
+// Per-dim window counts: positions j*dil + o*stride - pad_begin (j < k) inside [lo, hi), for each output o.
+std::vector<int64_t> window_counts(int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin,
+                                   int64_t lo, int64_t hi) {
+  std::vector<int64_t> counts(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * stride - pad_begin;
+    int64_t c = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t v = start + j * dil;
+      c += (v >= lo && v < hi) ? 1 : 0;
+    }
+    counts[o] = c;
+  }
+  return counts;
 }
 
 void average_pool_cpu(CpuContext& ctx) {
   PoolSetup s = setup_pool(ctx);
   const bool include_pad = ctx.node.attr_int("count_include_pad", 0) != 0;
   const Geometry3& g = s.g;
+  // Divisors: positions inside the input, or (count_include_pad) inside the padded extent — the ceil_mode
+  // overhang beyond the end pad never counts.
+  std::vector<int64_t> counts[3];
+  for (int i = 0; i < 3; ++i) {
+    counts[i] = window_counts(g.out[i], g.k[i], g.s[i], g.d[i], g.pad_begin[i], include_pad ? -g.pad_begin[i] : 0,
+                              include_pad ? g.in[i] + g.pad_end[i] : g.in[i]);
+  }
   Tensor y = Tensor::empty(DType::kFloat32, s.y_shape);
   const float* xp = s.x.data<float>();
   float* yp = y.data<float>();
@@ -131,38 +196,21 @@ void average_pool_cpu(CpuContext& ctx) {
 #pragma omp parallel for schedule(static) if (s.planes * out_size * g.k_size() > 32768)
   for (int64_t plane = 0; plane < s.planes; ++plane) {
     const float* xc = xp + plane * in_size;
+    float* yc = yp + plane * out_size;
+    for (int64_t i = 0; i < out_size; ++i) yc[i] = 0.f;
+    for_each_tap_row(g, [&](int64_t out_row, int64_t in_row, int64_t off_w, int64_t lo, int64_t hi) {
+      float* yr = yc + out_row;
+      const float* xr = xc + in_row;
+      const int64_t sw = g.s[2];
+      for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += xr[ow * sw + off_w];
+    });
     for (int64_t od = 0; od < g.out[0]; ++od) {
-      const int64_t sd = od * g.s[0] - g.pad_begin[0];
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-        const int64_t sh = oh * g.s[1] - g.pad_begin[1];
+        float* yr = yc + (od * g.out[1] + oh) * g.out[2];
+        const int64_t c_dh = counts[0][od] * counts[1][oh];
         for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-          const int64_t sw = ow * g.s[2] - g.pad_begin[2];
-          float sum = 0.f;
-          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-            const int64_t id = sd + kd * g.d[0];
-            if (id < 0 || id >= g.in[0]) continue;
-            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-              const int64_t ih = sh + kh * g.d[1];
-              if (ih < 0 || ih >= g.in[1]) continue;
-              const float* row = xc + (id * g.in[1] + ih) * g.in[2];
-              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                const int64_t iw = sw + kw * g.d[2];
-                if (iw >= 0 && iw < g.in[2]) sum += row[iw];
-              }
-            }
-          }
-          int64_t count = 1;
-          if (include_pad) {
-            // Positions inside the padded extent count; the ceil_mode overhang beyond it does not.
-            count = count_in_range(sd, g.k[0], g.d[0], -g.pad_begin[0], g.in[0] + g.pad_end[0]) *
-                    count_in_range(sh, g.k[1], g.d[1], -g.pad_begin[1], g.in[1] + g.pad_end[1]) *
-                    count_in_range(sw, g.k[2], g.d[2], -g.pad_begin[2], g.in[2] + g.pad_end[2]);
-          } else {
-            count = count_in_range(sd, g.k[0], g.d[0], 0, g.in[0]) * count_in_range(sh, g.k[1], g.d[1], 0, g.in[1]) *
-                    count_in_range(sw, g.k[2], g.d[2], 0, g.in[2]);
-          }
-          const int64_t o = plane * out_size + (od * g.out[1] + oh) * g.out[2] + ow;
-          yp[o] = count > 0 ? sum / static_cast<float>(count) : 0.f;
+          const int64_t c = c_dh * counts[2][ow];
+          yr[ow] = c > 0 ? yr[ow] / static_cast<float>(c) : 0.f;
         }
       }
     }

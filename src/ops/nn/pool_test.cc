@@ -97,6 +97,13 @@ TEST(NnPool, HandComputed) {
   expect_close(run1(avg.node, {&x}), make({1, 1, 2, 2}, {0.25f, 1.25f, 2.75f, 7}));
   Op mx = Op("MaxPool", 1).ints("kernel_shape", {2, 2}).ints("pads", {1, 1, 1, 1}).ints("strides", {2, 2});
   expect_close(run1(mx.node, {&x}), make({1, 1, 2, 2}, {1, 3, 7, 9}));
+  // NaN propagates through max, wherever it sits in the window.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor xn = make({1, 1, 1, 4}, {nan, 1, 2, nan});
+  Tensor yn = run1(Op("MaxPool", 1).ints("kernel_shape", {1, 2}).node, {&xn});
+  EXPECT_TRUE(std::isnan(yn.data<float>()[0]));
+  EXPECT_EQ(yn.data<float>()[1], 2.f);
+  EXPECT_TRUE(std::isnan(yn.data<float>()[2]));
 }
 
 TEST(NnPool, AutoPadAndOneAndThreeDims) {
