@@ -54,23 +54,6 @@ Shape reshape_target(const Tensor& x, const std::vector<int64_t>& spec, bool all
   return out;
 }
 
-// Splits a product name like "batch*8" (as sym_binary writes it) at top-level '*' into factors.
-std::vector<std::string> product_factors(const std::string& name) {
-  std::vector<std::string> out;
-  int depth = 0;
-  size_t begin = 0;
-  for (size_t i = 0; i < name.size(); ++i) {
-    if (name[i] == '(') ++depth;
-    if (name[i] == ')') --depth;
-    if (name[i] == '*' && depth == 0) {
-      out.push_back(name.substr(begin, i - begin));
-      begin = i + 1;
-    }
-  }
-  out.push_back(name.substr(begin));
-  return out;
-}
-
 // Known product and multiset of symbol names of a list of dims; false when some dim is anonymous-unknown.
 bool factorize(const std::vector<SymInt>& dims, int64_t* product, std::multiset<std::string>* names) {
   *product = 1;
@@ -78,7 +61,7 @@ bool factorize(const std::vector<SymInt>& dims, int64_t* product, std::multiset<
     if (d.known) {
       *product *= d.value;
     } else if (!d.name.empty()) {
-      for (const std::string& f : product_factors(d.name)) {
+      for (const std::string& f : sym_product_factors(d.name)) {
         SymInt v = dim_to_sym_int(ir::Dim::symbol(f));
         if (v.known) *product *= v.value;
         else names->insert(f);

@@ -1,5 +1,6 @@
 #include "ops/shape/sym_value.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace kilnrt::ops {
@@ -26,6 +27,9 @@ std::string operand_name(const SymInt& s) {
   if (s.known) return std::to_string(s.value);
   return is_simple_name(s.name) ? s.name : "(" + s.name + ")";
 }
+
+// a*b with factors sorted: symbols alphabetically, the numeric coefficient last.
+SymInt canonical_product(const SymInt& a, const SymInt& b);
 
 }  // namespace
 
@@ -133,7 +137,51 @@ SymInt sym_binary(char op, const SymInt& a, const SymInt& b) {
   if (!a_named || !b_named) return SymInt::unknown();
   if (a.known && a.value < 0) return SymInt::unknown();
   if (b.known && b.value < 0) return SymInt::unknown();
+  if (op == '*') return canonical_product(a, b);
   return SymInt::named(operand_name(a) + op + operand_name(b));
 }
+
+std::vector<std::string> sym_product_factors(const std::string& name) {
+  std::vector<std::string> out;
+  int depth = 0;
+  size_t begin = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '(') ++depth;
+    if (name[i] == ')') --depth;
+    if (name[i] == '*' && depth == 0) {
+      out.push_back(name.substr(begin, i - begin));
+      begin = i + 1;
+    }
+  }
+  out.push_back(name.substr(begin));
+  return out;
+}
+
+namespace {
+SymInt canonical_product(const SymInt& a, const SymInt& b) {
+  int64_t coefficient = 1;
+  std::vector<std::string> names;
+  for (const SymInt* s : {&a, &b}) {
+    if (s->known) {
+      coefficient *= s->value;
+      continue;
+    }
+    for (const std::string& f : sym_product_factors(s->name)) {
+      int64_t v = 0;
+      if (parse_int(f, &v))
+        coefficient *= v;
+      else
+        names.push_back(is_simple_name(f) || f.front() == '(' ? f : "(" + f + ")");
+    }
+  }
+  if (coefficient == 0) return SymInt::of(0);
+  if (names.empty()) return SymInt::of(coefficient);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : "*") + n;
+  if (coefficient != 1) out += "*" + std::to_string(coefficient);
+  return SymInt::named(out);
+}
+}  // namespace
 
 }  // namespace kilnrt::ops

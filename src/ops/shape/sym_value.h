@@ -54,6 +54,11 @@ std::optional<SymInts> tensor_sym_ints(const Tensor& t);
 
 // Symbolic scalar arithmetic for Add/Sub/Mul/Div on shape values: exact when both known, simplified when one side is
 // the identity (x*1, x+0, x-0, x/1), otherwise a named expression ("batch*8") or unknown.
+// Products are kept canonical: symbol factors sorted, then the numeric coefficient ("batch*seq*8"), so that equal
+// products built in different orders get equal names.
 SymInt sym_binary(char op, const SymInt& a, const SymInt& b);
+
+// Splits a name at top-level '*' ("batch*8" -> {"batch", "8"}); a name without '*' is its own only factor.
+std::vector<std::string> sym_product_factors(const std::string& name);
 
 }  // namespace kilnrt::ops
