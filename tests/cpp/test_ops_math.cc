@@ -366,6 +366,9 @@ TEST(OpsMathInfer, ScalarArithmeticOnShapeValues) {
   auto mul = infer(Node("Mul", 2).node, {&batch, &k}, {nullptr, &eight});
   ASSERT_TRUE(mul[0].sym_value.has_value());
   EXPECT_EQ((*mul[0].sym_value)[0].param, "batch*8");
+  // Products are canonical: 8*batch and batch*8 get the same name.
+  auto swapped = infer(Node("Mul", 2).node, {&k, &batch}, {&eight, nullptr});
+  EXPECT_EQ((*swapped[0].sym_value)[0].param, "batch*8");
   auto idm = infer(Node("Mul", 2).node, {&batch, &k}, {nullptr, &one});
   EXPECT_EQ((*idm[0].sym_value)[0].param, "batch");
   Tensor six = i64_scalar(6);
