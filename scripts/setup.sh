@@ -20,7 +20,9 @@ engine="$KILNRT_BUILD_DIR/mobilenet_v3_small.$device.engine"
 
 kilnrt_log "building an engine for $device from $model"
 "$KILNRT_CLI" build "$model" -o "$engine" --device "$device" --shapes x:1x3x224x224/2x3x224x224/32x3x224x224
-"$KILNRT_CLI" inspect "$engine" | head -n 20
+"$KILNRT_CLI" inspect "$engine" > "$engine.txt"
+head -n 16 "$engine.txt"
+echo "  ... (full description in $engine.txt)"
 
 kilnrt_log "running it on the bundled input (batch 2)"
 "$KILNRT_CLI" run "$engine" --input "x=$KILNRT_ROOT/tests/fixtures/dynamo/mobilenet_v3_small.input.npy" \

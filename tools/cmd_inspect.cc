@@ -24,7 +24,7 @@ bool looks_like_onnx(const std::string& path) {
 
 void inspect(const std::string& path) {
   if (looks_like_onnx(path)) {
-    std::cout << "ONNX model " << path << "\n" << kilnrt::describe_onnx_model(path);
+    std::cout << kilnrt::describe_onnx_model(path);  // starts with "ONNX model <path>"
   } else {
     auto engine = kilnrt::Engine::load(path);
     std::cout << "engine " << path << "\n" << engine->describe();
