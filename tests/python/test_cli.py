@@ -71,3 +71,16 @@ def test_save_outputs_sanitizes_names(tmp_path):
     assert sorted(p.name for p in out_dir.iterdir()) == ["ok.name-1_x.npy", "out_relu_0.npy"]
     relu, neg = np.load(out_dir / "out_relu_0.npy"), np.load(out_dir / "ok.name-1_x.npy")
     np.testing.assert_array_equal(relu, np.maximum(-neg, 0))
+
+
+def test_several_shapes_options(tmp_path):
+    onnx_path = make_onnx_model(tmp_path / "two.onnx", [helper.make_node("Add", ["a", "b"], ["c"], name="add")],
+                                [("a", ["n", 3]), ("b", ["n", 3])], [("c", ["n", 3])])
+    engine = tmp_path / "two.engine"
+    # Options before the positional model: each --shapes takes exactly one value.
+    run_cli("build", "--shapes", "a:1x3/2x3/5x3", "--shapes", "b:1x3/2x3/5x3", onnx_path, "-o", engine)
+    profile = kilnrt.Engine(engine).profiles[0]
+    assert sorted(p[0] for p in profile) == ["a", "b"]
+    assert all(p[2] == (2, 3) for p in profile)
+    proc = run_cli("run", engine)
+    assert "input  a 2x3 float32 (random)" in proc.stdout and "output c 2x3 float32" in proc.stdout
