@@ -96,6 +96,14 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::unique_ptr<EngineImpl> impl_;
 };
 
+// A tensor in device memory the caller owns (for ExecutionContext::enqueue): contiguous, row-major.
+struct DeviceTensor {
+  void* data = nullptr;
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  int device = 0;  // CUDA device ordinal the memory belongs to
+};
+
 class ExecutionContext {
  public:
   virtual ~ExecutionContext() = default;
@@ -103,6 +111,14 @@ class ExecutionContext {
   virtual void set_input_shape(const std::string& name, const Shape& shape) = 0;
   // Runs synchronously on host tensors. Inputs must be named exactly as engine inputs, with matching dtype.
   virtual std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) = 0;
+  // CUDA engines: enqueues the engine on the caller's `stream` (a cudaStream_t / CUstream of the engine's device;
+  // nullptr = the legacy default stream) with inputs and outputs in device memory of the engine's device. Returns
+  // without waiting for the GPU. Output tensors must have the shapes output_shapes() reports for these inputs.
+  // CPU engines throw kUnsupported (use run()).
+  virtual void enqueue(const std::map<std::string, DeviceTensor>& inputs,
+                       const std::map<std::string, DeviceTensor>& outputs, void* stream);
+  // The output shapes for the given input shapes (CUDA engines; CPU engines throw kUnsupported).
+  virtual std::map<std::string, Shape> output_shapes(const std::map<std::string, Shape>& input_shapes);
 };
 
 // Inspecting an ONNX model without building it (for `kilnrt inspect model.onnx`).

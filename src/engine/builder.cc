@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/checksum.h"
 #include "core/logging.h"
+#include "engine/cuda_engine.h"
 #include "engine/engine_file.h"
 #include "ir/onnx_import.h"
 #include "kilnrt/engine.h"
@@ -131,10 +132,14 @@ InputProfile parse_shape_spec(const std::string& spec) {
 std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptions& options) {
   KILNRT_CHECK(options.device == "cpu" || options.device == "cuda", kInvalidArgument, "device",
                "unknown device '" << options.device << "' (expected cpu or cuda)");
-  KILNRT_CHECK(options.device == "cpu", kUnsupported, "device",
-               "the CUDA backend is not available in this build of kilnrt yet: build with --device cpu");
+  const bool cuda = options.device == "cuda";
+  // A CUDA engine is built on (and for) the GPU that will run it: fail early and clearly without one.
+  engine::CudaTarget target;
+  if (cuda) target = engine::cuda_target(0);
+  KILNRT_CHECK(!(cuda && (options.fp16 || options.bf16 || options.tf32)), kUnsupported, "precision",
+               "the CUDA backend computes in strict float32 for now: --fp16/--bf16/--tf32 are not available yet");
   KILNRT_CHECK(!(options.fp16 && options.bf16), kInvalidArgument, "precision", "choose one of fp16 and bf16");
-  if (options.fp16 || options.bf16)
+  if (!cuda && (options.fp16 || options.bf16))
     KILNRT_LOG(kWarning, "the CPU backend computes in float32: --fp16/--bf16 apply to CUDA engines only");
 
   const std::vector<uint8_t> onnx_bytes = read_file(onnx_path);
@@ -150,7 +155,7 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   engine::EngineMetadata meta;
   meta.format_version = engine::kEngineFormatVersion;
   meta.kilnrt_version = version();
-  meta.target = "cpu";
+  meta.target = cuda ? target.target : "cpu";
   meta.build_options = options_string(options);
   const uint64_t h = (uint64_t(crc32c(onnx_bytes.data(), onnx_bytes.size())) << 32) |
                      crc32c(onnx_bytes.data(), onnx_bytes.size(), 0x9e3779b9u);
@@ -158,7 +163,18 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   meta.profiles = options.profiles;
   for (const std::string& in : graph.inputs) meta.inputs.push_back(tensor_info(graph, in));
   for (const std::string& out : graph.outputs) meta.outputs.push_back(tensor_info(graph, out));
-  for (const ir::Node& n : graph.nodes) meta.layer_tactics.emplace_back(n.name, "cpu:reference");
+  if (cuda) {
+    // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
+    auto plan = engine::make_cuda_plan(graph, target.device);
+    meta.layer_tactics = engine::cuda_tactics(*plan);
+    meta.gpu_name = target.gpu_name;
+    meta.sm_count = target.sm_count;
+    meta.cuda_version = engine::cuda_library_version(0);
+    meta.cudnn_version = engine::cuda_library_version(1);
+    meta.cublaslt_version = engine::cuda_library_version(2);
+  } else {
+    for (const ir::Node& n : graph.nodes) meta.layer_tactics.emplace_back(n.name, "cpu:reference");
+  }
   return engine::serialize_engine(graph, meta);
 }
 

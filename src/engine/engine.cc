@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "engine/cuda_engine.h"
 #include "engine/engine_impl.h"
 
 namespace kilnrt {
@@ -39,7 +40,45 @@ void validate_input_shape(const TensorInfo& info, const std::vector<std::vector<
                         << " (rebuild with a wider --shapes range)");
 }
 
+void validate_run_inputs(const Engine& engine, const std::map<std::string, Tensor>& inputs,
+                         const std::map<std::string, Shape>& set_shapes) {
+  const auto& infos = engine.inputs();
+  for (const auto& [name, t] : inputs) {
+    bool known = false;
+    std::string names;
+    for (const TensorInfo& info : infos) {
+      known |= info.name == name;
+      names += (names.empty() ? "" : ", ") + info.name;
+    }
+    KILNRT_CHECK(known, kInvalidArgument, "input '" + name + "'",
+                 "the engine has no input named '" << name << "' (inputs: " << names << ")");
+  }
+  for (const TensorInfo& info : infos) {
+    const std::string where = "input '" + info.name + "'";
+    auto it = inputs.find(info.name);
+    KILNRT_CHECK(it != inputs.end(), kInvalidArgument, where,
+                 "missing input '" << info.name << "' (the engine has " << infos.size() << " input(s))");
+    KILNRT_CHECK(it->second.defined(), kInvalidArgument, where, "input tensor is empty/undefined");
+    KILNRT_CHECK(it->second.dtype() == info.dtype, kInvalidArgument, where,
+                 "expected dtype " << dtype_name(info.dtype) << ", got " << dtype_name(it->second.dtype()));
+    validate_input_shape(info, engine.profiles(), it->second.shape());
+    auto s = set_shapes.find(info.name);
+    KILNRT_CHECK(s == set_shapes.end() || s->second == it->second.shape(), kInvalidArgument, where,
+                 "shape " << shape_to_string(it->second.shape()) << " differs from the one set with set_input_shape ("
+                          << shape_to_string(s->second) << ")");
+  }
+}
+
 }  // namespace engine
+
+void ExecutionContext::enqueue(const std::map<std::string, DeviceTensor>&, const std::map<std::string, DeviceTensor>&,
+                               void*) {
+  KILNRT_THROW(kUnsupported, "enqueue", "this engine runs on the CPU: pass host tensors to run()");
+}
+
+std::map<std::string, Shape> ExecutionContext::output_shapes(const std::map<std::string, Shape>&) {
+  KILNRT_THROW(kUnsupported, "output_shapes", "output_shapes() is available for CUDA engines only");
+}
 
 namespace {
 
@@ -53,22 +92,7 @@ class CpuExecutionContext final : public ExecutionContext {
   }
 
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) override {
-    const auto& infos = engine_->inputs();
-    for (const auto& [name, t] : inputs) find_input(name);  // unknown names
-    for (const TensorInfo& info : infos) {
-      const std::string where = "input '" + info.name + "'";
-      auto it = inputs.find(info.name);
-      KILNRT_CHECK(it != inputs.end(), kInvalidArgument, where,
-                   "missing input '" << info.name << "' (the engine has " << infos.size() << " input(s))");
-      KILNRT_CHECK(it->second.defined(), kInvalidArgument, where, "input tensor is empty/undefined");
-      KILNRT_CHECK(it->second.dtype() == info.dtype, kInvalidArgument, where,
-                   "expected dtype " << dtype_name(info.dtype) << ", got " << dtype_name(it->second.dtype()));
-      engine::validate_input_shape(info, engine_->profiles(), it->second.shape());
-      auto s = shapes_.find(info.name);
-      KILNRT_CHECK(s == shapes_.end() || s->second == it->second.shape(), kInvalidArgument, where,
-                   "shape " << shape_to_string(it->second.shape()) << " differs from the one set with set_input_shape ("
-                            << shape_to_string(s->second) << ")");
-    }
+    engine::validate_run_inputs(*engine_, inputs, shapes_);
     return engine_->impl().cpu_plan->run(inputs);
   }
 
@@ -109,8 +133,9 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
   auto impl = std::make_unique<EngineImpl>();
   impl->graph = std::move(loaded.graph);
   impl->meta = std::move(loaded.meta);
-  KILNRT_CHECK(impl->meta.target == "cpu", kUnsupported, label,
-               "engine targets '" << impl->meta.target << "' but this kilnrt build has only the CPU backend");
+  const bool cuda_target = impl->meta.target.rfind("sm_", 0) == 0;
+  KILNRT_CHECK(impl->meta.target == "cpu" || cuda_target, kUnsupported, label,
+               "engine targets '" << impl->meta.target << "', which this kilnrt does not know");
   EngineHeaderInfo& h = impl->header;
   h.format_version = impl->meta.format_version;
   h.kilnrt_version = impl->meta.kilnrt_version;
@@ -120,7 +145,16 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
   h.file_size = size;
   for (const auto& [n, t] : impl->graph.constants) h.weights_bytes += t.nbytes();
   try {
-    impl->cpu_plan = std::make_unique<backends::cpu::CpuPlan>(impl->graph);
+    if (cuda_target) {
+      // Device 0 for now; the GPU must have the architecture the engine was built for.
+      const engine::CudaTarget t = engine::cuda_target(0);
+      KILNRT_CHECK(t.target == impl->meta.target, kUnsupported, label,
+                   "engine was built for " << impl->meta.target << " (" << impl->meta.gpu_name << ") but device 0 is "
+                                           << t.target << " (" << t.gpu_name << "): rebuild the engine on this GPU");
+      impl->cuda_plan = engine::make_cuda_plan(impl->graph, t.device);
+    } else {
+      impl->cpu_plan = std::make_unique<backends::cpu::CpuPlan>(impl->graph);
+    }
   } catch (const Error& e) {
     throw e.with_context(label);
   }
@@ -186,6 +220,7 @@ std::string Engine::describe() const {
 }
 
 std::unique_ptr<ExecutionContext> Engine::create_context() const {
+  if (impl_->cuda_plan) return engine::make_cuda_context(shared_from_this());
   return std::make_unique<CpuExecutionContext>(shared_from_this());
 }
 

@@ -8,12 +8,18 @@
 #include "kilnrt/engine.h"
 
 namespace kilnrt {
+namespace backends::cuda {
+class CudaPlan;
+}
 
 struct EngineImpl {
   ir::Graph graph;
   engine::EngineMetadata meta;
   EngineHeaderInfo header;
   std::unique_ptr<backends::cpu::CpuPlan> cpu_plan;
+  // CUDA engines: the plan on the device chosen at load (layers, uploaded weights). shared_ptr: the type is
+  // incomplete in CPU-only builds.
+  std::shared_ptr<backends::cuda::CudaPlan> cuda_plan;
 };
 
 namespace engine {
@@ -21,6 +27,10 @@ namespace engine {
 // naming the input and the allowed range.
 void validate_input_shape(const TensorInfo& info, const std::vector<std::vector<InputProfile>>& profiles,
                           const Shape& shape);
+// Checks run() inputs: every engine input present (and no unknown names), defined, of the right dtype, shapes valid
+// and equal to those set with set_input_shape (`set_shapes`). Throws kInvalidArgument naming the input.
+void validate_run_inputs(const Engine& engine, const std::map<std::string, Tensor>& inputs,
+                         const std::map<std::string, Shape>& set_shapes);
 }  // namespace engine
 
 }  // namespace kilnrt

@@ -1,0 +1,100 @@
+#include "backends/cuda/cuda_layer.h"
+
+namespace kilnrt::backends::cuda {
+
+LayerRegistry& LayerRegistry::instance() {
+  static LayerRegistry* r = new LayerRegistry;  // leaked: registrars run during static init of this library
+  return *r;
+}
+
+void LayerRegistry::add(LayerEntry entry) {
+  const std::string op = entry.op_type;
+  entries_[op] = std::move(entry);
+}
+
+const LayerEntry* LayerRegistry::find(const std::string& op_type) const {
+  auto it = entries_.find(op_type);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> LayerRegistry::op_types() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : entries_) out.push_back(k);
+  return out;
+}
+
+std::string cuda_supports(const ir::Node& node, const ir::Graph& graph) {
+  if (!node.domain.empty() && node.domain != "ai.onnx") return "no CUDA layer for domain '" + node.domain + "'";
+  const LayerEntry* e = LayerRegistry::instance().find(node.op_type);
+  if (!e) return "no CUDA layer for op " + node.op_type;
+  return e->supports ? e->supports(node, graph) : std::string();
+}
+
+void check_launch(int status, const std::string& node, const char* kernel) {
+  if (status != 0)
+    throw Error(ErrorCode::kCuda, std::string("kernel ") + kernel + " failed to launch: " +
+                                      kilnrt::cuda::kernels::error_string(status),
+                node, kernel, __FILE__, __LINE__);
+}
+
+kilnrt::cuda::kernels::Broadcast3 make_broadcast(const Shape& out, const std::vector<Shape>& ins) {
+  kilnrt::cuda::kernels::Broadcast3 bc;
+  bool same = true;
+  for (const Shape& s : ins) same &= s == out;
+  bc.contiguous_same = same;
+  if (same) return bc;
+  // Merge nothing: plain right-aligned broadcasting over at most kMaxDims dims.
+  const int rank = static_cast<int>(out.size());
+  KILNRT_CHECK(rank <= kilnrt::cuda::kernels::kMaxDims, kUnsupported, "broadcast",
+               "rank " << rank << " exceeds " << kilnrt::cuda::kernels::kMaxDims);
+  bc.rank = rank;
+  int64_t* strides[3] = {bc.s0, bc.s1, bc.s2};
+  for (int d = 0; d < rank; ++d) bc.dims[d] = out[d];
+  // s0 is the output (contiguous); s1, s2 the first two operands — callers with 3 operands (Where) pass
+  // {cond, x, z} and use s0 for cond: see layers. Here: strides for up to 3 operands in order.
+  for (size_t k = 0; k < ins.size() && k < 3; ++k) {
+    const Shape& s = ins[k];
+    int64_t stride = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int sd = d - (rank - static_cast<int>(s.size()));
+      int64_t v = 0;
+      if (sd >= 0) {
+        v = s[sd] == 1 ? 0 : stride;
+        stride *= s[sd];
+      }
+      strides[k][d] = v;
+    }
+  }
+  return bc;
+}
+
+int kernel_dtype_code(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 0;
+    case DType::kInt64: return 1;
+    case DType::kInt32: return 2;
+    case DType::kBool: return 3;
+    default: return -1;
+  }
+}
+
+int cast_dtype_code(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 0;
+    case DType::kInt64: return 1;
+    case DType::kInt32: return 2;
+    case DType::kBool: return 3;
+    case DType::kInt8: return 4;
+    case DType::kUInt8: return 5;
+    case DType::kFloat64: return 6;
+    case DType::kFloat16: return 7;
+    default: return -1;
+  }
+}
+
+DType value_dtype(const ir::Graph& g, const std::string& name) {
+  const ir::TensorType* t = g.type_of(name);
+  return t ? t->dtype : DType::kUndefined;
+}
+
+}  // namespace kilnrt::backends::cuda

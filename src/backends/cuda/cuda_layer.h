@@ -1,0 +1,127 @@
+// The CUDA backend's layer interface and registry. One CudaLayer per graph node, created when an engine is loaded
+// (it may upload weights then, once); the registry maps op_type -> factory with a supports() check the builder asks
+// before writing a CUDA engine, so an unsupported node is a build-time error naming the node.
+//
+// Per-run data reaches a layer through LayerLaunch: the concrete input/output shapes (inferred on the host for the
+// current input shapes), device pointers, host values of inputs that are shape computations or constants, the
+// context's stream, library handles and workspace. Layers keep no per-context state; per-shape caches (cuDNN
+// algorithms) are guarded by the layer itself.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/kernels/kernels.h"
+#include "core/check.h"
+#include "ir/graph.h"
+#include "kilnrt/tensor.h"
+
+namespace kilnrt::backends::cuda {
+
+using StreamT = kilnrt::cuda::kernels::StreamT;
+
+// Constants of the graph uploaded to the device once per engine (name -> device pointer).
+class DeviceWeights {
+ public:
+  virtual ~DeviceWeights() = default;
+  // Device copy of constant `name` (uploaded at load). Throws naming the constant when it was not uploaded.
+  virtual const void* get(const std::string& name) const = 0;
+  // Uploads a host tensor made by a layer at load (folded BatchNorm scales ...) and returns its device pointer.
+  virtual const void* upload(const std::string& key, const Tensor& host) = 0;
+};
+
+struct LayerTensor {
+  const void* data = nullptr;  // device pointer (null for an omitted optional input or a 0-element tensor)
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  const Tensor* host = nullptr;  // host value when known (constants, shape computations), else null
+  bool present = false;
+  int64_t numel() const { return shape_numel(shape); }
+};
+
+struct LayerOutput {
+  void* data = nullptr;
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  bool present = false;
+  int64_t numel() const { return shape_numel(shape); }
+};
+
+struct LibraryHandles;  // cuBLASLt / cuDNN handles of one execution context (cuda_libs.h)
+
+struct LayerLaunch {
+  std::vector<LayerTensor> inputs;
+  std::vector<LayerOutput> outputs;
+  StreamT stream = nullptr;
+  LibraryHandles* libs = nullptr;
+  void* workspace = nullptr;  // context workspace (kWorkspaceBytes)
+  size_t workspace_bytes = 0;
+};
+
+class CudaLayer {
+ public:
+  virtual ~CudaLayer() = default;
+  // "cudnn:conv-fwd-algo", "cublaslt:matmul", "kernel:elementwise", "alias" ...
+  virtual std::string tactic() const = 0;
+  // Inputs the layer reads on the host (shape inputs such as Reshape's shape): they must be constants or shape
+  // computations. Default: none.
+  virtual std::vector<int> host_inputs() const { return {}; }
+  // True when output 0 is input 0's memory reinterpreted (Reshape, Flatten, Squeeze ...): no kernel runs.
+  virtual bool is_alias() const { return false; }
+  // Enqueues the node on launch.stream. Throws kilnrt::Error naming the node on failure.
+  virtual void enqueue(LayerLaunch& launch) = 0;
+};
+
+struct LayerCreateArgs {
+  const ir::Node& node;
+  const ir::Graph& graph;
+  int64_t opset;
+  DeviceWeights& weights;
+  int device;
+};
+
+using LayerFactory = std::function<std::unique_ptr<CudaLayer>(const LayerCreateArgs&)>;
+// Returns "" when the node is supported, else the reason (dtype, attribute, rank ...).
+using LayerSupports = std::function<std::string(const ir::Node&, const ir::Graph&)>;
+
+struct LayerEntry {
+  std::string op_type;
+  LayerSupports supports;
+  LayerFactory create;
+};
+
+class LayerRegistry {
+ public:
+  static LayerRegistry& instance();
+  void add(LayerEntry entry);
+  const LayerEntry* find(const std::string& op_type) const;
+  std::vector<std::string> op_types() const;
+
+ private:
+  std::map<std::string, LayerEntry> entries_;
+};
+
+struct LayerRegistrar {
+  explicit LayerRegistrar(LayerEntry e) { LayerRegistry::instance().add(std::move(e)); }
+};
+#define KILNRT_CUDA_CONCAT2(a, b) a##b
+#define KILNRT_CUDA_CONCAT(a, b) KILNRT_CUDA_CONCAT2(a, b)
+#define KILNRT_REGISTER_CUDA_LAYER(...) \
+  static ::kilnrt::backends::cuda::LayerRegistrar KILNRT_CUDA_CONCAT(kilnrt_cuda_layer_, __COUNTER__)(__VA_ARGS__)
+
+// Whether `node` can run on the CUDA backend: "" if yes, else why not (unknown op, dtype ...).
+std::string cuda_supports(const ir::Node& node, const ir::Graph& graph);
+
+// Throws kCuda naming the node when a kernel launcher returned a non-zero status.
+void check_launch(int status, const std::string& node, const char* kernel);
+
+// Helpers shared by layers.
+kilnrt::cuda::kernels::Broadcast3 make_broadcast(const Shape& out, const std::vector<Shape>& ins);
+int kernel_dtype_code(DType t);  // 0 f32, 1 i64, 2 i32, 3 bool, -1 other
+int cast_dtype_code(DType t);    // codes of kernels::cast, -1 other
+// The dtype of a value in the graph (kUndefined when unknown).
+DType value_dtype(const ir::Graph& g, const std::string& name);
+
+}  // namespace kilnrt::backends::cuda

@@ -1,0 +1,423 @@
+#include "backends/cuda/cuda_plan.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include "cuda/context_guard.h"
+
+namespace kilnrt::backends::cuda {
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+CUdeviceptr dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
+
+bool always_host(const std::string& op) { return op == "Shape" || op == "Size"; }
+
+// Shape / Size on the host from the input's shape alone.
+Tensor shape_value(const ir::Node& node, const Shape& in, int64_t opset) {
+  if (node.op_type == "Size") return Tensor::from_vector(std::vector<int64_t>{shape_numel(in)}, DType::kInt64, {});
+  const int64_t r = static_cast<int64_t>(in.size());
+  int64_t start = opset >= 15 ? node.attr_int("start", 0) : 0;
+  int64_t end = opset >= 15 ? node.attr_int("end", r) : r;
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, start, r);
+  std::vector<int64_t> v(in.begin() + start, in.begin() + end);
+  return Tensor::from_vector(v, DType::kInt64, {static_cast<int64_t>(v.size())});
+}
+
+}  // namespace
+
+// ---- weights ---------------------------------------------------------------------------------------------------
+
+class CudaPlan::Weights final : public DeviceWeights {
+ public:
+  explicit Weights(int device) : device_(device) {}
+  const void* get(const std::string& name) const override {
+    auto it = ptrs_.find(name);
+    KILNRT_CHECK(it != ptrs_.end(), kInternal, name, "constant '" << name << "' was not uploaded to the GPU");
+    return it->second;
+  }
+  const void* upload(const std::string& key, const Tensor& host) override {
+    auto it = ptrs_.find(key);
+    if (it != ptrs_.end()) return it->second;
+    kilnrt::cuda::DeviceBuffer buf(device_, std::max<size_t>(host.nbytes(), 1));
+    if (host.nbytes() > 0) {
+      kilnrt::cuda::ContextGuard guard(device_);
+      const auto& api = guard.api();
+      // Synchronous upload at load time (not the hot path): pinned staging is not worth it here.
+      KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(buf.data()), host.raw(), host.nbytes(), nullptr), key);
+      KILNRT_CU_CHECK(api, api.StreamSynchronize(nullptr), key);
+    }
+    const void* p = buf.data();
+    buffers_.push_back(std::move(buf));
+    ptrs_[key] = p;
+    return p;
+  }
+
+ private:
+  int device_;
+  std::map<std::string, const void*> ptrs_;
+  std::vector<kilnrt::cuda::DeviceBuffer> buffers_;
+};
+
+// ---- plan ------------------------------------------------------------------------------------------------------
+
+void CudaPlan::check_supported(const ir::Graph& graph) {
+  std::unordered_set<std::string> host(graph.inputs.size());
+  for (const auto& [name, t] : graph.constants) host.insert(name);
+  for (const ir::Node& node : graph.nodes) {
+    bool all_host = true;
+    for (const std::string& in : node.inputs) all_host &= in.empty() || host.count(in) != 0;
+    if (always_host(node.op_type) || all_host) {
+      for (const std::string& out : node.outputs) host.insert(out);
+      continue;
+    }
+    const std::string why = cuda_supports(node, graph);
+    KILNRT_CHECK(why.empty(), kUnsupported, node.describe(), "the CUDA backend cannot run this node: " << why);
+  }
+}
+
+CudaPlan::CudaPlan(const ir::Graph& graph, int device)
+    : graph_(graph), device_(device), weights_(std::make_unique<Weights>(device)) {
+  auto slot = [&](const std::string& name) {
+    auto it = slot_of_.find(name);
+    if (it != slot_of_.end()) return it->second;
+    const int s = static_cast<int>(slot_names_.size());
+    slot_of_[name] = s;
+    slot_names_.push_back(name);
+    host_slot_.push_back(graph.is_constant(name) ? 1 : 0);
+    upload_slot_.push_back(0);
+    return s;
+  };
+  for (const std::string& in : graph.inputs) input_slots_.push_back(slot(in));
+  const auto& registry = ops::OpRegistry::instance();
+  std::unordered_set<std::string> device_constants;
+  for (const ir::Node& node : graph.nodes) {
+    Step s;
+    s.node = &node;
+    s.opset = graph.opset(node.domain);
+    s.schema = &registry.get(node, s.opset);
+    bool all_host = true;
+    for (const std::string& in : node.inputs) {
+      if (in.empty()) { s.inputs.push_back(-1); continue; }
+      KILNRT_CHECK(slot_of_.count(in) || graph.is_constant(in), kInvalidModel, node.describe(),
+                   "input '" << in << "' is never produced");
+      const int is = slot(in);
+      s.inputs.push_back(is);
+      all_host &= host_slot_[is] != 0;
+    }
+    s.host = always_host(node.op_type) || all_host;
+    for (const std::string& out : node.outputs) {
+      if (out.empty()) { s.outputs.push_back(-1); continue; }
+      const int os = slot(out);
+      s.outputs.push_back(os);
+      if (s.host) host_slot_[os] = 1;
+    }
+    if (s.host) {
+      KILNRT_CHECK(always_host(node.op_type) || static_cast<bool>(s.schema->cpu), kUnsupported, node.describe(),
+                   "shape computation without a CPU kernel");
+    } else {
+      const std::string why = cuda_supports(node, graph);
+      KILNRT_CHECK(why.empty(), kUnsupported, node.describe(), "the CUDA backend cannot run this node: " << why);
+      const LayerEntry* entry = LayerRegistry::instance().find(node.op_type);
+      try {
+        s.layer = entry->create(LayerCreateArgs{node, graph, s.opset, *weights_, device});
+      } catch (const Error& e) {
+        if (e.where().find(node.name) != std::string::npos) throw;
+        throw e.with_context(node.describe());
+      }
+      const std::vector<int> host_in = s.layer->host_inputs();
+      for (size_t i = 0; i < s.inputs.size(); ++i) {
+        if (s.inputs[i] < 0) continue;
+        const bool wants_host = std::find(host_in.begin(), host_in.end(), static_cast<int>(i)) != host_in.end();
+        const int is = s.inputs[i];
+        if (wants_host) {
+          KILNRT_CHECK(host_slot_[is], kUnsupported, node.describe(),
+                       "input '" << node.inputs[i] << "' must be a constant or computed from shapes: data-dependent "
+                                 << "shapes are not supported by the CUDA backend yet");
+        } else if (graph.is_constant(node.inputs[i])) {
+          device_constants.insert(node.inputs[i]);
+        } else if (host_slot_[is]) {
+          upload_slot_[is] = 1;
+        }
+      }
+    }
+    steps_.push_back(std::move(s));
+  }
+  for (const std::string& out : graph.outputs) {
+    KILNRT_CHECK(slot_of_.count(out), kInvalidModel, out, "graph output '" << out << "' is never produced");
+    const int os = slot_of_.at(out);
+    output_slots_.push_back(os);
+    if (graph.is_constant(out)) device_constants.insert(out);
+    else if (host_slot_[os]) upload_slot_[os] = 1;
+  }
+  for (const std::string& name : device_constants) weights_->upload(name, graph.constants.at(name));
+}
+
+CudaPlan::~CudaPlan() = default;
+
+std::vector<std::pair<std::string, std::string>> CudaPlan::tactics() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Step& s : steps_)
+    out.emplace_back(s.node->name, s.host ? "host:shape-computation" : "cuda:" + s.layer->tactic());
+  return out;
+}
+
+// ---- runner ----------------------------------------------------------------------------------------------------
+
+struct CudaRunner::ShapeState {
+  std::vector<Shape> shapes;          // per slot
+  std::vector<DType> dtypes;          // per slot
+  std::vector<Tensor> host_values;    // per slot (host slots)
+  std::vector<int64_t> arena_offset;  // per slot: offset of its storage in the arena, -1 none
+  size_t arena_bytes = 0;
+  kilnrt::cuda::DeviceBuffer uploads;  // host values read on the device
+  std::vector<int64_t> upload_offset;  // per slot, -1 none
+};
+
+CudaRunner::CudaRunner(const CudaPlan& plan) : plan_(plan) {
+  handles_.device = plan.device_;
+  workspace_ = kilnrt::cuda::DeviceBuffer(plan.device_, kWorkspaceBytes);
+}
+
+CudaRunner::~CudaRunner() = default;
+
+void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream) {
+  auto found = states_.find(input_shapes);
+  if (found != states_.end()) {
+    current_ = found->second.get();
+    if (arena_.size() < current_->arena_bytes) {
+      kilnrt::cuda::ContextGuard guard(plan_.device_);
+      KILNRT_CU_CHECK(guard.api(), guard.api().StreamSynchronize(stream), "activation arena");
+      arena_ = kilnrt::cuda::DeviceBuffer(plan_.device_, current_->arena_bytes);
+    }
+    return;
+  }
+  const ir::Graph& g = plan_.graph_;
+  const size_t nslots = plan_.slot_names_.size();
+  auto st = std::make_unique<ShapeState>();
+  st->shapes.resize(nslots);
+  st->dtypes.assign(nslots, DType::kUndefined);
+  st->host_values.resize(nslots);
+  std::vector<uint8_t> known(nslots, 0);
+  for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
+    const int s = plan_.input_slots_[i];
+    st->shapes[s] = input_shapes.at(i);
+    st->dtypes[s] = g.type_of(g.inputs[i])->dtype;
+    known[s] = 1;
+  }
+  for (const auto& [name, t] : g.constants) {
+    auto it = plan_.slot_of_.find(name);
+    if (it == plan_.slot_of_.end()) continue;
+    st->shapes[it->second] = t.shape();
+    st->dtypes[it->second] = t.dtype();
+    st->host_values[it->second] = t;
+    known[it->second] = 1;
+  }
+  // Concrete shapes, host values of the shape computations.
+  for (const CudaPlan::Step& step : plan_.steps_) {
+    const ir::Node& node = *step.node;
+    try {
+      if (step.host && always_host(node.op_type)) {
+        st->host_values[step.outputs[0]] = shape_value(node, st->shapes[step.inputs[0]], step.opset);
+      } else if (step.host) {
+        ops::CpuContext ctx{node, step.opset, {}, {}};
+        for (int in : step.inputs) ctx.inputs.push_back(in >= 0 ? &st->host_values[in] : nullptr);
+        ctx.outputs.resize(step.outputs.size());
+        step.schema->cpu(ctx);
+        for (size_t o = 0; o < step.outputs.size(); ++o)
+          if (step.outputs[o] >= 0) st->host_values[step.outputs[o]] = ctx.outputs[o].clone();
+      } else {
+        std::vector<ir::TensorType> types(step.inputs.size());
+        ops::ShapeContext ctx{node, step.opset, {}, {}, {}};
+        for (size_t i = 0; i < step.inputs.size(); ++i) {
+          const int in = step.inputs[i];
+          if (in < 0) { ctx.inputs.push_back(nullptr); ctx.values.push_back(nullptr); continue; }
+          types[i].dtype = st->dtypes[in];
+          types[i].has_shape = true;
+          types[i].shape = ir::shape_to_sym(st->shapes[in]);
+          ctx.inputs.push_back(&types[i]);
+          ctx.values.push_back(st->host_values[in].defined() ? &st->host_values[in] : nullptr);
+        }
+        ctx.outputs.resize(step.outputs.size());
+        KILNRT_CHECK(static_cast<bool>(step.schema->infer), kInternal, node.describe(), "op has no shape function");
+        step.schema->infer(ctx);
+        for (size_t o = 0; o < step.outputs.size(); ++o) {
+          const int os = step.outputs[o];
+          if (os < 0) continue;
+          const ir::TensorType& t = ctx.outputs[o];
+          KILNRT_CHECK(t.has_shape && ir::sym_shape_known(t.shape), kUnsupported, node.describe(),
+                       "output '" << node.outputs[o] << "' has no concrete shape for these input shapes ("
+                                  << (t.has_shape ? ir::sym_shape_to_string(t.shape) : "rank unknown") << ")");
+          st->shapes[os] = ir::sym_shape_to_shape(t.shape);
+          st->dtypes[os] = t.dtype;
+        }
+      }
+    } catch (const Error& e) {
+      if (e.where().find(node.name) != std::string::npos) throw;
+      throw e.with_context(node.describe());
+    }
+    for (int os : step.outputs) {
+      if (os < 0) continue;
+      if (st->host_values[os].defined()) {
+        st->shapes[os] = st->host_values[os].shape();
+        st->dtypes[os] = st->host_values[os].dtype();
+      }
+      known[os] = 1;
+    }
+  }
+  // Storage roots (aliases share their input's storage) and lifetimes.
+  std::vector<int> root(nslots);
+  for (size_t s = 0; s < nslots; ++s) root[s] = static_cast<int>(s);
+  const int nsteps = static_cast<int>(plan_.steps_.size());
+  std::vector<int> first(nslots, -1), last(nslots, -1);
+  for (int s : plan_.input_slots_) { first[s] = 0; last[s] = nsteps; }
+  for (int i = 0; i < nsteps; ++i) {
+    const CudaPlan::Step& step = plan_.steps_[i];
+    if (step.host) continue;
+    for (int in : step.inputs) if (in >= 0) last[root[in]] = std::max(last[root[in]], i);
+    if (step.layer->is_alias() && step.inputs[0] >= 0 && step.outputs[0] >= 0) {
+      root[step.outputs[0]] = root[step.inputs[0]];
+      continue;
+    }
+    for (int os : step.outputs)
+      if (os >= 0 && first[os] < 0) { first[os] = i; last[os] = std::max(last[os], i); }
+  }
+  for (int os : plan_.output_slots_) last[root[os]] = nsteps;
+  // Greedy first-fit by definition order over the arena-backed roots (device values that are not host / constants).
+  st->arena_offset.assign(nslots, -1);
+  struct Block { size_t off, size; int end; };
+  std::vector<Block> live;
+  std::vector<int> order;
+  for (size_t s = 0; s < nslots; ++s)
+    if (root[s] == static_cast<int>(s) && first[s] >= 0 && !plan_.host_slot_[s]) order.push_back(static_cast<int>(s));
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return first[a] < first[b]; });
+  for (int s : order) {
+    const size_t bytes = align_up(std::max<size_t>(1, shape_numel(st->shapes[s]) * dtype_size(st->dtypes[s])));
+    live.erase(std::remove_if(live.begin(), live.end(), [&](const Block& b) { return b.end < first[s]; }), live.end());
+    std::sort(live.begin(), live.end(), [](const Block& a, const Block& b) { return a.off < b.off; });
+    size_t off = 0;
+    for (const Block& b : live) {
+      if (b.off >= off + bytes) break;
+      off = std::max(off, b.off + b.size);
+    }
+    live.push_back({off, bytes, last[s]});
+    st->arena_offset[s] = static_cast<int64_t>(off);
+    st->arena_bytes = std::max(st->arena_bytes, off + bytes);
+  }
+  for (size_t s = 0; s < nslots; ++s)
+    if (root[s] != static_cast<int>(s)) st->arena_offset[s] = -2 - root[s];  // alias marker (resolved at enqueue)
+  // Host values read on the device: one upload per shape tuple.
+  st->upload_offset.assign(nslots, -1);
+  size_t upload_bytes = 0;
+  for (size_t s = 0; s < nslots; ++s) {
+    if (!plan_.upload_slot_[s]) continue;
+    st->upload_offset[s] = static_cast<int64_t>(upload_bytes);
+    upload_bytes += align_up(std::max<size_t>(1, st->host_values[s].nbytes()));
+  }
+  kilnrt::cuda::ContextGuard guard(plan_.device_);
+  const auto& api = guard.api();
+  if (upload_bytes > 0) {
+    st->uploads = kilnrt::cuda::DeviceBuffer(plan_.device_, upload_bytes);
+    kilnrt::cuda::PinnedBuffer staging(plan_.device_, upload_bytes);
+    for (size_t s = 0; s < nslots; ++s)
+      if (st->upload_offset[s] >= 0 && st->host_values[s].nbytes() > 0)
+        std::memcpy(static_cast<char*>(staging.data()) + st->upload_offset[s], st->host_values[s].raw(),
+                    st->host_values[s].nbytes());
+    KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(st->uploads.data()), staging.data(), upload_bytes, stream),
+                    "shape-computation upload");
+    KILNRT_CU_CHECK(api, api.StreamSynchronize(stream), "shape-computation upload");  // once per new shape tuple
+  }
+  if (arena_.size() < st->arena_bytes) {
+    KILNRT_CU_CHECK(api, api.StreamSynchronize(stream), "activation arena");
+    arena_ = kilnrt::cuda::DeviceBuffer(plan_.device_, st->arena_bytes);
+  }
+  current_ = st.get();
+  states_[input_shapes] = std::move(st);
+}
+
+std::vector<Shape> CudaRunner::output_shapes() const {
+  KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
+  std::vector<Shape> out;
+  for (int s : plan_.output_slots_) out.push_back(current_->shapes[s]);
+  return out;
+}
+
+void* CudaRunner::input_device_ptr(size_t i) {
+  KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
+  return static_cast<char*>(arena_.data()) + current_->arena_offset[plan_.input_slots_.at(i)];
+}
+
+const void* CudaRunner::output_device_ptr(size_t i) const { return ptrs_.at(plan_.output_slots_.at(i)); }
+
+void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, StreamT stream) {
+  KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
+  const ShapeState& st = *current_;
+  const size_t nslots = plan_.slot_names_.size();
+  ptrs_.assign(nslots, nullptr);
+  char* arena = static_cast<char*>(arena_.data());
+  for (size_t s = 0; s < nslots; ++s) {
+    if (st.upload_offset[s] >= 0) ptrs_[s] = static_cast<char*>(st.uploads.data()) + st.upload_offset[s];
+    else if (st.arena_offset[s] >= 0) ptrs_[s] = arena + st.arena_offset[s];
+  }
+  for (size_t i = 0; i < plan_.input_slots_.size(); ++i)
+    if (i < inputs.size() && inputs[i]) ptrs_[plan_.input_slots_[i]] = const_cast<void*>(inputs[i]);
+  kilnrt::cuda::ContextGuard guard(plan_.device_);
+  const auto& api = guard.api();
+  LayerLaunch launch;
+  launch.stream = stream;
+  launch.libs = &handles_;
+  launch.workspace = workspace_.data();
+  launch.workspace_bytes = workspace_.size();
+  for (const CudaPlan::Step& step : plan_.steps_) {
+    if (step.host) continue;
+    const ir::Node& node = *step.node;
+    launch.inputs.assign(step.inputs.size(), LayerTensor{});
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      const int in = step.inputs[i];
+      if (in < 0) continue;
+      LayerTensor& t = launch.inputs[i];
+      t.present = true;
+      t.shape = st.shapes[in];
+      t.dtype = st.dtypes[in];
+      t.host = st.host_values[in].defined() ? &st.host_values[in] : nullptr;
+      if (plan_.graph_.is_constant(plan_.slot_names_[in])) {
+        const auto& w = *plan_.weights_;
+        try { t.data = w.get(plan_.slot_names_[in]); } catch (const Error&) { t.data = nullptr; }
+      } else {
+        t.data = ptrs_[in];
+      }
+    }
+    if (step.layer->is_alias()) {
+      if (step.outputs[0] >= 0) ptrs_[step.outputs[0]] = const_cast<void*>(launch.inputs[0].data);
+      continue;
+    }
+    launch.outputs.assign(step.outputs.size(), LayerOutput{});
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      const int os = step.outputs[o];
+      if (os < 0) continue;
+      launch.outputs[o] = LayerOutput{ptrs_[os], st.dtypes[os], st.shapes[os], true};
+    }
+    try {
+      step.layer->enqueue(launch);
+    } catch (const Error& e) {
+      if (e.where().find(node.name) != std::string::npos) throw;
+      throw e.with_context(node.describe());
+    }
+  }
+  for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
+    const int s = plan_.output_slots_[i];
+    if (plan_.graph_.is_constant(plan_.slot_names_[s])) ptrs_[s] = const_cast<void*>(plan_.weights_->get(plan_.slot_names_[s]));
+    if (i >= outputs.size() || !outputs[i]) continue;
+    const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(st.dtypes[s]);
+    if (bytes > 0 && outputs[i] != ptrs_[s])
+      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(ptrs_[s]), bytes, stream),
+                      "output '" + plan_.slot_names_[s] + "'");
+  }
+}
+
+}  // namespace kilnrt::backends::cuda

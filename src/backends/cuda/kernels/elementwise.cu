@@ -1,0 +1,329 @@
+// Elementwise and data-movement kernels: strided copy (transpose/slice/concat/expand), unary, broadcasting binary,
+// where, cast, gather. Few templates on purpose: CI compiles this on 2 cores.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/cuda/kernels/kernels.h"
+
+namespace kilnrt::cuda::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+inline unsigned blocks_for(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 32 ? 65535LL * 32 : b));
+}
+
+inline int launch_status() { return static_cast<int>(cudaGetLastError()); }
+
+template <int kSize>
+struct Bytes;
+template <> struct Bytes<1> { using T = uint8_t; };
+template <> struct Bytes<2> { using T = uint16_t; };
+template <> struct Bytes<4> { using T = uint32_t; };
+template <> struct Bytes<8> { using T = uint64_t; };
+
+template <typename T>
+__global__ void strided_copy_kernel(T* dst, const T* src, Strided s, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rem = i, o = s.out_offset, in = s.in_offset;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const int64_t idx = rem % s.dims[d];
+      rem /= s.dims[d];
+      o += idx * s.out_strides[d];
+      in += idx * s.in_strides[d];
+    }
+    dst[o] = src[in];
+  }
+}
+
+__device__ __forceinline__ float clamp01(float v) { return v < 0.f ? 0.f : (v > 1.f ? 1.f : v); }
+__device__ __forceinline__ float softplus_f(float x) { return x > 20.f ? x : log1pf(expf(x)); }
+
+__global__ void unary_kernel(UnaryOp op, const float* x, float* y, int64_t n, float a, float b) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = x[i];
+    float r;
+    switch (op) {
+      case UnaryOp::kIdentity: r = v; break;
+      case UnaryOp::kRelu: r = v < 0.f ? 0.f : v; break;
+      case UnaryOp::kSigmoid: r = v >= 0.f ? 1.f / (1.f + expf(-v)) : expf(v) / (1.f + expf(v)); break;
+      case UnaryOp::kTanh: r = tanhf(v); break;
+      case UnaryOp::kHardSigmoid: r = clamp01(a * v + b); break;
+      case UnaryOp::kHardSwish: r = v * clamp01(v * (1.f / 6.f) + 0.5f); break;
+      case UnaryOp::kErf: r = erff(v); break;
+      case UnaryOp::kExp: r = expf(v); break;
+      case UnaryOp::kLog: r = logf(v); break;
+      case UnaryOp::kSqrt: r = sqrtf(v); break;
+      case UnaryOp::kNeg: r = -v; break;
+      case UnaryOp::kAbs: r = fabsf(v); break;
+      case UnaryOp::kReciprocal: r = 1.f / v; break;
+      case UnaryOp::kLeakyRelu: r = v < 0.f ? a * v : v; break;
+      case UnaryOp::kElu: r = v < 0.f ? a * expm1f(v) : v; break;
+      case UnaryOp::kSoftplus: r = softplus_f(v); break;
+      case UnaryOp::kFloor: r = floorf(v); break;
+      case UnaryOp::kCeil: r = ceilf(v); break;
+      case UnaryOp::kClip: r = v < a ? a : (v > b ? b : v); break;
+      case UnaryOp::kGeluErf: r = 0.5f * v * (1.f + erff(v * 0.70710678118654752f)); break;
+      case UnaryOp::kGeluTanh:
+        r = 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+        break;
+      case UnaryOp::kSin: r = sinf(v); break;
+      case UnaryOp::kCos: r = cosf(v); break;
+      case UnaryOp::kRound: r = nearbyintf(v); break;
+      case UnaryOp::kSign: r = v > 0.f ? 1.f : (v < 0.f ? -1.f : v); break;
+      case UnaryOp::kSelu: r = v <= 0.f ? b * (a * expf(v) - a) : b * v; break;
+      case UnaryOp::kSoftsign: r = v / (1.f + fabsf(v)); break;
+      case UnaryOp::kMish: r = v * tanhf(softplus_f(v)); break;
+      case UnaryOp::kThresholdedRelu: r = v > a ? v : (v != v ? v : 0.f); break;
+      case UnaryOp::kCelu: r = v > 0.f ? v : a * expm1f(v / a); break;
+      default: r = v; break;
+    }
+    y[i] = r;
+  }
+}
+
+__device__ __forceinline__ void offsets3(const Broadcast3& bc, int64_t i, int64_t& o0, int64_t& o1, int64_t& o2) {
+  if (bc.contiguous_same) { o0 = o1 = o2 = i; return; }
+  o0 = o1 = o2 = 0;
+  int64_t rem = i;
+  for (int d = bc.rank - 1; d >= 0; --d) {
+    const int64_t idx = rem % bc.dims[d];
+    rem /= bc.dims[d];
+    o0 += idx * bc.s0[d];
+    o1 += idx * bc.s1[d];
+    o2 += idx * bc.s2[d];
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T arith(BinaryOp op, T x, T y) {
+  switch (op) {
+    case BinaryOp::kAdd: return x + y;
+    case BinaryOp::kSub: return x - y;
+    case BinaryOp::kMul: return x * y;
+    case BinaryOp::kDiv:
+      if constexpr (std::is_integral<T>::value) return y == T(0) ? T(0) : T(x / y);
+      else return x / y;
+    case BinaryOp::kMax: return (x != x || x > y) ? x : y;
+    case BinaryOp::kMin: return (x != x || x < y) ? x : y;
+    case BinaryOp::kPRelu: return x < T(0) ? x * y : x;
+    default: return x;
+  }
+}
+
+template <typename T>
+__global__ void binary_kernel(BinaryOp op, const T* a, const T* b, void* y, int64_t n, Broadcast3 bc) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t oy, oa, ob;
+    offsets3(bc, i, oy, oa, ob);
+    const T x = a[oa], z = b[ob];
+    if (op >= BinaryOp::kEqual) {
+      bool r;
+      switch (op) {
+        case BinaryOp::kEqual: r = x == z; break;
+        case BinaryOp::kLess: r = x < z; break;
+        case BinaryOp::kGreater: r = x > z; break;
+        case BinaryOp::kLessEq: r = x <= z; break;
+        case BinaryOp::kGreaterEq: r = x >= z; break;
+        case BinaryOp::kAnd: r = (x != T(0)) && (z != T(0)); break;
+        case BinaryOp::kOr: r = (x != T(0)) || (z != T(0)); break;
+        default: r = (x != T(0)) != (z != T(0)); break;
+      }
+      static_cast<uint8_t*>(y)[oy] = r ? 1 : 0;
+    } else {
+      static_cast<T*>(y)[oy] = arith<T>(op, x, z);
+    }
+  }
+}
+
+__global__ void binary_f32_special(BinaryOp op, const float* a, const float* b, float* y, int64_t n, Broadcast3 bc) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t oy, oa, ob;
+    offsets3(bc, i, oy, oa, ob);
+    const float x = a[oa], z = b[ob];
+    float r;
+    if (op == BinaryOp::kPow) {
+      r = powf(x, z);
+    } else if (op == BinaryOp::kFmod) {
+      r = fmodf(x, z);
+    } else {  // kMod: numpy semantics, sign of the divisor
+      r = fmodf(x, z);
+      if (r != 0.f && ((r < 0.f) != (z < 0.f))) r += z;
+    }
+    y[oy] = r;
+  }
+}
+
+template <typename T>
+__global__ void where_kernel(const uint8_t* c, const T* x, const T* z, T* y, int64_t n, Broadcast3 bc) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t oc, ox, oz;
+    offsets3(bc, i, oc, ox, oz);
+    y[i] = c[oc] ? x[ox] : z[oz];
+  }
+}
+
+__device__ __forceinline__ double load_as_double(const void* p, int t, int64_t i) {
+  switch (t) {
+    case 0: return static_cast<const float*>(p)[i];
+    case 1: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case 2: return static_cast<const int32_t*>(p)[i];
+    case 3: return static_cast<const uint8_t*>(p)[i] ? 1.0 : 0.0;
+    case 4: return static_cast<const int8_t*>(p)[i];
+    case 5: return static_cast<const uint8_t*>(p)[i];
+    case 6: return static_cast<const double*>(p)[i];
+    default: return __half2float(static_cast<const __half*>(p)[i]);
+  }
+}
+
+__device__ __forceinline__ int64_t to_int(double v) {
+  if (v != v) return 0;
+  if (v >= 9.2233720368547758e18) return INT64_MAX;
+  if (v <= -9.2233720368547758e18) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+__global__ void cast_kernel(const void* x, int from, void* y, int to, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    if (from == 1 && (to == 1 || to == 2 || to == 3 || to == 4 || to == 5)) {  // exact integer paths
+      const int64_t v = static_cast<const int64_t*>(x)[i];
+      switch (to) {
+        case 1: static_cast<int64_t*>(y)[i] = v; break;
+        case 2: static_cast<int32_t*>(y)[i] = static_cast<int32_t>(v); break;
+        case 3: static_cast<uint8_t*>(y)[i] = v != 0; break;
+        case 4: static_cast<int8_t*>(y)[i] = static_cast<int8_t>(v); break;
+        default: static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(v); break;
+      }
+      continue;
+    }
+    const double v = load_as_double(x, from, i);
+    switch (to) {
+      case 0: static_cast<float*>(y)[i] = static_cast<float>(v); break;
+      case 1: static_cast<int64_t*>(y)[i] = to_int(v); break;
+      case 2: static_cast<int32_t*>(y)[i] = static_cast<int32_t>(to_int(v)); break;
+      case 3: static_cast<uint8_t*>(y)[i] = v != 0.0; break;
+      case 4: static_cast<int8_t*>(y)[i] = static_cast<int8_t>(to_int(v)); break;
+      case 5: static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(to_int(v)); break;
+      case 6: static_cast<double*>(y)[i] = v; break;
+      default: static_cast<__half*>(y)[i] = __float2half_rn(static_cast<float>(v)); break;
+    }
+  }
+}
+
+template <typename T>
+__global__ void gather_kernel(const T* x, const int64_t* idx, T* y, int64_t outer, int64_t axis_dim, int64_t n_idx,
+                              int64_t inner) {
+  const int64_t n = outer * n_idx * inner;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t in = i % inner;
+    const int64_t j = (i / inner) % n_idx;
+    const int64_t o = i / (inner * n_idx);
+    int64_t k = idx[j];
+    if (k < 0) k += axis_dim;
+    y[i] = (k >= 0 && k < axis_dim) ? x[(o * axis_dim + k) * inner + in] : T(0);
+  }
+}
+
+__global__ void broadcast_scale_kernel(const float* c, float* y, int64_t n, Broadcast3 bc, float beta) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t oy, oc, unused;
+    offsets3(bc, i, oy, oc, unused);
+    y[oy] = beta * c[oc];
+  }
+}
+
+}  // namespace
+
+int strided_copy(void* dst, const void* src, const Strided& s, size_t elem_size, StreamT stream) {
+  int64_t n = 1;
+  for (int d = 0; d < s.rank; ++d) n *= s.dims[d];
+  if (n == 0) return 0;
+  const unsigned g = blocks_for(n);
+  cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
+  switch (elem_size) {
+    case 1: strided_copy_kernel<uint8_t><<<g, kThreads, 0, st>>>((uint8_t*)dst, (const uint8_t*)src, s, n); break;
+    case 2: strided_copy_kernel<uint16_t><<<g, kThreads, 0, st>>>((uint16_t*)dst, (const uint16_t*)src, s, n); break;
+    case 4: strided_copy_kernel<uint32_t><<<g, kThreads, 0, st>>>((uint32_t*)dst, (const uint32_t*)src, s, n); break;
+    case 8: strided_copy_kernel<uint64_t><<<g, kThreads, 0, st>>>((uint64_t*)dst, (const uint64_t*)src, s, n); break;
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return launch_status();
+}
+
+int unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, StreamT stream) {
+  if (n == 0) return 0;
+  unary_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(op, x, y, n, a, b);
+  return launch_status();
+}
+
+int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc,
+           StreamT stream) {
+  if (n == 0) return 0;
+  const unsigned g = blocks_for(n);
+  cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
+  if (dtype == 0 && (op == BinaryOp::kPow || op == BinaryOp::kMod || op == BinaryOp::kFmod)) {
+    binary_f32_special<<<g, kThreads, 0, st>>>(op, (const float*)a, (const float*)b, (float*)y, n, bc);
+    return launch_status();
+  }
+  switch (dtype) {
+    case 0: binary_kernel<float><<<g, kThreads, 0, st>>>(op, (const float*)a, (const float*)b, y, n, bc); break;
+    case 1: binary_kernel<int64_t><<<g, kThreads, 0, st>>>(op, (const int64_t*)a, (const int64_t*)b, y, n, bc); break;
+    case 2: binary_kernel<int32_t><<<g, kThreads, 0, st>>>(op, (const int32_t*)a, (const int32_t*)b, y, n, bc); break;
+    case 3: binary_kernel<uint8_t><<<g, kThreads, 0, st>>>(op, (const uint8_t*)a, (const uint8_t*)b, y, n, bc); break;
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return launch_status();
+}
+
+int where(const uint8_t* cond, const void* x, const void* z, void* y, int64_t n, const Broadcast3& bc,
+          size_t elem_size, StreamT stream) {
+  if (n == 0) return 0;
+  const unsigned g = blocks_for(n);
+  cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
+  switch (elem_size) {
+    case 1: where_kernel<uint8_t><<<g, kThreads, 0, st>>>(cond, (const uint8_t*)x, (const uint8_t*)z, (uint8_t*)y, n, bc); break;
+    case 2: where_kernel<uint16_t><<<g, kThreads, 0, st>>>(cond, (const uint16_t*)x, (const uint16_t*)z, (uint16_t*)y, n, bc); break;
+    case 4: where_kernel<uint32_t><<<g, kThreads, 0, st>>>(cond, (const uint32_t*)x, (const uint32_t*)z, (uint32_t*)y, n, bc); break;
+    case 8: where_kernel<uint64_t><<<g, kThreads, 0, st>>>(cond, (const uint64_t*)x, (const uint64_t*)z, (uint64_t*)y, n, bc); break;
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return launch_status();
+}
+
+int cast(const void* x, int from, void* y, int to, int64_t n, StreamT stream) {
+  if (n == 0) return 0;
+  cast_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(x, from, y, to, n);
+  return launch_status();
+}
+
+int gather(const void* x, const int64_t* indices, void* y, int64_t outer, int64_t axis_dim, int64_t n_idx,
+           int64_t inner, size_t elem_size, StreamT stream) {
+  const int64_t n = outer * n_idx * inner;
+  if (n == 0) return 0;
+  const unsigned g = blocks_for(n);
+  cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
+  switch (elem_size) {
+    case 1: gather_kernel<uint8_t><<<g, kThreads, 0, st>>>((const uint8_t*)x, indices, (uint8_t*)y, outer, axis_dim, n_idx, inner); break;
+    case 2: gather_kernel<uint16_t><<<g, kThreads, 0, st>>>((const uint16_t*)x, indices, (uint16_t*)y, outer, axis_dim, n_idx, inner); break;
+    case 4: gather_kernel<uint32_t><<<g, kThreads, 0, st>>>((const uint32_t*)x, indices, (uint32_t*)y, outer, axis_dim, n_idx, inner); break;
+    case 8: gather_kernel<uint64_t><<<g, kThreads, 0, st>>>((const uint64_t*)x, indices, (uint64_t*)y, outer, axis_dim, n_idx, inner); break;
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return launch_status();
+}
+
+int broadcast_scale_f32(const float* c, float* y, int64_t total, const Broadcast3& bc, float beta, StreamT stream) {
+  if (total == 0) return 0;
+  broadcast_scale_kernel<<<blocks_for(total), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(c, y, total, bc,
+                                                                                                    beta);
+  return launch_status();
+}
+
+const char* error_string(int status) { return cudaGetErrorString(static_cast<cudaError_t>(status)); }
+
+}  // namespace kilnrt::cuda::kernels

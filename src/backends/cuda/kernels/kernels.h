@@ -1,0 +1,93 @@
+// Host entry points of kilnrt's own CUDA kernels (src/backends/cuda/kernels/*.cu). Plain C++: no CUDA headers, so
+// layers include it freely. Each launcher enqueues on `stream` and returns the launch status (cudaError_t as int,
+// 0 = success) read with cudaGetLastError right after its own launch — kilnrt's cudart is linked statically, so
+// that error state belongs to kilnrt alone. Tensors are contiguous row-major unless strides are passed.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace kilnrt::cuda::kernels {
+
+using StreamT = CUstream_st*;
+constexpr int kMaxDims = 8;
+
+// Shape + strides in elements for up to kMaxDims dims (strides may be 0 for broadcasting or negative for steps).
+struct Strided {
+  int rank = 0;
+  int64_t dims[kMaxDims] = {};
+  int64_t out_strides[kMaxDims] = {};  // destination strides
+  int64_t in_strides[kMaxDims] = {};   // source strides
+  int64_t out_offset = 0, in_offset = 0;
+};
+
+// dst[out_offset + sum(i_d*out_strides_d)] = src[in_offset + sum(i_d*in_strides_d)] for every index of dims.
+// Covers Transpose, Slice, Split, Concat, Expand. elem_size: 1, 2, 4 or 8.
+int strided_copy(void* dst, const void* src, const Strided& s, size_t elem_size, StreamT stream);
+
+// Elementwise float unary ops (a, b: op parameters such as alpha/beta/min/max).
+enum class UnaryOp : int {
+  kIdentity, kRelu, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kErf, kExp, kLog, kSqrt, kNeg, kAbs, kReciprocal,
+  kLeakyRelu, kElu, kSoftplus, kFloor, kCeil, kClip, kGeluErf, kGeluTanh, kSin, kCos, kRound, kSign, kSelu,
+  kSoftsign, kMish, kThresholdedRelu, kCelu
+};
+int unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, StreamT stream);
+
+// Broadcasting binary ops. Output shape `dims`; a_strides / b_strides give 0 on broadcast dims.
+enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMod, kFmod, kPRelu,
+                            kEqual, kLess, kGreater, kLessEq, kGreaterEq, kAnd, kOr, kXor };
+struct Broadcast3 {
+  int rank = 0;
+  int64_t dims[kMaxDims] = {};
+  int64_t s0[kMaxDims] = {}, s1[kMaxDims] = {}, s2[kMaxDims] = {};
+  bool contiguous_same = false;  // all operands have the output's shape (fast path)
+};
+// dtype codes: 0 float32, 1 int64, 2 int32, 3 bool (uint8). Comparisons write bool; arithmetic writes the input type.
+int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc,
+           StreamT stream);
+// y = cond ? x : z with broadcasting (s0 cond, s1 x, s2 z); elem_size of x/z: 1, 2, 4, 8.
+int where(const uint8_t* cond, const void* x, const void* z, void* y, int64_t n, const Broadcast3& bc,
+          size_t elem_size, StreamT stream);
+// Cast between dtype codes 0 float32, 1 int64, 2 int32, 3 bool, 4 int8, 5 uint8, 6 float64, 7 float16.
+int cast(const void* x, int from, void* y, int to, int64_t n, StreamT stream);
+// Gather along an axis: x viewed as [outer, axis_dim, inner], indices (int64, n_idx of them, negative allowed)
+// -> y [outer, n_idx, inner]. Out-of-range indices write zeros and set *bad (device int, may be null) to 1.
+int gather(const void* x, const int64_t* indices, void* y, int64_t outer, int64_t axis_dim, int64_t n_idx,
+           int64_t inner, size_t elem_size, StreamT stream);
+
+// Reductions over the middle dim of [outer, r, inner].
+enum class ReduceOp : int { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSum, kLogSumExp };
+int reduce_f32(ReduceOp op, const float* x, float* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
+// Softmax / LogSoftmax over the middle dim of [outer, n, inner].
+int softmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream);
+// LayerNormalization over rows of length n; scale/bias (may be null) have n elements. mean/inv_std may be null.
+int layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std,
+                  int64_t rows, int64_t n, float eps, StreamT stream);
+// y[n,c,...] = x[n,c,...] * a[c] + b[c] over [outer=N, C, inner=spatial].
+int channel_affine_f32(const float* x, const float* a, const float* b, float* y, int64_t outer, int64_t c,
+                       int64_t inner, StreamT stream);
+
+// 2-D pooling over NCHW.
+struct Pool2d {
+  int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  bool max = true;
+  bool count_include_pad = false;
+};
+int pool2d_f32(const float* x, float* y, const Pool2d& p, StreamT stream);
+
+// Direct 2-D convolution over NCHW (grouped, strided, dilated, padded), bias may be null: the fallback when cuDNN
+// is missing, and the reference tactic of the tests.
+struct Conv2d {
+  int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;
+  int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+};
+int conv2d_direct_f32(const float* x, const float* w, const float* bias, float* y, const Conv2d& p, StreamT stream);
+
+// y[i] = bias[i % n] broadcast helper for Gemm's C: y (rows x n) = beta * c broadcast via strides (Broadcast3 s0).
+int broadcast_scale_f32(const float* c, float* y, int64_t total, const Broadcast3& bc, float beta, StreamT stream);
+
+const char* error_string(int status);
+
+}  // namespace kilnrt::cuda::kernels

@@ -1,0 +1,285 @@
+// Neural-network kernels: reductions, softmax, layer norm, per-channel affine (BatchNormalization), 2-D pooling and
+// a direct 2-D convolution (fallback tactic). Correct first: simple one-thread-per-output or one-block-per-row.
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+
+#include "backends/cuda/kernels/kernels.h"
+
+namespace kilnrt::cuda::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+inline unsigned blocks_for(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 32 ? 65535LL * 32 : b));
+}
+inline unsigned rows_grid(int64_t rows) { return static_cast<unsigned>(rows < 2147483647LL ? rows : 2147483647LL); }
+inline int launch_status() { return static_cast<int>(cudaGetLastError()); }
+
+__device__ __forceinline__ float nan_max(float a, float b) { return (a != a || a > b) ? a : b; }
+__device__ __forceinline__ float nan_min(float a, float b) { return (a != a || a < b) ? a : b; }
+
+// Block-wide reduction (sum or max) of one value per thread; every thread gets the result.
+template <bool kMax>
+__device__ float block_reduce(float v, float* shared) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = kMax ? nan_max(v, other) : v + other;
+  }
+  __syncthreads();  // shared may still be read by a previous call
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  const int nwarps = (blockDim.x + 31) >> 5;
+  float r = threadIdx.x < nwarps ? shared[threadIdx.x] : (kMax ? -INFINITY : 0.f);
+  if (warp == 0) {
+    for (int o = 16; o > 0; o >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, r, o);
+      r = kMax ? nan_max(r, other) : r + other;
+    }
+    if (lane == 0) shared[0] = r;
+  }
+  __syncthreads();
+  return shared[0];
+}
+
+__device__ __forceinline__ float reduce_init(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax: return -INFINITY;
+    case ReduceOp::kMin: return INFINITY;
+    case ReduceOp::kProd: return 1.f;
+    default: return 0.f;
+  }
+}
+__device__ __forceinline__ float reduce_step(ReduceOp op, float acc, float v) {
+  switch (op) {
+    case ReduceOp::kMax: return nan_max(acc, v);
+    case ReduceOp::kMin: return nan_min(acc, v);
+    case ReduceOp::kProd: return acc * v;
+    case ReduceOp::kSumSquare: case ReduceOp::kL2: return acc + v * v;
+    case ReduceOp::kL1: return acc + fabsf(v);
+    case ReduceOp::kLogSumExp: return acc + expf(v);
+    default: return acc + v;
+  }
+}
+__device__ __forceinline__ float reduce_final(ReduceOp op, float acc, int64_t r) {
+  switch (op) {
+    case ReduceOp::kMean: return r > 0 ? acc / float(r) : NAN;
+    case ReduceOp::kL2: return sqrtf(acc);
+    case ReduceOp::kLogSum: case ReduceOp::kLogSumExp: return logf(acc);
+    default: return acc;
+  }
+}
+
+// inner == 1: one block per output row (coalesced over r).
+__global__ void reduce_rows_kernel(ReduceOp op, const float* x, float* y, int64_t r) {
+  __shared__ float shared[32];
+  const float* row = x + blockIdx.x * r;
+  const bool is_max = op == ReduceOp::kMax, is_min = op == ReduceOp::kMin, is_prod = op == ReduceOp::kProd;
+  float acc = reduce_init(op);
+  for (int64_t i = threadIdx.x; i < r; i += blockDim.x) acc = reduce_step(op, acc, row[i]);
+  float total;
+  if (is_max) {
+    total = block_reduce<true>(acc, shared);
+  } else if (is_min) {
+    total = -block_reduce<true>(-acc, shared);
+  } else if (is_prod) {  // rare: serialise through shared memory
+    __syncthreads();
+    if (threadIdx.x == 0) shared[0] = 1.f;
+    __syncthreads();
+    for (int t = 0; t < blockDim.x; ++t) {
+      if (threadIdx.x == t) shared[0] *= acc;
+      __syncthreads();
+    }
+    total = shared[0];
+  } else {
+    total = block_reduce<false>(acc, shared);
+  }
+  if (threadIdx.x == 0) y[blockIdx.x] = reduce_final(op, total, r);
+}
+
+// inner > 1: one thread per (outer, inner) output, looping over r (coalesced over inner).
+__global__ void reduce_cols_kernel(ReduceOp op, const float* x, float* y, int64_t outer, int64_t r, int64_t inner) {
+  const int64_t n = outer * inner;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = i / inner, in = i % inner;
+    const float* p = x + o * r * inner + in;
+    float acc = reduce_init(op);
+    for (int64_t k = 0; k < r; ++k) acc = reduce_step(op, acc, p[k * inner]);
+    y[i] = reduce_final(op, acc, r);
+  }
+}
+
+__global__ void softmax_rows_kernel(const float* x, float* y, int64_t n, bool log) {
+  __shared__ float shared[32];
+  const float* row = x + blockIdx.x * n;
+  float* out = y + blockIdx.x * n;
+  float m = -INFINITY;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = nan_max(m, row[i]);
+  m = block_reduce<true>(m, shared);
+  float s = 0.f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += expf(row[i] - m);
+  s = block_reduce<false>(s, shared);
+  const float inv = 1.f / s, ls = logf(s);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = log ? row[i] - m - ls : expf(row[i] - m) * inv;
+}
+
+__global__ void softmax_cols_kernel(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  const int64_t total = outer * inner;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = i / inner, in = i % inner;
+    const float* p = x + o * n * inner + in;
+    float* q = y + o * n * inner + in;
+    float m = -INFINITY;
+    for (int64_t k = 0; k < n; ++k) m = nan_max(m, p[k * inner]);
+    float s = 0.f;
+    for (int64_t k = 0; k < n; ++k) s += expf(p[k * inner] - m);
+    const float ls = logf(s);
+    for (int64_t k = 0; k < n; ++k) q[k * inner] = log ? p[k * inner] - m - ls : expf(p[k * inner] - m) / s;
+  }
+}
+
+__global__ void layernorm_kernel(const float* x, const float* scale, const float* bias, float* y, float* mean_out,
+                                 float* inv_std_out, int64_t n, float eps) {
+  __shared__ float shared[32];
+  const float* row = x + blockIdx.x * n;
+  float* out = y + blockIdx.x * n;
+  float s = 0.f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += row[i];
+  const float mean = block_reduce<false>(s, shared) / float(n);
+  float v = 0.f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float d = row[i] - mean;
+    v += d * d;
+  }
+  const float var = block_reduce<false>(v, shared) / float(n);
+  const float inv_std = 1.f / sqrtf(var + eps);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float r = (row[i] - mean) * inv_std;
+    if (scale) r *= scale[i];
+    if (bias) r += bias[i];
+    out[i] = r;
+  }
+  if (threadIdx.x == 0) {
+    if (mean_out) mean_out[blockIdx.x] = mean;
+    if (inv_std_out) inv_std_out[blockIdx.x] = inv_std;
+  }
+}
+
+__global__ void channel_affine_kernel(const float* x, const float* a, const float* b, float* y, int64_t outer,
+                                      int64_t c, int64_t inner) {
+  const int64_t n = outer * c * inner;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ch = (i / inner) % c;
+    y[i] = x[i] * a[ch] + b[ch];
+  }
+}
+
+__global__ void pool2d_kernel(const float* x, float* y, Pool2d p) {
+  const int64_t n = p.n * p.c * p.oh * p.ow;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ox = i % p.ow, oy = (i / p.ow) % p.oh, nc = i / (p.ow * p.oh);
+    const float* plane = x + nc * p.h * p.w;
+    float acc = p.max ? -INFINITY : 0.f;
+    int count = 0;
+    for (int ky = 0; ky < p.kh; ++ky) {
+      const int64_t iy = oy * p.sh - p.ph + int64_t(ky) * p.dh;
+      for (int kx = 0; kx < p.kw; ++kx) {
+        const int64_t ix = ox * p.sw - p.pw + int64_t(kx) * p.dw;
+        const bool inside = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w;
+        if (p.max) {
+          if (inside) acc = nan_max(acc, plane[iy * p.w + ix]);
+        } else {
+          // count_include_pad counts padding positions inside the padded input, not the ceil_mode overhang.
+          const bool in_padded = iy < p.h + p.ph && ix < p.w + p.pw;
+          if (inside) acc += plane[iy * p.w + ix];
+          if (inside || (p.count_include_pad && in_padded)) ++count;
+        }
+      }
+    }
+    y[i] = p.max ? acc : (count > 0 ? acc / float(count) : 0.f);
+  }
+}
+
+__global__ void conv2d_direct_kernel(const float* x, const float* w, const float* bias, float* y, Conv2d p) {
+  const int64_t n = p.n * p.k * p.oh * p.ow;
+  const int64_t cg = p.c / p.groups, kg = p.k / p.groups;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ox = i % p.ow, oy = (i / p.ow) % p.oh, k = (i / (p.ow * p.oh)) % p.k, b = i / (p.ow * p.oh * p.k);
+    const int64_t g = k / kg;
+    float acc = bias ? bias[k] : 0.f;
+    for (int64_t ci = 0; ci < cg; ++ci) {
+      const float* plane = x + ((b * p.c) + g * cg + ci) * p.h * p.w;
+      const float* wk = w + ((k * cg) + ci) * p.kh * p.kw;
+      for (int ky = 0; ky < p.kh; ++ky) {
+        const int64_t iy = oy * p.sh - p.ph + int64_t(ky) * p.dh;
+        if (iy < 0 || iy >= p.h) continue;
+        for (int kx = 0; kx < p.kw; ++kx) {
+          const int64_t ix = ox * p.sw - p.pw + int64_t(kx) * p.dw;
+          if (ix < 0 || ix >= p.w) continue;
+          acc = fmaf(plane[iy * p.w + ix], wk[ky * p.kw + kx], acc);
+        }
+      }
+    }
+    y[i] = acc;
+  }
+}
+
+}  // namespace
+
+int reduce_f32(ReduceOp op, const float* x, float* y, int64_t outer, int64_t r, int64_t inner, StreamT stream) {
+  cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
+  if (outer * inner == 0) return 0;
+  if (inner == 1 && outer < 2147483647LL)
+    reduce_rows_kernel<<<rows_grid(outer), kThreads, 0, st>>>(op, x, y, r);
+  else
+    reduce_cols_kernel<<<blocks_for(outer * inner), kThreads, 0, st>>>(op, x, y, outer, r, inner);
+  return launch_status();
+}
+
+int softmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream) {
+  cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
+  if (outer * n * inner == 0) return 0;
+  if (inner == 1 && outer < 2147483647LL)
+    softmax_rows_kernel<<<rows_grid(outer), n >= 1024 ? 512 : 128, 0, st>>>(x, y, n, log);
+  else
+    softmax_cols_kernel<<<blocks_for(outer * inner), kThreads, 0, st>>>(x, y, outer, n, inner, log);
+  return launch_status();
+}
+
+int layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std,
+                  int64_t rows, int64_t n, float eps, StreamT stream) {
+  if (rows == 0 || n == 0) return 0;
+  if (rows >= 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
+  layernorm_kernel<<<rows_grid(rows), n >= 1024 ? 512 : 128, 0, reinterpret_cast<cudaStream_t>(stream)>>>(
+      x, scale, bias, y, mean, inv_std, n, eps);
+  return launch_status();
+}
+
+int channel_affine_f32(const float* x, const float* a, const float* b, float* y, int64_t outer, int64_t c,
+                       int64_t inner, StreamT stream) {
+  const int64_t n = outer * c * inner;
+  if (n == 0) return 0;
+  channel_affine_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(x, a, b, y, outer, c,
+                                                                                               inner);
+  return launch_status();
+}
+
+int pool2d_f32(const float* x, float* y, const Pool2d& p, StreamT stream) {
+  const int64_t n = p.n * p.c * p.oh * p.ow;
+  if (n == 0) return 0;
+  pool2d_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(x, y, p);
+  return launch_status();
+}
+
+int conv2d_direct_f32(const float* x, const float* w, const float* bias, float* y, const Conv2d& p, StreamT stream) {
+  const int64_t n = p.n * p.k * p.oh * p.ow;
+  if (n == 0) return 0;
+  conv2d_direct_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(x, w, bias, y, p);
+  return launch_status();
+}
+
+}  // namespace kilnrt::cuda::kernels

@@ -1,0 +1,219 @@
+// CUDA layers for elementwise ops: float unary activations, Clip, broadcasting binary arithmetic / comparisons /
+// logic (variadic Max/Min/Sum chained), Where and Cast. Kernels: kernels/elementwise.cu.
+#include <limits>
+
+#include "backends/cuda/cuda_layer.h"
+
+namespace kilnrt::backends::cuda {
+namespace {
+
+namespace k = kilnrt::cuda::kernels;
+
+std::string need_float(const ir::Node& n, const ir::Graph& g, size_t input = 0) {
+  if (n.inputs.size() <= input) return "missing input";
+  const DType t = value_dtype(g, n.inputs[input]);
+  return t == DType::kFloat32 ? "" : std::string("dtype ") + dtype_name(t) + " (the CUDA layer takes float32)";
+}
+
+// ---- unary ---------------------------------------------------------------------------------------------------
+struct UnarySpec {
+  k::UnaryOp op;
+  float a = 0.f, b = 0.f;
+};
+
+UnarySpec unary_spec(const ir::Node& n) {
+  const std::string& op = n.op_type;
+  if (op == "Relu") return {k::UnaryOp::kRelu};
+  if (op == "Sigmoid") return {k::UnaryOp::kSigmoid};
+  if (op == "Tanh") return {k::UnaryOp::kTanh};
+  if (op == "HardSigmoid") return {k::UnaryOp::kHardSigmoid, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)};
+  if (op == "HardSwish") return {k::UnaryOp::kHardSwish};
+  if (op == "Erf") return {k::UnaryOp::kErf};
+  if (op == "Exp") return {k::UnaryOp::kExp};
+  if (op == "Log") return {k::UnaryOp::kLog};
+  if (op == "Sqrt") return {k::UnaryOp::kSqrt};
+  if (op == "Neg") return {k::UnaryOp::kNeg};
+  if (op == "Abs") return {k::UnaryOp::kAbs};
+  if (op == "Reciprocal") return {k::UnaryOp::kReciprocal};
+  if (op == "LeakyRelu") return {k::UnaryOp::kLeakyRelu, n.attr_float("alpha", 0.01f)};
+  if (op == "Elu") return {k::UnaryOp::kElu, n.attr_float("alpha", 1.0f)};
+  if (op == "Softplus") return {k::UnaryOp::kSoftplus};
+  if (op == "Floor") return {k::UnaryOp::kFloor};
+  if (op == "Ceil") return {k::UnaryOp::kCeil};
+  if (op == "Sin") return {k::UnaryOp::kSin};
+  if (op == "Cos") return {k::UnaryOp::kCos};
+  if (op == "Round") return {k::UnaryOp::kRound};
+  if (op == "Sign") return {k::UnaryOp::kSign};
+  if (op == "Softsign") return {k::UnaryOp::kSoftsign};
+  if (op == "Mish") return {k::UnaryOp::kMish};
+  if (op == "Selu")
+    return {k::UnaryOp::kSelu, n.attr_float("alpha", 1.67326319217681884765625f),
+            n.attr_float("gamma", 1.05070102214813232421875f)};
+  if (op == "ThresholdedRelu") return {k::UnaryOp::kThresholdedRelu, n.attr_float("alpha", 1.0f)};
+  if (op == "Celu") return {k::UnaryOp::kCelu, n.attr_float("alpha", 1.0f)};
+  if (op == "Gelu")
+    return {n.attr_string("approximate", std::string("none")) == "tanh" ? k::UnaryOp::kGeluTanh : k::UnaryOp::kGeluErf};
+  return {k::UnaryOp::kIdentity};
+}
+
+class UnaryLayer final : public CudaLayer {
+ public:
+  UnaryLayer(const ir::Node& n) : name_(n.describe()), spec_(unary_spec(n)), clip_(n.op_type == "Clip") {
+    if (clip_ && n.has_attr("min")) spec_.a = n.attr_float("min");
+    if (clip_ && n.has_attr("max")) spec_.b = n.attr_float("max");
+    if (clip_) {
+      spec_.op = k::UnaryOp::kClip;
+      if (!n.has_attr("min")) spec_.a = -std::numeric_limits<float>::infinity();
+      if (!n.has_attr("max")) spec_.b = std::numeric_limits<float>::infinity();
+    }
+  }
+  std::string tactic() const override { return "kernel:unary"; }
+  std::vector<int> host_inputs() const override { return clip_ ? std::vector<int>{1, 2} : std::vector<int>{}; }
+  void enqueue(LayerLaunch& l) override {
+    float a = spec_.a, b = spec_.b;
+    if (clip_) {
+      if (l.inputs.size() > 1 && l.inputs[1].present) a = l.inputs[1].host->data<float>()[0];
+      if (l.inputs.size() > 2 && l.inputs[2].present) b = l.inputs[2].host->data<float>()[0];
+    }
+    check_launch(k::unary_f32(spec_.op, static_cast<const float*>(l.inputs[0].data),
+                              static_cast<float*>(l.outputs[0].data), l.outputs[0].numel(), a, b, l.stream),
+                 name_, "unary_f32");
+  }
+
+ private:
+  std::string name_;
+  UnarySpec spec_;
+  bool clip_;
+};
+
+// ---- binary --------------------------------------------------------------------------------------------------
+bool binary_op(const std::string& op, k::BinaryOp* out) {
+  static const std::map<std::string, k::BinaryOp> ops = {
+      {"Add", k::BinaryOp::kAdd}, {"Sum", k::BinaryOp::kAdd}, {"Sub", k::BinaryOp::kSub},
+      {"Mul", k::BinaryOp::kMul}, {"Div", k::BinaryOp::kDiv}, {"Pow", k::BinaryOp::kPow},
+      {"Max", k::BinaryOp::kMax}, {"Min", k::BinaryOp::kMin}, {"Mod", k::BinaryOp::kMod},
+      {"PRelu", k::BinaryOp::kPRelu}, {"Equal", k::BinaryOp::kEqual}, {"Less", k::BinaryOp::kLess},
+      {"Greater", k::BinaryOp::kGreater}, {"LessOrEqual", k::BinaryOp::kLessEq},
+      {"GreaterOrEqual", k::BinaryOp::kGreaterEq}, {"And", k::BinaryOp::kAnd}, {"Or", k::BinaryOp::kOr},
+      {"Xor", k::BinaryOp::kXor}};
+  auto it = ops.find(op);
+  if (it == ops.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+std::string binary_supports(const ir::Node& n, const ir::Graph& g) {
+  k::BinaryOp op;
+  binary_op(n.op_type, &op);
+  if (n.inputs.size() < 2 && !(n.op_type == "Max" || n.op_type == "Min" || n.op_type == "Sum"))
+    return "needs two inputs";
+  const DType t = value_dtype(g, n.inputs[0]);
+  for (const std::string& in : n.inputs)
+    if (value_dtype(g, in) != t) return "mixed input dtypes";
+  const int code = kernel_dtype_code(t);
+  if (code < 0) return std::string("dtype ") + dtype_name(t);
+  if ((op == k::BinaryOp::kPow || op == k::BinaryOp::kMod) && code != 0) return "Pow/Mod take float32 here";
+  if (n.op_type == "Mod" && n.attr_int("fmod", 0) != 0 && code != 0) return "fmod on integers";
+  return "";
+}
+
+class BinaryLayer final : public CudaLayer {
+ public:
+  explicit BinaryLayer(const ir::Node& n) : name_(n.describe()) {
+    binary_op(n.op_type, &op_);
+    if (n.op_type == "Mod" && n.attr_int("fmod", 0) != 0) op_ = k::BinaryOp::kFmod;
+  }
+  std::string tactic() const override { return "kernel:binary"; }
+  void enqueue(LayerLaunch& l) override {
+    LayerOutput& y = l.outputs[0];
+    const int code = kernel_dtype_code(l.inputs[0].dtype);
+    if (l.inputs.size() == 1) {  // variadic with one input: copy
+      k::Strided s;
+      s.rank = 1;
+      s.dims[0] = y.numel();
+      s.out_strides[0] = s.in_strides[0] = 1;
+      check_launch(k::strided_copy(y.data, l.inputs[0].data, s, dtype_size(y.dtype), l.stream), name_, "copy");
+      return;
+    }
+    const void* a = l.inputs[0].data;
+    Shape a_shape = l.inputs[0].shape;
+    for (size_t i = 1; i < l.inputs.size(); ++i) {
+      const k::Broadcast3 bc = make_broadcast(y.shape, {y.shape, a_shape, l.inputs[i].shape});
+      check_launch(k::binary(op_, code, a, l.inputs[i].data, y.data, y.numel(), bc, l.stream), name_, "binary");
+      a = y.data;  // chained (variadic Max / Min / Sum): the output is the running result
+      a_shape = y.shape;
+    }
+  }
+
+ private:
+  std::string name_;
+  k::BinaryOp op_ = k::BinaryOp::kAdd;
+};
+
+// ---- Where / Cast ----------------------------------------------------------------------------------------------
+class WhereLayer final : public CudaLayer {
+ public:
+  explicit WhereLayer(const ir::Node& n) : name_(n.describe()) {}
+  std::string tactic() const override { return "kernel:where"; }
+  void enqueue(LayerLaunch& l) override {
+    LayerOutput& y = l.outputs[0];
+    const k::Broadcast3 bc = make_broadcast(y.shape, {l.inputs[0].shape, l.inputs[1].shape, l.inputs[2].shape});
+    check_launch(k::where(static_cast<const uint8_t*>(l.inputs[0].data), l.inputs[1].data, l.inputs[2].data, y.data,
+                          y.numel(), bc, dtype_size(y.dtype), l.stream),
+                 name_, "where");
+  }
+
+ private:
+  std::string name_;
+};
+
+class CastLayer final : public CudaLayer {
+ public:
+  explicit CastLayer(const ir::Node& n) : name_(n.describe()) {}
+  std::string tactic() const override { return "kernel:cast"; }
+  void enqueue(LayerLaunch& l) override {
+    const int from = cast_dtype_code(l.inputs[0].dtype), to = cast_dtype_code(l.outputs[0].dtype);
+    KILNRT_CHECK(from >= 0 && to >= 0, kUnsupported, name_,
+                 "Cast " << dtype_name(l.inputs[0].dtype) << " -> " << dtype_name(l.outputs[0].dtype));
+    check_launch(k::cast(l.inputs[0].data, from, l.outputs[0].data, to, l.outputs[0].numel(), l.stream), name_, "cast");
+  }
+
+ private:
+  std::string name_;
+};
+
+template <class L>
+LayerFactory factory() {
+  return [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<L>(a.node); };
+}
+
+struct Register {
+  Register() {
+    for (const char* op : {"Relu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Erf", "Exp", "Log", "Sqrt", "Neg",
+                           "Abs", "Reciprocal", "LeakyRelu", "Elu", "Softplus", "Floor", "Ceil", "Sin", "Cos", "Round",
+                           "Sign", "Softsign", "Mish", "Selu", "ThresholdedRelu", "Celu", "Gelu", "Clip"})
+      LayerRegistry::instance().add({op, [](const ir::Node& n, const ir::Graph& g) { return need_float(n, g); },
+                                     factory<UnaryLayer>()});
+    for (const char* op : {"Add", "Sum", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "PRelu", "Equal", "Less",
+                           "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"})
+      LayerRegistry::instance().add({op, binary_supports, factory<BinaryLayer>()});
+    LayerRegistry::instance().add({"Where",
+                                   [](const ir::Node& n, const ir::Graph& g) -> std::string {
+                                     const size_t sz = dtype_size(value_dtype(g, n.inputs.at(1)));
+                                     return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? "" : "unknown dtype";
+                                   },
+                                   factory<WhereLayer>()});
+    LayerRegistry::instance().add({"Cast",
+                                   [](const ir::Node& n, const ir::Graph& g) -> std::string {
+                                     const DType to = static_cast<DType>(n.attr_int("to"));
+                                     if (cast_dtype_code(value_dtype(g, n.inputs.at(0))) < 0 || cast_dtype_code(to) < 0)
+                                       return "unsupported cast dtypes";
+                                     return "";
+                                   },
+                                   factory<CastLayer>()});
+  }
+};
+const Register kRegister;
+
+}  // namespace
+}  // namespace kilnrt::backends::cuda

@@ -1,0 +1,392 @@
+// CUDA layers backed by libraries: MatMul and Gemm on cuBLASLt (strict fp32: CUBLAS_COMPUTE_32F, bias epilogue for
+// Gemm with a vector C), Conv on cuDNN (legacy convolution API, FMA math — no TF32 —, algorithm from
+// cudnnGetConvolutionForwardAlgorithm_v7 per input shape, cached) with an own direct kernel as fallback (no cuDNN,
+// asymmetric padding, or KILNRT_CUDA_CONV=direct).
+#include <cmath>
+#include <cstdlib>
+#include <mutex>
+
+#include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/cuda_libs.h"
+#include "cuda/driver_api.h"
+
+namespace kilnrt::backends::cuda {
+namespace {
+
+namespace k = kilnrt::cuda::kernels;
+
+// ---- cuBLASLt ----------------------------------------------------------------------------------------------------
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* c = nullptr;
+  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+  float alpha = 1.f, beta = 0.f;
+  const float* bias = nullptr;  // n elements, added to every row
+};
+
+template <class T, class D>
+struct LtHandle {  // RAII for one cuBLASLt descriptor
+  T h = nullptr;
+  D destroy;
+  ~LtHandle() { if (h) destroy(h); }
+};
+
+// Row-major C[m,n] = alpha * op(A) op(B) + beta * C (+ bias), computed as column-major C^T = op(B)^T op(A)^T.
+void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
+  if (g.m == 0 || g.n == 0) return;
+  const CublasLtApi& api = cublaslt_api();
+  cublasLtHandle_t handle = l.libs->get_cublaslt();
+  using Desc = LtHandle<cublasLtMatmulDesc_t, decltype(api.cublasLtMatmulDescDestroy)>;
+  using Layout = LtHandle<cublasLtMatrixLayout_t, decltype(api.cublasLtMatrixLayoutDestroy)>;
+  using Pref = LtHandle<cublasLtMatmulPreference_t, decltype(api.cublasLtMatmulPreferenceDestroy)>;
+  Desc desc{nullptr, api.cublasLtMatmulDescDestroy};
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescCreate(&desc.h, CUBLAS_COMPUTE_32F, CUDA_R_32F), name);
+  const cublasOperation_t op_p = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // P = op(B)^T, stored B
+  const cublasOperation_t op_q = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // Q = op(A)^T, stored A
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_p, sizeof(op_p)), name);
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &op_q, sizeof(op_q)), name);
+  if (g.bias) {
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), name);
+    KILNRT_CUBLASLT_CHECK(
+        api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)), name);
+  }
+  auto make_layout = [&](Layout& lay, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride) {
+    KILNRT_CUBLASLT_CHECK(api.cublasLtMatrixLayoutCreate(&lay.h, CUDA_R_32F, rows, cols, ld), name);
+    if (g.batch > 1) {
+      const int32_t count = static_cast<int32_t>(g.batch);
+      KILNRT_CUBLASLT_CHECK(
+          api.cublasLtMatrixLayoutSetAttribute(lay.h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), name);
+      KILNRT_CUBLASLT_CHECK(api.cublasLtMatrixLayoutSetAttribute(lay.h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                                 &stride, sizeof(stride)),
+                            name);
+    }
+  };
+  Layout lp{nullptr, api.cublasLtMatrixLayoutDestroy}, lq{nullptr, api.cublasLtMatrixLayoutDestroy},
+      lc{nullptr, api.cublasLtMatrixLayoutDestroy};
+  // Stored B: row-major k x n (ld n) is column-major n x k; transposed: row-major n x k is column-major k x n.
+  if (g.trans_b) make_layout(lp, g.k, g.n, g.k, g.stride_b); else make_layout(lp, g.n, g.k, g.n, g.stride_b);
+  if (g.trans_a) make_layout(lq, g.m, g.k, g.m, g.stride_a); else make_layout(lq, g.k, g.m, g.k, g.stride_a);
+  make_layout(lc, g.n, g.m, g.n, g.stride_c);
+  Pref pref{nullptr, api.cublasLtMatmulPreferenceDestroy};
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceCreate(&pref.h), name);
+  const uint64_t ws = l.workspace_bytes;
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                                 sizeof(ws)),
+                        name);
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulAlgoGetHeuristic(handle, desc.h, lp.h, lq.h, lc.h, lc.h, pref.h, 1, &result,
+                                                           &returned),
+                        name);
+  KILNRT_CHECK(returned > 0, kCuda, name,
+               "cuBLASLt found no algorithm for a " << g.m << "x" << g.n << "x" << g.k << " float32 GEMM");
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmul(handle, desc.h, &g.alpha, g.b, lp.h, g.a, lq.h, &g.beta, g.c, lc.h, g.c,
+                                           lc.h, &result.algo, l.workspace, l.workspace_bytes,
+                                           reinterpret_cast<cudaStream_t>(l.stream)),
+                        name);
+}
+
+class MatMulLayer final : public CudaLayer {
+ public:
+  explicit MatMulLayer(const ir::Node& n) : name_(n.describe()) {}
+  std::string tactic() const override { return "cublaslt:matmul-fp32"; }
+  void enqueue(LayerLaunch& l) override {
+    Shape as = l.inputs[0].shape, bs = l.inputs[1].shape;
+    if (as.size() == 1) as.insert(as.begin(), 1);
+    if (bs.size() == 1) bs.push_back(1);
+    const int64_t m = as[as.size() - 2], kk = as.back(), n = bs.back();
+    KILNRT_CHECK(bs[bs.size() - 2] == kk, kInvalidArgument, name_, "inner dimensions differ");
+    const Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+    const size_t r = std::max(ab.size(), bb.size());
+    Shape pa(r - ab.size(), 1), pb(r - bb.size(), 1);
+    pa.insert(pa.end(), ab.begin(), ab.end());
+    pb.insert(pb.end(), bb.begin(), bb.end());
+    Shape ob(r);
+    for (size_t d = 0; d < r; ++d) ob[d] = std::max(pa[d], pb[d]);
+    const int64_t na = shape_numel(pa), nb = shape_numel(pb), no = shape_numel(ob);
+    GemmArgs g;
+    g.a = static_cast<const float*>(l.inputs[0].data);
+    g.b = static_cast<const float*>(l.inputs[1].data);
+    g.c = static_cast<float*>(l.outputs[0].data);
+    g.m = m;
+    g.n = n;
+    g.k = kk;
+    if (no == 0) return;
+    if (nb == 1) {  // weights shared by every batch: one tall GEMM
+      g.m = m * na;
+      lt_gemm(g, l, name_);
+    } else if (na == 1 || pa == pb) {
+      g.batch = no;
+      g.stride_a = na == 1 ? 0 : m * kk;
+      g.stride_b = kk * n;
+      g.stride_c = m * n;
+      lt_gemm(g, l, name_);
+    } else {  // general broadcasting: one GEMM per output batch
+      for (int64_t i = 0; i < no; ++i) {
+        int64_t rem = i, ia = 0, ib = 0, sa = 1, sb = 1;
+        for (int d = static_cast<int>(r) - 1; d >= 0; --d) {
+          const int64_t idx = rem % ob[d];
+          rem /= ob[d];
+          ia += (pa[d] == 1 ? 0 : idx) * sa;
+          ib += (pb[d] == 1 ? 0 : idx) * sb;
+          sa *= pa[d];
+          sb *= pb[d];
+        }
+        GemmArgs gi = g;
+        gi.a = g.a + ia * m * kk;
+        gi.b = g.b + ib * kk * n;
+        gi.c = g.c + i * m * n;
+        lt_gemm(gi, l, name_);
+      }
+    }
+  }
+
+ private:
+  std::string name_;
+};
+
+class GemmLayer final : public CudaLayer {
+ public:
+  explicit GemmLayer(const ir::Node& n)
+      : name_(n.describe()),
+        trans_a_(n.attr_int("transA", 0) != 0),
+        trans_b_(n.attr_int("transB", 0) != 0),
+        alpha_(n.attr_float("alpha", 1.f)),
+        beta_(n.attr_float("beta", 1.f)) {}
+  std::string tactic() const override { return "cublaslt:gemm-fp32"; }
+  void enqueue(LayerLaunch& l) override {
+    const Shape& as = l.inputs[0].shape;
+    const Shape& bs = l.inputs[1].shape;
+    GemmArgs g;
+    g.trans_a = trans_a_;
+    g.trans_b = trans_b_;
+    g.m = trans_a_ ? as[1] : as[0];
+    g.k = trans_a_ ? as[0] : as[1];
+    g.n = trans_b_ ? bs[0] : bs[1];
+    g.a = static_cast<const float*>(l.inputs[0].data);
+    g.b = static_cast<const float*>(l.inputs[1].data);
+    g.c = static_cast<float*>(l.outputs[0].data);
+    g.alpha = alpha_;
+    const bool has_c = l.inputs.size() > 2 && l.inputs[2].present && beta_ != 0.f;
+    if (has_c) {
+      const Shape& cs = l.inputs[2].shape;
+      const bool vector = shape_numel(cs) == g.n && (cs.size() == 1 || (cs.size() == 2 && cs[0] == 1));
+      if (vector && beta_ == 1.f && g.n > 0) {
+        g.bias = static_cast<const float*>(l.inputs[2].data);
+      } else {
+        const Shape ys = l.outputs[0].shape;
+        const k::Broadcast3 bc = make_broadcast(ys, {ys, cs});
+        check_launch(k::broadcast_scale_f32(static_cast<const float*>(l.inputs[2].data), g.c, shape_numel(ys), bc,
+                                            beta_, l.stream),
+                     name_, "broadcast_scale");
+        g.beta = 1.f;
+      }
+    }
+    KILNRT_CHECK(g.k > 0, kUnsupported, name_, "Gemm with an empty inner dimension (K == 0)");
+    lt_gemm(g, l, name_);
+  }
+
+ private:
+  std::string name_;
+  bool trans_a_, trans_b_;
+  float alpha_, beta_;
+};
+
+// ---- Conv ------------------------------------------------------------------------------------------------------
+struct ConvGeometry {
+  k::Conv2d p;
+  int pad_end_h = 0, pad_end_w = 0;
+};
+
+class ConvLayer final : public CudaLayer {
+ public:
+  explicit ConvLayer(const LayerCreateArgs& a) : node_(a.node), name_(a.node.describe()) {
+    const char* env = std::getenv("KILNRT_CUDA_CONV");
+    std::string why;
+    use_cudnn_ = !(env && std::string(env) == "direct") && cudnn_usable(&why);
+  }
+  ~ConvLayer() override {
+    if (!kilnrt::cuda::cleanup_allowed()) return;
+    try {
+      const CudnnApi& api = cudnn_api();
+      for (auto& [shape, c] : cache_) {
+        if (c.x) api.cudnnDestroyTensorDescriptor(c.x);
+        if (c.y) api.cudnnDestroyTensorDescriptor(c.y);
+        if (c.bias) api.cudnnDestroyTensorDescriptor(c.bias);
+        if (c.w) api.cudnnDestroyFilterDescriptor(c.w);
+        if (c.conv) api.cudnnDestroyConvolutionDescriptor(c.conv);
+      }
+    } catch (...) {
+    }
+  }
+  std::string tactic() const override { return use_cudnn_ ? "cudnn:conv-fwd-fp32" : "kernel:conv2d-direct"; }
+
+  void enqueue(LayerLaunch& l) override {
+    const ConvGeometry geo = geometry(l);
+    const float* bias = l.inputs.size() > 2 && l.inputs[2].present ? static_cast<const float*>(l.inputs[2].data) : nullptr;
+    const bool symmetric = geo.pad_end_h == geo.p.ph && geo.pad_end_w == geo.p.pw;
+    if (use_cudnn_ && symmetric) {
+      Cached* c = cached(l, geo);
+      if (c->ok) {
+        const CudnnApi& api = cudnn_api();
+        cudnnHandle_t h = l.libs->get_cudnn();
+        KILNRT_CUDNN_CHECK(api, api.cudnnSetStream(h, reinterpret_cast<cudaStream_t>(l.stream)), name_);
+        const float one = 1.f, zero = 0.f;
+        KILNRT_CUDNN_CHECK(api,
+                           api.cudnnConvolutionForward(h, &one, c->x, l.inputs[0].data, c->w, l.inputs[1].data, c->conv,
+                                                       c->algo, l.workspace, c->workspace, &zero, c->y,
+                                                       l.outputs[0].data),
+                           name_);
+        if (bias)
+          KILNRT_CUDNN_CHECK(api, api.cudnnAddTensor(h, &one, c->bias, bias, &one, c->y, l.outputs[0].data), name_);
+        return;
+      }
+    }
+    check_launch(k::conv2d_direct_f32(static_cast<const float*>(l.inputs[0].data),
+                                      static_cast<const float*>(l.inputs[1].data), bias,
+                                      static_cast<float*>(l.outputs[0].data), geo.p, l.stream),
+                 name_, "conv2d_direct");
+  }
+
+ private:
+  struct Cached {
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+    cudnnFilterDescriptor_t w = nullptr;
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    size_t workspace = 0;
+    bool ok = false;
+  };
+
+  ConvGeometry geometry(const LayerLaunch& l) const {
+    const Shape& xs = l.inputs[0].shape;
+    const Shape& ws = l.inputs[1].shape;
+    const Shape& ys = l.outputs[0].shape;
+    const bool one_d = xs.size() == 3;
+    ConvGeometry g;
+    k::Conv2d& p = g.p;
+    p.n = xs[0];
+    p.c = xs[1];
+    p.h = one_d ? 1 : xs[2];
+    p.w = xs.back();
+    p.k = ws[0];
+    p.oh = one_d ? 1 : ys[2];
+    p.ow = ys.back();
+    p.kh = one_d ? 1 : static_cast<int>(ws[2]);
+    p.kw = static_cast<int>(ws.back());
+    p.groups = static_cast<int>(node_.attr_int("group", 1));
+    const size_t sd = xs.size() - 2;
+    const auto strides = node_.attr_ints("strides", std::vector<int64_t>(sd, 1));
+    const auto dil = node_.attr_ints("dilations", std::vector<int64_t>(sd, 1));
+    std::vector<int64_t> pads = node_.attr_ints("pads", std::vector<int64_t>(2 * sd, 0));
+    const std::string auto_pad = node_.attr_string("auto_pad", std::string("NOTSET"));
+    const int64_t in_dims[2] = {p.h, p.w}, out_dims[2] = {p.oh, p.ow}, kdims[2] = {p.kh, p.kw};
+    if (auto_pad == "VALID") pads.assign(2 * sd, 0);
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      for (size_t d = 0; d < sd; ++d) {
+        const int i = one_d ? 1 : static_cast<int>(d);
+        const int64_t total = std::max<int64_t>(0, (out_dims[i] - 1) * strides[d] + (kdims[i] - 1) * dil[d] + 1 - in_dims[i]);
+        pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        pads[d + sd] = total - pads[d];
+      }
+    }
+    if (one_d) {
+      p.sw = static_cast<int>(strides[0]);
+      p.dw = static_cast<int>(dil[0]);
+      p.pw = static_cast<int>(pads[0]);
+      g.pad_end_w = static_cast<int>(pads[1]);
+      g.pad_end_h = 0;
+    } else {
+      p.sh = static_cast<int>(strides[0]);
+      p.sw = static_cast<int>(strides[1]);
+      p.dh = static_cast<int>(dil[0]);
+      p.dw = static_cast<int>(dil[1]);
+      p.ph = static_cast<int>(pads[0]);
+      p.pw = static_cast<int>(pads[1]);
+      g.pad_end_h = static_cast<int>(pads[2]);
+      g.pad_end_w = static_cast<int>(pads[3]);
+    }
+    return g;
+  }
+
+  Cached* cached(LayerLaunch& l, const ConvGeometry& geo) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Shape key = l.inputs[0].shape;
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return &it->second;
+    Cached& c = cache_[key];
+    const CudnnApi& api = cudnn_api();
+    cudnnHandle_t h = l.libs->get_cudnn();
+    const k::Conv2d& p = geo.p;
+    auto i32 = [](int64_t v) { return static_cast<int>(v); };
+    KILNRT_CUDNN_CHECK(api, api.cudnnCreateTensorDescriptor(&c.x), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnCreateTensorDescriptor(&c.y), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnCreateTensorDescriptor(&c.bias), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnCreateFilterDescriptor(&c.w), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnCreateConvolutionDescriptor(&c.conv), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i32(p.n), i32(p.c), i32(p.h), i32(p.w)), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i32(p.n), i32(p.k), i32(p.oh), i32(p.ow)), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, i32(p.k), 1, 1), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetFilter4dDescriptor(c.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i32(p.k), i32(p.c / p.groups), p.kh, p.kw), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolution2dDescriptor(c.conv, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionGroupCount(c.conv, p.groups), name_);
+    // Strict fp32: FMA math forbids TF32 tensor-core paths (DEFAULT_MATH would allow TF32 on Ampere and newer).
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionMathType(c.conv, CUDNN_FMA_MATH), name_);
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int returned = 0;
+    KILNRT_CUDNN_CHECK(api, api.cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv, c.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf), name_);
+    for (int i = 0; i < returned && !c.ok; ++i) {
+      const cudnnConvolutionFwdAlgo_t algo = perf[i].algo;
+      // FFT variants trade accuracy for speed: excluded from strict fp32.
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
+          algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING || algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED)
+        continue;
+      size_t ws = 0;
+      if (api.cudnnGetConvolutionForwardWorkspaceSize(h, c.x, c.w, c.conv, c.y, algo, &ws) != CUDNN_STATUS_SUCCESS)
+        continue;
+      if (ws > l.workspace_bytes) continue;
+      c.algo = algo;
+      c.workspace = ws;
+      c.ok = true;
+    }
+    return &c;
+  }
+
+  const ir::Node& node_;
+  std::string name_;
+  bool use_cudnn_ = false;
+  std::mutex mu_;
+  std::map<Shape, Cached> cache_;
+};
+
+std::string float_inputs(const ir::Node& n, const ir::Graph& g) {
+  for (size_t i = 0; i < n.inputs.size() && i < 3; ++i)
+    if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != DType::kFloat32)
+      return std::string("dtype ") + dtype_name(value_dtype(g, n.inputs[i])) + " (the CUDA layer takes float32)";
+  return "";
+}
+
+struct Register {
+  Register() {
+    auto& r = LayerRegistry::instance();
+    r.add({"MatMul", float_inputs,
+           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<MatMulLayer>(a.node); }});
+    r.add({"Gemm", float_inputs,
+           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<GemmLayer>(a.node); }});
+    r.add({"Conv",
+           [](const ir::Node& n, const ir::Graph& g) -> std::string {
+             const ir::TensorType* t = g.type_of(n.inputs.at(0));
+             if (t && t->has_shape && t->shape.size() != 4 && t->shape.size() != 3) return "only 1-D and 2-D convolutions";
+             return float_inputs(n, g);
+           },
+           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<ConvLayer>(a); }});
+  }
+};
+const Register kRegister;
+
+}  // namespace
+}  // namespace kilnrt::backends::cuda

@@ -1,0 +1,265 @@
+// The CUDA execution context and the engine <-> CUDA backend glue. Every public entry that touches the GPU runs
+// under ContextGuard, so the caller's current context and context stack are unchanged afterwards.
+#include "engine/cuda_engine.h"
+
+#include "core/check.h"
+
+#ifdef KILNRT_HAVE_CUDA
+#include <cstring>
+
+#include "backends/cuda/cuda_plan.h"
+#include "cuda/context_guard.h"
+#include "cuda/library_loader.h"
+#include "engine/engine_impl.h"
+#include "kilnrt/cuda/memory.h"
+#include "kilnrt/cuda/stream.h"
+#include "kilnrt/doctor.h"
+#endif
+
+namespace kilnrt::engine {
+
+#ifndef KILNRT_HAVE_CUDA
+
+namespace {
+[[noreturn]] void no_cuda() {
+  KILNRT_THROW(kUnsupported, "device", "this build of kilnrt has no CUDA backend (built without the CUDA toolkit)");
+}
+}  // namespace
+CudaTarget cuda_target(int) { no_cuda(); }
+std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph&, int) { no_cuda(); }
+std::vector<std::pair<std::string, std::string>> cuda_tactics(const backends::cuda::CudaPlan&) { no_cuda(); }
+std::string cuda_library_version(int) { return ""; }
+std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine>) { no_cuda(); }
+
+#else
+
+namespace kc = kilnrt::cuda;
+using backends::cuda::CudaPlan;
+using backends::cuda::CudaRunner;
+
+CudaTarget cuda_target(int device) {
+  std::string why;
+  KILNRT_CHECK(cuda_available(&why), kCuda, "device", "no usable CUDA GPU: " << why);
+  const kc::DriverApi& api = kc::driver_api();
+  KILNRT_CHECK(device >= 0 && device < kc::device_count(), kInvalidArgument, "device",
+               "no CUDA device " << device << " (" << kc::device_count() << " visible)");
+  CUdevice dev = 0;
+  KILNRT_CU_CHECK(api, api.DeviceGet(&dev, device), "cuda_target");
+  int major = 0, minor = 0, sms = 0;
+  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuda_target");
+  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuda_target");
+  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuda_target");
+  char name[256] = {};
+  KILNRT_CU_CHECK(api, api.DeviceGetName(name, sizeof(name) - 1, dev), "cuda_target");
+  CudaTarget t;
+  t.device = device;
+  t.target = "sm_" + std::to_string(major * 10 + minor);
+  t.gpu_name = name;
+  t.sm_count = sms;
+  return t;
+}
+
+std::shared_ptr<CudaPlan> make_cuda_plan(const ir::Graph& graph, int device) {
+  CudaPlan::check_supported(graph);  // clear per-node errors before touching the GPU
+  kc::ContextGuard guard(device);
+  return std::make_shared<CudaPlan>(graph, device);
+}
+
+std::vector<std::pair<std::string, std::string>> cuda_tactics(const CudaPlan& plan) { return plan.tactics(); }
+
+std::string cuda_library_version(int which) {
+  if (which == 0) return std::to_string(CUDART_VERSION);
+  const kc::LibraryInfo& info = kc::library(which == 1 ? kc::Library::kCudnn : kc::Library::kCublasLt);
+  return info.found ? info.version_string : "";
+}
+
+namespace {
+
+CUdeviceptr dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
+
+class CudaExecutionContext final : public ExecutionContext {
+ public:
+  explicit CudaExecutionContext(std::shared_ptr<const Engine> engine)
+      : engine_(std::move(engine)), plan_(*engine_->impl().cuda_plan), device_(plan_.device()) {
+    kc::ContextGuard guard(device_);
+    runner_ = std::make_unique<CudaRunner>(plan_);
+    stream_ = kc::Stream(device_, /*non_blocking=*/true);
+  }
+
+  ~CudaExecutionContext() override {
+    // Work queued by run() is complete (run synchronises); enqueue()d work is the caller's to wait for before
+    // destroying the context. The runner's buffers are freed under the guard by their destructors.
+  }
+
+  void set_input_shape(const std::string& name, const Shape& shape) override {
+    validate_input_shape(find_input(name), engine_->profiles(), shape);
+    shapes_[name] = shape;
+  }
+
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) override {
+    validate_run_inputs(*engine_, inputs, shapes_);
+    const auto& in_infos = engine_->inputs();
+    const auto& out_infos = engine_->outputs();
+    std::vector<Shape> shapes;
+    for (const TensorInfo& info : in_infos) shapes.push_back(inputs.at(info.name).shape());
+    kc::ContextGuard guard(device_);
+    const kc::DriverApi& api = guard.api();
+    kc::StreamHandle s = stream_.get();
+    runner_->prepare(shapes, s);
+    const std::vector<Shape> out_shapes = runner_->output_shapes();
+    size_t total = 0;
+    for (const TensorInfo& info : in_infos) total += align(inputs.at(info.name).nbytes());
+    std::vector<size_t> out_bytes;
+    for (size_t i = 0; i < out_infos.size(); ++i) {
+      out_bytes.push_back(shape_numel(out_shapes[i]) * dtype_size(out_infos[i].dtype));
+      total += align(out_bytes.back());
+    }
+    if (staging_.size() < total) staging_ = kc::PinnedBuffer(device_, total);
+    char* pinned = static_cast<char*>(staging_.data());
+    size_t off = 0;
+    for (size_t i = 0; i < in_infos.size(); ++i) {
+      const Tensor& t = inputs.at(in_infos[i].name);
+      if (t.nbytes() > 0) {
+        std::memcpy(pinned + off, t.raw(), t.nbytes());
+        KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(runner_->input_device_ptr(i)), pinned + off, t.nbytes(), s),
+                        "input '" + in_infos[i].name + "'");
+      }
+      off += align(t.nbytes());
+    }
+    runner_->enqueue(std::vector<const void*>(in_infos.size(), nullptr),
+                     std::vector<void*>(out_infos.size(), nullptr), s);
+    std::vector<size_t> out_off;
+    for (size_t i = 0; i < out_infos.size(); ++i) {
+      out_off.push_back(off);
+      if (out_bytes[i] > 0)
+        KILNRT_CU_CHECK(api, api.MemcpyDtoHAsync(pinned + off, dptr(runner_->output_device_ptr(i)), out_bytes[i], s),
+                        "output '" + out_infos[i].name + "'");
+      off += align(out_bytes[i]);
+    }
+    KILNRT_CU_CHECK(api, api.StreamSynchronize(s), "ExecutionContext::run");  // the one sync of the call
+    std::map<std::string, Tensor> out;
+    for (size_t i = 0; i < out_infos.size(); ++i)
+      out[out_infos[i].name] = Tensor::from_data(pinned + out_off[i], out_infos[i].dtype, out_shapes[i]);
+    return out;
+  }
+
+  void enqueue(const std::map<std::string, DeviceTensor>& inputs, const std::map<std::string, DeviceTensor>& outputs,
+               void* stream) override {
+    const auto& in_infos = engine_->inputs();
+    const auto& out_infos = engine_->outputs();
+    for (const auto& [name, t] : inputs) find_input(name);
+    for (const auto& [name, t] : outputs) find_output(name);
+    std::vector<Shape> shapes;
+    std::vector<const void*> in_ptrs;
+    for (const TensorInfo& info : in_infos) {
+      const std::string where = "input '" + info.name + "'";
+      auto it = inputs.find(info.name);
+      KILNRT_CHECK(it != inputs.end(), kInvalidArgument, where, "missing input '" << info.name << "'");
+      KILNRT_CHECK(it->second.dtype == info.dtype, kInvalidArgument, where,
+                   "expected dtype " << dtype_name(info.dtype) << ", got " << dtype_name(it->second.dtype));
+      validate_input_shape(info, engine_->profiles(), it->second.shape);
+      shapes.push_back(it->second.shape);
+      in_ptrs.push_back(it->second.data);
+    }
+    // Resolve the caller's stream against the caller's context before pushing ours.
+    const kc::DriverApi& api0 = kc::driver_api();
+    CUstream s = static_cast<CUstream>(stream);
+    CUcontext primary = kc::primary_context(device_);
+    if (s != nullptr && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) {
+      CUcontext owner = nullptr;
+      KILNRT_CU_CHECK(api0, api0.StreamGetCtx(s, &owner), "stream");
+      KILNRT_CHECK(owner == primary, kInvalidArgument, "stream",
+                   "the stream belongs to another CUDA context than device " << device_
+                       << "'s primary context (kilnrt and torch use the primary context): create the stream with "
+                          "the runtime API (cudaStreamCreate / torch.cuda.Stream) on device " << device_);
+    }
+    kc::ContextGuard guard(device_);
+    const kc::DriverApi& api = guard.api();
+    for (size_t i = 0; i < in_infos.size(); ++i)
+      check_device_pointer(api, in_ptrs[i], shape_numel(shapes[i]) * dtype_size(in_infos[i].dtype),
+                           inputs.at(in_infos[i].name).device, "input '" + in_infos[i].name + "'");
+    runner_->prepare(shapes, s);
+    const std::vector<Shape> out_shapes = runner_->output_shapes();
+    std::vector<void*> out_ptrs;
+    for (size_t i = 0; i < out_infos.size(); ++i) {
+      const std::string where = "output '" + out_infos[i].name + "'";
+      auto it = outputs.find(out_infos[i].name);
+      KILNRT_CHECK(it != outputs.end(), kInvalidArgument, where, "missing output '" << out_infos[i].name << "'");
+      KILNRT_CHECK(it->second.dtype == out_infos[i].dtype, kInvalidArgument, where,
+                   "expected dtype " << dtype_name(out_infos[i].dtype) << ", got " << dtype_name(it->second.dtype));
+      KILNRT_CHECK(it->second.shape == out_shapes[i], kInvalidArgument, where,
+                   "expected shape " << shape_to_string(out_shapes[i]) << " for these inputs, got "
+                                     << shape_to_string(it->second.shape));
+      check_device_pointer(api, it->second.data, shape_numel(out_shapes[i]) * dtype_size(out_infos[i].dtype),
+                           it->second.device, where);
+      out_ptrs.push_back(it->second.data);
+    }
+    runner_->enqueue(in_ptrs, out_ptrs, s);
+  }
+
+  std::map<std::string, Shape> output_shapes(const std::map<std::string, Shape>& input_shapes) override {
+    std::vector<Shape> shapes;
+    for (const TensorInfo& info : engine_->inputs()) {
+      auto it = input_shapes.find(info.name);
+      KILNRT_CHECK(it != input_shapes.end(), kInvalidArgument, "input '" + info.name + "'",
+                   "missing shape of input '" << info.name << "'");
+      validate_input_shape(info, engine_->profiles(), it->second);
+      shapes.push_back(it->second);
+    }
+    kc::ContextGuard guard(device_);
+    runner_->prepare(shapes, stream_.get());
+    const std::vector<Shape> out = runner_->output_shapes();
+    std::map<std::string, Shape> result;
+    for (size_t i = 0; i < out.size(); ++i) result[engine_->outputs()[i].name] = out[i];
+    return result;
+  }
+
+ private:
+  static size_t align(size_t n) { return (n + 255) / 256 * 256; }
+
+  // Device memory of the engine's device (ordinal + memory type); the owning context is compared only when the
+  // driver reports one (it is NULL for cudaMallocAsync pools / VMM allocators).
+  void check_device_pointer(const kc::DriverApi& api, const void* p, size_t bytes, int claimed_device,
+                            const std::string& where) const {
+    if (bytes == 0) return;
+    KILNRT_CHECK(p != nullptr, kInvalidArgument, where, "null device pointer");
+    KILNRT_CHECK(claimed_device == device_, kInvalidArgument, where,
+                 "tensor is on device " << claimed_device << " but the engine runs on device " << device_);
+    unsigned mem_type = 0;
+    int ordinal = -1;
+    CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void* data[2] = {&mem_type, &ordinal};
+    const CUresult r = api.PointerGetAttributes(2, attrs, data, dptr(p));
+    KILNRT_CHECK(r == CUDA_SUCCESS && mem_type == CU_MEMORYTYPE_DEVICE, kInvalidArgument, where,
+                 "pointer " << p << " is not CUDA device memory (pass a device tensor, or use run() with host tensors)");
+    KILNRT_CHECK(ordinal == device_, kInvalidArgument, where,
+                 "pointer " << p << " is memory of device " << ordinal << ", the engine runs on device " << device_);
+  }
+
+  const TensorInfo& find_input(const std::string& name) const {
+    for (const TensorInfo& info : engine_->inputs()) if (info.name == name) return info;
+    KILNRT_THROW(kInvalidArgument, "input '" + name + "'", "the engine has no input named '" << name << "'");
+  }
+  const TensorInfo& find_output(const std::string& name) const {
+    for (const TensorInfo& info : engine_->outputs()) if (info.name == name) return info;
+    KILNRT_THROW(kInvalidArgument, "output '" + name + "'", "the engine has no output named '" << name << "'");
+  }
+
+  std::shared_ptr<const Engine> engine_;
+  const CudaPlan& plan_;
+  int device_;
+  std::unique_ptr<CudaRunner> runner_;
+  kc::Stream stream_;
+  kc::PinnedBuffer staging_;
+  std::map<std::string, Shape> shapes_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine> engine) {
+  return std::make_unique<CudaExecutionContext>(std::move(engine));
+}
+
+#endif  // KILNRT_HAVE_CUDA
+
+}  // namespace kilnrt::engine

@@ -1,0 +1,34 @@
+// Glue between the engine and the CUDA backend. Defined in cuda_engine.cc; in builds without CUDA every function
+// throws kUnsupported ("this kilnrt build has no CUDA backend").
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "kilnrt/engine.h"
+
+namespace kilnrt::backends::cuda {
+class CudaPlan;
+}
+
+namespace kilnrt::engine {
+
+struct CudaTarget {
+  int device = 0;
+  std::string target;  // "sm_90"
+  std::string gpu_name;
+  int sm_count = 0;
+};
+
+// Needs a usable GPU: throws kCuda "no usable CUDA GPU: <reason>" otherwise.
+CudaTarget cuda_target(int device);
+// Builds the plan (uploads weights) — throws kUnsupported naming an unsupported node.
+std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph& graph, int device);
+std::vector<std::pair<std::string, std::string>> cuda_tactics(const backends::cuda::CudaPlan& plan);
+// Library versions for the engine header ("" when not loaded).
+std::string cuda_library_version(int which);  // 0 CUDA runtime, 1 cuDNN, 2 cuBLASLt
+std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine> engine);
+
+}  // namespace kilnrt::engine

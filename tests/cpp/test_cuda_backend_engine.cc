@@ -1,0 +1,198 @@
+// CUDA engines end to end: the dynamo fixtures built with device "cuda" match torch's outputs and the CPU backend
+// (batch 1, 2, 4 through one engine), enqueue() on device pointers, the caller's context and context stack are
+// unchanged (no context current; a user context current), and building without a GPU is a clear error.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "backends/cuda/cuda_plan.h"
+#include "cuda/context_guard.h"
+#include "ir/onnx_import.h"
+#include "passes/optimize.h"
+#include "cuda/driver_api.h"
+#include "kilnrt/cuda/memory.h"
+#include "kilnrt/cuda/stream.h"
+#include "kilnrt/doctor.h"
+#include "kilnrt/engine.h"
+#include "kilnrt/npy.h"
+
+using namespace kilnrt;
+namespace kc = kilnrt::cuda;
+
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                                 \
+  do {                                                                                     \
+    std::string why_;                                                                      \
+    if (!cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_;            \
+  } while (0)
+
+std::string fixture(const std::string& name) { return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/" + name; }
+
+// Acceptance metric: max abs error <= 1e-4 x the reference's max magnitude, mean-centred cosine >= 0.99999.
+void expect_close(const Tensor& got, const Tensor& want) {
+  ASSERT_EQ(got.shape(), want.shape());
+  const float* a = got.data<float>();
+  const float* b = want.data<float>();
+  const int64_t n = got.numel();
+  double max_mag = 0, max_err = 0, ma = 0, mb = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    max_mag = std::max(max_mag, std::fabs(double(b[i])));
+    max_err = std::max(max_err, std::fabs(double(a[i]) - b[i]));
+    ma += a[i];
+    mb += b[i];
+  }
+  ma /= n;
+  mb /= n;
+  double dot = 0, na = 0, nb = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    dot += (a[i] - ma) * (b[i] - mb);
+    na += (a[i] - ma) * (a[i] - ma);
+    nb += (b[i] - mb) * (b[i] - mb);
+  }
+  const double cos = dot / std::sqrt(na * nb + 1e-300);
+  EXPECT_LE(max_err, 1e-4 * max_mag) << "max abs error " << max_err << " vs max magnitude " << max_mag;
+  EXPECT_GE(cos, 0.99999);
+  std::printf("    max_err/max_mag = %.3g, cosine = %.9f\n", max_err / (max_mag + 1e-300), cos);
+}
+
+Tensor batch_of(const Tensor& x, int64_t b) {  // repeats x's samples to batch b
+  Shape s = x.shape();
+  const int64_t per = x.numel() / s[0];
+  s[0] = b;
+  Tensor t = Tensor::empty(x.dtype(), s);
+  for (int64_t i = 0; i < b; ++i)
+    std::memcpy(t.data<float>() + i * per, x.data<float>() + (i % x.shape()[0]) * per, per * sizeof(float));
+  return t;
+}
+
+CUcontext current_ctx() {
+  CUcontext c = nullptr;
+  kc::driver_api().CtxGetCurrent(&c);
+  return c;
+}
+
+class CudaFixture : public testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+TEST(CudaBackendEngine, BuildWithoutGpuIsAClearError) {
+  std::string why;
+  if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present: the no-GPU error cannot be observed";
+  BuildOptions opt;
+  opt.device = "cuda";
+  try {
+    build_engine(fixture("mobilenet_v3_small.onnx"), opt);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no usable CUDA GPU"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(CudaFixture, EveryNodeIsPlaceable) {  // no GPU needed
+  ir::Graph g = ir::import_onnx_file(fixture(GetParam() + ".onnx"));
+  passes::optimize_graph(g);
+  EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(g));
+}
+
+TEST_P(CudaFixture, MatchesTorchAndCpuWithDynamicBatch) {
+  SKIP_WITHOUT_GPU();
+  const std::string name = GetParam();
+  BuildOptions opt;
+  opt.device = "cuda";
+  const std::vector<uint8_t> bytes = build_engine(fixture(name + ".onnx"), opt);
+  auto engine = Engine::from_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(engine->header().target.rfind("sm_", 0), 0u);
+  for (const LayerInfo& l : engine->layers()) EXPECT_NE(l.placement, "cpu") << l.name;
+  const std::vector<uint8_t> cpu_bytes = build_engine(fixture(name + ".onnx"));
+  auto cpu = Engine::from_bytes(cpu_bytes.data(), cpu_bytes.size());
+  const Tensor x = load_npy(fixture(name + ".input.npy"));
+  const Tensor y = load_npy(fixture(name + ".expected.npy"));
+  auto ctx = engine->create_context();
+  auto out = ctx->run({{"x", x}});
+  expect_close(out.at("y"), y);
+  for (int64_t b : {1, 2, 4, 2}) {
+    SCOPED_TRACE("batch " + std::to_string(b));
+    const Tensor xb = batch_of(x, b);
+    const Tensor want = cpu->run({{"x", xb}}).at("y");
+    expect_close(ctx->run({{"x", xb}}).at("y"), want);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dynamo, CudaFixture, testing::Values("mobilenet_v3_small", "transformer_encoder_layer"));
+
+TEST(CudaBackendEngine, EnqueueOnDevicePointersAndCallerStream) {
+  SKIP_WITHOUT_GPU();
+  BuildOptions opt;
+  opt.device = "cuda";
+  const std::vector<uint8_t> bytes = build_engine(fixture("transformer_encoder_layer.onnx"), opt);
+  auto engine = Engine::from_bytes(bytes.data(), bytes.size());
+  const Tensor x = load_npy(fixture("transformer_encoder_layer.input.npy"));
+  const Tensor y = load_npy(fixture("transformer_encoder_layer.expected.npy"));
+  auto ctx = engine->create_context();
+  const Shape out_shape = ctx->output_shapes({{"x", x.shape()}}).at("y");
+  ASSERT_EQ(out_shape, y.shape());
+  kc::DeviceBuffer din(0, x.nbytes()), dout(0, y.nbytes());
+  kc::Stream stream(0);
+  din.copy_from_host_async(x.raw(), x.nbytes(), stream.get());
+  ctx->enqueue({{"x", DeviceTensor{din.data(), DType::kFloat32, x.shape(), 0}}},
+               {{"y", DeviceTensor{dout.data(), DType::kFloat32, y.shape(), 0}}}, stream.get());
+  Tensor got = Tensor::empty(DType::kFloat32, y.shape());
+  dout.copy_to_host_async(got.raw(), got.nbytes(), stream.get());
+  stream.synchronize();
+  expect_close(got, y);
+  // Host memory is refused with a clear error.
+  std::vector<float> host(x.numel());
+  EXPECT_THROW(ctx->enqueue({{"x", DeviceTensor{host.data(), DType::kFloat32, x.shape(), 0}}},
+                            {{"y", DeviceTensor{dout.data(), DType::kFloat32, y.shape(), 0}}}, stream.get()),
+               Error);
+}
+
+TEST(CudaBackendEngine, CallerContextUnchanged) {
+  SKIP_WITHOUT_GPU();
+  BuildOptions opt;
+  opt.device = "cuda";
+  // No context current (fresh thread state in this test binary is not guaranteed: pop whatever is current).
+  ASSERT_EQ(current_ctx(), nullptr) << "the test thread should start with no current context";
+  const std::vector<uint8_t> bytes = build_engine(fixture("mobilenet_v3_small.onnx"), opt);
+  EXPECT_EQ(current_ctx(), nullptr);
+  auto engine = Engine::from_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(current_ctx(), nullptr);
+  const Tensor x = load_npy(fixture("mobilenet_v3_small.input.npy"));
+  {
+    auto ctx = engine->create_context();
+    EXPECT_EQ(current_ctx(), nullptr);
+    ctx->run({{"x", x}});
+    EXPECT_EQ(current_ctx(), nullptr);
+  }
+  EXPECT_EQ(current_ctx(), nullptr);
+  // A user context current (what pycuda.autoinit makes): still current afterwards, stack depth unchanged.
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(lib, nullptr);
+  using CreateFn = CUresult (*)(CUcontext*, unsigned, CUdevice);
+  using DestroyFn = CUresult (*)(CUcontext);
+  auto create = reinterpret_cast<CreateFn>(dlsym(lib, "cuCtxCreate_v2"));
+  auto destroy = reinterpret_cast<DestroyFn>(dlsym(lib, "cuCtxDestroy_v2"));
+  if (!create || !destroy) GTEST_SKIP() << "cuCtxCreate_v2 not exported";
+  CUcontext user = nullptr;
+  CUdevice dev = 0;
+  kc::driver_api().DeviceGet(&dev, 0);
+  ASSERT_EQ(create(&user, 0, dev), CUDA_SUCCESS);
+  ASSERT_EQ(current_ctx(), user);
+  {
+    auto ctx = engine->create_context();
+    EXPECT_EQ(current_ctx(), user);
+    auto out = ctx->run({{"x", x}});
+    EXPECT_EQ(current_ctx(), user);
+    expect_close(out.at("y"), load_npy(fixture("mobilenet_v3_small.expected.npy")));
+  }
+  EXPECT_EQ(current_ctx(), user);
+  // Stack depth: popping the user context leaves nothing current.
+  CUcontext popped = nullptr;
+  EXPECT_EQ(kc::driver_api().CtxPopCurrent(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(popped, user);
+  EXPECT_EQ(current_ctx(), nullptr);
+  destroy(user);
+}
