@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "backends/cuda/cuda_plan.h"
 #include "cuda/context_guard.h"
 #include "ir/onnx_import.h"
 #include "passes/optimize.h"
 #include "cuda/driver_api.h"
+#include "cuda/library_loader.h"
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"
 #include "kilnrt/doctor.h"
@@ -105,7 +108,17 @@ TEST_P(CudaFixture, MatchesTorchAndCpuWithDynamicBatch) {
   const std::vector<uint8_t> bytes = build_engine(fixture(name + ".onnx"), opt);
   auto engine = Engine::from_bytes(bytes.data(), bytes.size());
   EXPECT_EQ(engine->header().target.rfind("sm_", 0), 0u);
-  for (const LayerInfo& l : engine->layers()) EXPECT_NE(l.placement, "cpu") << l.name;
+  std::map<std::string, int> tactics;
+  for (const LayerInfo& l : engine->layers()) {
+    EXPECT_NE(l.placement, "cpu") << l.name;
+    tactics[l.placement + ":" + l.tactic]++;
+    // With cuDNN present, convolutions run on cuDNN (the direct kernel is the fallback only).
+    if (l.op_type == "Conv" && kc::library(kc::Library::kCudnn).found && !std::getenv("KILNRT_CUDA_CONV"))
+      EXPECT_EQ(l.tactic, "cudnn:conv-fwd-fp32") << l.name;
+  }
+  std::printf("    tactics:");
+  for (const auto& [t, n] : tactics) std::printf(" %s x%d", t.c_str(), n);
+  std::printf("\n");
   const std::vector<uint8_t> cpu_bytes = build_engine(fixture(name + ".onnx"));
   auto cpu = Engine::from_bytes(cpu_bytes.data(), cpu_bytes.size());
   const Tensor x = load_npy(fixture(name + ".input.npy"));
