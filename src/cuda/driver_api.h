@@ -67,7 +67,24 @@ constexpr unsigned kDriverAbiVersion = 12000;
   X(ModuleLoadData, cuModuleLoadData, PFN_cuModuleLoadData_v2000)                \
   X(ModuleGetFunction, cuModuleGetFunction, PFN_cuModuleGetFunction_v2000)       \
   X(ModuleUnload, cuModuleUnload, PFN_cuModuleUnload_v2000)                      \
-  X(LaunchKernel, cuLaunchKernel, PFN_cuLaunchKernel_v4000)
+  X(LaunchKernel, cuLaunchKernel, PFN_cuLaunchKernel_v4000)                     \
+  X(FuncGetAttribute, cuFuncGetAttribute, PFN_cuFuncGetAttribute_v2020)          \
+  X(FuncSetAttribute, cuFuncSetAttribute, PFN_cuFuncSetAttribute_v9000)          \
+  X(MemAllocAsync, cuMemAllocAsync, PFN_cuMemAllocAsync_v11020)                  \
+  X(MemFreeAsync, cuMemFreeAsync, PFN_cuMemFreeAsync_v11020)                     \
+  X(StreamBeginCapture, cuStreamBeginCapture, PFN_cuStreamBeginCapture_v10010)   \
+  X(StreamEndCapture, cuStreamEndCapture, PFN_cuStreamEndCapture_v10000)         \
+  X(StreamGetCaptureInfo, cuStreamGetCaptureInfo, PFN_cuStreamGetCaptureInfo_v11030) \
+  X(GraphInstantiateWithFlags, cuGraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040) \
+  X(GraphLaunch, cuGraphLaunch, PFN_cuGraphLaunch_v10000)                        \
+  X(GraphDestroy, cuGraphDestroy, PFN_cuGraphDestroy_v10000)                     \
+  X(GraphExecDestroy, cuGraphExecDestroy, PFN_cuGraphExecDestroy_v10000)         \
+  X(GraphExecUpdate, cuGraphExecUpdate, PFN_cuGraphExecUpdate_v12000)            \
+  X(GraphGetNodes, cuGraphGetNodes, PFN_cuGraphGetNodes_v10000)                  \
+  X(GraphGetEdges, cuGraphGetEdges, PFN_cuGraphGetEdges_v10000)                  \
+  X(GraphNodeGetType, cuGraphNodeGetType, PFN_cuGraphNodeGetType_v10000)         \
+  X(GraphKernelNodeGetParams, cuGraphKernelNodeGetParams, PFN_cuGraphKernelNodeGetParams_v12000) \
+  X(GraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams, PFN_cuGraphExecKernelNodeSetParams_v12000)
 
 // One function pointer per driver entry point. A fake for tests may leave entries it does not model as nullptr:
 // calling through them is a bug in the test.
