@@ -52,17 +52,15 @@ std::string hex32(uint32_t v) {
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
 
-// Element count of a shape, or false on a negative dim / overflow past `limit`.
+// Element count of a shape, or false on a negative dim / a count above `limit`.
 bool checked_numel(const Shape& dims, uint64_t limit, uint64_t* out) {
+  *out = 0;
+  for (int64_t d : dims)
+    if (d < 0) return false;
+  if (std::find(dims.begin(), dims.end(), 0) != dims.end()) return true;
   uint64_t n = 1;
   for (int64_t d : dims) {
-    if (d < 0) return false;
-    if (d != 0 && n > limit / static_cast<uint64_t>(d)) {
-      // Overflows the limit unless another dim is 0.
-      for (int64_t e : dims)
-        if (e == 0) { *out = 0; return true; }
-      return false;
-    }
+    if (n > limit / static_cast<uint64_t>(d)) return false;
     n *= static_cast<uint64_t>(d);
   }
   *out = n;
@@ -511,20 +509,16 @@ ir::Attribute read_attribute(ByteReader& r, const std::string& where, int depth)
     case kTagInt: a.kind = K::kInt; a.i = r.i64("int attribute"); break;
     case kTagString: a.kind = K::kString; a.s = r.str("string attribute"); break;
     case kTagTensor: a.kind = K::kTensor; a.t = read_tensor_inline(r, where); break;
-    case kTagFloats: {
+    case kTagFloats:
       a.kind = K::kFloats;
-      const uint64_t n = r.count("float list length", 4);
-      a.floats.reserve(static_cast<size_t>(n));
-      for (uint64_t i = 0; i < n; ++i) a.floats.push_back(r.f32("float list"));
+      a.floats.resize(static_cast<size_t>(r.count("float list length", 4)));
+      for (float& v : a.floats) v = r.f32("float list");
       break;
-    }
-    case kTagInts: {
+    case kTagInts:
       a.kind = K::kInts;
-      const uint64_t n = r.count("int list length", 8);
-      a.ints.reserve(static_cast<size_t>(n));
-      for (uint64_t i = 0; i < n; ++i) a.ints.push_back(r.i64("int list"));
+      a.ints.resize(static_cast<size_t>(r.count("int list length", 8)));
+      for (int64_t& v : a.ints) v = r.i64("int list");
       break;
-    }
     case kTagStrings: a.kind = K::kStrings; a.strings = read_string_list(r, "string list"); break;
     case kTagGraph:
       a.kind = K::kGraph;

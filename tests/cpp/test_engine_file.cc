@@ -525,6 +525,16 @@ TEST_F(EngineFileTest, ResealedInconsistenciesAreNamed) {
     reseal_engine_checksum(bad);
     EXPECT_NE(load_error(bad).find("exceeds the limit"), std::string::npos) << load_error(bad);
   }
+  {  // absurd element count: the opset count right after the producer string
+    const std::string producer = "pytorch 2.11";
+    const size_t pos = find_string(bytes_, producer);
+    ASSERT_NE(pos, std::string::npos);
+    std::vector<uint8_t> bad = bytes_;
+    put_u64(bad, pos + producer.size(), uint64_t(1) << 61);
+    reseal_engine_checksum(bad);
+    EXPECT_NE(load_error(bad).find("opset count 2305843009213693952 is absurd"), std::string::npos)
+        << load_error(bad);
+  }
   {  // absurd section offset
     std::vector<uint8_t> bad = bytes_;
     put_u64(bad, kEngineHeaderSize + 8, uint64_t(1) << 62);
