@@ -27,15 +27,10 @@ Shape parse_dims(const std::string& text, const std::string& spec) {
   while (std::getline(ss, item, 'x')) {
     KILNRT_CHECK(!item.empty() && item.find_first_not_of("0123456789") == std::string::npos, kInvalidArgument, spec,
                  "bad dimension '" << item << "' in shape spec (expected NAME:D0xD1x... or NAME:MIN/OPT/MAX)");
+    KILNRT_CHECK(item.size() <= 18, kInvalidArgument, spec, "dimension '" << item << "' is too large");
     dims.push_back(std::stoll(item));
   }
   return dims;
-}
-
-std::string hex64(uint64_t v) {
-  std::ostringstream os;
-  os << std::hex << std::setw(16) << std::setfill('0') << v;
-  return os.str();
 }
 
 std::vector<uint8_t> read_file(const std::string& path) {
@@ -157,9 +152,7 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   meta.kilnrt_version = version();
   meta.target = cuda ? target.target : "cpu";
   meta.build_options = options_string(options);
-  const uint64_t h = (uint64_t(crc32c(onnx_bytes.data(), onnx_bytes.size())) << 32) |
-                     crc32c(onnx_bytes.data(), onnx_bytes.size(), 0x9e3779b9u);
-  meta.model_hash = hex64(h);
+  meta.model_hash = hash64_hex(onnx_bytes.data(), onnx_bytes.size());
   meta.profiles = options.profiles;
   for (const std::string& in : graph.inputs) meta.inputs.push_back(tensor_info(graph, in));
   for (const std::string& out : graph.outputs) meta.outputs.push_back(tensor_info(graph, out));
