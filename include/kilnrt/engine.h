@@ -25,7 +25,7 @@ struct InputProfile {
 };
 
 struct BuildOptions {
-  std::string device = "cpu";  // "cpu" or "cuda"
+  std::string device = "cpu";  // "cpu", "cuda" (GPU 0) or "cuda:N" (GPU N builds and times for itself)
   bool fp16 = false;
   bool bf16 = false;
   bool tf32 = false;
@@ -73,8 +73,13 @@ struct EngineImpl;
 // Immutable once loaded; share it across threads. Create one ExecutionContext per thread / stream.
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
-  static std::shared_ptr<Engine> load(const std::string& engine_path);
-  static std::shared_ptr<Engine> from_bytes(const void* data, size_t size, const std::string& label = "<memory>");
+  // `device`: the CUDA device ordinal a CUDA engine runs on (ignored for CPU engines). It must have the compute
+  // capability the engine was built for.
+  static std::shared_ptr<Engine> load(const std::string& engine_path, int device = 0);
+  static std::shared_ptr<Engine> from_bytes(const void* data, size_t size, const std::string& label = "<memory>",
+                                            int device = 0);
+  // The CUDA device ordinal the engine runs on, or -1 for a CPU engine.
+  int device() const;
 
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;

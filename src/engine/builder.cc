@@ -33,6 +33,16 @@ Shape parse_dims(const std::string& text, const std::string& spec) {
   return dims;
 }
 
+// "cpu" -> -1, "cuda" -> 0, "cuda:N" -> N.
+int parse_device(const std::string& device) {
+  if (device == "cpu") return -1;
+  if (device == "cuda") return 0;
+  const std::string digits = device.rfind("cuda:", 0) == 0 ? device.substr(5) : "";
+  KILNRT_CHECK(!digits.empty() && digits.size() < 6 && digits.find_first_not_of("0123456789") == std::string::npos,
+               kInvalidArgument, "device", "unknown device '" << device << "' (expected cpu, cuda or cuda:N)");
+  return std::stoi(digits);
+}
+
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   KILNRT_CHECK(f.good(), kIo, path, "cannot open file");
@@ -125,12 +135,11 @@ InputProfile parse_shape_spec(const std::string& spec) {
 }
 
 std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptions& options) {
-  KILNRT_CHECK(options.device == "cpu" || options.device == "cuda", kInvalidArgument, "device",
-               "unknown device '" << options.device << "' (expected cpu or cuda)");
-  const bool cuda = options.device == "cuda";
+  const int cuda_device = parse_device(options.device);
+  const bool cuda = cuda_device >= 0;
   // A CUDA engine is built on (and for) the GPU that will run it: fail early and clearly without one.
   engine::CudaTarget target;
-  if (cuda) target = engine::cuda_target(0);
+  if (cuda) target = engine::cuda_target(cuda_device);
   KILNRT_CHECK(!(cuda && (options.fp16 || options.bf16 || options.tf32)), kUnsupported, "precision",
                "the CUDA backend computes in strict float32 for now: --fp16/--bf16/--tf32 are not available yet");
   KILNRT_CHECK(!(options.fp16 && options.bf16), kInvalidArgument, "precision", "choose one of fp16 and bf16");

@@ -128,7 +128,7 @@ std::vector<uint8_t> read_whole_file(const std::string& path) {
 Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
-std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const std::string& label) {
+std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const std::string& label, int device) {
   engine::LoadedEngine loaded = engine::deserialize_engine(data, size, label);
   auto impl = std::make_unique<EngineImpl>();
   impl->graph = std::move(loaded.graph);
@@ -146,12 +146,15 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
   for (const auto& [n, t] : impl->graph.constants) h.weights_bytes += t.nbytes();
   try {
     if (cuda_target) {
-      // Device 0 for now; the GPU must have the architecture the engine was built for.
-      const engine::CudaTarget t = engine::cuda_target(0);
+      // The GPU must have the architecture the engine was built for.
+      KILNRT_CHECK(device >= 0, kInvalidArgument, label, "device ordinal " << device << " is negative");
+      const engine::CudaTarget t = engine::cuda_target(device);
       KILNRT_CHECK(t.target == impl->meta.target, kUnsupported, label,
-                   "engine was built for " << impl->meta.target << " (" << impl->meta.gpu_name << ") but device 0 is "
-                                           << t.target << " (" << t.gpu_name << "): rebuild the engine on this GPU");
+                   "engine was built for " << impl->meta.target << " (" << impl->meta.gpu_name << ") but device "
+                                           << device << " is " << t.target << " (" << t.gpu_name
+                                           << "): rebuild the engine on this GPU");
       impl->cuda_plan = engine::make_cuda_plan(impl->graph, t.device);
+      impl->cuda_device = t.device;
     } else {
       impl->cpu_plan = std::make_unique<backends::cpu::CpuPlan>(impl->graph);
     }
@@ -161,10 +164,12 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
   return std::make_shared<Engine>(std::move(impl));
 }
 
-std::shared_ptr<Engine> Engine::load(const std::string& engine_path) {
+std::shared_ptr<Engine> Engine::load(const std::string& engine_path, int device) {
   std::vector<uint8_t> bytes = read_whole_file(engine_path);
-  return from_bytes(bytes.data(), bytes.size(), engine_path);
+  return from_bytes(bytes.data(), bytes.size(), engine_path, device);
 }
+
+int Engine::device() const { return impl_->cuda_plan ? impl_->cuda_device : -1; }
 
 const std::vector<TensorInfo>& Engine::inputs() const { return impl_->meta.inputs; }
 const std::vector<TensorInfo>& Engine::outputs() const { return impl_->meta.outputs; }

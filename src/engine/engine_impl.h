@@ -20,6 +20,7 @@ struct EngineImpl {
   // CUDA engines: the plan on the device chosen at load (layers, uploaded weights). shared_ptr: the type is
   // incomplete in CPU-only builds.
   std::shared_ptr<backends::cuda::CudaPlan> cuda_plan;
+  int cuda_device = -1;  // the device ordinal cuda_plan lives on
 };
 
 namespace engine {

@@ -195,3 +195,19 @@ TEST(EndToEnd, UnsupportedOpNamesTheNode) {
   }
   std::remove(path.c_str());
 }
+
+TEST(EndToEnd, DeviceNamesAreChecked) {
+  for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "cuda:1234567"}) {
+    BuildOptions opt;
+    opt.device = bad;
+    try {
+      build_engine(fixture("transformer_encoder_layer.onnx"), opt);
+      ADD_FAILURE() << "accepted device '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("unknown device"), std::string::npos) << e.what();
+    }
+  }
+  std::vector<uint8_t> bytes = build_engine(fixture("transformer_encoder_layer.onnx"));
+  EXPECT_EQ(Engine::from_bytes(bytes.data(), bytes.size())->device(), -1);  // CPU engine
+}
