@@ -44,8 +44,16 @@ void add_build_command(CLI::App& app) {
   auto args = std::make_shared<BuildArgs>();
   cmd->add_option("model", args->model, "ONNX model")->required()->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", args->output, "Engine file to write")->required();
-  cmd->add_option("--device", args->device, "Target device")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+  cmd->add_option("--device", args->device, "Target device: cpu, cuda or cuda:N (GPU ordinal N)")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            if (value == "cpu" || value == "cuda") return "";
+            if (value.rfind("cuda:", 0) == 0 && value.size() > 5 &&
+                value.find_first_not_of("0123456789", 5) == std::string::npos)
+              return "";
+            return "expected cpu, cuda or cuda:N, got '" + value + "'";
+          },
+          "cpu|cuda|cuda:N"))
       ->capture_default_str();
   cmd->add_flag("--fp16", args->fp16, "Allow float16 kernels");
   cmd->add_flag("--bf16", args->bf16, "Allow bfloat16 kernels");
