@@ -11,6 +11,8 @@ KILNRT_BUILD_DIR="${KILNRT_BUILD_DIR:-$KILNRT_ROOT/build}"
 KILNRT_VENV="${KILNRT_VENV:-$KILNRT_ROOT/.venv}"
 KILNRT_JOBS="${KILNRT_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 KILNRT_PY="$KILNRT_VENV/bin/python"
+# libgomp's default active spin-wait fights OpenBLAS's own threads for the cores (2 on CI): sleep when idle.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 
 # Debian 12 (bookworm) packages: toolchain, libraries, and the Python stack the tests use (torch 1.13 exports the
 # models of the acceptance tests). Versions are bookworm's.
