@@ -18,6 +18,7 @@
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"
 #include "kilnrt/doctor.h"
+#include "accuracy_check.h"
 #include "kilnrt/engine.h"
 #include "kilnrt/npy.h"
 
@@ -25,6 +26,8 @@ using namespace kilnrt;
 namespace kc = kilnrt::cuda;
 
 namespace {
+
+void expect_close(const Tensor& got, const Tensor& want) { testing_util::expect_close(got, want, 1e-4, 0.99999, true); }
 
 #define SKIP_WITHOUT_GPU()                                                                 \
   do {                                                                                     \
@@ -34,32 +37,6 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/" + name; }
 
-// Acceptance metric: max abs error <= 1e-4 x the reference's max magnitude, mean-centred cosine >= 0.99999.
-void expect_close(const Tensor& got, const Tensor& want) {
-  ASSERT_EQ(got.shape(), want.shape());
-  const float* a = got.data<float>();
-  const float* b = want.data<float>();
-  const int64_t n = got.numel();
-  double max_mag = 0, max_err = 0, ma = 0, mb = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    max_mag = std::max(max_mag, std::fabs(double(b[i])));
-    max_err = std::max(max_err, std::fabs(double(a[i]) - b[i]));
-    ma += a[i];
-    mb += b[i];
-  }
-  ma /= n;
-  mb /= n;
-  double dot = 0, na = 0, nb = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    dot += (a[i] - ma) * (b[i] - mb);
-    na += (a[i] - ma) * (a[i] - ma);
-    nb += (b[i] - mb) * (b[i] - mb);
-  }
-  const double cos = dot / std::sqrt(na * nb + 1e-300);
-  EXPECT_LE(max_err, 1e-4 * max_mag) << "max abs error " << max_err << " vs max magnitude " << max_mag;
-  EXPECT_GE(cos, 0.99999);
-  std::printf("    max_err/max_mag = %.3g, cosine = %.9f\n", max_err / (max_mag + 1e-300), cos);
-}
 
 Tensor batch_of(const Tensor& x, int64_t b) {  // repeats x's samples to batch b
   Shape s = x.shape();

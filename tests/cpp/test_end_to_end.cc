@@ -6,42 +6,16 @@
 #include <cstdio>
 #include <fstream>
 
+#include "accuracy_check.h"
 #include "kilnrt/engine.h"
 #include "kilnrt/npy.h"
 
 using namespace kilnrt;
+using kilnrt::testing_util::expect_close;
 
 namespace {
 
 std::string fixture(const std::string& name) { return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/" + name; }
-
-// Max abs error relative to the reference's max magnitude, and cosine similarity of mean-centred outputs.
-void expect_close(const Tensor& got, const Tensor& want, double rel_tol = 1e-4, double min_cos = 0.99999) {
-  ASSERT_EQ(got.dtype(), DType::kFloat32);
-  ASSERT_EQ(got.shape(), want.shape());
-  const float* a = got.data<float>();
-  const float* b = want.data<float>();
-  const int64_t n = got.numel();
-  double max_mag = 0, max_err = 0, mean_a = 0, mean_b = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    max_mag = std::max(max_mag, std::fabs(double(b[i])));
-    max_err = std::max(max_err, std::fabs(double(a[i]) - b[i]));
-    mean_a += a[i];
-    mean_b += b[i];
-  }
-  mean_a /= n;
-  mean_b /= n;
-  double dot = 0, na = 0, nb = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = a[i] - mean_a, y = b[i] - mean_b;
-    dot += x * y;
-    na += x * x;
-    nb += y * y;
-  }
-  const double cos = dot / std::sqrt(na * nb + 1e-300);
-  EXPECT_LE(max_err, rel_tol * max_mag) << "max abs error " << max_err << " vs max magnitude " << max_mag;
-  EXPECT_GE(cos, min_cos);
-}
 
 Tensor slice_batch(const Tensor& t, int64_t begin, int64_t count) {
   Shape s = t.shape();
