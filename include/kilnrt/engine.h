@@ -124,6 +124,13 @@ class ExecutionContext {
                        const std::map<std::string, DeviceTensor>& outputs, void* stream);
   // The output shapes for the given input shapes (CUDA engines; CPU engines throw kUnsupported).
   virtual std::map<std::string, Shape> output_shapes(const std::map<std::string, Shape>& input_shapes);
+  // CUDA engines: whether run() / enqueue() replay CUDA graphs captured per input-shape tuple (on by default;
+  // KILNRT_CUDA_GRAPHS=0 in the environment turns them off for new contexts). CPU engines ignore it.
+  virtual void set_cuda_graphs(bool enabled) { (void)enabled; }
+  // How the last run() / enqueue() executed on a CUDA engine: "direct" (layers launched one by one: first call of a
+  // shape tuple, or graphs off), "graph-capture", "graph-replay", "caller-capture" (the caller's stream was
+  // capturing: layers enqueued into its graph); "" before the first call and for CPU engines.
+  virtual std::string last_execution_mode() const { return ""; }
 };
 
 // Inspecting an ONNX model without building it (for `kilnrt inspect model.onnx`).

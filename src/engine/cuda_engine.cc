@@ -197,6 +197,11 @@ class CudaExecutionContext final : public ExecutionContext {
     runner_->enqueue(in_ptrs, out_ptrs, s);
   }
 
+  void set_cuda_graphs(bool enabled) override { runner_->set_graphs_enabled(enabled); }
+  std::string last_execution_mode() const override {
+    return runner_->last_mode() == CudaRunner::Mode::kNone ? "" : CudaRunner::mode_name(runner_->last_mode());
+  }
+
   std::map<std::string, Shape> output_shapes(const std::map<std::string, Shape>& input_shapes) override {
     std::vector<Shape> shapes;
     for (const TensorInfo& info : engine_->inputs()) {

@@ -15,6 +15,7 @@
 #include "passes/optimize.h"
 #include "cuda/driver_api.h"
 #include "cuda/library_loader.h"
+#include "kilnrt/cuda/graph.h"
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"
 #include "kilnrt/doctor.h"
@@ -185,4 +186,175 @@ TEST(CudaBackendEngine, CallerContextUnchanged) {
   EXPECT_EQ(popped, user);
   EXPECT_EQ(current_ctx(), nullptr);
   destroy(user);
+}
+
+// ---- CUDA graphs ------------------------------------------------------------------------------------------------
+
+namespace {
+
+std::shared_ptr<Engine> cuda_engine_for(const std::string& name) {
+  BuildOptions opt;
+  opt.device = "cuda";
+  const std::vector<uint8_t> bytes = build_engine(fixture(name + ".onnx"), opt);
+  return Engine::from_bytes(bytes.data(), bytes.size());
+}
+
+Tensor scaled(const Tensor& x, float f) {
+  Tensor t = x.clone();
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] *= f;
+  return t;
+}
+
+}  // namespace
+
+TEST_P(CudaFixture, GraphsOnAndOffGiveIdenticalResults) {
+  SKIP_WITHOUT_GPU();
+  auto engine = cuda_engine_for(GetParam());
+  const Tensor x = load_npy(fixture(GetParam() + ".input.npy"));
+  auto on = engine->create_context();
+  auto off = engine->create_context();
+  on->set_cuda_graphs(true);
+  off->set_cuda_graphs(false);
+  EXPECT_EQ(on->last_execution_mode(), "");
+  const char* expected_modes[] = {"direct", "graph-capture", "graph-replay", "graph-replay"};
+  for (int call = 0; call < 4; ++call) {
+    SCOPED_TRACE("call " + std::to_string(call));
+    const Tensor xc = scaled(x, 1.f + 0.25f * call);  // new values each call
+    const Tensor a = on->run({{"x", xc}}).at("y");
+    EXPECT_EQ(on->last_execution_mode(), expected_modes[call]);
+    const Tensor b = off->run({{"x", xc}}).at("y");
+    EXPECT_EQ(off->last_execution_mode(), "direct");
+    // Same kernels, same order: identical up to library nondeterminism (none expected).
+    testing_util::expect_close(a, b, 1e-6, 0.9999999, true);
+  }
+  // A second shape tuple gets its own graph; the first one is still replayed afterwards.
+  const Tensor x2 = batch_of(x, 2);
+  for (int i = 0; i < 3; ++i) on->run({{"x", x2}});
+  EXPECT_EQ(on->last_execution_mode(), "graph-replay");
+  const Tensor y = on->run({{"x", x}}).at("y");
+  EXPECT_EQ(on->last_execution_mode(), "graph-replay");
+  expect_close(y, load_npy(fixture(GetParam() + ".expected.npy")));
+}
+
+TEST(CudaBackendEngine, GraphReplayWithNewPointersEveryCall) {
+  SKIP_WITHOUT_GPU();
+  auto engine = cuda_engine_for("transformer_encoder_layer");
+  const std::vector<uint8_t> cpu_bytes = build_engine(fixture("transformer_encoder_layer.onnx"));
+  auto cpu = Engine::from_bytes(cpu_bytes.data(), cpu_bytes.size());
+  const Tensor x = load_npy(fixture("transformer_encoder_layer.input.npy"));
+  auto ctx = engine->create_context();
+  const Shape out_shape = ctx->output_shapes({{"x", x.shape()}}).at("y");
+  kc::Stream stream(0);
+  for (int call = 0; call < 5; ++call) {
+    SCOPED_TRACE("call " + std::to_string(call));
+    // Fresh buffers every call (what torch's caching allocator hands out): the graph must not keep old addresses.
+    kc::DeviceBuffer din(0, x.nbytes()), dout(0, shape_numel(out_shape) * sizeof(float));
+    const Tensor xc = scaled(x, 1.f - 0.1f * call);
+    din.copy_from_host_async(xc.raw(), xc.nbytes(), stream.get());
+    ctx->enqueue({{"x", DeviceTensor{din.data(), DType::kFloat32, x.shape(), 0}}},
+                 {{"y", DeviceTensor{dout.data(), DType::kFloat32, out_shape, 0}}}, stream.get());
+    if (call >= 2) EXPECT_EQ(ctx->last_execution_mode(), "graph-replay");
+    Tensor got = Tensor::empty(DType::kFloat32, out_shape);
+    dout.copy_to_host_async(got.raw(), got.nbytes(), stream.get());
+    stream.synchronize();
+    expect_close(got, cpu->run({{"x", xc}}).at("y"));
+  }
+}
+
+TEST(CudaBackendEngine, CallerStreamCaptureRecordsTheEngine) {
+  SKIP_WITHOUT_GPU();
+  auto engine = cuda_engine_for("mobilenet_v3_small");
+  const std::vector<uint8_t> cpu_bytes = build_engine(fixture("mobilenet_v3_small.onnx"));
+  auto cpu = Engine::from_bytes(cpu_bytes.data(), cpu_bytes.size());
+  const Tensor x = load_npy(fixture("mobilenet_v3_small.input.npy"));
+  auto ctx = engine->create_context();
+  const Shape out_shape = ctx->output_shapes({{"x", x.shape()}}).at("y");
+  const size_t out_bytes = shape_numel(out_shape) * sizeof(float);
+  kc::Stream caller(0);
+  kc::DeviceBuffer din(0, x.nbytes()), dout(0, out_bytes);
+  din.copy_from_host_async(x.raw(), x.nbytes(), caller.get());
+  auto enqueue = [&] {
+    ctx->enqueue({{"x", DeviceTensor{din.data(), DType::kFloat32, x.shape(), 0}}},
+                 {{"y", DeviceTensor{dout.data(), DType::kFloat32, out_shape, 0}}}, caller.get());
+  };
+  enqueue();  // warm-up outside the capture (torch.cuda.graph demands the same)
+  enqueue();  // kilnrt's own graph exists too: it must not be replayed into the caller's capture
+  caller.synchronize();
+  const kc::DriverApi& api = kc::driver_api();
+  {
+    kc::ContextGuard guard(0);
+    ASSERT_EQ(api.MemsetD8Async(reinterpret_cast<CUdeviceptr>(dout.data()), 0, out_bytes, caller.get()),
+              CUDA_SUCCESS);
+    ASSERT_EQ(api.StreamSynchronize(caller.get()), CUDA_SUCCESS);
+    // torch.cuda.graph captures in global mode by default.
+    ASSERT_EQ(api.StreamBeginCapture(caller.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  }
+  CUgraph captured = nullptr;
+  try {
+    enqueue();
+  } catch (...) {
+    kc::ContextGuard guard(0);
+    api.StreamEndCapture(caller.get(), &captured);
+    if (captured) api.GraphDestroy(captured);
+    throw;
+  }
+  EXPECT_EQ(ctx->last_execution_mode(), "caller-capture");
+  // New shapes cannot be prepared inside the caller's capture: a clear error, and the capture stays valid.
+  Shape new_shape = x.shape();
+  new_shape[0] = 3;
+  try {
+    ctx->enqueue({{"x", DeviceTensor{din.data(), DType::kFloat32, new_shape, 0}}},
+                 {{"y", DeviceTensor{dout.data(), DType::kFloat32, out_shape, 0}}}, caller.get());
+    ADD_FAILURE() << "expected an error for a new shape tuple inside the caller's capture";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("before capturing"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(kc::stream_capture_status(caller.get(), 0), kc::CaptureStatus::kActive);
+  {
+    kc::ContextGuard guard(0);
+    ASSERT_EQ(api.StreamEndCapture(caller.get(), &captured), CUDA_SUCCESS);
+  }
+  ASSERT_NE(captured, nullptr);
+  Tensor got = Tensor::empty(DType::kFloat32, out_shape);
+  dout.copy_to_host_async(got.raw(), got.nbytes(), caller.get());
+  caller.synchronize();
+  EXPECT_EQ(got.data<float>()[0], 0.f) << "captured work must not run before the caller launches its graph";
+  {
+    kc::ContextGuard guard(0);
+    size_t n = 0;
+    ASSERT_EQ(api.GraphGetNodes(captured, nullptr, &n), CUDA_SUCCESS);
+    EXPECT_GT(n, 10u) << "the caller's graph recorded kilnrt's layers";
+    CUgraphExec exec = nullptr;
+    ASSERT_EQ(api.GraphInstantiateWithFlags(&exec, captured, 0), CUDA_SUCCESS);
+    // Replay twice with different input contents at the captured addresses (how torch replays its graphs).
+    for (float f : {1.f, 0.5f}) {
+      const Tensor xc = scaled(x, f);
+      din.copy_from_host_async(xc.raw(), xc.nbytes(), caller.get());
+      ASSERT_EQ(api.GraphLaunch(exec, caller.get()), CUDA_SUCCESS);
+      dout.copy_to_host_async(got.raw(), got.nbytes(), caller.get());
+      ASSERT_EQ(api.StreamSynchronize(caller.get()), CUDA_SUCCESS);
+      expect_close(got, cpu->run({{"x", xc}}).at("y"));
+    }
+    api.GraphExecDestroy(exec);
+    api.GraphDestroy(captured);
+  }
+}
+
+TEST(CudaBackendEngine, GraphCacheIsBoundedPerShapeTuple) {
+  SKIP_WITHOUT_GPU();
+  auto engine = cuda_engine_for("transformer_encoder_layer");
+  const Tensor x = load_npy(fixture("transformer_encoder_layer.input.npy"));
+  auto ctx = engine->create_context();
+  // More shape tuples than graphs kept: evicted ones are captured again when they come back, results stay right.
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t b = 1; b <= 10; ++b) {
+      SCOPED_TRACE("batch " + std::to_string(b));
+      const Tensor xb = batch_of(x, b);
+      ctx->run({{"x", xb}});
+      const Tensor y = ctx->run({{"x", xb}}).at("y");
+      EXPECT_TRUE(ctx->last_execution_mode() == "graph-capture" || ctx->last_execution_mode() == "graph-replay")
+          << ctx->last_execution_mode();
+      if (b == 1) expect_close(y, load_npy(fixture("transformer_encoder_layer.expected.npy")));
+    }
+  }
 }

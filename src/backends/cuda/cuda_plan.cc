@@ -1,9 +1,11 @@
 #include "backends/cuda/cuda_plan.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_set>
 
+#include "core/logging.h"
 #include "cuda/context_guard.h"
 
 namespace kilnrt::backends::cuda {
@@ -156,6 +158,8 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
     else if (host_slot_[os]) upload_slot_[os] = 1;
   }
   for (const std::string& name : device_constants) weights_->upload(name, graph.constants.at(name));
+  const_ptr_.assign(slot_names_.size(), nullptr);
+  for (const std::string& name : device_constants) const_ptr_[slot_of_.at(name)] = weights_->get(name);
 }
 
 CudaPlan::~CudaPlan() = default;
@@ -177,14 +181,41 @@ struct CudaRunner::ShapeState {
   size_t arena_bytes = 0;
   kilnrt::cuda::DeviceBuffer uploads;  // host values read on the device
   std::vector<int64_t> upload_offset;  // per slot, -1 none
+  // CUDA graph of this shape tuple (inputs / outputs in the arena), captured on the second call.
+  std::string label;                   // "[1x3x224x224]" for logs
+  uint64_t calls = 0;
+  bool graph_failed = false;
+  std::unique_ptr<kilnrt::cuda::CudaGraph> graph;
 };
+
+const char* CudaRunner::mode_name(Mode m) {
+  switch (m) {
+    case Mode::kNone: return "none";
+    case Mode::kDirect: return "direct";
+    case Mode::kGraphCapture: return "graph-capture";
+    case Mode::kGraphReplay: return "graph-replay";
+    case Mode::kCallerCapture: return "caller-capture";
+  }
+  return "?";
+}
 
 CudaRunner::CudaRunner(const CudaPlan& plan) : plan_(plan) {
   handles_.device = plan.device_;
   workspace_ = kilnrt::cuda::DeviceBuffer(plan.device_, kWorkspaceBytes);
+  const char* env = std::getenv("KILNRT_CUDA_GRAPHS");
+  if (env && (std::string(env) == "0" || std::string(env) == "off" || std::string(env) == "false"))
+    graphs_enabled_ = false;
 }
 
-CudaRunner::~CudaRunner() = default;
+CudaRunner::~CudaRunner() {
+  // Graphs are destroyed before the arena / workspace they address (members are destroyed after this body).
+  drop_graphs();
+}
+
+void CudaRunner::drop_graphs() noexcept {
+  for (ShapeState* st : graph_lru_) st->graph.reset();
+  graph_lru_.clear();
+}
 
 void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream) {
   auto found = states_.find(input_shapes);
@@ -193,10 +224,16 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
     if (arena_.size() < current_->arena_bytes) {
       kilnrt::cuda::ContextGuard guard(plan_.device_);
       KILNRT_CU_CHECK(guard.api(), guard.api().StreamSynchronize(stream), "activation arena");
+      drop_graphs();  // they address the old arena
       arena_ = kilnrt::cuda::DeviceBuffer(plan_.device_, current_->arena_bytes);
     }
     return;
   }
+  // A new shape tuple uploads host values and may grow the arena (both synchronise the stream): impossible inside a
+  // caller's graph capture, so say what to do instead of invalidating the caller's capture.
+  KILNRT_CHECK(!kilnrt::cuda::stream_is_capturing(stream, plan_.device_), kInvalidArgument, "stream",
+               "the stream is capturing a CUDA graph and the engine has not run with these input shapes yet: run it "
+               "once with them before capturing (a warm-up, as torch.cuda.graph also requires)");
   const ir::Graph& g = plan_.graph_;
   const size_t nslots = plan_.slot_names_.size();
   auto st = std::make_unique<ShapeState>();
@@ -334,8 +371,11 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
   }
   if (arena_.size() < st->arena_bytes) {
     KILNRT_CU_CHECK(api, api.StreamSynchronize(stream), "activation arena");
+    drop_graphs();  // they address the old arena
     arena_ = kilnrt::cuda::DeviceBuffer(plan_.device_, st->arena_bytes);
   }
+  for (size_t i = 0; i < input_shapes.size(); ++i) st->label += (i ? "," : "[") + shape_to_string(input_shapes[i]);
+  st->label += "]";
   current_ = st.get();
   states_[input_shapes] = std::move(st);
 }
@@ -356,7 +396,91 @@ const void* CudaRunner::output_device_ptr(size_t i) const { return ptrs_.at(plan
 
 void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, StreamT stream) {
   KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
-  const ShapeState& st = *current_;
+  ShapeState& st = *current_;
+  if (graphs_enabled_ && kilnrt::cuda::stream_is_capturing(stream, plan_.device_)) {
+    // The caller captures its stream (torch.cuda.graph): launch directly so that its graph records the layers.
+    resolve_pointers(st, inputs);
+    launch_layers(st, outputs, stream);
+    last_mode_ = Mode::kCallerCapture;
+    ++stats_.caller_captured;
+    return;
+  }
+  if (graphs_enabled_ && !st.graph_failed && (st.graph || st.calls > 0)) {
+    enqueue_with_graph(st, inputs, outputs, stream);
+    return;
+  }
+  ++st.calls;  // the first call with a shape tuple is the warm-up: direct launches
+  resolve_pointers(st, inputs);
+  launch_layers(st, outputs, stream);
+  last_mode_ = Mode::kDirect;
+  ++stats_.direct;
+}
+
+void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void*>& inputs,
+                                    const std::vector<void*>& outputs, StreamT stream) {
+  kilnrt::cuda::ContextGuard guard(plan_.device_);
+  const auto& api = guard.api();
+  // Inputs and outputs of the graph live in the arena (stable addresses); pointers are resolved without the caller's.
+  resolve_pointers(st, {});
+  Mode mode = Mode::kGraphReplay;
+  if (!st.graph) {
+    auto graph = std::make_unique<kilnrt::cuda::CudaGraph>(plan_.device_);
+    try {
+      graph->capture([&](kilnrt::cuda::StreamHandle cs) { launch_layers(st, {}, static_cast<StreamT>(cs)); });
+    } catch (const Error& e) {
+      st.graph_failed = true;
+      ++stats_.capture_failures;
+      KILNRT_LOG(kWarning, "CUDA graph capture failed for input shapes " << st.label
+                               << "; running its layers without a graph: " << e.what());
+      resolve_pointers(st, inputs);
+      launch_layers(st, outputs, stream);
+      last_mode_ = Mode::kDirect;
+      ++stats_.direct;
+      return;
+    }
+    if (graph_lru_.size() >= kMaxGraphs) {
+      graph_lru_.front()->graph.reset();
+      graph_lru_.erase(graph_lru_.begin());
+      ++stats_.evictions;
+    }
+    st.graph = std::move(graph);
+    graph_lru_.push_back(&st);
+    mode = Mode::kGraphCapture;
+    ++stats_.captures;
+    KILNRT_LOG(kDebug, "CUDA graph captured for input shapes " << st.label << " (" << st.graph->kernel_count()
+                                                               << " kernel nodes)");
+  } else {
+    auto it = std::find(graph_lru_.begin(), graph_lru_.end(), &st);
+    if (it != graph_lru_.end() && it + 1 != graph_lru_.end()) {
+      graph_lru_.erase(it);
+      graph_lru_.push_back(&st);
+    }
+  }
+  // Bound inputs -> the graph's input buffers, on the caller's stream (the arena input is the source already when
+  // the caller staged there, e.g. run()).
+  for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
+    if (i >= inputs.size() || !inputs[i]) continue;
+    const int s = plan_.input_slots_[i];
+    const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(st.dtypes[s]);
+    if (bytes > 0 && inputs[i] != ptrs_[s])
+      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(ptrs_[s]), dptr(inputs[i]), bytes, stream),
+                      "input '" + plan_.slot_names_[s] + "'");
+  }
+  st.graph->launch(stream);
+  for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
+    if (i >= outputs.size() || !outputs[i]) continue;
+    const int s = plan_.output_slots_[i];
+    const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(st.dtypes[s]);
+    if (bytes > 0 && outputs[i] != ptrs_[s])
+      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(ptrs_[s]), bytes, stream),
+                      "output '" + plan_.slot_names_[s] + "'");
+  }
+  last_mode_ = mode;
+  if (mode == Mode::kGraphReplay) ++stats_.replays;
+  KILNRT_LOG(kVerbose, "CUDA graph " << mode_name(mode) << " for input shapes " << st.label);
+}
+
+void CudaRunner::resolve_pointers(const ShapeState& st, const std::vector<const void*>& inputs) {
   const size_t nslots = plan_.slot_names_.size();
   ptrs_.assign(nslots, nullptr);
   char* arena = static_cast<char*>(arena_.data());
@@ -366,6 +490,13 @@ void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vect
   }
   for (size_t i = 0; i < plan_.input_slots_.size(); ++i)
     if (i < inputs.size() && inputs[i]) ptrs_[plan_.input_slots_[i]] = const_cast<void*>(inputs[i]);
+  for (size_t s = 0; s < nslots; ++s) {
+    if (plan_.const_ptr_[s]) ptrs_[s] = const_cast<void*>(plan_.const_ptr_[s]);
+    else if (st.arena_offset[s] <= -2) ptrs_[s] = ptrs_[-2 - st.arena_offset[s]];  // alias of its storage root
+  }
+}
+
+void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& outputs, StreamT stream) {
   kilnrt::cuda::ContextGuard guard(plan_.device_);
   const auto& api = guard.api();
   LayerLaunch launch;
@@ -385,12 +516,7 @@ void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vect
       t.shape = st.shapes[in];
       t.dtype = st.dtypes[in];
       t.host = st.host_values[in].defined() ? &st.host_values[in] : nullptr;
-      if (plan_.graph_.is_constant(plan_.slot_names_[in])) {
-        const auto& w = *plan_.weights_;
-        try { t.data = w.get(plan_.slot_names_[in]); } catch (const Error&) { t.data = nullptr; }
-      } else {
-        t.data = ptrs_[in];
-      }
+      t.data = plan_.graph_.is_constant(plan_.slot_names_[in]) ? plan_.const_ptr_[in] : ptrs_[in];
     }
     if (step.layer->is_alias()) {
       if (step.outputs[0] >= 0) ptrs_[step.outputs[0]] = const_cast<void*>(launch.inputs[0].data);
@@ -411,7 +537,6 @@ void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vect
   }
   for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
     const int s = plan_.output_slots_[i];
-    if (plan_.graph_.is_constant(plan_.slot_names_[s])) ptrs_[s] = const_cast<void*>(plan_.weights_->get(plan_.slot_names_[s]));
     if (i >= outputs.size() || !outputs[i]) continue;
     const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(st.dtypes[s]);
     if (bytes > 0 && outputs[i] != ptrs_[s])

@@ -9,6 +9,16 @@
 // shape with the ops' shape functions, evaluates the host nodes, uploads host values that device layers read, and
 // lays out the activation arena (greedy first-fit reuse by lifetime). The arena grows when shapes need more, never
 // per call. enqueue() then launches the layers on the given stream with no host synchronisation.
+//
+// CUDA graphs (on by default; KILNRT_CUDA_GRAPHS=0 or set_graphs_enabled(false) turn them off): the first call with
+// a shape tuple runs the layers directly (warm-up: cuDNN algorithm choice, library lazy init); the second captures
+// the layer sequence once on a private stream (CudaGraph, thread-local capture mode) with the inputs and outputs in
+// the arena; from then on every call copies the bound inputs into the arena (D2D on the caller's stream), replays
+// the graph on the caller's stream and copies the outputs out — new bound addresses never cause a re-capture.
+// Captured graphs are kept per shape tuple, at most kMaxGraphs (least recently used evicted); growing the arena
+// drops them all (they address the old arena). When the caller's stream is itself capturing (torch.cuda.graph), the
+// layers are enqueued directly so that the caller's graph records them. A capture that fails (a library refusing
+// capture) falls back to direct launches for that shape tuple with a warning.
 #pragma once
 #include <map>
 #include <memory>
@@ -19,6 +29,7 @@
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_libs.h"
 #include "ir/graph.h"
+#include "kilnrt/cuda/graph.h"
 #include "kilnrt/cuda/memory.h"
 #include "ops/op_registry.h"
 
@@ -63,6 +74,7 @@ class CudaPlan {
   std::vector<uint8_t> host_slot_;     // 1: value known on the host (constant or host node output)
   std::vector<uint8_t> upload_slot_;   // 1: host value (non-constant) a device layer or output reads on the device
   std::vector<int> input_slots_, output_slots_;
+  std::vector<const void*> const_ptr_;  // per slot: device copy of a constant (null: not uploaded / not constant)
 };
 
 struct DeviceIo {
@@ -72,8 +84,22 @@ struct DeviceIo {
 
 class CudaRunner {
  public:
+  // How the last enqueue() ran.
+  enum class Mode { kNone, kDirect, kGraphCapture, kGraphReplay, kCallerCapture };
+  static const char* mode_name(Mode m);
+  struct Stats {
+    uint64_t direct = 0, captures = 0, replays = 0, caller_captured = 0, capture_failures = 0, evictions = 0;
+  };
+  static constexpr size_t kMaxGraphs = 8;
+
   explicit CudaRunner(const CudaPlan& plan);
   ~CudaRunner();
+
+  void set_graphs_enabled(bool on) { graphs_enabled_ = on; }
+  bool graphs_enabled() const { return graphs_enabled_; }
+  Mode last_mode() const { return last_mode_; }
+  const Stats& stats() const { return stats_; }
+  size_t cached_graphs() const { return graph_lru_.size(); }
 
   // Infers shapes for these input shapes (cached per tuple), evaluates host nodes, uploads host values and makes
   // sure the arena is large enough (may allocate and synchronise `stream` when shapes are new: not per call).
@@ -91,12 +117,23 @@ class CudaRunner {
 
  private:
   struct ShapeState;
+  // Resolves every slot's device pointer for `st` (inputs[i] non-null: the caller's memory, else the arena).
+  void resolve_pointers(const ShapeState& st, const std::vector<const void*>& inputs);
+  // Launches the layers (ptrs_ resolved) on `stream`; copies graph outputs to outputs[i] where non-null.
+  void launch_layers(const ShapeState& st, const std::vector<void*>& outputs, StreamT stream);
+  void enqueue_with_graph(ShapeState& st, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                          StreamT stream);
+  void drop_graphs() noexcept;
   const CudaPlan& plan_;
   LibraryHandles handles_;
   kilnrt::cuda::DeviceBuffer arena_, workspace_;
   std::map<std::vector<Shape>, std::unique_ptr<ShapeState>> states_;
   ShapeState* current_ = nullptr;
   std::vector<void*> ptrs_;
+  bool graphs_enabled_ = true;
+  Mode last_mode_ = Mode::kNone;
+  Stats stats_;
+  std::vector<ShapeState*> graph_lru_;  // states holding a graph, most recently used last
 };
 
 }  // namespace kilnrt::backends::cuda
