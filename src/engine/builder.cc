@@ -140,8 +140,6 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   // A CUDA engine is built on (and for) the GPU that will run it: fail early and clearly without one.
   engine::CudaTarget target;
   if (cuda) target = engine::cuda_target(cuda_device);
-  KILNRT_CHECK(!(cuda && (options.fp16 || options.bf16 || options.tf32)), kUnsupported, "precision",
-               "the CUDA backend computes in strict float32 for now: --fp16/--bf16/--tf32 are not available yet");
   KILNRT_CHECK(!(options.fp16 && options.bf16), kInvalidArgument, "precision", "choose one of fp16 and bf16");
   if (!cuda && (options.fp16 || options.bf16))
     KILNRT_LOG(kWarning, "the CPU backend computes in float32: --fp16/--bf16 apply to CUDA engines only");
@@ -166,6 +164,20 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   for (const std::string& in : graph.inputs) meta.inputs.push_back(tensor_info(graph, in));
   for (const std::string& out : graph.outputs) meta.outputs.push_back(tensor_info(graph, out));
   if (cuda) {
+    // Precision is an attribute of the plan, stored per layer (the CPU oracle ignores it): GEMMs take 16-bit
+    // operands with float32 accumulation under --fp16 / --bf16; --tf32 lets GEMMs and convolutions use TF32.
+    for (ir::Node& n : graph.nodes) {
+      const bool gemm = n.op_type == "MatMul" || n.op_type == "Gemm";
+      std::string p;
+      if (gemm && options.fp16) p = "fp16";
+      else if (gemm && options.bf16) p = "bf16";
+      else if ((gemm || n.op_type == "Conv") && options.tf32) p = "tf32";
+      if (p.empty()) continue;
+      ir::Attribute a;
+      a.kind = ir::Attribute::Kind::kString;
+      a.s = p;
+      n.attrs["kilnrt_precision"] = a;
+    }
     // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
     auto plan = engine::make_cuda_plan(graph, target.device);
     meta.layer_tactics = engine::cuda_tactics(*plan);

@@ -358,3 +358,36 @@ TEST(CudaBackendEngine, GraphCacheIsBoundedPerShapeTuple) {
     }
   }
 }
+
+// ---- precision ---------------------------------------------------------------------------------------------------
+
+TEST_P(CudaFixture, ReducedPrecisionEnginesMatchTorch) {
+  SKIP_WITHOUT_GPU();
+  const std::string name = GetParam();
+  const Tensor x = load_npy(fixture(name + ".input.npy"));
+  const Tensor y = load_npy(fixture(name + ".expected.npy"));
+  for (const char* p : {"fp16", "bf16", "tf32"}) {
+    SCOPED_TRACE(p);
+    BuildOptions opt;
+    opt.device = "cuda";
+    opt.fp16 = std::string(p) == "fp16";
+    opt.bf16 = std::string(p) == "bf16";
+    opt.tf32 = std::string(p) == "tf32";
+    const std::vector<uint8_t> bytes = build_engine(fixture(name + ".onnx"), opt);
+    auto engine = Engine::from_bytes(bytes.data(), bytes.size());
+    int reduced = 0;
+    for (const LayerInfo& l : engine->layers())
+      if (l.op_type == "MatMul" || l.op_type == "Gemm") {
+        EXPECT_NE(l.tactic.find(p), std::string::npos) << l.name << ": " << l.tactic;
+        ++reduced;
+      }
+    EXPECT_GT(reduced, 0);
+    EXPECT_NE(engine->describe().find(p), std::string::npos);
+    auto ctx = engine->create_context();
+    for (int call = 0; call < 3; ++call) {  // direct, graph capture, graph replay
+      const Tensor got = ctx->run({{"x", x}}).at("y");
+      std::printf("    %s %s call %d:", name.c_str(), p, call);
+      testing_util::expect_close(got, y, std::string(p) == "bf16" ? 0.08 : 0.03, 0.999, true);
+    }
+  }
+}

@@ -110,6 +110,28 @@ TEST(CudaBackendOps, MatMulBatchingAndGemm) {
   compare_node(Op("Gemm", 2).i("transA", 1).node, {at, b});
 }
 
+TEST(CudaBackendOps, MatMulAndGemmInReducedPrecision) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  // 16-bit operands (weights converted at load, activations on the fly), float32 accumulation and output; TF32.
+  // Tolerances scale with the operand's mantissa: fp16 / tf32 10 bits, bf16 7 bits (K = 129, |x| <= 1).
+  for (const char* p : {"fp16", "bf16", "tf32"}) {
+    SCOPED_TRACE(p);
+    const double tol = std::string(p) == "bf16" ? 0.1 : 0.02;
+    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node, {random_tensor({37, 129}, 32), random_tensor({129, 65}, 33)},
+                 {false, true}, 17, tol, tol);
+    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node, {random_tensor({3, 4, 50}, 30), random_tensor({3, 50, 6}, 31)},
+                 {}, 17, tol, tol);
+    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node, {random_tensor({2, 1, 4, 50}, 26), random_tensor({3, 50, 6}, 27)},
+                 {}, 17, tol, tol);
+    compare_node(Op("Gemm", 3).s("kilnrt_precision", p).i("transB", 1).node,
+                 {random_tensor({7, 90}, 34), random_tensor({11, 90}, 37), random_tensor({11}, 38)}, {false, true, true},
+                 17, tol, tol);
+    // NaN in an operand propagates to every output it reaches.
+    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node, {with_nans(random_tensor({9, 16}, 40)), random_tensor({16, 5}, 41)},
+                 {false, true}, 17, tol, tol);
+  }
+}
+
 TEST(CudaBackendOps, ConvolutionTactics) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 4, 11, 9}, 41);

@@ -97,4 +97,24 @@ DType value_dtype(const ir::Graph& g, const std::string& name) {
   return t ? t->dtype : DType::kUndefined;
 }
 
+Precision node_precision(const ir::Node& node) {
+  if (!node.has_attr(kPrecisionAttr)) return Precision::kFp32;
+  const std::string p = node.attr_string(kPrecisionAttr);
+  if (p == "fp16") return Precision::kFp16;
+  if (p == "bf16") return Precision::kBf16;
+  if (p == "tf32") return Precision::kTf32;
+  KILNRT_CHECK(p == "fp32", kInvalidModel, node.describe(), "unknown precision '" << p << "'");
+  return Precision::kFp32;
+}
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kTf32: return "tf32";
+    case Precision::kFp16: return "fp16";
+    case Precision::kBf16: return "bf16";
+  }
+  return "?";
+}
+
 }  // namespace kilnrt::backends::cuda

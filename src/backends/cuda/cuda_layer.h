@@ -111,6 +111,14 @@ struct LayerRegistrar {
 #define KILNRT_REGISTER_CUDA_LAYER(...) \
   static ::kilnrt::backends::cuda::LayerRegistrar KILNRT_CUDA_CONCAT(kilnrt_cuda_layer_, __COUNTER__)(__VA_ARGS__)
 
+// Arithmetic precision of a layer, chosen at build (--fp16 / --bf16 / --tf32) and stored with the node as the
+// string attribute kPrecisionAttr ("fp32" when absent). fp16 / bf16: 16-bit operands with float32 accumulation;
+// tf32: float32 data, TF32 tensor-core math allowed.
+enum class Precision { kFp32, kTf32, kFp16, kBf16 };
+constexpr const char* kPrecisionAttr = "kilnrt_precision";
+Precision node_precision(const ir::Node& node);
+const char* precision_name(Precision p);  // "fp32", "tf32", "fp16", "bf16"
+
 // Whether `node` can run on the CUDA backend: "" if yes, else why not (unknown op, dtype ...).
 std::string cuda_supports(const ir::Node& node, const ir::Graph& graph);
 

@@ -19,9 +19,13 @@ namespace k = kilnrt::cuda::kernels;
 struct GemmArgs {
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;
-  const float* a = nullptr;
-  const float* b = nullptr;
+  const void* a = nullptr;  // float32, or 16-bit (ab_type) for --fp16 / --bf16 layers
+  const void* b = nullptr;
   float* c = nullptr;
+  cudaDataType_t ab_type = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // COMPUTE_32F_FAST_TF32 for --tf32 layers
+  void* workspace = nullptr;                        // cuBLASLt workspace (what the 16-bit operands leave free)
+  size_t workspace_bytes = 0;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
   float alpha = 1.f, beta = 0.f;
   const float* bias = nullptr;  // n elements, added to every row
@@ -43,7 +47,7 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
   using Layout = LtHandle<cublasLtMatrixLayout_t, decltype(api.cublasLtMatrixLayoutDestroy)>;
   using Pref = LtHandle<cublasLtMatmulPreference_t, decltype(api.cublasLtMatmulPreferenceDestroy)>;
   Desc desc{nullptr, api.cublasLtMatmulDescDestroy};
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescCreate(&desc.h, CUBLAS_COMPUTE_32F, CUDA_R_32F), name);
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescCreate(&desc.h, g.compute, CUDA_R_32F), name);
   const cublasOperation_t op_p = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // P = op(B)^T, stored B
   const cublasOperation_t op_q = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // Q = op(A)^T, stored A
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_p, sizeof(op_p)), name);
@@ -54,8 +58,8 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
     KILNRT_CUBLASLT_CHECK(
         api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)), name);
   }
-  auto make_layout = [&](Layout& lay, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride) {
-    KILNRT_CUBLASLT_CHECK(api.cublasLtMatrixLayoutCreate(&lay.h, CUDA_R_32F, rows, cols, ld), name);
+  auto make_layout = [&](Layout& lay, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride, cudaDataType_t t) {
+    KILNRT_CUBLASLT_CHECK(api.cublasLtMatrixLayoutCreate(&lay.h, t, rows, cols, ld), name);
     if (g.batch > 1) {
       const int32_t count = static_cast<int32_t>(g.batch);
       KILNRT_CUBLASLT_CHECK(
@@ -68,12 +72,12 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
   Layout lp{nullptr, api.cublasLtMatrixLayoutDestroy}, lq{nullptr, api.cublasLtMatrixLayoutDestroy},
       lc{nullptr, api.cublasLtMatrixLayoutDestroy};
   // Stored B: row-major k x n (ld n) is column-major n x k; transposed: row-major n x k is column-major k x n.
-  if (g.trans_b) make_layout(lp, g.k, g.n, g.k, g.stride_b); else make_layout(lp, g.n, g.k, g.n, g.stride_b);
-  if (g.trans_a) make_layout(lq, g.m, g.k, g.m, g.stride_a); else make_layout(lq, g.k, g.m, g.k, g.stride_a);
-  make_layout(lc, g.n, g.m, g.n, g.stride_c);
+  if (g.trans_b) make_layout(lp, g.k, g.n, g.k, g.stride_b, g.ab_type); else make_layout(lp, g.n, g.k, g.n, g.stride_b, g.ab_type);
+  if (g.trans_a) make_layout(lq, g.m, g.k, g.m, g.stride_a, g.ab_type); else make_layout(lq, g.k, g.m, g.k, g.stride_a, g.ab_type);
+  make_layout(lc, g.n, g.m, g.n, g.stride_c, CUDA_R_32F);
   Pref pref{nullptr, api.cublasLtMatmulPreferenceDestroy};
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceCreate(&pref.h), name);
-  const uint64_t ws = l.workspace_bytes;
+  const uint64_t ws = g.workspace_bytes;
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                                                  sizeof(ws)),
                         name);
@@ -83,17 +87,64 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
                                                            &returned),
                         name);
   KILNRT_CHECK(returned > 0, kCuda, name,
-               "cuBLASLt found no algorithm for a " << g.m << "x" << g.n << "x" << g.k << " float32 GEMM");
+               "cuBLASLt found no algorithm for a " << g.m << "x" << g.n << "x" << g.k << " GEMM");
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmul(handle, desc.h, &g.alpha, g.b, lp.h, g.a, lq.h, &g.beta, g.c, lc.h, g.c,
-                                           lc.h, &result.algo, l.workspace, l.workspace_bytes,
+                                           lc.h, &result.algo, g.workspace, g.workspace_bytes,
                                            reinterpret_cast<cudaStream_t>(l.stream)),
                         name);
 }
 
+// 16-bit copy of a constant float32 operand, uploaded once at load (nullptr when not applicable).
+const void* weight_16(const LayerCreateArgs& a, size_t input, Precision p) {
+  if (p != Precision::kFp16 && p != Precision::kBf16) return nullptr;
+  if (a.node.inputs.size() <= input || !a.graph.is_constant(a.node.inputs[input])) return nullptr;
+  const Tensor& w = a.graph.constants.at(a.node.inputs[input]);
+  if (w.dtype() != DType::kFloat32) return nullptr;
+  const bool bf = p == Precision::kBf16;
+  Tensor h = Tensor::empty(bf ? DType::kBFloat16 : DType::kFloat16, w.shape());
+  const float* src = w.data<float>();
+  uint16_t* dst = static_cast<uint16_t*>(h.raw());
+  for (int64_t i = 0; i < w.numel(); ++i) dst[i] = bf ? float_to_bfloat16(src[i]) : float_to_half(src[i]);
+  return a.weights.upload(a.node.inputs[input] + (bf ? "#bf16" : "#fp16"), h);
+}
+
+// Sets the operand types / compute type of `g` for precision `p`. 16-bit layers convert the float32 activations
+// (and B when no 16-bit copy was made at load) into the front of the context workspace; cuBLASLt gets the rest.
+// When they do not fit (huge activations), that call runs in float32.
+void set_precision(GemmArgs& g, Precision p, int64_t a_numel, int64_t b_numel, const void* b16, LayerLaunch& l,
+                   const std::string& name) {
+  g.workspace = l.workspace;
+  g.workspace_bytes = l.workspace_bytes;
+  if (p == Precision::kTf32) g.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (p != Precision::kFp16 && p != Precision::kBf16) return;
+  auto al = [](size_t n) { return (n + 255) / 256 * 256; };
+  const size_t a_bytes = al(size_t(a_numel) * 2), b_bytes = b16 ? 0 : al(size_t(b_numel) * 2);
+  constexpr size_t kLtReserve = size_t(4) << 20;
+  if (a_bytes + b_bytes + kLtReserve > l.workspace_bytes) return;  // float32 for this call
+  const int bf = p == Precision::kBf16 ? 1 : 0;
+  char* ws = static_cast<char*>(l.workspace);
+  check_launch(k::f32_to_16(static_cast<const float*>(g.a), ws, a_numel, bf, l.stream), name, "f32_to_16");
+  g.a = ws;
+  if (b16) {
+    g.b = b16;
+  } else {
+    check_launch(k::f32_to_16(static_cast<const float*>(g.b), ws + a_bytes, b_numel, bf, l.stream), name, "f32_to_16");
+    g.b = ws + a_bytes;
+  }
+  g.ab_type = bf ? CUDA_R_16BF : CUDA_R_16F;
+  g.workspace = ws + a_bytes + b_bytes;
+  g.workspace_bytes = l.workspace_bytes - a_bytes - b_bytes;
+}
+
+std::string gemm_tactic(const char* what, Precision p) {
+  return std::string("cublaslt:") + what + "-" + precision_name(p) + (p == Precision::kFp16 || p == Precision::kBf16 ? "-acc32" : "");
+}
+
 class MatMulLayer final : public CudaLayer {
  public:
-  explicit MatMulLayer(const ir::Node& n) : name_(n.describe()) {}
-  std::string tactic() const override { return "cublaslt:matmul-fp32"; }
+  explicit MatMulLayer(const LayerCreateArgs& a)
+      : name_(a.node.describe()), precision_(node_precision(a.node)), b16_(weight_16(a, 1, precision_)) {}
+  std::string tactic() const override { return gemm_tactic("matmul", precision_); }
   void enqueue(LayerLaunch& l) override {
     Shape as = l.inputs[0].shape, bs = l.inputs[1].shape;
     if (as.size() == 1) as.insert(as.begin(), 1);
@@ -109,13 +160,15 @@ class MatMulLayer final : public CudaLayer {
     for (size_t d = 0; d < r; ++d) ob[d] = std::max(pa[d], pb[d]);
     const int64_t na = shape_numel(pa), nb = shape_numel(pb), no = shape_numel(ob);
     GemmArgs g;
-    g.a = static_cast<const float*>(l.inputs[0].data);
-    g.b = static_cast<const float*>(l.inputs[1].data);
+    g.a = l.inputs[0].data;
+    g.b = l.inputs[1].data;
     g.c = static_cast<float*>(l.outputs[0].data);
     g.m = m;
     g.n = n;
     g.k = kk;
     if (no == 0) return;
+    set_precision(g, precision_, l.inputs[0].numel(), l.inputs[1].numel(), b16_, l, name_);
+    const int64_t es = g.ab_type == CUDA_R_32F ? 4 : 2;  // operand element size
     if (nb == 1) {  // weights shared by every batch: one tall GEMM
       g.m = m * na;
       lt_gemm(g, l, name_);
@@ -137,8 +190,8 @@ class MatMulLayer final : public CudaLayer {
           sb *= pb[d];
         }
         GemmArgs gi = g;
-        gi.a = g.a + ia * m * kk;
-        gi.b = g.b + ib * kk * n;
+        gi.a = static_cast<const char*>(g.a) + ia * m * kk * es;
+        gi.b = static_cast<const char*>(g.b) + ib * kk * n * es;
         gi.c = g.c + i * m * n;
         lt_gemm(gi, l, name_);
       }
@@ -147,17 +200,23 @@ class MatMulLayer final : public CudaLayer {
 
  private:
   std::string name_;
+  Precision precision_;
+  const void* b16_;
 };
 
 class GemmLayer final : public CudaLayer {
  public:
+  explicit GemmLayer(const LayerCreateArgs& a) : GemmLayer(a.node) {
+    precision_ = node_precision(a.node);
+    b16_ = weight_16(a, 1, precision_);
+  }
   explicit GemmLayer(const ir::Node& n)
       : name_(n.describe()),
         trans_a_(n.attr_int("transA", 0) != 0),
         trans_b_(n.attr_int("transB", 0) != 0),
         alpha_(n.attr_float("alpha", 1.f)),
         beta_(n.attr_float("beta", 1.f)) {}
-  std::string tactic() const override { return "cublaslt:gemm-fp32"; }
+  std::string tactic() const override { return gemm_tactic("gemm", precision_); }
   void enqueue(LayerLaunch& l) override {
     const Shape& as = l.inputs[0].shape;
     const Shape& bs = l.inputs[1].shape;
@@ -167,8 +226,8 @@ class GemmLayer final : public CudaLayer {
     g.m = trans_a_ ? as[1] : as[0];
     g.k = trans_a_ ? as[0] : as[1];
     g.n = trans_b_ ? bs[0] : bs[1];
-    g.a = static_cast<const float*>(l.inputs[0].data);
-    g.b = static_cast<const float*>(l.inputs[1].data);
+    g.a = l.inputs[0].data;
+    g.b = l.inputs[1].data;
     g.c = static_cast<float*>(l.outputs[0].data);
     g.alpha = alpha_;
     const bool has_c = l.inputs.size() > 2 && l.inputs[2].present && beta_ != 0.f;
@@ -187,6 +246,8 @@ class GemmLayer final : public CudaLayer {
       }
     }
     KILNRT_CHECK(g.k > 0, kUnsupported, name_, "Gemm with an empty inner dimension (K == 0)");
+    if (g.m == 0 || g.n == 0) return;
+    set_precision(g, precision_, l.inputs[0].numel(), l.inputs[1].numel(), b16_, l, name_);
     lt_gemm(g, l, name_);
   }
 
@@ -194,6 +255,8 @@ class GemmLayer final : public CudaLayer {
   std::string name_;
   bool trans_a_, trans_b_;
   float alpha_, beta_;
+  Precision precision_ = Precision::kFp32;
+  const void* b16_ = nullptr;
 };
 
 // ---- Conv ------------------------------------------------------------------------------------------------------
@@ -204,7 +267,8 @@ struct ConvGeometry {
 
 class ConvLayer final : public CudaLayer {
  public:
-  explicit ConvLayer(const LayerCreateArgs& a) : node_(a.node), name_(a.node.describe()) {
+  explicit ConvLayer(const LayerCreateArgs& a)
+      : node_(a.node), name_(a.node.describe()), tf32_(node_precision(a.node) == Precision::kTf32) {
     const char* env = std::getenv("KILNRT_CUDA_CONV");
     std::string why;
     use_cudnn_ = !(env && std::string(env) == "direct") && cudnn_usable(&why);
@@ -223,7 +287,9 @@ class ConvLayer final : public CudaLayer {
     } catch (...) {
     }
   }
-  std::string tactic() const override { return use_cudnn_ ? "cudnn:conv-fwd-fp32" : "kernel:conv2d-direct"; }
+  std::string tactic() const override {
+    return use_cudnn_ ? (tf32_ ? "cudnn:conv-fwd-tf32" : "cudnn:conv-fwd-fp32") : "kernel:conv2d-direct";
+  }
 
   void enqueue(LayerLaunch& l) override {
     const ConvGeometry geo = geometry(l);
@@ -335,7 +401,8 @@ class ConvLayer final : public CudaLayer {
     KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolution2dDescriptor(c.conv, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionGroupCount(c.conv, p.groups), name_);
     // Strict fp32: FMA math forbids TF32 tensor-core paths (DEFAULT_MATH would allow TF32 on Ampere and newer).
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionMathType(c.conv, CUDNN_FMA_MATH), name_);
+    // --tf32: DEFAULT_MATH lets cuDNN use TF32 tensor cores for float32 data.
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionMathType(c.conv, tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), name_);
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
     KILNRT_CUDNN_CHECK(api, api.cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv, c.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf), name_);
@@ -358,6 +425,7 @@ class ConvLayer final : public CudaLayer {
 
   const ir::Node& node_;
   std::string name_;
+  bool tf32_ = false;
   bool use_cudnn_ = false;
   std::mutex mu_;
   std::map<Shape, Cached> cache_;
@@ -374,9 +442,9 @@ struct Register {
   Register() {
     auto& r = LayerRegistry::instance();
     r.add({"MatMul", float_inputs,
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<MatMulLayer>(a.node); }});
+           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<MatMulLayer>(a); }});
     r.add({"Gemm", float_inputs,
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<GemmLayer>(a.node); }});
+           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<GemmLayer>(a); }});
     r.add({"Conv",
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
              const ir::TensorType* t = g.type_of(n.inputs.at(0));

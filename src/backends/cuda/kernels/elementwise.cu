@@ -1,5 +1,6 @@
 // Elementwise and data-movement kernels: strided copy (transpose/slice/concat/expand), unary, broadcasting binary,
 // where, cast, gather. Few templates on purpose: CI compiles this on 2 cores.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -325,5 +326,31 @@ int broadcast_scale_f32(const float* c, float* y, int64_t total, const Broadcast
 }
 
 const char* error_string(int status) { return cudaGetErrorString(static_cast<cudaError_t>(status)); }
+
+
+namespace {
+__global__ void f32_to_16_kernel(const float* x, void* y, int64_t n, int bf16) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    if (bf16) static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16_rn(x[i]);
+    else static_cast<__half*>(y)[i] = __float2half_rn(x[i]);
+  }
+}
+__global__ void f16_to_32_kernel(const void* x, float* y, int64_t n, int bf16) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i]) : __half2float(static_cast<const __half*>(x)[i]);
+}
+unsigned conv_blocks(int64_t n) { const int64_t b = (n + 255) / 256; return static_cast<unsigned>(b < 65535 ? b : 65535); }
+}  // namespace
+
+int f32_to_16(const float* x, void* y, int64_t n, int bf16, StreamT stream) {
+  if (n <= 0) return 0;
+  f32_to_16_kernel<<<conv_blocks(n), 256, 0, static_cast<cudaStream_t>(stream)>>>(x, y, n, bf16);
+  return static_cast<int>(cudaGetLastError());
+}
+int f16_to_32(const void* x, float* y, int64_t n, int bf16, StreamT stream) {
+  if (n <= 0) return 0;
+  f16_to_32_kernel<<<conv_blocks(n), 256, 0, static_cast<cudaStream_t>(stream)>>>(x, y, n, bf16);
+  return static_cast<int>(cudaGetLastError());
+}
 
 }  // namespace kilnrt::cuda::kernels

@@ -49,6 +49,10 @@ int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_
 // y = cond ? x : z with broadcasting (s0 cond, s1 x, s2 z); elem_size of x/z: 1, 2, 4, 8.
 int where(const uint8_t* cond, const void* x, const void* z, void* y, int64_t n, const Broadcast3& bc,
           size_t elem_size, StreamT stream);
+// float32 <-> 16-bit float (bf16 = 0: IEEE half, 1: bfloat16), round to nearest even; NaN / inf preserved, values
+// beyond the 16-bit range become inf (half). For the 16-bit GEMM operands of --fp16 / --bf16 engines.
+int f32_to_16(const float* x, void* y, int64_t n, int bf16, StreamT stream);
+int f16_to_32(const void* x, float* y, int64_t n, int bf16, StreamT stream);
 // Cast between dtype codes 0 float32, 1 int64, 2 int32, 3 bool, 4 int8, 5 uint8, 6 float64, 7 float16.
 int cast(const void* x, int from, void* y, int to, int64_t n, StreamT stream);
 // Gather along an axis: x viewed as [outer, axis_dim, inner], indices (int64, n_idx of them, negative allowed)
