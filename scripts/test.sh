@@ -17,5 +17,11 @@ ctest --test-dir "$KILNRT_BUILD_DIR" --output-on-failure -j "$KILNRT_JOBS" || st
 kilnrt_log "pytest (tests/python)"
 cd "$KILNRT_ROOT" && "$KILNRT_PY" -m pytest tests/python -ra "$@" || status=1
 
+# ONNX node conformance report (CPU): every case generated from the installed onnx; the pass-rate assertion itself
+# is tests/python/test_conformance.py. Here: the full printed report (failures + reasoned exclusions), ~10 s.
+kilnrt_log "ONNX node conformance (tests/conformance/run_conformance.py --device cpu)"
+"$KILNRT_PY" "$KILNRT_ROOT/tests/conformance/run_conformance.py" --device cpu \
+  --min-pass-rate "${KILNRT_CONFORMANCE_MIN_PASS_RATE:-0.75}" || status=1
+
 if [ "$status" = 0 ]; then kilnrt_log "all tests passed"; else kilnrt_log "SOME TESTS FAILED"; fi
 exit $status

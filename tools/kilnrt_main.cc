@@ -5,6 +5,8 @@
 
 #include "cli_common.h"
 
+namespace kilnrt_cli { void add_ops_command(CLI::App& app); }  // tools/cmd_ops.cc
+
 int main(int argc, char** argv) {
   CLI::App app{std::string("kilnrt ") + kilnrt::version() + ": build optimized inference engines from ONNX models and run them"};
   app.require_subcommand(1);
@@ -13,6 +15,7 @@ int main(int argc, char** argv) {
   kilnrt_cli::add_run_command(app);
   kilnrt_cli::add_inspect_command(app);
   kilnrt_cli::add_doctor_command(app);
+  kilnrt_cli::add_ops_command(app);
   try {
     app.parse(argc, argv);  // the chosen command runs in its callback
   } catch (const CLI::ParseError& e) {

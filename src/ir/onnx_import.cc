@@ -676,13 +676,23 @@ Graph decode_model(const pb::Source& src, const std::string& base_dir) {
   }
   KILNRT_CHECK(ir_version >= kMinOnnxIrVersion, kInvalidModel, src.label,
                "ONNX ir_version " << ir_version << " is too old (kilnrt needs " << kMinOnnxIrVersion
-                                  << " or newer): re-export the model with a recent exporter (opset_version>=13)");
+                                  << " or newer): re-export the model with a recent exporter (opset_version>="
+                                  << kFirstFullySupportedOpset << ")");
   KILNRT_CHECK(has_graph, kInvalidModel, src.label, "the model has no graph");
   auto def = ctx.opsets.find("");
   const int64_t opset = def == ctx.opsets.end() ? 0 : def->second;
   KILNRT_CHECK(opset >= kMinOnnxOpset, kInvalidModel, src.label,
                "default-domain opset " << opset << ": opset " << kMinOnnxOpset
-                                       << " or newer required, re-export with opset_version>=" << kMinOnnxOpset);
+                                       << " or newer required, re-export with opset_version>="
+                                       << kFirstFullySupportedOpset);
+  if (opset < kFirstFullySupportedOpset) {
+    KILNRT_LOG(kWarning, src.label << ": default-domain opset " << opset << " is older than "
+                                   << kFirstFullySupportedOpset
+                                   << ": importing with each op's semantics of that opset where kilnrt has them "
+                                      "(nodes of ops it lacks at that opset are reported as unsupported); "
+                                      "re-export with opset_version>="
+                                   << kFirstFullySupportedOpset << " for full support");
+  }
   if (opset > kMaxTestedOpset) {
     KILNRT_LOG(kWarning, src.label << ": opset " << opset << " is newer than the newest kilnrt was tested with ("
                                    << kMaxTestedOpset << "); importing anyway");

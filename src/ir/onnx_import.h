@@ -12,7 +12,8 @@
 // Errors: kilnrt::Error with kInvalidModel (malformed or invalid model: where = "<file>: <field path>" for wire
 // format problems, the node / tensor name for semantic ones), kUnsupported (valid ONNX that kilnrt does not handle:
 // sparse initializers, int16/string/... tensors, TENSORS/GRAPHS attributes), kIo (file not found / unreadable).
-// Requirements: ir_version >= 7 and default-domain opset >= 13; newer than kMaxTestedOpset is accepted with a warning.
+// Requirements: ir_version >= 3 and default-domain opset >= 7 (7..12 with a warning: see kMinOnnxOpset); newer than
+// kMaxTestedOpset is accepted with a warning.
 //
 // External data: paths are resolved relative to the model's directory; absolute paths and paths with a ".."
 // component are rejected. Symbolic links inside the directory are followed (the Hugging Face cache links blobs).
@@ -24,8 +25,13 @@
 
 namespace kilnrt::ir {
 
-constexpr int64_t kMinOnnxIrVersion = 7;
-constexpr int64_t kMinOnnxOpset = 13;
+// Opset policy: default-domain opsets 7 to 12 (ONNX 1.2 to 1.7: multidirectional broadcasting everywhere) are
+// accepted with a warning; each node then needs an op schema covering its opset (OpSchema::since_version), else the
+// build fails with kUnsupported naming the node, op and opset. Older ir_versions (3..6) only differ in ways the
+// importer already handles (initializers may be listed as graph inputs).
+constexpr int64_t kMinOnnxIrVersion = 3;
+constexpr int64_t kMinOnnxOpset = 7;
+constexpr int64_t kFirstFullySupportedOpset = 13;
 constexpr int64_t kMaxTestedOpset = 25;
 
 // Reads an ONNX file; external data is read relative to the file's directory.

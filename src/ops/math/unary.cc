@@ -112,6 +112,18 @@ KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Tan", 7, "tan(x)", no_attrs([
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Asin", 7, "asin(x)", no_attrs([](auto x) { return std::asin(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Acos", 7, "acos(x)", no_attrs([](auto x) { return std::acos(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Atan", 7, "atan(x)", no_attrs([](auto x) { return std::atan(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Asinh", 9, "asinh(x)", no_attrs([](auto x) { return std::asinh(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Acosh", 9, "acosh(x)", no_attrs([](auto x) { return std::acosh(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Atanh", 9, "atanh(x)", no_attrs([](auto x) { return std::atanh(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kSignedNumeric>("Shrink", 9, "x<-lambd ? x+bias : x>lambd ? x-bias : 0",
+                                                          [](const ir::Node& n) {
+  double lambd = n.attr_float("lambd", 0.5f), bias = n.attr_float("bias", 0.0f);
+  return [lambd, bias](auto x) {
+    using C = decltype(x);
+    const double v = static_cast<double>(x);
+    return v < -lambd ? C(v + bias) : (v > lambd ? C(v - bias) : C(0));
+  };
+}));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Sinh", 9, "sinh(x)", no_attrs([](auto x) { return std::sinh(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Cosh", 9, "cosh(x)", no_attrs([](auto x) { return std::cosh(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Floor", 1, "floor(x)", no_attrs([](auto x) { return std::floor(x); })));

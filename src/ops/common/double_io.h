@@ -1,0 +1,62 @@
+// Small helpers for CPU reference kernels that compute in double: read any float tensor (float32/float64/float16/
+// bfloat16) or integer tensor as doubles, and build a tensor of a given dtype from doubles.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/check.h"
+#include "ir/graph.h"
+#include "kilnrt/dtype.h"
+#include "kilnrt/tensor.h"
+
+namespace kilnrt::ops {
+
+inline std::vector<double> tensor_to_doubles(const Tensor& t, const ir::Node& node) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  const size_t n = v.size();
+  switch (t.dtype()) {
+    case DType::kFloat32: for (size_t i = 0; i < n; ++i) v[i] = t.data<float>()[i]; break;
+    case DType::kFloat64: for (size_t i = 0; i < n; ++i) v[i] = t.data<double>()[i]; break;
+    case DType::kFloat16: for (size_t i = 0; i < n; ++i) v[i] = half_to_float(t.data<uint16_t>()[i]); break;
+    case DType::kBFloat16: for (size_t i = 0; i < n; ++i) v[i] = bfloat16_to_float(t.data<uint16_t>()[i]); break;
+    case DType::kInt64: for (size_t i = 0; i < n; ++i) v[i] = static_cast<double>(t.data<int64_t>()[i]); break;
+    case DType::kInt32: for (size_t i = 0; i < n; ++i) v[i] = t.data<int32_t>()[i]; break;
+    case DType::kInt8: for (size_t i = 0; i < n; ++i) v[i] = t.data<int8_t>()[i]; break;
+    case DType::kUInt8: for (size_t i = 0; i < n; ++i) v[i] = t.data<uint8_t>()[i]; break;
+    case DType::kBool: for (size_t i = 0; i < n; ++i) v[i] = t.data<bool>()[i] ? 1.0 : 0.0; break;
+    default:
+      KILNRT_THROW(kUnsupported, node.describe(), node.op_type << ": dtype " << dtype_name(t.dtype())
+                                                              << " is not supported by the CPU kernel");
+  }
+  return v;
+}
+
+// Integer dtypes are filled by truncation toward zero (callers round first where ONNX asks for it).
+inline Tensor tensor_from_doubles(const std::vector<double>& v, DType dtype, const Shape& shape) {
+  Tensor t = Tensor::empty(dtype, shape);
+  const size_t n = v.size();
+  switch (dtype) {
+    case DType::kFloat32: for (size_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(v[i]); break;
+    case DType::kFloat64: for (size_t i = 0; i < n; ++i) t.data<double>()[i] = v[i]; break;
+    case DType::kFloat16:
+      for (size_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = float_to_half(static_cast<float>(v[i]));
+      break;
+    case DType::kBFloat16:
+      for (size_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v[i]));
+      break;
+    case DType::kInt64: for (size_t i = 0; i < n; ++i) t.data<int64_t>()[i] = static_cast<int64_t>(v[i]); break;
+    case DType::kInt32: for (size_t i = 0; i < n; ++i) t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
+    case DType::kInt8: for (size_t i = 0; i < n; ++i) t.data<int8_t>()[i] = static_cast<int8_t>(v[i]); break;
+    case DType::kUInt8: for (size_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(v[i]); break;
+    case DType::kBool: for (size_t i = 0; i < n; ++i) t.data<bool>()[i] = v[i] != 0.0; break;
+    default: break;
+  }
+  return t;
+}
+
+inline const std::vector<DType>& all_float_dtypes() {
+  static const std::vector<DType> v = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+  return v;
+}
+
+}  // namespace kilnrt::ops
