@@ -114,3 +114,14 @@ TEST(OpsExtraUnary, InverseHyperbolicsAndShrink) {
 
 }  // namespace
 }  // namespace kilnrt::ops::optest
+
+namespace kilnrt::ops::optest {
+namespace {
+TEST(OpsExtraNn, HardmaxTiesPickFirstAndOldOpsetCoerces) {
+  Tensor x = f32({1, 3, 3, 0, 5, 2}, {2, 3});
+  expect_values(run1(Node("Hardmax", 1).node, {&x}, 13), {0, 1, 0, 0, 1, 0});
+  Tensor y = f32({1, 2, 4, 3}, {1, 2, 2});  // opset 11, axis 1: one max over the 2x2 block
+  expect_values(run1(Node("Hardmax", 1).node, {&y}, 11), {0, 0, 1, 0});
+}
+}  // namespace
+}  // namespace kilnrt::ops::optest

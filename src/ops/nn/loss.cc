@@ -1,4 +1,5 @@
-// Loss ops (inference of the loss value): NegativeLogLikelihoodLoss (opset 12+) and SoftmaxCrossEntropyLoss (12+).
+// Loss ops (inference of the loss value): NegativeLogLikelihoodLoss (opset 12+) and SoftmaxCrossEntropyLoss (12+);
+// also Hardmax (at the end).
 // Both: input / scores of shape (N, C) or (N, C, d1, ..., dk), integer target of shape (N) / (N, d1, ..., dk),
 // optional per-class weight (C), attributes reduction ("mean" default, "sum", "none") and ignore_index.
 // "mean" divides by the sum of the weights of the non-ignored targets (their count without weights).
@@ -106,6 +107,41 @@ KILNRT_REGISTER_OP(OpSchema{"", "NegativeLogLikelihoodLoss", 12, 1000, infer_los
                             "-input[n, target[n], ...] x weight, reduced by none/sum/mean (ignore_index)"});
 KILNRT_REGISTER_OP(OpSchema{"", "SoftmaxCrossEntropyLoss", 12, 1000, infer_loss, sce_cpu, all_float_dtypes(),
                             "NLL of log-softmax(scores) along axis 1; optional log_prob output"});
+
+}  // namespace
+}  // namespace kilnrt::ops::nn
+
+// ---- Hardmax (same axis rules as Softmax: opset < 13 coerces to 2-D at axis, default 1) -----------------------
+namespace kilnrt::ops::nn {
+namespace {
+
+void hardmax_cpu(CpuContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const bool coerce = ctx.opset < 13;
+  const int64_t rank = std::max(x.rank(), 1);
+  const int64_t axis = normalize_axis(ctx.node.attr_int("axis", coerce ? 1 : -1), rank, ctx.node);
+  int64_t outer = 1, len = 1, inner = 1;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (d < axis) outer *= x.dim(static_cast<int>(d));
+    else if (d == axis || coerce) len *= x.dim(static_cast<int>(d));
+    else inner *= x.dim(static_cast<int>(d));
+  }
+  const std::vector<double> v = tensor_to_doubles(x, ctx.node);
+  std::vector<double> out(v.size(), 0.0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t best = 0;
+      for (int64_t i = 1; i < len; ++i)
+        if (v[(o * len + i) * inner + j] > v[(o * len + best) * inner + j]) best = i;  // ties: the first
+      if (len > 0) out[(o * len + best) * inner + j] = 1.0;
+    }
+  ctx.outputs[0] = tensor_from_doubles(out, x.dtype(), x.shape());
+}
+
+KILNRT_REGISTER_OP(OpSchema{"", "Hardmax", 1, 1000,
+                            [](ShapeContext& ctx) { set_output_type(ctx, 0, ctx.input(0).dtype, input_shape(ctx, 0)); },
+                            hardmax_cpu, all_float_dtypes(),
+                            "1 at the first max along axis, else 0 (opset < 13: over the dims from axis on)"});
 
 }  // namespace
 }  // namespace kilnrt::ops::nn
