@@ -133,6 +133,13 @@ class ExecutionContext {
   virtual std::string last_execution_mode() const { return ""; }
 };
 
+// Checks that `ptr` is memory an engine on CUDA device `device` can read and write in place: device (or managed)
+// memory of that device, allocated in its primary context or by a context-less allocator (cudaMallocAsync pools,
+// VMM / expandable segments) — not host memory, another device's memory or memory of a user-created context
+// (pycuda's make_context). Throws kInvalidArgument naming `what` ("input 'x'") and saying what to do; kCuda without
+// a usable GPU; kUnsupported in builds without CUDA. Runs under the context guard (the caller's context is kept).
+void check_device_memory(const void* ptr, int device, const std::string& what);
+
 // Inspecting an ONNX model without building it (for `kilnrt inspect model.onnx`).
 std::string describe_onnx_model(const std::string& onnx_path);
 

@@ -7,6 +7,18 @@
     outputs = engine.run({"x": x})                                    # {output name: ndarray}
 
 bfloat16 tensors have no numpy dtype: they are passed and returned as uint16 arrays holding the raw bits.
+
+CUDA engines also take device tensors, zero-copy: torch CUDA tensors, cupy arrays, anything with
+__cuda_array_interface__ or DLPack. Outputs are new tensors of the same kind on the same device, enqueued on the
+caller's current stream (torch's / cupy's), without a device sync:
+
+    engine = kilnrt.Engine("model.engine", device=0)
+    y = engine(torch.randn(4, 3, 224, 224, device="cuda"))           # a torch CUDA tensor, on torch's stream
+    engine(x, out=y)                                                 # into preallocated outputs
+    ctx = engine.create_context()                                    # raw pointers:
+    ctx.enqueue({"x": (ptr, (4, 3, 224, 224), "float32")}, {"y": (out_ptr, (4, 1000), "float32")}, stream=s)
+
+kilnrt.cuda has Stream, Event, DeviceBuffer, PinnedBuffer, DeviceArray and Kernel (NVRTC).
 """
 import os as _os
 
@@ -14,8 +26,10 @@ import numpy as _np
 
 from ._errors import Error
 from . import _kilnrt
+from . import _interop
+from . import cuda
 
-__all__ = ["Error", "Engine", "TensorSpec", "build", "doctor", "cuda_available", "describe_onnx_model", "cli_path",
+__all__ = ["Error", "Engine", "ExecutionContext", "TensorSpec", "cuda", "build", "doctor", "cuda_available", "describe_onnx_model", "cli_path",
            "__version__"]
 
 Error.__module__ = "kilnrt"
@@ -77,21 +91,48 @@ def build(onnx_path, engine_path, device="cpu", fp16=False, shapes=None, bf16=Fa
     return _os.fspath(engine_path)
 
 
-class Engine:
-    """A built engine, loaded from a file (Engine(path)) or bytes (Engine.from_bytes(data))."""
+def _device_ordinal(device):
+    """0, 1, "cuda", "cuda:1" or a torch.device -> ordinal."""
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    text = str(device)
+    if text == "cuda":
+        return 0
+    if text.startswith("cuda:") and text[5:].isdigit():
+        return int(text[5:])
+    raise Error("device %r: expected an ordinal (0, 1 ...) or 'cuda:N'" % (device,), "invalid_argument", "device")
 
-    def __init__(self, engine_path=None, *, _handle=None):
+
+def _as_tuple(shape):
+    return tuple(int(d) for d in shape)
+
+
+class Engine:
+    """A built engine, loaded from a file (Engine(path, device=N)) or bytes (Engine.from_bytes(data, device=N)).
+
+    device: the CUDA device a CUDA engine runs on (an ordinal or "cuda:N"; ignored for CPU engines)."""
+
+    def __init__(self, engine_path=None, device=0, *, _handle=None):
         if _handle is None:
             if engine_path is None:
                 raise TypeError("Engine(engine_path) needs the path of an engine file")
-            _handle = _kilnrt.EngineHandle.load(_os.fspath(engine_path))
+            _handle = _kilnrt.EngineHandle.load(_os.fspath(engine_path), _device_ordinal(device))
         self._handle = _handle
         self._inputs = tuple(TensorSpec(i) for i in _handle.inputs)
         self._outputs = tuple(TensorSpec(o) for o in _handle.outputs)
 
     @classmethod
-    def from_bytes(cls, data, label="<memory>"):
-        return cls(_handle=_kilnrt.EngineHandle.from_bytes(bytes(data), label))
+    def from_bytes(cls, data, label="<memory>", device=0):
+        return cls(_handle=_kilnrt.EngineHandle.from_bytes(bytes(data), label, _device_ordinal(device)))
+
+    @property
+    def device(self):
+        """The CUDA device ordinal the engine runs on, or -1 for a CPU engine."""
+        return self._handle.device
+
+    @property
+    def is_cuda(self):
+        return self._handle.device >= 0
 
     @property
     def inputs(self):
@@ -119,6 +160,10 @@ class Engine:
     def describe(self):
         return self._handle.describe()
 
+    def create_context(self):
+        """An ExecutionContext for raw device-pointer execution (one stream at a time)."""
+        return ExecutionContext(self, self._handle.create_context())
+
     def _prepare(self, spec, value):
         array = _np.asarray(value)
         if array.dtype != spec.dtype:
@@ -128,35 +173,225 @@ class Engine:
             array = array.astype(spec.dtype)
         return _np.ascontiguousarray(array)
 
-    def run(self, inputs):
-        """Runs the engine: {input name: array} -> {output name: ndarray}. Arrays of another float/int width are
-        converted to the input's dtype; C-contiguous arrays of the right dtype are used without copying."""
+    def run(self, inputs, out=None, stream=None):
+        """Runs the engine: {input name: tensor} -> {output name: tensor}.
+
+        Host inputs (numpy arrays, CPU torch tensors): arrays of another float/int width are converted to the
+        input's dtype; C-contiguous arrays of the right dtype are used without copying; the call returns when the
+        outputs are ready (numpy arrays, or CPU torch tensors sharing their memory for CPU torch inputs).
+
+        Device inputs (CUDA engines only; torch CUDA tensors, cupy arrays, __cuda_array_interface__ / DLPack
+        objects): read in place, never converted; they must be on the engine's device, C-contiguous and of the
+        engine's dtype. Outputs are new tensors of the first device input's kind (torch.empty / cupy.empty /
+        kilnrt.cuda.DeviceArray) on that device; the work is enqueued on `stream` (default: torch's current
+        stream for torch inputs, cupy's for cupy inputs, the producer's stream for __cuda_array_interface__ v3,
+        else the legacy default stream) and the call returns without waiting for the GPU.
+
+        out: preallocated outputs, a dict {output name: tensor} (or one tensor for a single-output engine),
+        checked for shape, dtype, device and contiguity; they are filled and returned.
+        """
         if not isinstance(inputs, dict):
-            raise TypeError("Engine.run expects a dict {input name: array}; call the engine for positional inputs")
+            raise TypeError("Engine.run expects a dict {input name: tensor}; call the engine for positional inputs")
         specs = {s.name: s for s in self._inputs}
-        feeds = {}
-        for name, value in inputs.items():
-            spec = specs.get(name)
-            if spec is None:
+        for name in inputs:
+            if name not in specs:
                 raise Error("the engine has no input named %r (inputs: %s)" % (name, ", ".join(specs)),
                             "invalid_argument", str(name))
-            feeds[name] = self._prepare(spec, value)
-        missing = [n for n in specs if n not in feeds]
+        missing = [n for n in specs if n not in inputs]
         if missing:
             raise Error("missing input(s): %s" % ", ".join(missing), "invalid_argument", missing[0])
-        return self._handle.run(feeds)
+        classified = {name: _interop.classify(value, "input %r" % name) for name, value in inputs.items()}
+        device_names = [n for n, (k, _) in classified.items() if k == "device"]
+        if device_names:
+            host_names = [n for n, (k, _) in classified.items() if k != "device"]
+            if host_names:
+                raise Error("inputs mix device tensors (%s) and host arrays (%s): pass all inputs on the device "
+                            "(e.g. torch.as_tensor(a, device='cuda:%d')) or all on the host"
+                            % (", ".join(device_names), ", ".join(host_names), max(self.device, 0)),
+                            "invalid_argument", host_names[0])
+            return self._run_device({n: v for n, (_, v) in classified.items()}, out, stream)
+        return self._run_host(classified, out)
 
-    def __call__(self, *arrays):
-        """engine(x, ...) with inputs in order; returns one array for a single output, else a tuple."""
-        if len(arrays) != len(self._inputs):
+    # ---- host path: numpy (and CPU torch tensors through numpy) ----------------------------------------------------
+
+    def _run_host(self, classified, out):
+        specs = {s.name: s for s in self._inputs}
+        torch_inputs = False
+        feeds = {}
+        for name, (kind, value) in classified.items():
+            if kind == "torch_cpu":
+                torch_inputs = True
+                if specs[name].kilnrt_dtype == "bfloat16" or str(value.dtype) == "torch.bfloat16":
+                    raise Error("input %r: bfloat16 CPU torch tensors are not supported on the host path; pass a "
+                                "numpy uint16 array of the raw bits, or a CUDA tensor to a CUDA engine" % name,
+                                "invalid_argument", name)
+                value = value.detach().numpy()  # shares memory (contiguity / dtype handled below like numpy)
+            feeds[name] = self._prepare(specs[name], value)
+        result = self._handle.run(feeds)
+        if torch_inputs:
+            torch = _interop.torch_module()
+            result = {k: torch.from_numpy(v) for k, v in result.items()}
+        if out is None:
+            return result
+        targets = self._out_dict(out)
+        for name, value in result.items():
+            target = targets[name]
+            what = "output %r" % name
+            kind, tv = _interop.classify(target, what)
+            if kind == "device":
+                raise Error("%s: out= holds a device tensor but the inputs are host arrays: pass host outputs, or "
+                            "device inputs" % what, "invalid_argument", name)
+            if tuple(target.shape) != tuple(value.shape):
+                raise Error("%s has shape %s, the engine produced %s" % (what, tuple(target.shape),
+                                                                       tuple(value.shape)), "invalid_argument", name)
+            if kind == "torch_cpu":
+                torch = _interop.torch_module()
+                target.copy_(value if isinstance(value, torch.Tensor) else torch.from_numpy(value))
+            else:
+                if not isinstance(target, _np.ndarray):
+                    raise Error("%s: out= must hold numpy arrays (or CPU torch tensors) for host inputs" % what,
+                                "invalid_argument", name)
+                _np.copyto(target, _np.asarray(value), casting="same_kind")
+        return {name: targets[name] for name in result}
+
+    def _out_dict(self, out):
+        names = [s.name for s in self._outputs]
+        if isinstance(out, dict):
+            unknown = [n for n in out if n not in names]
+            if unknown:
+                raise Error("out= names unknown output(s) %s (outputs: %s)" % (", ".join(map(repr, unknown)),
+                                                                            ", ".join(names)),
+                            "invalid_argument", str(unknown[0]))
+            missing = [n for n in names if n not in out]
+            if missing:
+                raise Error("out= lacks output(s) %s" % ", ".join(map(repr, missing)), "invalid_argument", missing[0])
+            return dict(out)
+        if isinstance(out, (tuple, list)):
+            if len(out) != len(names):
+                raise Error("out= holds %d tensor(s), the engine has %d output(s) (%s)" % (
+                    len(out), len(names), ", ".join(names)), "invalid_argument")
+            return dict(zip(names, out))
+        if len(names) != 1:
+            raise Error("the engine has %d outputs (%s): pass out= as a dict {name: tensor}" % (
+                len(names), ", ".join(names)), "invalid_argument")
+        return {names[0]: out}
+
+    # ---- device path: zero-copy enqueue on the caller's stream ----------------------------------------------------
+
+    def _resolve_stream(self, values, stream):
+        if stream is not None:
+            return cuda.stream_handle(stream)
+        kinds = [v.kind for v in values]
+        if "torch" in kinds and _interop.torch_module() is not None:
+            return _interop.torch_current_stream(self.device)
+        if "cupy" in kinds and _interop.cupy_module() is not None:
+            return _interop.cupy_current_stream(self.device)
+        for v in values:
+            if v.kind == "cai" and isinstance(v.stream, int) and v.stream > 0:
+                return v.stream  # CAI v3: 1 = legacy default, 2 = per-thread default, else a stream handle
+        return 0
+
+    def _run_device(self, values, out, stream):
+        if self.device < 0:
+            name = next(iter(values))
+            raise Error("input %r is a device tensor but this engine runs on the CPU: pass host tensors (e.g. "
+                        "tensor.cpu()), or build a CUDA engine (kilnrt.build(..., device='cuda'))" % name,
+                        "invalid_argument", name)
+        specs = {s.name: s for s in self._inputs}
+        handle = self._resolve_stream(values.values(), stream)
+        for name, dv in values.items():
+            if dv.kind == "dlpack":
+                _interop.dlpack_value(dv, handle, "input %r" % name)
+            _interop.check_device_value(dv, "input %r" % name, specs[name].kilnrt_dtype, self.device)
+        in_shapes = {name: dv.shape for name, dv in values.items()}
+        out_shapes = self._handle.output_shapes(in_shapes, handle)
+        proto = next(iter(values.values()))
+        results = {}
+        if out is None:
+            for spec in self._outputs:
+                results[spec.name] = _interop.allocate_like(proto.kind, proto, out_shapes[spec.name],
+                                                            spec.kilnrt_dtype, spec.dtype, self.device)
+        else:
+            results = self._out_dict(out)
+        out_feeds = {}
+        for spec in self._outputs:
+            what = "output %r" % spec.name
+            kind, dv = _interop.classify(results[spec.name], what)
+            if kind != "device":
+                raise Error("%s: out= holds a host array but the inputs are device tensors: pass device outputs "
+                            "(or leave out= out)" % what, "invalid_argument", spec.name)
+            if dv.kind == "dlpack":
+                _interop.dlpack_value(dv, handle, what)
+            _interop.check_device_value(dv, what, spec.kilnrt_dtype, self.device, out_shapes[spec.name])
+            out_feeds[spec.name] = (dv.ptr, dv.shape, spec.kilnrt_dtype, self.device)
+        in_feeds = {name: (dv.ptr, dv.shape, specs[name].kilnrt_dtype, self.device) for name, dv in values.items()}
+        self._handle.enqueue(in_feeds, out_feeds, handle)
+        return {spec.name: results[spec.name] for spec in self._outputs}
+
+    def __call__(self, *tensors, out=None, stream=None):
+        """engine(x, ...) with inputs in order; returns one tensor for a single output, else a tuple."""
+        if len(tensors) != len(self._inputs):
             raise Error("the engine takes %d input(s) (%s), got %d" % (
-                len(self._inputs), ", ".join(s.name for s in self._inputs), len(arrays)), "invalid_argument")
-        result = self.run({s.name: a for s, a in zip(self._inputs, arrays)})
+                len(self._inputs), ", ".join(s.name for s in self._inputs), len(tensors)), "invalid_argument")
+        result = self.run({s.name: a for s, a in zip(self._inputs, tensors)}, out=out, stream=stream)
         values = tuple(result[s.name] for s in self._outputs)
         return values[0] if len(values) == 1 else values
 
     def __repr__(self):
-        return "kilnrt.Engine(target=%r, inputs=%r, outputs=%r)" % (self.header["target"], self.inputs, self.outputs)
+        return "kilnrt.Engine(target=%r, device=%d, inputs=%r, outputs=%r)" % (
+            self.header["target"], self.device, self.inputs, self.outputs)
+
+
+class ExecutionContext:
+    """Raw execution on device pointers (CUDA engines): engine.create_context().
+
+        ctx.output_shapes({"x": (4, 3, 224, 224)})         -> {"y": (4, 1000)}
+        ctx.enqueue(inputs={"x": (ptr, shape, dtype)}, outputs={"y": (ptr, shape, dtype)}, stream=handle)
+
+    A tensor is (pointer, shape, dtype[, device]) with dtype a kilnrt name ("float32", "bfloat16"), a numpy dtype or
+    a torch dtype, or a device tensor (torch / cupy / CUDA array) read like Engine.run reads it. `stream`: an int
+    handle or a stream object (kilnrt.cuda.stream_handle); 0 = the legacy default stream. enqueue returns without
+    waiting; the memory must stay valid until the stream reached that point. Use one context per stream.
+    """
+
+    def __init__(self, engine, handle):
+        self.engine = engine
+        self._handle = handle
+
+    @property
+    def device(self):
+        return self._handle.device
+
+    def _feeds(self, tensors, role):
+        feeds = {}
+        for name, value in dict(tensors).items():
+            what = "%s %r" % (role, name)
+            if isinstance(value, (tuple, list)):
+                if len(value) not in (3, 4):
+                    raise Error("%s: expected (pointer, shape, dtype[, device])" % what, "invalid_argument", str(name))
+                entry = (int(value[0]), _as_tuple(value[1]), _interop.dtype_name_of(value[2]))
+                feeds[name] = entry + ((int(value[3]),) if len(value) == 4 else ())
+                continue
+            kind, dv = _interop.classify(value, what)
+            if kind != "device":
+                raise Error("%s: enqueue takes device tensors or (pointer, shape, dtype) tuples; use "
+                            "engine.run() for host arrays" % what, "invalid_argument", str(name))
+            if dv.kind == "dlpack":
+                _interop.dlpack_value(dv, 1, what)
+            if not dv.contiguous:
+                raise Error("%s is not C-contiguous" % what, "invalid_argument", str(name))
+            entry = (dv.ptr, dv.shape, "bfloat16" if dv.dtype == "uint16" else dv.dtype)
+            feeds[name] = entry + ((dv.device,) if dv.device is not None else ())
+        return feeds
+
+    def output_shapes(self, input_shapes):
+        return self._handle.output_shapes({name: _as_tuple(s) for name, s in dict(input_shapes).items()})
+
+    def set_input_shape(self, name, shape):
+        self._handle.set_input_shape(name, _as_tuple(shape))
+
+    def enqueue(self, inputs, outputs, stream=None):
+        self._handle.enqueue(self._feeds(inputs, "input"), self._feeds(outputs, "output"), cuda.stream_handle(stream))
 
 
 def doctor():

@@ -3,11 +3,16 @@
 //   - numpy inputs are borrowed zero-copy (the array is kept alive by the tensor), outputs are numpy arrays that
 //     keep their kilnrt::Tensor alive through a capsule (no copy);
 //   - kilnrt::Error becomes kilnrt.Error (python/kilnrt/_errors.py) with code / where / message / expression;
-//   - inference runs with the GIL released.
+//   - inference runs with the GIL released;
+//   - device tensors (torch / cupy / __cuda_array_interface__ / DLPack, read in python/kilnrt/_interop.py) reach
+//     ExecutionContext::enqueue as raw (pointer, shape, dtype, device) tuples: one context per caller stream.
+// kilnrt.cuda's objects (Stream, Event, DeviceBuffer, PinnedBuffer, Kernel) live in cuda_objects.cc.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +21,7 @@
 
 #include "kilnrt/doctor.h"
 #include "kilnrt/kilnrt.h"
+#include "kilnrt_py.h"
 
 namespace py = pybind11;
 
@@ -89,12 +95,138 @@ py::dict tensor_info_dict(const kilnrt::TensorInfo& info) {
   return d;
 }
 
-// One loaded engine plus a context reused by calls that do not overlap (others get a private context).
+kilnrt::DType dtype_from_python(const std::string& name, const std::string& where) {
+  const kilnrt::DType t = kilnrt::dtype_from_name(name);
+  if (t == kilnrt::DType::kUndefined)
+    throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, "unknown dtype '" + name + "'", where);
+  return t;
+}
+
+kilnrt::Shape shape_from_python(const py::handle& obj, const std::string& where) {
+  kilnrt::Shape shape;
+  try {
+    for (auto d : py::reinterpret_borrow<py::sequence>(obj)) shape.push_back(d.cast<int64_t>());
+  } catch (const py::cast_error&) {
+    throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, "a shape must be a sequence of integers", where);
+  }
+  return shape;
+}
+
+// {name: (ptr, shape, dtype[, device])} -> DeviceTensors. `default_device`: the engine's device.
+std::map<std::string, kilnrt::DeviceTensor> device_tensors(const py::dict& d, int default_device, const char* kind) {
+  std::map<std::string, kilnrt::DeviceTensor> out;
+  for (auto item : d) {
+    const std::string name = py::str(item.first).cast<std::string>();
+    const std::string where = std::string(kind) + " '" + name + "'";
+    const char* expected = "expected a tuple (pointer, shape, dtype) or (pointer, shape, dtype, device)";
+    if (!py::isinstance<py::tuple>(item.second) && !py::isinstance<py::list>(item.second))
+      throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, expected, where);
+    py::tuple t(py::reinterpret_borrow<py::object>(item.second));
+    if (t.size() < 3 || t.size() > 4) throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, expected, where);
+    kilnrt::DeviceTensor dt;
+    try {
+      dt.data = reinterpret_cast<void*>(static_cast<uintptr_t>(t[0].cast<uint64_t>()));
+      dt.device = t.size() == 4 ? t[3].cast<int>() : default_device;
+    } catch (const py::cast_error&) {
+      throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument,
+                          "the pointer must be a non-negative int and the device an int", where);
+    }
+    dt.shape = shape_from_python(t[1], where);
+    dt.dtype = dtype_from_python(py::str(t[2]).cast<std::string>(), where);
+    out[name] = dt;
+  }
+  return out;
+}
+
+// Invariant 2 for Python callers: each pointer must be memory of the engine's device in its primary context (or
+// of a context-less allocator), checked before anything launches. A tensor that claims another device is left to
+// ExecutionContext::enqueue, which names both devices. Called without the GIL.
+void check_foreign_memory(const std::map<std::string, kilnrt::DeviceTensor>& tensors, int device, const char* kind) {
+  for (const auto& [name, t] : tensors) {
+    if (t.device != device) continue;
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d < 0 ? 0 : d;
+    if (numel == 0) continue;
+    kilnrt::check_device_memory(t.data, device, std::string(kind) + " '" + name + "'");
+  }
+}
+
+std::map<std::string, kilnrt::Shape> shapes_from_python(const py::dict& d) {
+  std::map<std::string, kilnrt::Shape> out;
+  for (auto item : d) {
+    const std::string name = py::str(item.first).cast<std::string>();
+    out[name] = shape_from_python(item.second, "input '" + name + "'");
+  }
+  return out;
+}
+
+py::dict shapes_to_python(const std::map<std::string, kilnrt::Shape>& shapes) {
+  py::dict d;
+  for (const auto& [name, shape] : shapes) d[py::str(name)] = py::tuple(py::cast(shape));
+  return d;
+}
+
+void* stream_from_python(uint64_t stream) { return reinterpret_cast<void*>(static_cast<uintptr_t>(stream)); }
+
+// An ExecutionContext for one caller at a time (the mutex serialises enqueue / output_shapes from several threads).
+struct ContextSlot {
+  std::mutex mutex;
+  std::unique_ptr<kilnrt::ExecutionContext> context;
+};
+
+// `engine.create_context()`: an execution context the caller drives (one stream at a time).
+class ContextHandle {
+ public:
+  explicit ContextHandle(std::shared_ptr<kilnrt::Engine> engine) : engine_(std::move(engine)) {
+    py::gil_scoped_release no_gil;
+    slot_.context = engine_->create_context();
+  }
+
+  void enqueue(const py::dict& inputs, const py::dict& outputs, uint64_t stream) {
+    auto in = device_tensors(inputs, engine_->device(), "input");
+    auto out = device_tensors(outputs, engine_->device(), "output");
+    py::gil_scoped_release no_gil;
+    if (engine_->device() >= 0) {
+      check_foreign_memory(in, engine_->device(), "input");
+      check_foreign_memory(out, engine_->device(), "output");
+    }
+    std::lock_guard<std::mutex> lock(slot_.mutex);
+    slot_.context->enqueue(in, out, stream_from_python(stream));
+  }
+
+  py::dict output_shapes(const py::dict& input_shapes) {
+    auto shapes = shapes_from_python(input_shapes);
+    std::map<std::string, kilnrt::Shape> result;
+    {
+      py::gil_scoped_release no_gil;
+      std::lock_guard<std::mutex> lock(slot_.mutex);
+      result = slot_.context->output_shapes(shapes);
+    }
+    return shapes_to_python(result);
+  }
+
+  void set_input_shape(const std::string& name, const py::handle& shape) {
+    auto s = shape_from_python(shape, "input '" + name + "'");
+    std::lock_guard<std::mutex> lock(slot_.mutex);
+    slot_.context->set_input_shape(name, s);
+  }
+
+  int device() const { return engine_->device(); }
+
+ private:
+  std::shared_ptr<kilnrt::Engine> engine_;
+  ContextSlot slot_;
+};
+
+// One loaded engine plus a context reused by host runs that do not overlap (others get a private context), and
+// one context per caller stream for device tensors (an ExecutionContext is enqueued on one stream at a time: its
+// activation memory is ordered by that stream).
 class EngineHandle {
  public:
   explicit EngineHandle(std::shared_ptr<kilnrt::Engine> engine) : engine_(std::move(engine)) {}
 
   const kilnrt::Engine& engine() const { return *engine_; }
+  const std::shared_ptr<kilnrt::Engine>& shared() const { return engine_; }
 
   py::dict run(const py::dict& feeds) {
     std::map<std::string, kilnrt::Tensor> inputs;
@@ -135,10 +267,57 @@ class EngineHandle {
     return result;
   }
 
+  // Output shapes for these input shapes, computed on the context of `stream` (the one the enqueue will use).
+  py::dict output_shapes(const py::dict& input_shapes, uint64_t stream) {
+    auto shapes = shapes_from_python(input_shapes);
+    std::map<std::string, kilnrt::Shape> result;
+    {
+      py::gil_scoped_release no_gil;
+      std::shared_ptr<ContextSlot> slot = slot_for(stream);
+      std::lock_guard<std::mutex> lock(slot->mutex);
+      result = slot->context->output_shapes(shapes);
+    }
+    return shapes_to_python(result);
+  }
+
+  void enqueue(const py::dict& inputs, const py::dict& outputs, uint64_t stream) {
+    auto in = device_tensors(inputs, engine_->device(), "input");
+    auto out = device_tensors(outputs, engine_->device(), "output");
+    py::gil_scoped_release no_gil;
+    if (engine_->device() >= 0) {
+      check_foreign_memory(in, engine_->device(), "input");
+      check_foreign_memory(out, engine_->device(), "output");
+    }
+    std::shared_ptr<ContextSlot> slot = slot_for(stream);
+    std::lock_guard<std::mutex> lock(slot->mutex);
+    slot->context->enqueue(in, out, stream_from_python(stream));
+  }
+
  private:
+  static constexpr size_t kMaxStreamContexts = 8;
+
+  // The context of a caller stream (created on first use; the least recently used beyond kMaxStreamContexts is
+  // dropped — its destructor frees its memory, which waits for work still queued on it). Called without the GIL.
+  std::shared_ptr<ContextSlot> slot_for(uint64_t stream) {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    for (auto it = streams_.begin(); it != streams_.end(); ++it) {
+      if (it->first == stream) {
+        streams_.splice(streams_.begin(), streams_, it);
+        return streams_.front().second;
+      }
+    }
+    auto slot = std::make_shared<ContextSlot>();
+    slot->context = engine_->create_context();
+    streams_.emplace_front(stream, slot);
+    if (streams_.size() > kMaxStreamContexts) streams_.pop_back();
+    return slot;
+  }
+
   std::shared_ptr<kilnrt::Engine> engine_;
   std::mutex mutex_;
   std::unique_ptr<kilnrt::ExecutionContext> context_;
+  std::mutex streams_mutex_;
+  std::list<std::pair<uint64_t, std::shared_ptr<ContextSlot>>> streams_;
 };
 
 void build_engine_file(const std::string& onnx_path, const std::string& engine_path, const std::string& device,
@@ -223,19 +402,23 @@ PYBIND11_MODULE(_kilnrt, m) {
 
   py::class_<EngineHandle, std::shared_ptr<EngineHandle>>(m, "EngineHandle")
       .def_static("load",
-                  [](const std::string& path) {
+                  [](const std::string& path, int device) {
                     std::shared_ptr<kilnrt::Engine> engine;
                     {
                       py::gil_scoped_release no_gil;
-                      engine = kilnrt::Engine::load(path);
+                      engine = kilnrt::Engine::load(path, device);
                     }
                     return std::make_shared<EngineHandle>(engine);
-                  })
+                  },
+                  py::arg("path"), py::arg("device") = 0)
       .def_static("from_bytes",
-                  [](const py::bytes& data, const std::string& label) {
+                  [](const py::bytes& data, const std::string& label, int device) {
                     std::string_view view = data;
-                    return std::make_shared<EngineHandle>(kilnrt::Engine::from_bytes(view.data(), view.size(), label));
-                  })
+                    return std::make_shared<EngineHandle>(
+                        kilnrt::Engine::from_bytes(view.data(), view.size(), label, device));
+                  },
+                  py::arg("data"), py::arg("label"), py::arg("device") = 0)
+      .def_property_readonly("device", [](const EngineHandle& h) { return h.engine().device(); })
       .def_property_readonly("inputs",
                              [](const EngineHandle& h) {
                                py::list l;
@@ -289,5 +472,17 @@ PYBIND11_MODULE(_kilnrt, m) {
                                return profiles;
                              })
       .def("describe", [](const EngineHandle& h) { return h.engine().describe(); })
-      .def("run", &EngineHandle::run, py::arg("inputs"));
+      .def("run", &EngineHandle::run, py::arg("inputs"))
+      .def("output_shapes", &EngineHandle::output_shapes, py::arg("input_shapes"), py::arg("stream"))
+      .def("enqueue", &EngineHandle::enqueue, py::arg("inputs"), py::arg("outputs"), py::arg("stream"))
+      .def("create_context", [](const EngineHandle& h) { return std::make_shared<ContextHandle>(h.shared()); });
+
+  py::class_<ContextHandle, std::shared_ptr<ContextHandle>>(m, "ContextHandle")
+      .def_property_readonly("device", &ContextHandle::device)
+      .def("enqueue", &ContextHandle::enqueue, py::arg("inputs"), py::arg("outputs"), py::arg("stream"))
+      .def("output_shapes", &ContextHandle::output_shapes, py::arg("input_shapes"))
+      .def("set_input_shape", &ContextHandle::set_input_shape, py::arg("name"), py::arg("shape"));
+
+  kilnrt_python::register_dlpack(m);
+  kilnrt_python::register_cuda_objects(m);
 }

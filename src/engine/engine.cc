@@ -5,6 +5,9 @@
 #include "core/check.h"
 #include "engine/cuda_engine.h"
 #include "engine/engine_impl.h"
+#ifdef KILNRT_HAVE_CUDA
+#include "cuda/foreign_checks.h"
+#endif
 
 namespace kilnrt {
 
@@ -231,6 +234,14 @@ std::unique_ptr<ExecutionContext> Engine::create_context() const {
 
 std::map<std::string, Tensor> Engine::run(const std::map<std::string, Tensor>& inputs) const {
   return create_context()->run(inputs);
+}
+
+void check_device_memory(const void* ptr, int device, const std::string& what) {
+#ifdef KILNRT_HAVE_CUDA
+  cuda::check_device_pointer(ptr, device, what);
+#else
+  KILNRT_THROW(kUnsupported, what, "this build of kilnrt has no CUDA support: " << what << " cannot be device memory");
+#endif
 }
 
 }  // namespace kilnrt
