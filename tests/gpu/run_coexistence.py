@@ -35,7 +35,10 @@ SCENARIOS = [
     ("cupy_pools_and_streams", "sc_cupy.py", [], {}, "cupy default pool, stream, MemoryAsyncPool"),
     ("cuda_python_setdevice_stream", "sc_cuda_python.py", [], {}, "runtime cudaSetDevice + own stream"),
     ("user_context_cuCtxCreate", "sc_user_context.py", [], {}, "user context kept; its memory refused clearly"),
-    ("torch_cuda_graph_capture", "sc_torch_graph.py", [], {}, "kilnrt recorded into torch.cuda.graph; replay"),
+    ("torch_cuda_graph_capture_warmed_stream", "sc_torch_graph.py", ["warmed"], {},
+     "kilnrt recorded into torch.cuda.graph on a warmed-up stream; replay"),
+    ("torch_cuda_graph_capture_fresh_stream", "sc_torch_graph.py", ["fresh"], {},
+     "capture on torch's own capture stream (no kilnrt allocation while capturing)"),
     ("onnxruntime_same_process", "sc_onnxruntime.py", [], {}, "ORT session in the same process"),
     ("threads_8_one_engine", "sc_threads.py", [], {}, "8 threads, one engine, own streams/contexts"),
     ("engine_created_on_other_thread", "sc_cross_thread.py", [], {}, "engines are not thread-affine"),
@@ -115,7 +118,7 @@ def metrics_text(res):
     r = res.get("result") or {}
     parts = []
     if r.get("compared"):
-        parts.append("%d cmp, max err/max|ref| %.1e, min cos %.7f" % (r["compared"], r["worst_rel_err"], r["min_cosine"]))
+        parts.append("%d cmp, err/max_ref %.1e, min cos %.7f" % (r["compared"], r["worst_rel_err"], r["min_cosine"]))
     if r.get("checks"):
         parts.append("%d ctx checks" % r["checks"])
     return "; ".join(parts)

@@ -1,6 +1,11 @@
 """kilnrt called while torch captures a CUDA graph (torch.cuda.graph): kilnrt sees the capturing stream and
 enqueues into the capture (invariant 4); replaying the graph with new data in the static input gives the CPU
-engine's results, also for a torch op recorded after kilnrt and for out=."""
+engine's results, also for a torch op recorded after kilnrt and for out=.
+argv[1]: "warmed" captures on the side stream the warm-up ran on (torch.cuda.graph(g, stream=side));
+         "fresh" captures on torch's own capture stream, which kilnrt has never seen (torch's documented pattern:
+         warm up on a side stream, then `with torch.cuda.graph(g):`) — kilnrt must not allocate during the capture."""
+import sys
+
 import numpy as np
 
 import common
@@ -28,7 +33,7 @@ def run(r):
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
+        with torch.cuda.graph(g, stream=side if sys.argv[1:] == ["warmed"] else None):
             static_y = common.kcall("%s in capture" % model, engine, static_x)
             static_z = static_y * 2.0 + 1.0
             common.kcall("%s in capture out=" % model, engine, static_x, out=static_out)
