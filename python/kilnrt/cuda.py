@@ -141,7 +141,7 @@ class DeviceBuffer(_Closing, _base("_DeviceBuffer")):
                 "version": 3, "stream": None}
 
     def copy_from_host(self, array, stream=None, offset=0):
-        array = _np.ascontiguousarray(array)
+        array = _np.require(array, requirements="C")
         self._copy_from_host(array, stream_handle(stream), stream is None, int(offset))
         return self
 
@@ -182,7 +182,7 @@ class DeviceArray(_Closing):
 
     @classmethod
     def from_numpy(cls, array, device=0, stream=None):
-        array = _np.ascontiguousarray(array)
+        array = _np.require(array, requirements="C")
         result = cls(array.shape, array.dtype, device)
         result.buffer.copy_from_host(array, stream=stream)
         return result
