@@ -88,27 +88,27 @@ void register_cuda_objects(py::module_& m) {
 
   py::class_<kc::Stream, std::shared_ptr<kc::Stream>>(m, "_Stream", py::dynamic_attr())
       .def(py::init([](int device, bool non_blocking, int priority) {
-             py::gil_scoped_release no_gil;
+             GilRelease no_gil;
              return std::make_shared<kc::Stream>(device, non_blocking, priority);
            }),
            py::arg("device") = 0, py::arg("non_blocking") = true, py::arg("priority") = 0)
       .def_property_readonly("ptr", [](const kc::Stream& s) { return handle_value(s.get()); })
       .def_property_readonly("device", &kc::Stream::device)
-      .def("synchronize", &kc::Stream::synchronize, py::call_guard<py::gil_scoped_release>())
+      .def("synchronize", &kc::Stream::synchronize, py::call_guard<GilRelease>())
       .def("query", &kc::Stream::query)
       .def("_wait_event", [](const kc::Stream& s, const kc::Event& e) { s.wait(e.get()); })
       .def("close", &kc::Stream::reset);
 
   py::class_<kc::Event, std::shared_ptr<kc::Event>>(m, "_Event", py::dynamic_attr())
       .def(py::init([](int device, bool timing, bool blocking_sync) {
-             py::gil_scoped_release no_gil;
+             GilRelease no_gil;
              return std::make_shared<kc::Event>(device, timing, blocking_sync);
            }),
            py::arg("device") = 0, py::arg("timing") = true, py::arg("blocking_sync") = false)
       .def_property_readonly("ptr", [](const kc::Event& e) { return handle_value(e.get()); })
       .def_property_readonly("device", &kc::Event::device)
       .def("_record", [](const kc::Event& e, uint64_t stream) { e.record(stream_of(stream)); })
-      .def("synchronize", &kc::Event::synchronize, py::call_guard<py::gil_scoped_release>())
+      .def("synchronize", &kc::Event::synchronize, py::call_guard<GilRelease>())
       .def("query", &kc::Event::query)
       .def("elapsed_time", [](const kc::Event& start, const kc::Event& end) { return kc::Event::elapsed_ms(start, end); },
            py::arg("end"))
@@ -116,7 +116,7 @@ void register_cuda_objects(py::module_& m) {
 
   py::class_<kc::DeviceBuffer, std::shared_ptr<kc::DeviceBuffer>>(m, "_DeviceBuffer", py::dynamic_attr())
       .def(py::init([](size_t nbytes, int device) {
-             py::gil_scoped_release no_gil;
+             GilRelease no_gil;
              return std::make_shared<kc::DeviceBuffer>(device, nbytes);
            }),
            py::arg("nbytes"), py::arg("device") = 0)
@@ -127,7 +127,7 @@ void register_cuda_objects(py::module_& m) {
            [](kc::DeviceBuffer& b, const py::object& src, uint64_t stream, bool sync, size_t offset) {
              auto [ptr, bytes] = host_bytes(src, false, "copy_from_host's source");
              check_range(offset, bytes, b.size(), "copy_from_host");
-             py::gil_scoped_release no_gil;
+             GilRelease no_gil;
              if (bytes == 0) return;
              b.copy_from_host_async(ptr, bytes, stream_of(stream), offset);
              if (sync) wait_stream(b.device(), stream_of(stream));
@@ -136,7 +136,7 @@ void register_cuda_objects(py::module_& m) {
            [](const kc::DeviceBuffer& b, const py::object& dst, uint64_t stream, bool sync, size_t offset) {
              auto [ptr, bytes] = host_bytes(dst, true, "copy_to_host's destination");
              check_range(offset, bytes, b.size(), "copy_to_host");
-             py::gil_scoped_release no_gil;
+             GilRelease no_gil;
              if (bytes == 0) return;
              b.copy_to_host_async(ptr, bytes, stream_of(stream), offset);
              if (sync) wait_stream(b.device(), stream_of(stream));
@@ -144,7 +144,7 @@ void register_cuda_objects(py::module_& m) {
       .def("_copy_from_device",
            [](kc::DeviceBuffer& b, uint64_t src, size_t bytes, uint64_t stream, bool sync, size_t offset) {
              check_range(offset, bytes, b.size(), "copy_from_device");
-             py::gil_scoped_release no_gil;
+             GilRelease no_gil;
              if (bytes == 0) return;
              b.copy_from_device_async(reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), bytes,
                                       stream_of(stream), offset);
@@ -154,17 +154,17 @@ void register_cuda_objects(py::module_& m) {
            [](kc::DeviceBuffer& b, int value, uint64_t stream, bool sync) {
              if (value < 0 || value > 255)
                throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, "memset value must be in 0..255");
-             py::gil_scoped_release no_gil;
+             GilRelease no_gil;
              if (b.size() == 0) return;
              b.memset_async(static_cast<unsigned char>(value), stream_of(stream));
              if (sync) wait_stream(b.device(), stream_of(stream));
            })
-      .def("close", &kc::DeviceBuffer::reset, py::call_guard<py::gil_scoped_release>());
+      .def("close", &kc::DeviceBuffer::reset, py::call_guard<GilRelease>());
 
   py::class_<PinnedHolder, std::shared_ptr<PinnedHolder>>(m, "_PinnedBuffer", py::dynamic_attr())
       .def(py::init([](size_t nbytes, int device) {
              auto h = std::make_shared<PinnedHolder>();
-             py::gil_scoped_release no_gil;
+             GilRelease no_gil;
              h->buffer = std::make_shared<kc::PinnedBuffer>(device, nbytes);
              return h;
            }),
@@ -192,7 +192,7 @@ void register_cuda_objects(py::module_& m) {
              kc::KernelCompileOptions opt;
              opt.nvrtc_options = options;
              opt.disk_cache = disk_cache;
-             py::gil_scoped_release no_gil;
+             GilRelease no_gil;
              return std::make_shared<kc::Kernel>(kc::Kernel::compile(device, source, name, opt));
            }),
            py::arg("source"), py::arg("name"), py::arg("options") = std::vector<std::string>{},
@@ -213,7 +213,7 @@ void register_cuda_objects(py::module_& m) {
              std::vector<void*> params;
              for (auto& s : storage) params.push_back(s.data());
              params.push_back(nullptr);
-             py::gil_scoped_release no_gil;
+             GilRelease no_gil;
              k.launch_raw(kc::Dim3(grid[0], grid[1], grid[2]), kc::Dim3(block[0], block[1], block[2]), shared_mem,
                           stream_of(stream), params.data());
            });

@@ -178,14 +178,14 @@ struct ContextSlot {
 class ContextHandle {
  public:
   explicit ContextHandle(std::shared_ptr<kilnrt::Engine> engine) : engine_(std::move(engine)) {
-    py::gil_scoped_release no_gil;
+    kilnrt_python::GilRelease no_gil;
     slot_.context = engine_->create_context();
   }
 
   void enqueue(const py::dict& inputs, const py::dict& outputs, uint64_t stream) {
     auto in = device_tensors(inputs, engine_->device(), "input");
     auto out = device_tensors(outputs, engine_->device(), "output");
-    py::gil_scoped_release no_gil;
+    kilnrt_python::GilRelease no_gil;
     if (engine_->device() >= 0) {
       check_foreign_memory(in, engine_->device(), "input");
       check_foreign_memory(out, engine_->device(), "output");
@@ -198,7 +198,7 @@ class ContextHandle {
     auto shapes = shapes_from_python(input_shapes);
     std::map<std::string, kilnrt::Shape> result;
     {
-      py::gil_scoped_release no_gil;
+      kilnrt_python::GilRelease no_gil;
       std::lock_guard<std::mutex> lock(slot_.mutex);
       result = slot_.context->output_shapes(shapes);
     }
@@ -245,7 +245,7 @@ class EngineHandle {
     }
     std::map<std::string, kilnrt::Tensor> outputs;
     {
-      py::gil_scoped_release no_gil;
+      kilnrt_python::GilRelease no_gil;
       std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
       if (lock.owns_lock()) {
         if (!context_) context_ = engine_->create_context();
@@ -272,7 +272,7 @@ class EngineHandle {
     auto shapes = shapes_from_python(input_shapes);
     std::map<std::string, kilnrt::Shape> result;
     {
-      py::gil_scoped_release no_gil;
+      kilnrt_python::GilRelease no_gil;
       std::shared_ptr<ContextSlot> slot = slot_for(stream);
       std::lock_guard<std::mutex> lock(slot->mutex);
       result = slot->context->output_shapes(shapes);
@@ -283,7 +283,7 @@ class EngineHandle {
   void enqueue(const py::dict& inputs, const py::dict& outputs, uint64_t stream) {
     auto in = device_tensors(inputs, engine_->device(), "input");
     auto out = device_tensors(outputs, engine_->device(), "output");
-    py::gil_scoped_release no_gil;
+    kilnrt_python::GilRelease no_gil;
     if (engine_->device() >= 0) {
       check_foreign_memory(in, engine_->device(), "input");
       check_foreign_memory(out, engine_->device(), "output");
@@ -332,7 +332,7 @@ void build_engine_file(const std::string& onnx_path, const std::string& engine_p
     for (const auto& spec : shape_specs) profile.push_back(kilnrt::parse_shape_spec(spec));
     options.profiles.push_back(profile);
   }
-  py::gil_scoped_release no_gil;
+  kilnrt_python::GilRelease no_gil;
   kilnrt::build_engine_file(onnx_path, engine_path, options);
 }
 
@@ -377,14 +377,14 @@ PYBIND11_MODULE(_kilnrt, m) {
 
   m.def("version", []() { return std::string(kilnrt::version()); });
   m.def("doctor_report", []() {
-    py::gil_scoped_release no_gil;
+    kilnrt_python::GilRelease no_gil;
     return kilnrt::doctor_report();
   });
   m.def("cuda_available", []() {
     std::string why;
     bool ok;
     {
-      py::gil_scoped_release no_gil;
+      kilnrt_python::GilRelease no_gil;
       ok = kilnrt::cuda_available(&why);
     }
     return py::make_tuple(ok, why);
@@ -405,7 +405,7 @@ PYBIND11_MODULE(_kilnrt, m) {
                   [](const std::string& path, int device) {
                     std::shared_ptr<kilnrt::Engine> engine;
                     {
-                      py::gil_scoped_release no_gil;
+                      kilnrt_python::GilRelease no_gil;
                       engine = kilnrt::Engine::load(path, device);
                     }
                     return std::make_shared<EngineHandle>(engine);

@@ -4,6 +4,21 @@
 
 namespace kilnrt_python {
 
+// Releases the GIL for its scope, like py::gil_scoped_release, but re-takes it in a destructor that may throw:
+// after interpreter finalisation CPython ends daemon threads inside PyEval_RestoreThread with a forced unwind
+// (pthread_exit), which aborts the process ("terminate called without an active exception") when it has to pass
+// through a noexcept destructor such as pybind11's. Use this type everywhere, also as py::call_guard<GilRelease>.
+class GilRelease {
+ public:
+  GilRelease() : state_(PyEval_SaveThread()) {}
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+  ~GilRelease() noexcept(false) { PyEval_RestoreThread(state_); }
+
+ private:
+  PyThreadState* state_;
+};
+
 // _kilnrt.dlpack_info(capsule): reads an (unversioned) DLPack capsule without consuming it (dlpack.cc).
 void register_dlpack(pybind11::module_& m);
 // _kilnrt._Stream, _Event, _DeviceBuffer, _PinnedBuffer, _Kernel, stream_handle() (cuda_objects.cc); nothing in
