@@ -15,6 +15,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -138,19 +139,6 @@ std::map<std::string, kilnrt::DeviceTensor> device_tensors(const py::dict& d, in
   return out;
 }
 
-// Invariant 2 for Python callers: each pointer must be memory of the engine's device in its primary context (or
-// of a context-less allocator), checked before anything launches. A tensor that claims another device is left to
-// ExecutionContext::enqueue, which names both devices. Called without the GIL.
-void check_foreign_memory(const std::map<std::string, kilnrt::DeviceTensor>& tensors, int device, const char* kind) {
-  for (const auto& [name, t] : tensors) {
-    if (t.device != device) continue;
-    int64_t numel = 1;
-    for (int64_t d : t.shape) numel *= d < 0 ? 0 : d;
-    if (numel == 0) continue;
-    kilnrt::check_device_memory(t.data, device, std::string(kind) + " '" + name + "'");
-  }
-}
-
 std::map<std::string, kilnrt::Shape> shapes_from_python(const py::dict& d) {
   std::map<std::string, kilnrt::Shape> out;
   for (auto item : d) {
@@ -172,6 +160,7 @@ void* stream_from_python(uint64_t stream) { return reinterpret_cast<void*>(stati
 struct ContextSlot {
   std::mutex mutex;
   std::unique_ptr<kilnrt::ExecutionContext> context;
+  std::atomic<bool> pinned{false};  // used inside a caller's graph capture: kept for the engine's life
 };
 
 // `engine.create_context()`: an execution context the caller drives (one stream at a time).
@@ -185,11 +174,8 @@ class ContextHandle {
   void enqueue(const py::dict& inputs, const py::dict& outputs, uint64_t stream) {
     auto in = device_tensors(inputs, engine_->device(), "input");
     auto out = device_tensors(outputs, engine_->device(), "output");
+    // ExecutionContext::enqueue checks every pointer (memory type, device, owning context) before launching.
     kilnrt_python::GilRelease no_gil;
-    if (engine_->device() >= 0) {
-      check_foreign_memory(in, engine_->device(), "input");
-      check_foreign_memory(out, engine_->device(), "output");
-    }
     std::lock_guard<std::mutex> lock(slot_.mutex);
     slot_.context->enqueue(in, out, stream_from_python(stream));
   }
@@ -218,7 +204,7 @@ class ContextHandle {
   ContextSlot slot_;
 };
 
-// One loaded engine plus a context reused by host runs that do not overlap (others get a private context), and
+// One loaded engine plus a pool of contexts for host runs (overlapping runs use different ones), and
 // one context per caller stream for device tensors (an ExecutionContext is enqueued on one stream at a time: its
 // activation memory is ordered by that stream).
 class EngineHandle {
@@ -246,16 +232,22 @@ class EngineHandle {
     std::map<std::string, kilnrt::Tensor> outputs;
     {
       kilnrt_python::GilRelease no_gil;
-      std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-      if (lock.owns_lock()) {
-        if (!context_) context_ = engine_->create_context();
-        for (const auto& [name, tensor] : inputs) context_->set_input_shape(name, tensor.shape());
-        outputs = context_->run(inputs);
-      } else {
-        auto context = engine_->create_context();
-        for (const auto& [name, tensor] : inputs) context->set_input_shape(name, tensor.shape());
-        outputs = context->run(inputs);
+      // An idle context from the pool (a new one when all are busy): host runs that overlap in time run on
+      // separate contexts, and no context is created and destroyed per call (that costs allocations, library
+      // handles and graph captures every time).
+      std::unique_ptr<kilnrt::ExecutionContext> context;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!idle_.empty()) {
+          context = std::move(idle_.back());
+          idle_.pop_back();
+        }
       }
+      if (!context) context = engine_->create_context();
+      for (const auto& [name, tensor] : inputs) context->set_input_shape(name, tensor.shape());
+      outputs = context->run(inputs);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (idle_.size() < kMaxIdleHostContexts) idle_.push_back(std::move(context));
     }
     py::dict result;
     for (const auto& info : engine_->outputs()) {
@@ -283,14 +275,14 @@ class EngineHandle {
   void enqueue(const py::dict& inputs, const py::dict& outputs, uint64_t stream) {
     auto in = device_tensors(inputs, engine_->device(), "input");
     auto out = device_tensors(outputs, engine_->device(), "output");
+    // ExecutionContext::enqueue checks every pointer (memory type, device, owning context) before launching.
     kilnrt_python::GilRelease no_gil;
-    if (engine_->device() >= 0) {
-      check_foreign_memory(in, engine_->device(), "input");
-      check_foreign_memory(out, engine_->device(), "output");
-    }
     std::shared_ptr<ContextSlot> slot = slot_for(stream);
     std::lock_guard<std::mutex> lock(slot->mutex);
     slot->context->enqueue(in, out, stream_from_python(stream));
+    // Recorded into the caller's CUDA graph (torch.cuda.graph): that graph addresses the context's memory for as
+    // long as it may be replayed, so the context is never evicted.
+    if (slot->context->last_execution_mode() == "caller-capture") slot->pinned = true;
   }
 
  private:
@@ -306,16 +298,29 @@ class EngineHandle {
         return streams_.front().second;
       }
     }
+    // A new stream (torch's capture stream included) gets a new context: reusing another stream's context would
+    // race with work still queued there. Creating one inside a capture is safe (it allocates in relaxed mode).
     auto slot = std::make_shared<ContextSlot>();
     slot->context = engine_->create_context();
     streams_.emplace_front(stream, slot);
-    if (streams_.size() > kMaxStreamContexts) streams_.pop_back();
+    size_t unpinned = 0;
+    for (const auto& entry : streams_) unpinned += entry.second->pinned ? 0 : 1;
+    if (unpinned > kMaxStreamContexts) {
+      for (auto it = std::prev(streams_.end());; --it) {  // the least recently used context not in a caller graph
+        if (!it->second->pinned) {
+          streams_.erase(it);
+          break;
+        }
+        if (it == streams_.begin()) break;
+      }
+    }
     return slot;
   }
 
   std::shared_ptr<kilnrt::Engine> engine_;
+  static constexpr size_t kMaxIdleHostContexts = 8;
   std::mutex mutex_;
-  std::unique_ptr<kilnrt::ExecutionContext> context_;
+  std::vector<std::unique_ptr<kilnrt::ExecutionContext>> idle_;  // contexts for host runs, not in use
   std::mutex streams_mutex_;
   std::list<std::pair<uint64_t, std::shared_ptr<ContextSlot>>> streams_;
 };

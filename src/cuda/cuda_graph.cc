@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
 #include "kilnrt/cuda/graph.h"
 
@@ -128,16 +129,21 @@ CudaGraph::CaptureResult CudaGraph::capture_impl(const std::function<void(Stream
   ContextGuard guard(device_);
   const DriverApi& api = guard.api();
   CUstream s = stream_.get();
-  KILNRT_CU_CHECK(api, api.StreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "CudaGraph::capture");
   CUgraph captured = nullptr;
-  try {
-    work(s);
-  } catch (...) {
-    // End (and discard) the capture so that the private stream is usable again, then report the work's error.
-    if (api.StreamEndCapture(s, &captured) == CUDA_SUCCESS && captured) api.GraphDestroy(captured);
-    throw;
+  CUresult r = CUDA_SUCCESS;
+  {
+    // No context-wide synchronisation (allocation, module loading) by kilnrt on other threads while capturing.
+    CaptureGate gate(device_, CaptureGate::Kind::kShared);
+    KILNRT_CU_CHECK(api, api.StreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "CudaGraph::capture");
+    try {
+      work(s);
+    } catch (...) {
+      // End (and discard) the capture so that the private stream is usable again, then report the work's error.
+      if (api.StreamEndCapture(s, &captured) == CUDA_SUCCESS && captured) api.GraphDestroy(captured);
+      throw;
+    }
+    r = api.StreamEndCapture(s, &captured);
   }
-  CUresult r = api.StreamEndCapture(s, &captured);
   if (r != CUDA_SUCCESS) {
     if (captured) api.GraphDestroy(captured);
     throw Error(ErrorCode::kCuda, driver_error_string(api, r) + capture_failure_hint(r), "CudaGraph::capture",

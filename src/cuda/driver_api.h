@@ -75,6 +75,7 @@ constexpr unsigned kDriverAbiVersion = 12000;
   X(StreamBeginCapture, cuStreamBeginCapture, PFN_cuStreamBeginCapture_v10010)   \
   X(StreamEndCapture, cuStreamEndCapture, PFN_cuStreamEndCapture_v10000)         \
   X(StreamGetCaptureInfo, cuStreamGetCaptureInfo, PFN_cuStreamGetCaptureInfo_v11030) \
+  X(ThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, PFN_cuThreadExchangeStreamCaptureMode_v10010) \
   X(GraphInstantiateWithFlags, cuGraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040) \
   X(GraphLaunch, cuGraphLaunch, PFN_cuGraphLaunch_v10000)                        \
   X(GraphDestroy, cuGraphDestroy, PFN_cuGraphDestroy_v10000)                     \

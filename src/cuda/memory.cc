@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
 
 namespace kilnrt::cuda {
@@ -26,6 +27,7 @@ void check_range(const DeviceBuffer& b, size_t offset, size_t bytes, const char*
 
 DeviceBuffer::DeviceBuffer(int device, size_t bytes) : device_(device) {
   if (bytes == 0) return;
+  CaptureGate gate(device, CaptureGate::Kind::kExclusive);  // allocation may synchronise the context
   ContextGuard guard(device);
   CUdeviceptr p = 0;
   KILNRT_CU_CHECK(guard.api(), guard.api().MemAlloc(&p, bytes),
@@ -55,6 +57,7 @@ void DeviceBuffer::reset() noexcept {
   bytes_ = 0;
   if (!ptr_) return;
   CUdeviceptr p = to_dptr(std::exchange(ptr_, nullptr));
+  CaptureGate gate(device_, CaptureGate::Kind::kExclusive);  // cuMemFree synchronises the context
   release_quietly(device_, "device memory", [p](const DriverApi& api) { return api.MemFree(p); });
 }
 
@@ -96,6 +99,7 @@ void DeviceBuffer::memset_async(unsigned char value, StreamHandle stream) {
 
 PinnedBuffer::PinnedBuffer(int device, size_t bytes) : device_(device) {
   if (bytes == 0) return;
+  CaptureGate gate(device, CaptureGate::Kind::kExclusive);
   ContextGuard guard(device);
   void* p = nullptr;
   KILNRT_CU_CHECK(guard.api(), guard.api().MemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE),
@@ -125,6 +129,7 @@ void PinnedBuffer::reset() noexcept {
   bytes_ = 0;
   if (!ptr_) return;
   void* p = std::exchange(ptr_, nullptr);
+  CaptureGate gate(device_, CaptureGate::Kind::kExclusive);  // cuMemFreeHost synchronises the context
   release_quietly(device_, "pinned host memory", [p](const DriverApi& api) { return api.MemFreeHost(p); });
 }
 

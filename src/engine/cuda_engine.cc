@@ -6,9 +6,12 @@
 
 #ifdef KILNRT_HAVE_CUDA
 #include <cstring>
+#include <mutex>
 
 #include "backends/cuda/cuda_plan.h"
+#include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
+#include "cuda/foreign_checks.h"
 #include "cuda/library_loader.h"
 #include "engine/engine_impl.h"
 #include "kilnrt/cuda/memory.h"
@@ -81,9 +84,9 @@ class CudaExecutionContext final : public ExecutionContext {
  public:
   explicit CudaExecutionContext(std::shared_ptr<const Engine> engine)
       : engine_(std::move(engine)), plan_(*engine_->impl().cuda_plan), device_(plan_.device()) {
-    kc::ContextGuard guard(device_);
+    // Nothing is allocated here (the runner allocates in prepare(), in relaxed capture mode): a context may be
+    // created while the caller's stream captures a CUDA graph.
     runner_ = std::make_unique<CudaRunner>(plan_);
-    stream_ = kc::Stream(device_, /*non_blocking=*/true);
   }
 
   ~CudaExecutionContext() override {
@@ -102,9 +105,10 @@ class CudaExecutionContext final : public ExecutionContext {
     const auto& out_infos = engine_->outputs();
     std::vector<Shape> shapes;
     for (const TensorInfo& info : in_infos) shapes.push_back(inputs.at(info.name).shape());
+    std::lock_guard<std::mutex> lock(mutex_);
     kc::ContextGuard guard(device_);
     const kc::DriverApi& api = guard.api();
-    kc::StreamHandle s = stream_.get();
+    kc::StreamHandle s = own_stream();
     runner_->prepare(shapes, s);
     const std::vector<Shape> out_shapes = runner_->output_shapes();
     size_t total = 0;
@@ -161,22 +165,13 @@ class CudaExecutionContext final : public ExecutionContext {
       shapes.push_back(it->second.shape);
       in_ptrs.push_back(it->second.data);
     }
-    // Resolve the caller's stream against the caller's context before pushing ours.
-    const kc::DriverApi& api0 = kc::driver_api();
-    CUstream s = static_cast<CUstream>(stream);
-    CUcontext primary = kc::primary_context(device_);
-    if (s != nullptr && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) {
-      CUcontext owner = nullptr;
-      KILNRT_CU_CHECK(api0, api0.StreamGetCtx(s, &owner), "stream");
-      KILNRT_CHECK(owner == primary, kInvalidArgument, "stream",
-                   "the stream belongs to another CUDA context than device " << device_
-                       << "'s primary context (kilnrt and torch use the primary context): create the stream with "
-                          "the runtime API (cudaStreamCreate / torch.cuda.Stream) on device " << device_);
-    }
+    // Resolve the caller's stream against the caller's context before pushing ours (invariant 2).
+    CUstream s = kc::resolve_stream(static_cast<kc::StreamHandle>(stream), device_).handle;
+    std::lock_guard<std::mutex> lock(mutex_);
     kc::ContextGuard guard(device_);
-    const kc::DriverApi& api = guard.api();
+    // Every bound pointer is checked before anything launches (memory type, device ordinal, owning context).
     for (size_t i = 0; i < in_infos.size(); ++i)
-      check_device_pointer(api, in_ptrs[i], shape_numel(shapes[i]) * dtype_size(in_infos[i].dtype),
+      check_device_pointer(in_ptrs[i], shape_numel(shapes[i]) * dtype_size(in_infos[i].dtype),
                            inputs.at(in_infos[i].name).device, "input '" + in_infos[i].name + "'");
     runner_->prepare(shapes, s);
     const std::vector<Shape> out_shapes = runner_->output_shapes();
@@ -190,15 +185,19 @@ class CudaExecutionContext final : public ExecutionContext {
       KILNRT_CHECK(it->second.shape == out_shapes[i], kInvalidArgument, where,
                    "expected shape " << shape_to_string(out_shapes[i]) << " for these inputs, got "
                                      << shape_to_string(it->second.shape));
-      check_device_pointer(api, it->second.data, shape_numel(out_shapes[i]) * dtype_size(out_infos[i].dtype),
+      check_device_pointer(it->second.data, shape_numel(out_shapes[i]) * dtype_size(out_infos[i].dtype),
                            it->second.device, where);
       out_ptrs.push_back(it->second.data);
     }
     runner_->enqueue(in_ptrs, out_ptrs, s);
   }
 
-  void set_cuda_graphs(bool enabled) override { runner_->set_graphs_enabled(enabled); }
+  void set_cuda_graphs(bool enabled) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    runner_->set_graphs_enabled(enabled);
+  }
   std::string last_execution_mode() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
     return runner_->last_mode() == CudaRunner::Mode::kNone ? "" : CudaRunner::mode_name(runner_->last_mode());
   }
 
@@ -211,8 +210,9 @@ class CudaExecutionContext final : public ExecutionContext {
       validate_input_shape(info, engine_->profiles(), it->second);
       shapes.push_back(it->second);
     }
+    std::lock_guard<std::mutex> lock(mutex_);
     kc::ContextGuard guard(device_);
-    runner_->prepare(shapes, stream_.get());
+    runner_->prepare(shapes, own_stream());
     const std::vector<Shape> out = runner_->output_shapes();
     std::map<std::string, Shape> result;
     for (size_t i = 0; i < out.size(); ++i) result[engine_->outputs()[i].name] = out[i];
@@ -222,23 +222,24 @@ class CudaExecutionContext final : public ExecutionContext {
  private:
   static size_t align(size_t n) { return (n + 255) / 256 * 256; }
 
-  // Device memory of the engine's device (ordinal + memory type); the owning context is compared only when the
-  // driver reports one (it is NULL for cudaMallocAsync pools / VMM allocators).
-  void check_device_pointer(const kc::DriverApi& api, const void* p, size_t bytes, int claimed_device,
-                            const std::string& where) const {
+  // The context's own stream (run(), output_shapes()), created on first use in relaxed capture mode.
+  kc::StreamHandle own_stream() {
+    if (!stream_) {
+      kc::RelaxedCaptureMode relaxed;
+      stream_ = kc::Stream(device_, /*non_blocking=*/true);
+    }
+    return stream_.get();
+  }
+
+  // Invariant 2: device memory of the engine's device (memory type, ordinal), owned by its primary context when
+  // the driver reports an owner (NULL for cudaMallocAsync pools / VMM allocators) — kilnrt::cuda::
+  // check_device_pointer, with its errors that say what to do. Empty tensors may have any pointer.
+  void check_device_pointer(const void* p, size_t bytes, int claimed_device, const std::string& where) const {
     if (bytes == 0) return;
-    KILNRT_CHECK(p != nullptr, kInvalidArgument, where, "null device pointer");
     KILNRT_CHECK(claimed_device == device_, kInvalidArgument, where,
-                 "tensor is on device " << claimed_device << " but the engine runs on device " << device_);
-    unsigned mem_type = 0;
-    int ordinal = -1;
-    CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
-    void* data[2] = {&mem_type, &ordinal};
-    const CUresult r = api.PointerGetAttributes(2, attrs, data, dptr(p));
-    KILNRT_CHECK(r == CUDA_SUCCESS && mem_type == CU_MEMORYTYPE_DEVICE, kInvalidArgument, where,
-                 "pointer " << p << " is not CUDA device memory (pass a device tensor, or use run() with host tensors)");
-    KILNRT_CHECK(ordinal == device_, kInvalidArgument, where,
-                 "pointer " << p << " is memory of device " << ordinal << ", the engine runs on device " << device_);
+                 where << " is a tensor on cuda:" << claimed_device << " but the engine runs on cuda:" << device_
+                       << ": move the tensor to cuda:" << device_ << " or load the engine on cuda:" << claimed_device);
+    kc::check_device_pointer(p, device_, where);
   }
 
   const TensorInfo& find_input(const std::string& name) const {
@@ -253,6 +254,7 @@ class CudaExecutionContext final : public ExecutionContext {
   std::shared_ptr<const Engine> engine_;
   const CudaPlan& plan_;
   int device_;
+  mutable std::mutex mutex_;  // one call at a time: the runner (arena, graphs, handles) is not thread-safe
   std::unique_ptr<CudaRunner> runner_;
   kc::Stream stream_;
   kc::PinnedBuffer staging_;

@@ -1,4 +1,5 @@
-// Stress: many threads on one CUDA engine (issue 4). 16 threads x 1000 runs on the transformer fixture's CUDA engine,
+// Stress: many threads on one CUDA engine (issue 4). 16 threads x 1000 runs on the transformer fixture's CUDA engine
+// (and 8 x 50 on mobilenet_v3_small: cuDNN convolutions, long graph captures),
 // each thread with its own ExecutionContext, alternating the host path (run) and the device path (enqueue on the
 // thread's own stream). Every output is checked against the CPU engine; there must be 0 errors; device memory must
 // not grow once a warm-up round has sized everything (contexts kept alive), and destroying and recreating all
@@ -171,32 +172,26 @@ void on_threads(std::vector<Worker>& workers, Fn fn) {
   for (auto& t : threads) t.join();
 }
 
-}  // namespace
-
-TEST(CudaStress, ManyThreadsOneEngineOwnContexts) {
-  std::string why;
-  if (!cuda_available(&why)) GTEST_SKIP() << "no usable CUDA GPU (stress test is GPU-only): " << why;
-  const int threads = env_int("KILNRT_STRESS_THREADS", 16);
-  const int runs = env_int("KILNRT_STRESS_RUNS", 1000);
-
+// `threads` threads x `runs` runs on one CUDA engine of `model`, batches 1..max_batch across threads.
+void stress_one_engine(const std::string& model, int threads, int runs, int64_t max_batch) {
   BuildOptions opt;
   opt.device = "cuda";
-  const std::vector<uint8_t> bytes = build_engine(stress_fixture("transformer_encoder_layer.onnx"), opt);
+  const std::vector<uint8_t> bytes = build_engine(stress_fixture(model + ".onnx"), opt);
   std::shared_ptr<Engine> engine = Engine::from_bytes(bytes.data(), bytes.size(), "stress");
-  const std::vector<uint8_t> cpu_bytes = build_engine(stress_fixture("transformer_encoder_layer.onnx"));
+  const std::vector<uint8_t> cpu_bytes = build_engine(stress_fixture(model + ".onnx"));
   std::shared_ptr<Engine> cpu = Engine::from_bytes(cpu_bytes.data(), cpu_bytes.size(), "stress-cpu");
-  const Tensor x0 = load_npy(stress_fixture("transformer_encoder_layer.input.npy"));
+  const Tensor x0 = load_npy(stress_fixture(model + ".input.npy"));
 
-  // Batches 1..4 across threads: contexts with different shape tuples share the engine.
+  // Batches 1..max_batch across threads: contexts with different shape tuples share the engine.
   std::map<int64_t, std::pair<Tensor, Tensor>> refs;
-  for (int64_t b = 1; b <= 4; ++b) {
+  for (int64_t b = 1; b <= max_batch; ++b) {
     Tensor xb = repeat_batch(x0, b);
     refs[b] = {xb, cpu->run({{"x", xb}}).at("y")};
   }
   std::vector<Worker> workers(threads);
   for (int i = 0; i < threads; ++i) {
     workers[i].id = i;
-    workers[i].batch = 1 + i % 4;
+    workers[i].batch = 1 + i % max_batch;
     workers[i].x = refs[workers[i].batch].first;
     workers[i].want = refs[workers[i].batch].second;
   }
@@ -221,7 +216,7 @@ TEST(CudaStress, ManyThreadsOneEngineOwnContexts) {
   on_threads(workers, [&](Worker& w) { w.iterate(runs, main_round); });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const size_t free_after_main = free_device_memory();
-  std::printf("    %d threads x %d runs: %ld runs in %.2f s (%.0f runs/s), errors %ld, wrong outputs %ld\n", threads,
+  std::printf("    %s: %d threads x %d runs: %ld runs in %.2f s (%.0f runs/s), errors %ld, wrong outputs %ld\n", model.c_str(), threads,
               runs, main_round.runs.load(), seconds, main_round.runs.load() / seconds, main_round.errors.load(),
               main_round.wrong.load());
   EXPECT_EQ(main_round.runs.load(), long(threads) * runs);
@@ -256,4 +251,42 @@ TEST(CudaStress, ManyThreadsOneEngineOwnContexts) {
   EXPECT_EQ(again.errors.load(), 0) << again.first_error;
   EXPECT_EQ(again.wrong.load(), 0) << again.first_wrong;
   EXPECT_LE(leaked, slack) << "destroyed contexts did not give their device memory back";
+
+  // One context shared by all threads through run() (own stream, one sync per call): calls are serialised by the
+  // context, never interleaved inside its runner (arena, graphs, library handles).
+  std::unique_ptr<ExecutionContext> shared = engine->create_context();
+  Counters shared_round;
+  const int shared_runs = std::max(1, std::min(runs, 50));
+  on_threads(workers, [&](Worker& w) {
+    for (int i = 0; i < shared_runs; ++i) {
+      const std::string where = "shared context, thread " + std::to_string(w.id) + " run " + std::to_string(i);
+      try {
+        const Tensor y = shared->run({{"x", w.x}}).at("y");
+        const std::string diff = compare(y.data<float>(), w.want.data<float>(), w.want.numel());
+        if (!diff.empty()) shared_round.mismatch(where + ": " + diff);
+      } catch (const std::exception& e) {
+        shared_round.error(where + ": " + e.what());
+      }
+      shared_round.runs++;
+    }
+  });
+  EXPECT_EQ(shared_round.errors.load(), 0) << shared_round.first_error;
+  EXPECT_EQ(shared_round.wrong.load(), 0) << shared_round.first_wrong;
+}
+
+}  // namespace
+
+TEST(CudaStress, ManyThreadsOneEngineOwnContexts) {
+  std::string why;
+  if (!cuda_available(&why)) GTEST_SKIP() << "no usable CUDA GPU (stress test is GPU-only): " << why;
+  stress_one_engine("transformer_encoder_layer", env_int("KILNRT_STRESS_THREADS", 16),
+                    env_int("KILNRT_STRESS_RUNS", 1000), 4);
+}
+
+// cuDNN convolutions (graph captures that take milliseconds of host time) from 8 threads: the coexistence suite's
+// "CUDA graph capture failed ... CUDNN_STATUS_EXECUTION_FAILED" case.
+TEST(CudaStress, ManyThreadsOneEngineCudnnLayers) {
+  std::string why;
+  if (!cuda_available(&why)) GTEST_SKIP() << "no usable CUDA GPU (stress test is GPU-only): " << why;
+  stress_one_engine("mobilenet_v3_small", 8, 50, 3);
 }

@@ -1,9 +1,12 @@
 #include "backends/cuda/cuda_libs.h"
 
+#include <utility>
+
 #include <mutex>
 
 #include "core/check.h"
 #include "core/logging.h"
+#include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
 
 namespace kilnrt::backends::cuda {
@@ -61,6 +64,7 @@ bool cudnn_usable(std::string* why) {
 cublasLtHandle_t LibraryHandles::get_cublaslt() {
   if (!cublaslt) {
     const CublasLtApi& api = cublaslt_api();
+    kilnrt::cuda::CaptureGate gate(device, kilnrt::cuda::CaptureGate::Kind::kExclusive);
     kilnrt::cuda::ContextGuard guard(device);
     KILNRT_CUBLASLT_CHECK(api.cublasLtCreate(&cublaslt), "cuBLASLt handle");
   }
@@ -70,23 +74,29 @@ cublasLtHandle_t LibraryHandles::get_cublaslt() {
 cudnnHandle_t LibraryHandles::get_cudnn() {
   if (!cudnn) {
     const CudnnApi& api = cudnn_api();
+    kilnrt::cuda::CaptureGate gate(device, kilnrt::cuda::CaptureGate::Kind::kExclusive);
     kilnrt::cuda::ContextGuard guard(device);
     KILNRT_CUDNN_CHECK(api, api.cudnnCreate(&cudnn), "cuDNN handle");
   }
   return cudnn;
 }
 
-LibraryHandles::~LibraryHandles() {
+void LibraryHandles::reset() noexcept {
+  cublasLtHandle_t lt = std::exchange(cublaslt, nullptr);
+  cudnnHandle_t dnn = std::exchange(cudnn, nullptr);
   if (!kilnrt::cuda::cleanup_allowed()) return;  // leak at exit / in a forked child
   try {
-    if (cublaslt || cudnn) {
+    if (lt || dnn) {
+      kilnrt::cuda::CaptureGate gate(device, kilnrt::cuda::CaptureGate::Kind::kExclusive);
       kilnrt::cuda::ContextGuard guard(device);
-      if (cublaslt) cublaslt_api().cublasLtDestroy(cublaslt);
-      if (cudnn) cudnn_api().cudnnDestroy(cudnn);
+      if (lt) cublaslt_api().cublasLtDestroy(lt);
+      if (dnn) cudnn_api().cudnnDestroy(dnn);
     }
   } catch (const std::exception& e) {
     KILNRT_LOG(kWarning, "releasing cuBLASLt/cuDNN handles failed: " << e.what());
   }
 }
+
+LibraryHandles::~LibraryHandles() { reset(); }
 
 }  // namespace kilnrt::backends::cuda

@@ -48,6 +48,8 @@ struct LibraryHandles {
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t get_cublaslt();
   cudnnHandle_t get_cudnn();
+  // Destroys the handles (they are created again on next use); used after a failed graph capture.
+  void reset() noexcept;
   ~LibraryHandles();
 };
 

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/logging.h"
+#include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
 
 namespace kilnrt::backends::cuda {
@@ -184,7 +185,8 @@ struct CudaRunner::ShapeState {
   // CUDA graph of this shape tuple (inputs / outputs in the arena), captured on the second call.
   std::string label;                   // "[1x3x224x224]" for logs
   uint64_t calls = 0;
-  bool graph_failed = false;
+  int capture_failures = 0;
+  bool graph_failed() const { return capture_failures >= kMaxCaptureAttempts; }
   std::unique_ptr<kilnrt::cuda::CudaGraph> graph;
 };
 
@@ -201,7 +203,8 @@ const char* CudaRunner::mode_name(Mode m) {
 
 CudaRunner::CudaRunner(const CudaPlan& plan) : plan_(plan) {
   handles_.device = plan.device_;
-  workspace_ = kilnrt::cuda::DeviceBuffer(plan.device_, kWorkspaceBytes);
+  // The workspace is allocated by the first prepare() (in relaxed capture mode: a context may be created while
+  // the caller's stream captures).
   const char* env = std::getenv("KILNRT_CUDA_GRAPHS");
   if (env && (std::string(env) == "0" || std::string(env) == "off" || std::string(env) == "false"))
     graphs_enabled_ = false;
@@ -217,23 +220,68 @@ void CudaRunner::drop_graphs() noexcept {
   graph_lru_.clear();
 }
 
-void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream) {
-  auto found = states_.find(input_shapes);
-  if (found != states_.end()) {
-    current_ = found->second.get();
-    if (arena_.size() < current_->arena_bytes) {
-      kilnrt::cuda::ContextGuard guard(plan_.device_);
-      KILNRT_CU_CHECK(guard.api(), guard.api().StreamSynchronize(stream), "activation arena");
-      drop_graphs();  // they address the old arena
-      arena_ = kilnrt::cuda::DeviceBuffer(plan_.device_, current_->arena_bytes);
+StreamT CudaRunner::aux_stream() {
+  if (!aux_) aux_ = kilnrt::cuda::Stream(plan_.device_, /*non_blocking=*/true);
+  return static_cast<StreamT>(aux_.get());
+}
+
+void CudaRunner::ensure_resources() {
+  if (!workspace_.data()) workspace_ = kilnrt::cuda::DeviceBuffer(plan_.device_, kWorkspaceBytes);
+  if (!done_) done_ = kilnrt::cuda::Event(plan_.device_);
+  // Library handles are created here rather than lazily inside the first launch, which may be captured.
+  for (const CudaPlan::Step& step : plan_.steps_) {
+    if (step.host) continue;
+    const std::string tactic = step.layer->tactic();
+    if (tactic.rfind("cudnn:", 0) == 0) handles_.get_cudnn();
+    else if (tactic.rfind("cublaslt:", 0) == 0) handles_.get_cublaslt();
+  }
+}
+
+void CudaRunner::grow_arena(size_t bytes, StreamT stream, bool capturing) {
+  kilnrt::cuda::ContextGuard guard(plan_.device_);
+  const auto& api = guard.api();
+  if (capturing || arena_in_caller_capture_) {
+    // Nothing can be waited for, or a caller's captured graph addresses the old arena / graphs: keep them.
+    if (arena_.data()) retained_.push_back(std::move(arena_));
+    for (ShapeState* st : graph_lru_) retained_graphs_.push_back(std::move(st->graph));
+    graph_lru_.clear();
+  } else {
+    if (arena_used_) {
+      // The last work on the arena may be on another stream than `stream` (output_shapes() prepares on the
+      // context's own stream): wait for the recorded event as well.
+      if (done_) done_.synchronize();
+      KILNRT_CU_CHECK(api, api.StreamSynchronize(stream), "activation arena");
     }
+    drop_graphs();  // they address the old arena
+    retained_graphs_.clear();
+  }
+  arena_ = kilnrt::cuda::DeviceBuffer();  // free before allocating the larger one (when not retained)
+  arena_ = kilnrt::cuda::DeviceBuffer(plan_.device_, bytes);
+  arena_used_ = false;
+  arena_in_caller_capture_ = false;
+}
+
+void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream) {
+  const kilnrt::cuda::CaptureStatus capture = kilnrt::cuda::stream_capture_status(stream, plan_.device_);
+  KILNRT_CHECK(capture != kilnrt::cuda::CaptureStatus::kInvalidated, kInvalidArgument, "stream",
+               "the stream's CUDA graph capture was already invalidated by an earlier operation (not by kilnrt): "
+               "end the capture (cuStreamEndCapture / leave torch.cuda.graph) and remove the operation that is not "
+               "allowed while capturing (a synchronisation, an allocation, work on the legacy default stream)");
+  const bool capturing = capture == kilnrt::cuda::CaptureStatus::kActive;
+  auto found = states_.find(input_shapes);
+  if (found != states_.end() && workspace_.data() && arena_.size() >= found->second->arena_bytes) {
+    current_ = found->second.get();  // the hot path: nothing to allocate
     return;
   }
-  // A new shape tuple uploads host values and may grow the arena (both synchronise the stream): impossible inside a
-  // caller's graph capture, so say what to do instead of invalidating the caller's capture.
-  KILNRT_CHECK(!kilnrt::cuda::stream_is_capturing(stream, plan_.device_), kInvalidArgument, "stream",
-               "the stream is capturing a CUDA graph and the engine has not run with these input shapes yet: run it "
-               "once with them before capturing (a warm-up, as torch.cuda.graph also requires)");
+  // Allocation below must not invalidate a capture in progress on this thread (the caller's, GLOBAL mode included,
+  // possibly on another stream than `stream`): relaxed capture mode. It changes nothing when nothing captures.
+  kilnrt::cuda::RelaxedCaptureMode relaxed;
+  ensure_resources();
+  if (found != states_.end()) {
+    current_ = found->second.get();
+    if (arena_.size() < current_->arena_bytes) grow_arena(current_->arena_bytes, stream, capturing);
+    return;
+  }
   const ir::Graph& g = plan_.graph_;
   const size_t nslots = plan_.slot_names_.size();
   auto st = std::make_unique<ShapeState>();
@@ -356,24 +404,22 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
     st->upload_offset[s] = static_cast<int64_t>(upload_bytes);
     upload_bytes += align_up(std::max<size_t>(1, st->host_values[s].nbytes()));
   }
-  kilnrt::cuda::ContextGuard guard(plan_.device_);
-  const auto& api = guard.api();
   if (upload_bytes > 0) {
+    // On the private stream, from pageable memory (no pinned allocation / free, which would synchronise the
+    // context), synchronised alone: the caller's stream is neither used nor waited for.
+    kilnrt::cuda::ContextGuard guard(plan_.device_);
+    const auto& api = guard.api();
     st->uploads = kilnrt::cuda::DeviceBuffer(plan_.device_, upload_bytes);
-    kilnrt::cuda::PinnedBuffer staging(plan_.device_, upload_bytes);
+    std::vector<unsigned char> staging(upload_bytes, 0);
     for (size_t s = 0; s < nslots; ++s)
       if (st->upload_offset[s] >= 0 && st->host_values[s].nbytes() > 0)
-        std::memcpy(static_cast<char*>(staging.data()) + st->upload_offset[s], st->host_values[s].raw(),
-                    st->host_values[s].nbytes());
-    KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(st->uploads.data()), staging.data(), upload_bytes, stream),
+        std::memcpy(staging.data() + st->upload_offset[s], st->host_values[s].raw(), st->host_values[s].nbytes());
+    StreamT aux = aux_stream();
+    KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(st->uploads.data()), staging.data(), upload_bytes, aux),
                     "shape-computation upload");
-    KILNRT_CU_CHECK(api, api.StreamSynchronize(stream), "shape-computation upload");  // once per new shape tuple
+    KILNRT_CU_CHECK(api, api.StreamSynchronize(aux), "shape-computation upload");  // once per new shape tuple
   }
-  if (arena_.size() < st->arena_bytes) {
-    KILNRT_CU_CHECK(api, api.StreamSynchronize(stream), "activation arena");
-    drop_graphs();  // they address the old arena
-    arena_ = kilnrt::cuda::DeviceBuffer(plan_.device_, st->arena_bytes);
-  }
+  if (arena_.size() < st->arena_bytes) grow_arena(st->arena_bytes, stream, capturing);
   for (size_t i = 0; i < input_shapes.size(); ++i) st->label += (i ? "," : "[") + shape_to_string(input_shapes[i]);
   st->label += "]";
   current_ = st.get();
@@ -397,23 +443,69 @@ const void* CudaRunner::output_device_ptr(size_t i) const { return ptrs_.at(plan
 void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, StreamT stream) {
   KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
   ShapeState& st = *current_;
-  if (graphs_enabled_ && kilnrt::cuda::stream_is_capturing(stream, plan_.device_)) {
-    // The caller captures its stream (torch.cuda.graph): launch directly so that its graph records the layers.
+  if (kilnrt::cuda::stream_is_capturing(stream, plan_.device_)) {
+    // The caller captures its stream (torch.cuda.graph): launch directly so that its graph records the layers —
+    // after a private warm-up when this tuple never ran here (libraries initialise outside the capture).
+    if (st.calls == 0) warm_up_privately(st);
     resolve_pointers(st, inputs);
+    arena_in_caller_capture_ = true;  // the caller's graph addresses this arena from now on: never freed
     launch_layers(st, outputs, stream);
     last_mode_ = Mode::kCallerCapture;
     ++stats_.caller_captured;
     return;
   }
-  if (graphs_enabled_ && !st.graph_failed && (st.graph || st.calls > 0)) {
+  if (graphs_enabled_ && !st.graph_failed() && (st.graph || st.calls > 0)) {
     enqueue_with_graph(st, inputs, outputs, stream);
-    return;
+  } else {
+    resolve_pointers(st, inputs);
+    if (st.calls == 0) {
+      // The first call with a shape tuple is the warm-up: direct launches, whose first kernels may be loaded lazily
+      // (a context-wide synchronisation): not while another thread captures a graph.
+      kilnrt::cuda::CaptureGate gate(plan_.device_, kilnrt::cuda::CaptureGate::Kind::kExclusive);
+      launch_layers(st, outputs, stream);
+    } else {
+      launch_layers(st, outputs, stream);
+    }
+    ++st.calls;
+    last_mode_ = Mode::kDirect;
+    ++stats_.direct;
   }
-  ++st.calls;  // the first call with a shape tuple is the warm-up: direct launches
-  resolve_pointers(st, inputs);
-  launch_layers(st, outputs, stream);
-  last_mode_ = Mode::kDirect;
-  ++stats_.direct;
+  arena_used_ = true;
+  done_.record(stream);
+}
+
+void CudaRunner::warm_up_privately(ShapeState& st) {
+  kilnrt::cuda::RelaxedCaptureMode relaxed;
+  kilnrt::cuda::CaptureGate gate(plan_.device_, kilnrt::cuda::CaptureGate::Kind::kExclusive);
+  kilnrt::cuda::ContextGuard guard(plan_.device_);
+  const auto& api = guard.api();
+  StreamT aux = aux_stream();
+  // Work enqueued on the arena before the caller's capture began may still run: warm up in a scratch arena then
+  // (kept: freeing it would synchronise the context inside the caller's capture).
+  kilnrt::cuda::DeviceBuffer scratch;
+  char* base = static_cast<char*>(arena_.data());
+  if (arena_used_) {
+    scratch = kilnrt::cuda::DeviceBuffer(plan_.device_, st.arena_bytes);
+    base = static_cast<char*>(scratch.data());
+  }
+  resolve_pointers(st, {});
+  if (arena_used_) {
+    for (void*& p : ptrs_) {
+      char* c = static_cast<char*>(p);
+      char* a = static_cast<char*>(arena_.data());
+      if (c >= a && c < a + arena_.size()) p = base + (c - a);
+    }
+  }
+  // Zeroed inputs: valid indices for Gather-like layers, whatever the caller's memory holds right now.
+  for (int s : plan_.input_slots_) {
+    const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(st.dtypes[s]);
+    if (bytes > 0 && ptrs_[s])
+      KILNRT_CU_CHECK(api, api.MemsetD8Async(dptr(ptrs_[s]), 0, bytes, aux), "private warm-up");
+  }
+  launch_layers(st, {}, aux);
+  KILNRT_CU_CHECK(api, api.StreamSynchronize(aux), "private warm-up");
+  if (scratch.data()) retained_.push_back(std::move(scratch));
+  ++st.calls;
 }
 
 void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void*>& inputs,
@@ -428,10 +520,15 @@ void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void
     try {
       graph->capture([&](kilnrt::cuda::StreamHandle cs) { launch_layers(st, {}, static_cast<StreamT>(cs)); });
     } catch (const Error& e) {
-      st.graph_failed = true;
+      ++st.capture_failures;
       ++stats_.capture_failures;
-      KILNRT_LOG(kWarning, "CUDA graph capture failed for input shapes " << st.label
-                               << "; running its layers without a graph: " << e.what());
+      KILNRT_LOG(kWarning, "CUDA graph capture failed for input shapes "
+                               << st.label << " (attempt " << st.capture_failures << " of " << kMaxCaptureAttempts
+                               << "); running its layers without a graph"
+                               << (st.graph_failed() ? "" : " this time") << ": " << e.what());
+      // Library handles used in a failed capture may keep state bound to it: start over with new ones.
+      handles_.reset();
+      kilnrt::cuda::CaptureGate gate(plan_.device_, kilnrt::cuda::CaptureGate::Kind::kExclusive);
       resolve_pointers(st, inputs);
       launch_layers(st, outputs, stream);
       last_mode_ = Mode::kDirect;

@@ -18,7 +18,17 @@
 // Captured graphs are kept per shape tuple, at most kMaxGraphs (least recently used evicted); growing the arena
 // drops them all (they address the old arena). When the caller's stream is itself capturing (torch.cuda.graph), the
 // layers are enqueued directly so that the caller's graph records them. A capture that fails (a library refusing
-// capture) falls back to direct launches for that shape tuple with a warning.
+// capture, or a context-wide synchronisation by someone else) falls back to direct launches with a warning and is
+// retried on later calls, at most kMaxCaptureAttempts times per shape tuple.
+//
+// Capture-safe preparation: everything that allocates (workspace, arena, per-shape uploads, library handles) runs
+// with the calling thread in relaxed capture mode (cuda/capture_safety.h), with cuMemAlloc, and per-shape host
+// values are uploaded on a private non-blocking stream that is synchronised alone — never an operation on the
+// caller's stream besides the layers' launches. So a fresh context or a new shape tuple inside a caller's capture
+// (GLOBAL mode included) works: the new tuple is warmed up once on the private stream first (cuDNN / cuBLASLt lazy
+// initialisation, module loading), then enqueued into the caller's capture. Memory that a caller's capture may
+// address (an arena replaced while capturing) is kept until the runner is destroyed. Not thread-safe: the
+// execution context serialises calls.
 #pragma once
 #include <map>
 #include <memory>
@@ -31,6 +41,7 @@
 #include "ir/graph.h"
 #include "kilnrt/cuda/graph.h"
 #include "kilnrt/cuda/memory.h"
+#include "kilnrt/cuda/stream.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
@@ -91,6 +102,7 @@ class CudaRunner {
     uint64_t direct = 0, captures = 0, replays = 0, caller_captured = 0, capture_failures = 0, evictions = 0;
   };
   static constexpr size_t kMaxGraphs = 8;
+  static constexpr int kMaxCaptureAttempts = 3;
 
   explicit CudaRunner(const CudaPlan& plan);
   ~CudaRunner();
@@ -102,7 +114,8 @@ class CudaRunner {
   size_t cached_graphs() const { return graph_lru_.size(); }
 
   // Infers shapes for these input shapes (cached per tuple), evaluates host nodes, uploads host values and makes
-  // sure the arena is large enough (may allocate and synchronise `stream` when shapes are new: not per call).
+  // sure the arena is large enough (may allocate when shapes are new: not per call). `stream` is where the work
+  // will be enqueued: when it is not capturing and the arena must grow, the previous work is waited for.
   void prepare(const std::vector<Shape>& input_shapes, StreamT stream);
   // Shapes / dtypes of the graph outputs for the prepared shapes.
   std::vector<Shape> output_shapes() const;
@@ -124,9 +137,24 @@ class CudaRunner {
   void enqueue_with_graph(ShapeState& st, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                           StreamT stream);
   void drop_graphs() noexcept;
+  // Workspace and library handles the layers need (relaxed capture mode: may run inside a caller's capture).
+  void ensure_resources();
+  // Replaces the arena by one of `bytes`: waits for earlier work first, or, when `capturing`, keeps the old arena
+  // and graphs alive until destruction (a caller's capture may address them; nothing can be waited for).
+  void grow_arena(size_t bytes, StreamT stream, bool capturing);
+  // First run of a tuple whose first call lands inside a caller's capture: runs the layers once on the private
+  // stream (arena inputs zeroed) and waits for it, so that libraries initialise outside the capture.
+  void warm_up_privately(ShapeState& st);
+  StreamT aux_stream();
   const CudaPlan& plan_;
   LibraryHandles handles_;
   kilnrt::cuda::DeviceBuffer arena_, workspace_;
+  bool arena_used_ = false;  // work was enqueued on arena_ since it was allocated
+  bool arena_in_caller_capture_ = false;  // a caller's captured graph addresses arena_: it is never freed
+  kilnrt::cuda::Stream aux_;  // private non-blocking stream: uploads and private warm-ups
+  kilnrt::cuda::Event done_;  // recorded after each non-captured enqueue: the arena's last use
+  std::vector<kilnrt::cuda::DeviceBuffer> retained_;                    // arenas a caller's capture may address
+  std::vector<std::unique_ptr<kilnrt::cuda::CudaGraph>> retained_graphs_;  // graphs possibly still in flight
   std::map<std::vector<Shape>, std::unique_ptr<ShapeState>> states_;
   ShapeState* current_ = nullptr;
   std::vector<void*> ptrs_;
