@@ -12,11 +12,15 @@ enum class DType : int32_t {
   kFloat32 = 1,
   kUInt8 = 2,
   kInt8 = 3,
+  kUInt16 = 4,
+  kInt16 = 5,
   kInt32 = 6,
   kInt64 = 7,
   kBool = 9,
   kFloat16 = 10,
   kFloat64 = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
   kBFloat16 = 16,
 };
 

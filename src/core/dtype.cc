@@ -6,9 +6,9 @@ namespace kilnrt {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kFloat32: case DType::kInt32: return 4;
-    case DType::kInt64: case DType::kFloat64: return 8;
-    case DType::kFloat16: case DType::kBFloat16: return 2;
+    case DType::kFloat32: case DType::kInt32: case DType::kUInt32: return 4;
+    case DType::kInt64: case DType::kFloat64: case DType::kUInt64: return 8;
+    case DType::kFloat16: case DType::kBFloat16: case DType::kInt16: case DType::kUInt16: return 2;
     case DType::kInt8: case DType::kUInt8: case DType::kBool: return 1;
     case DType::kUndefined: return 0;
   }
@@ -25,6 +25,10 @@ const char* dtype_name(DType t) {
     case DType::kInt32: return "int32";
     case DType::kInt8: return "int8";
     case DType::kUInt8: return "uint8";
+    case DType::kInt16: return "int16";
+    case DType::kUInt16: return "uint16";
+    case DType::kUInt32: return "uint32";
+    case DType::kUInt64: return "uint64";
     case DType::kBool: return "bool";
     case DType::kUndefined: return "undefined";
   }
@@ -33,7 +37,8 @@ const char* dtype_name(DType t) {
 
 DType dtype_from_name(const std::string& name) {
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32,
-                  DType::kInt8, DType::kUInt8, DType::kBool})
+                  DType::kInt8, DType::kUInt8, DType::kBool, DType::kInt16, DType::kUInt16, DType::kUInt32,
+                  DType::kUInt64})
     if (name == dtype_name(t)) return t;
   if (name == "float") return DType::kFloat32;
   if (name == "half") return DType::kFloat16;
@@ -42,7 +47,8 @@ DType dtype_from_name(const std::string& name) {
 
 bool dtype_is_valid(int32_t v) {
   switch (v) {
-    case 1: case 2: case 3: case 6: case 7: case 9: case 10: case 11: case 16: return true;
+    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 12: case 13: case 16:
+      return true;
     default: return false;
   }
 }

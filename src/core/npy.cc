@@ -20,6 +20,10 @@ const char* descr_of(DType t) {
     case DType::kInt32: return "<i4";
     case DType::kInt8: return "|i1";
     case DType::kUInt8: return "|u1";
+    case DType::kInt16: return "<i2";
+    case DType::kUInt16: return "<u2";
+    case DType::kUInt32: return "<u4";
+    case DType::kUInt64: return "<u8";
     case DType::kBool: return "|b1";
     case DType::kBFloat16: return "<u2";  // numpy has no bfloat16: stored as raw uint16
     default: return nullptr;
@@ -30,7 +34,8 @@ DType dtype_of_descr(const std::string& d) {
   static const std::pair<const char*, DType> table[] = {
       {"<f4", DType::kFloat32}, {"<f2", DType::kFloat16}, {"<f8", DType::kFloat64}, {"<i8", DType::kInt64},
       {"<i4", DType::kInt32},   {"|i1", DType::kInt8},    {"|u1", DType::kUInt8},   {"|b1", DType::kBool},
-      {"<u2", DType::kBFloat16}, {"=f4", DType::kFloat32}, {"=i8", DType::kInt64}};
+      // "<u2" (what numpy writes for uint16) is read as bfloat16 bits, kilnrt's bfloat16 convention; "=u2" as uint16.
+      {"<u2", DType::kBFloat16}, {"=u2", DType::kUInt16}, {"<i2", DType::kInt16}, {"<u4", DType::kUInt32}, {"<u8", DType::kUInt64}, {"=f4", DType::kFloat32}, {"=i8", DType::kInt64}};
   for (auto& e : table)
     if (d == e.first) return e.second;
   return DType::kUndefined;

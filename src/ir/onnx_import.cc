@@ -267,6 +267,7 @@ Tensor make_tensor(const TensorFields& t, const ImportContext& ctx, const std::s
     case DType::kFloat32: field = "float_data"; count = t.float_data.size(); break;
     case DType::kInt64: field = "int64_data"; count = t.int64_data.size(); break;
     case DType::kFloat64: field = "double_data"; count = t.double_data.size(); break;
+    case DType::kUInt32: case DType::kUInt64: field = "uint64_data"; count = t.uint64_data.size(); break;
     default: field = "int32_data"; count = t.int32_data.size(); break;
   }
   KILNRT_CHECK(typed_fields == 0 || count > 0, kInvalidModel, where,
@@ -283,6 +284,12 @@ Tensor make_tensor(const TensorFields& t, const ImportContext& ctx, const std::s
     case DType::kInt8: narrow_ints<int8_t>(t.int32_data, -128, 127, &out, where, field); break;
     case DType::kUInt8: narrow_ints<uint8_t>(t.int32_data, 0, 255, &out, where, field); break;
     case DType::kBool: narrow_ints<uint8_t>(t.int32_data, 0, 1, &out, where, field); break;
+    case DType::kInt16: narrow_ints<int16_t>(t.int32_data, -32768, 32767, &out, where, field); break;
+    case DType::kUInt16: narrow_ints<uint16_t>(t.int32_data, 0, 65535, &out, where, field); break;
+    case DType::kUInt32: narrow_ints<uint32_t>(t.uint64_data, 0, UINT32_MAX, &out, where, field); break;
+    case DType::kUInt64:  // varints decoded as int64: reinterpret the bits
+      for (size_t i = 0; i < t.uint64_data.size(); ++i) out.data<uint64_t>()[i] = static_cast<uint64_t>(t.uint64_data[i]);
+      break;
     case DType::kFloat16:
     case DType::kBFloat16: {
       // The 16-bit pattern; accept it sign-extended too (some writers go through int16).
@@ -494,6 +501,17 @@ Node decode_node(Reader r, const ImportContext& ctx) {
                  node_where << " has attribute '" << name << "' twice");
     n.attrs.emplace(std::move(name), std::move(attr));
   }
+  // Legacy (opset < 7) broadcasting: `broadcast=1` + `axis` aligns B with A at `axis`, which numpy broadcasting
+  // cannot express in general; reject it clearly rather than compute something else.
+  auto def = ctx.opsets.find("");
+  if (n.domain.empty() && def != ctx.opsets.end() && def->second < 7 && n.attrs.count("broadcast") &&
+      n.attrs.count("axis") && n.op_type != "Gemm") {
+    const Attribute& b = n.attrs.at("broadcast");
+    KILNRT_CHECK(b.i == 0, kUnsupported, node_where,
+                 n.op_type << " uses the legacy (opset " << def->second
+                           << ") broadcast=1 with an explicit axis, whose alignment differs from numpy broadcasting; "
+                              "re-export with opset_version>=7");
+  }
   return n;
 }
 
@@ -681,6 +699,17 @@ Graph decode_model(const pb::Source& src, const std::string& base_dir) {
   KILNRT_CHECK(has_graph, kInvalidModel, src.label, "the model has no graph");
   auto def = ctx.opsets.find("");
   const int64_t opset = def == ctx.opsets.end() ? 0 : def->second;
+  if (def == ctx.opsets.end() && !ctx.opsets.empty()) {
+    // Only other domains (e.g. ai.onnx.preview.training): fine as long as no node uses the default domain.
+    ctx.producer = producer_name;
+    if (!producer_version.empty()) ctx.producer += (ctx.producer.empty() ? "" : " ") + producer_version;
+    Graph g = decode_graph(graph_reader, ctx, /*top_level=*/true);
+    for (const Node& n : g.nodes)
+      KILNRT_CHECK(!n.domain.empty(), kInvalidModel, src.label,
+                   "node '" << n.name << "' (" << n.op_type
+                            << ") is in the default domain, but the model imports no default-domain opset");
+    return g;
+  }
   KILNRT_CHECK(opset >= kMinOnnxOpset, kInvalidModel, src.label,
                "default-domain opset " << opset << ": opset " << kMinOnnxOpset
                                        << " or newer required, re-export with opset_version>="

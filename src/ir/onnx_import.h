@@ -12,7 +12,7 @@
 // Errors: kilnrt::Error with kInvalidModel (malformed or invalid model: where = "<file>: <field path>" for wire
 // format problems, the node / tensor name for semantic ones), kUnsupported (valid ONNX that kilnrt does not handle:
 // sparse initializers, int16/string/... tensors, TENSORS/GRAPHS attributes), kIo (file not found / unreadable).
-// Requirements: ir_version >= 3 and default-domain opset >= 7 (7..12 with a warning: see kMinOnnxOpset); newer than
+// Requirements: ir_version >= 3 and default-domain opset >= 1 (1..12 with a warning: see kMinOnnxOpset); newer than
 // kMaxTestedOpset is accepted with a warning.
 //
 // External data: paths are resolved relative to the model's directory; absolute paths and paths with a ".."
@@ -25,12 +25,15 @@
 
 namespace kilnrt::ir {
 
-// Opset policy: default-domain opsets 7 to 12 (ONNX 1.2 to 1.7: multidirectional broadcasting everywhere) are
-// accepted with a warning; each node then needs an op schema covering its opset (OpSchema::since_version), else the
-// build fails with kUnsupported naming the node, op and opset. Older ir_versions (3..6) only differ in ways the
+// Opset policy: default-domain opsets 1 to 12 are accepted with a warning; each node then needs an op schema covering
+// its opset (OpSchema::since_version), else the build fails with kUnsupported naming the node, op and opset. Before
+// opset 7 the binary ops had a `broadcast`/`axis` pair (unidirectional broadcasting aligned at `axis`): a node with
+// broadcast=1 and an explicit axis is rejected (kUnsupported, its semantics differ from numpy broadcasting); without
+// an axis the legacy rule (trailing alignment) is a special case of numpy broadcasting and is accepted.
+// `consumed_inputs` (opsets 1..5: an in-place hint with no effect on the result) is ignored. Older ir_versions (3..6) only differ in ways the
 // importer already handles (initializers may be listed as graph inputs).
 constexpr int64_t kMinOnnxIrVersion = 3;
-constexpr int64_t kMinOnnxOpset = 7;
+constexpr int64_t kMinOnnxOpset = 1;
 constexpr int64_t kFirstFullySupportedOpset = 13;
 constexpr int64_t kMaxTestedOpset = 25;
 

@@ -36,20 +36,27 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # ---- exclusion policy -------------------------------------------------------------------------------------------
 # (regex on the case name, reason). Ordered; the first match wins. Anything here counts as not passed.
 NAME_EXCLUSIONS = [
-    (r"^test_(adagrad|adam|momentum|nesterov_momentum|gradient)", "training-only op (ai.onnx.preview.training)"),
+    (r"^test_gradient", "training-only op (ai.onnx.preview.training Gradient: needs automatic differentiation)"),
     (r"^test_(bernoulli|random|multinomial)", "random outputs (no reference value to compare)"),
     (r"^test_training_dropout(?!_zero_ratio)", "random outputs (Dropout in training mode with ratio > 0)"),
     (r"^test_(string|strnorm|regex|tfidf)", "string dtype"),
+    (r"^test_adam_multiple$",
+     "broken case in onnx 1.12: the expected values use epsilon=1e-2, the node leaves epsilon at its default 1e-6"),
+    (r"^test_castlike_(BFLOAT16_to_FLOAT|FLOAT_to_BFLOAT16)(_expanded)?$",
+     "broken case data in onnx 1.12: input 'like' is declared 3x4 but its data has shape (1,)"),
 ]
 OP_EXCLUSIONS = {
-    "Adagrad": "training-only op", "Adam": "training-only op", "Momentum": "training-only op",
     "Gradient": "training-only op",
     "RandomNormal": "random outputs", "RandomUniform": "random outputs", "RandomNormalLike": "random outputs",
     "RandomUniformLike": "random outputs", "Bernoulli": "random outputs", "Multinomial": "random outputs",
     "StringNormalizer": "string dtype", "TfIdfVectorizer": "string dtype", "RegexFullMatch": "string dtype",
 }
-# ONNX element types kilnrt has (include/kilnrt/dtype.h): float32 uint8 int8 int32 int64 bool float16 float64 bf16.
-KILNRT_ELEM_TYPES = {1, 2, 3, 6, 7, 9, 10, 11, 16}
+# ONNX element types kilnrt has (include/kilnrt/dtype.h): float32 uint8 int8 uint16 int16 int32 int64 bool float16
+# float64 uint32 uint64 bf16.
+KILNRT_ELEM_TYPES = {1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16}
+# Element types the Python binding may not map to numpy yet (python/src: numpy_dtype_name): cases with such inputs or
+# outputs run through the CLI (`kilnrt run` with .npy files) when the binding refuses them.
+CLI_FALLBACK_ELEM_TYPES = {4, 5, 12, 13}
 
 
 def restore_numpy_aliases():
@@ -266,6 +273,39 @@ def _run_engine(engine, feeds):
     return engine.run(feeds)
 
 
+def _save_npy(path, a):
+    """np.save, except that uint16 gets the descr '=u2': kilnrt reads '<u2' as bfloat16 bits (its bfloat16 .npy
+    convention) and '=u2' (native = little-endian u2, equally valid for numpy) as uint16."""
+    a = np.ascontiguousarray(a)
+    if a.dtype != np.uint16:
+        np.save(path, a)
+        return
+    header = "{'descr': '=u2', 'fortran_order': False, 'shape': %r, }" % (tuple(a.shape),)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1"))
+        f.write(a.tobytes())
+
+
+def _run_cli(engine_path, feeds, work_dir):
+    """Runs the engine with the CLI (`kilnrt run --input NAME=FILE.npy --save-outputs DIR`): for dtypes that the
+    Python binding does not map to numpy yet."""
+    import kilnrt
+    cli = os.path.join(os.path.dirname(kilnrt.__file__), "bin", "kilnrt")
+    out_dir = os.path.join(work_dir, "outputs")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    cmd = [cli, "run", engine_path, "--save-outputs", out_dir]
+    for i, (name, a) in enumerate(feeds.items()):
+        path = os.path.join(work_dir, "input%d.npy" % i)
+        _save_npy(path, a)
+        cmd += ["--input", "%s=%s" % (name, path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise kilnrt.Error((proc.stderr or proc.stdout).strip().splitlines()[-1] if (proc.stderr or proc.stdout)
+                           else "kilnrt run failed (%d)" % proc.returncode)
+    return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir) if f.endswith(".npy")}
+
+
 def run_case(case_dir, device, work_dir):
     """Returns (status, message): status "passed" / "failed"."""
     import onnx
@@ -278,14 +318,21 @@ def run_case(case_dir, device, work_dir):
     engine_path = os.path.join(work_dir, "case.engine")
     try:
         kilnrt.build(os.path.join(case_dir, "model.onnx"), engine_path, device=device)
-        engine = kilnrt.Engine(engine_path)
-        if device.startswith("cuda"):
-            layers = engine.layers
-            off = [l["name"] + " (" + l["op_type"] + ")" for l in layers if l["placement"] != "cuda"]
-            if off:
-                return "failed", "layers not placed on cuda: " + ", ".join(off[:5])
         feeds = {vi.name: a for vi, a in zip(model.graph.input, inputs)}
-        result = _run_engine(engine, feeds)
+        io_types = [vi.type.tensor_type.elem_type for vi in list(model.graph.input) + list(model.graph.output)]
+        try:
+            engine = kilnrt.Engine(engine_path)
+            if device.startswith("cuda"):
+                layers = engine.layers
+                off = [l["name"] + " (" + l["op_type"] + ")" for l in layers if l["placement"] != "cuda"]
+                if off:
+                    return "failed", "layers not placed on cuda: " + ", ".join(off[:5])
+            result = _run_engine(engine, feeds)
+        except kilnrt.Error as e:
+            if not (any(t in CLI_FALLBACK_ELEM_TYPES for t in io_types) and device == "cpu" and
+                    "no numpy equivalent" in str(e)):
+                raise
+            result = _run_cli(engine_path, feeds, work_dir)
     except kilnrt.Error as e:
         return "failed", "kilnrt.Error[%s]: %s" % (getattr(e, "code", "?"), str(e).splitlines()[0] if str(e) else "")
     for vi, want in zip(model.graph.output, outputs):

@@ -1,8 +1,8 @@
 """ONNX node conformance on the CPU: runs tests/conformance/run_conformance.py (cases generated from the installed
 onnx package's node test generators) and asserts the pass rate.
 
-The floor is KILNRT_CONFORMANCE_MIN_PASS_RATE (default 0.75 = what the CPU backend reaches today with onnx 1.12;
-the acceptance bar of issue 6 is 0.90 of all generated cases, exclusions counting as not passed). Raise the default
+The floor is KILNRT_CONFORMANCE_MIN_PASS_RATE (default 0.92: the CPU backend passes 856 of 922 = 92.8% with onnx
+1.12; the acceptance bar of issue 6 is 0.90 of all generated cases, exclusions counting as not passed). Raise the default
 as ops are added; the runner prints every failing case and the reasoned exclusion list.
 """
 import json
@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "tests" / "conformance" / "run_conformance.py"
-MIN_PASS_RATE = float(os.environ.get("KILNRT_CONFORMANCE_MIN_PASS_RATE", "0.75"))
+MIN_PASS_RATE = float(os.environ.get("KILNRT_CONFORMANCE_MIN_PASS_RATE", "0.92"))
 
 
 def test_onnx_node_conformance_cpu(tmp_path):

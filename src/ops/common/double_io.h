@@ -23,6 +23,10 @@ inline std::vector<double> tensor_to_doubles(const Tensor& t, const ir::Node& no
     case DType::kInt32: for (size_t i = 0; i < n; ++i) v[i] = t.data<int32_t>()[i]; break;
     case DType::kInt8: for (size_t i = 0; i < n; ++i) v[i] = t.data<int8_t>()[i]; break;
     case DType::kUInt8: for (size_t i = 0; i < n; ++i) v[i] = t.data<uint8_t>()[i]; break;
+    case DType::kInt16: for (size_t i = 0; i < n; ++i) v[i] = t.data<int16_t>()[i]; break;
+    case DType::kUInt16: for (size_t i = 0; i < n; ++i) v[i] = t.data<uint16_t>()[i]; break;
+    case DType::kUInt32: for (size_t i = 0; i < n; ++i) v[i] = t.data<uint32_t>()[i]; break;
+    case DType::kUInt64: for (size_t i = 0; i < n; ++i) v[i] = static_cast<double>(t.data<uint64_t>()[i]); break;
     case DType::kBool: for (size_t i = 0; i < n; ++i) v[i] = t.data<bool>()[i] ? 1.0 : 0.0; break;
     default:
       KILNRT_THROW(kUnsupported, node.describe(), node.op_type << ": dtype " << dtype_name(t.dtype())
@@ -48,6 +52,10 @@ inline Tensor tensor_from_doubles(const std::vector<double>& v, DType dtype, con
     case DType::kInt32: for (size_t i = 0; i < n; ++i) t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
     case DType::kInt8: for (size_t i = 0; i < n; ++i) t.data<int8_t>()[i] = static_cast<int8_t>(v[i]); break;
     case DType::kUInt8: for (size_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(v[i]); break;
+    case DType::kInt16: for (size_t i = 0; i < n; ++i) t.data<int16_t>()[i] = static_cast<int16_t>(v[i]); break;
+    case DType::kUInt16: for (size_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = static_cast<uint16_t>(v[i]); break;
+    case DType::kUInt32: for (size_t i = 0; i < n; ++i) t.data<uint32_t>()[i] = static_cast<uint32_t>(v[i]); break;
+    case DType::kUInt64: for (size_t i = 0; i < n; ++i) t.data<uint64_t>()[i] = static_cast<uint64_t>(v[i]); break;
     case DType::kBool: for (size_t i = 0; i < n; ++i) t.data<bool>()[i] = v[i] != 0.0; break;
     default: break;
   }

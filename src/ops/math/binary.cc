@@ -1,4 +1,4 @@
-// Broadcasting arithmetic: Add Sub Mul Div Pow Mod PRelu, and the variadic Min Max Sum Mean.
+// Broadcasting arithmetic: Add Sub Mul Div Pow Mod BitShift PRelu, and the variadic Min Max Sum Mean.
 // Shape functions also propagate symbolic element values (sym_value) through Add/Sub/Mul/Div of shape tensors.
 #include <cmath>
 #include <string>
@@ -109,7 +109,7 @@ OpSchema binary_schema(const char* op, int since, const char* doc, char sym_op, 
     ctx.outputs[0] = binary_same_dtype<S>(a, b, ctx, factory(ctx.node));
   };
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32,
-                  DType::kInt8, DType::kUInt8})
+                  DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kUInt32, DType::kUInt64})
     if (dtype_in_set(t, S)) s.dtypes.push_back(t);
   s.doc = doc;
   return s;
@@ -146,7 +146,9 @@ void mod_cpu(CpuContext& ctx) {
       return r;
     } else {
       C r = static_cast<C>(x % y);
-      if (!use_fmod && r != 0 && ((r < 0) != (y < 0))) r = static_cast<C>(r + y);
+      if constexpr (std::is_signed_v<C>) {
+        if (!use_fmod && r != 0 && ((r < 0) != (y < 0))) r = static_cast<C>(r + y);
+      }
       return r;
     }
   });
@@ -159,11 +161,45 @@ OpSchema mod_schema() {
   s.infer = [](ShapeContext& ctx) { infer_broadcast(ctx); };
   s.cpu = mod_cpu;
   s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
-              DType::kInt64,   DType::kInt32,   DType::kInt8,     DType::kUInt8};
+              DType::kInt64,   DType::kInt32,   DType::kInt8,     DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kUInt32, DType::kUInt64};
   s.doc = "remainder; fmod=1: sign of dividend, fmod=0: sign of divisor";
   return s;
 }
 KILNRT_REGISTER_OP(mod_schema());
+
+// BitShift (opset 11): unsigned integers; direction LEFT or RIGHT; shifts of the type's width or more give 0.
+void bitshift_cpu(CpuContext& ctx) {
+  check_same_dtypes(ctx);
+  const Tensor& a = ctx.input(0);
+  const std::string dir = ctx.node.attr_string("direction");
+  KILNRT_CHECK(dir == "LEFT" || dir == "RIGHT", kInvalidModel, ctx.node.describe(),
+               "direction must be LEFT or RIGHT, got '" << dir << "'");
+  const DType t = a.dtype();
+  KILNRT_CHECK(t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 || t == DType::kUInt64,
+               kUnsupported, ctx.node.describe(), "BitShift needs an unsigned integer dtype, got " << dtype_name(t));
+  const bool left = dir == "LEFT";
+  ctx.outputs[0] = binary_same_dtype<DTypeSet::kInteger>(a, ctx.input(1), ctx, [left](auto x, auto y) {
+    using C = decltype(x);
+    if constexpr (std::is_unsigned_v<C>) {
+      if (static_cast<uint64_t>(y) >= sizeof(C) * 8) return C(0);
+      return static_cast<C>(left ? static_cast<C>(x << y) : static_cast<C>(x >> y));
+    } else {
+      return x;
+    }
+  });
+}
+
+OpSchema bitshift_schema() {
+  OpSchema s;
+  s.op_type = "BitShift";
+  s.since_version = 11;
+  s.infer = [](ShapeContext& ctx) { infer_broadcast(ctx); };
+  s.cpu = bitshift_cpu;
+  s.dtypes = {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64};
+  s.doc = "x << y or x >> y (direction), unsigned integers";
+  return s;
+}
+KILNRT_REGISTER_OP(bitshift_schema());
 
 template <class CA, class CB>
 CA pow_value(CA x, CB e) {
@@ -236,7 +272,7 @@ OpSchema variadic_schema(const char* op, const char* doc, Factory factory, bool 
     ctx.outputs[0] = acc;
   };
   s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
-              DType::kInt64,   DType::kInt32,   DType::kInt8,     DType::kUInt8};
+              DType::kInt64,   DType::kInt32,   DType::kInt8,     DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kUInt32, DType::kUInt64};
   s.doc = doc;
   return s;
 }

@@ -3,7 +3,10 @@
 //   float / integer -> bool: x != 0 (NaN -> true)
 //   bool -> number: 0 / 1
 //   integer -> narrower integer: wraps (two's complement), as numpy's astype does
+//   -> bfloat16: truncation (low 16 bits of the float32 dropped) up to opset 18, as ONNX's reference; from Cast-19
+//      on, round to nearest even
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -55,8 +58,24 @@ D narrow(W w) {
   }
 }
 
-Tensor cast_tensor(const Tensor& x, DType to, const std::string& where) {
+// float32 -> bfloat16 by dropping the low 16 bits (NaN stays a quiet NaN).
+uint16_t bfloat16_truncate(float f) {
+  if (std::isnan(f)) return std::signbit(f) ? 0xffc0 : 0x7fc0;
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// Cast to bfloat16: up to opset 18 the spec leaves the rounding open and ONNX's reference (and its 1.12 test data)
+// truncates; Cast-19 specifies round-to-nearest-even. `opset` selects which (docs/operators.md).
+Tensor cast_tensor(const Tensor& x, DType to, const std::string& where, int64_t opset = 19) {
   if (x.dtype() == to) return x;  // same dtype: a view
+  if (to == DType::kBFloat16 && opset < 19 && x.dtype() != DType::kBool) {
+    Tensor f = cast_tensor(x, DType::kFloat32, where, opset);
+    Tensor y = Tensor::empty(to, x.shape());
+    for (int64_t i = 0; i < x.numel(); ++i) y.data<uint16_t>()[i] = bfloat16_truncate(f.data<float>()[i]);
+    return y;
+  }
   Tensor y = Tensor::empty(to, x.shape());
   dispatch_dtype<DTypeSet::kAll>(x.dtype(), where, [&](auto src_tag) {
     using S = typename decltype(src_tag)::type;
@@ -97,11 +116,12 @@ OpSchema cast_schema() {
   s.since_version = 1;
   s.infer = [](ShapeContext& ctx) { cast_infer_to(ctx, cast_target(ctx.node)); };
   s.cpu = [](CpuContext& ctx) {
-    ctx.outputs[0] = cast_tensor(ctx.input(0), cast_target(ctx.node), ctx.node.describe());
+    ctx.outputs[0] = cast_tensor(ctx.input(0), cast_target(ctx.node), ctx.node.describe(), ctx.opset);
   };
-  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
-              DType::kInt32,   DType::kInt8,    DType::kUInt8,    DType::kBool};
-  s.doc = "converts to the dtype of attribute 'to' (float->int truncates toward zero)";
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32,
+              DType::kInt8,    DType::kUInt8,   DType::kBool,     DType::kInt16,   DType::kUInt16, DType::kUInt32,
+              DType::kUInt64};
+  s.doc = "converts to the dtype of attribute 'to' (float->int truncates toward zero; ->bfloat16 truncates before opset 19)";
   return s;
 }
 KILNRT_REGISTER_OP(cast_schema());
@@ -112,10 +132,11 @@ OpSchema cast_like_schema() {
   s.since_version = 15;
   s.infer = [](ShapeContext& ctx) { cast_infer_to(ctx, ctx.input(1).dtype); };
   s.cpu = [](CpuContext& ctx) {
-    ctx.outputs[0] = cast_tensor(ctx.input(0), ctx.input(1).dtype(), ctx.node.describe());
+    ctx.outputs[0] = cast_tensor(ctx.input(0), ctx.input(1).dtype(), ctx.node.describe(), ctx.opset);
   };
-  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
-              DType::kInt32,   DType::kInt8,    DType::kUInt8,    DType::kBool};
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32,
+              DType::kInt8,    DType::kUInt8,   DType::kBool,     DType::kInt16,   DType::kUInt16, DType::kUInt32,
+              DType::kUInt64};
   s.doc = "converts input 0 to the dtype of input 1";
   return s;
 }

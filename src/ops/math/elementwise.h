@@ -68,10 +68,14 @@ inline bool dtype_in_set(DType t, DTypeSet set) {
       return set != DTypeSet::kInteger && set != DTypeSet::kBool;
     case DType::kInt64:
     case DType::kInt32:
+    case DType::kInt16:
     case DType::kInt8:
       return set == DTypeSet::kNumeric || set == DTypeSet::kSignedNumeric || set == DTypeSet::kInteger ||
              set == DTypeSet::kAll;
     case DType::kUInt8:
+    case DType::kUInt16:
+    case DType::kUInt32:
+    case DType::kUInt64:
       return set == DTypeSet::kNumeric || set == DTypeSet::kInteger || set == DTypeSet::kAll;
     case DType::kBool:
       return set == DTypeSet::kAll || set == DTypeSet::kBool;
@@ -84,7 +88,7 @@ template <DTypeSet S, class T>
 constexpr bool type_in_set() {
   constexpr bool is_f = is_float_storage_v<T>;
   constexpr bool is_b = std::is_same_v<T, bool>;
-  constexpr bool is_u = std::is_same_v<T, uint8_t>;
+  constexpr bool is_u = std::is_unsigned_v<T> && !std::is_same_v<T, bool>;
   constexpr bool is_i = !is_f && !is_b;
   switch (S) {
     case DTypeSet::kFloat: return is_f;
@@ -115,6 +119,10 @@ void dispatch_dtype(DType t, const std::string& where, Fn&& fn) {
     case DType::kInt32: call(TypeTag<int32_t>{}); return;
     case DType::kInt8: call(TypeTag<int8_t>{}); return;
     case DType::kUInt8: call(TypeTag<uint8_t>{}); return;
+    case DType::kInt16: call(TypeTag<int16_t>{}); return;
+    case DType::kUInt16: call(TypeTag<uint16_t>{}); return;
+    case DType::kUInt32: call(TypeTag<uint32_t>{}); return;
+    case DType::kUInt64: call(TypeTag<uint64_t>{}); return;
     case DType::kBool: call(TypeTag<bool>{}); return;
     default: KILNRT_THROW(kUnsupported, where, "dtype " << dtype_name(t) << " is not supported");
   }

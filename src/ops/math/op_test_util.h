@@ -156,6 +156,10 @@ inline std::vector<double> values(const Tensor& t) {
       case DType::kInt8: out.push_back(t.data<int8_t>()[k]); break;
       case DType::kUInt8: out.push_back(t.data<uint8_t>()[k]); break;
       case DType::kBool: out.push_back(t.data<uint8_t>()[k] ? 1.0 : 0.0); break;
+      case DType::kInt16: out.push_back(t.data<int16_t>()[k]); break;
+      case DType::kUInt16: out.push_back(t.data<uint16_t>()[k]); break;
+      case DType::kUInt32: out.push_back(t.data<uint32_t>()[k]); break;
+      case DType::kUInt64: out.push_back(static_cast<double>(t.data<uint64_t>()[k])); break;
       default: throw std::runtime_error("values(): unsupported dtype");
     }
   }

@@ -1,6 +1,7 @@
 // Normalizations: BatchNormalization (inference), InstanceNormalization, LayerNormalization (with the optional
 // Mean / InvStdDev outputs), GroupNormalization (opset 18 per-group and opset 21 per-channel affine) and LRN.
 // Statistics are accumulated in double for the oracle's accuracy.
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -49,24 +50,31 @@ void infer_same_as_input(ShapeContext& ctx) {
 
 // ---- BatchNormalization ---------------------------------------------------------------------------------------
 
-void check_batch_norm_inference(const ir::Node& node) {
-  KILNRT_CHECK(node.attr_int("training_mode", 0) == 0, kUnsupported, node.describe(),
-               "training_mode=1 is not supported (inference only)");
+// Returns true for training mode (opset 14+: batch statistics, optional running mean / var outputs).
+bool check_batch_norm_mode(const ir::Node& node) {
+  const bool training = node.attr_int("training_mode", 0) != 0;
   KILNRT_CHECK(node.attr_int("spatial", 1) == 1, kUnsupported, node.describe(), "spatial=0 is not supported");
-  for (size_t i = 1; i < node.outputs.size(); ++i) {
+  for (size_t i = 1; i < node.outputs.size() && !training; ++i) {
     KILNRT_CHECK(node.outputs[i].empty(), kUnsupported, node.describe(),
-                 "the training outputs (running mean / var) are not supported (inference only)");
+                 "the running mean / var outputs need training_mode=1 (opset 14+); before opset 14 (the "
+                 "saved_mean / saved_var training outputs) they are not supported");
   }
+  return training;
 }
 
 void infer_batch_norm(ShapeContext& ctx) {
-  check_batch_norm_inference(ctx.node);
+  check_batch_norm_mode(ctx.node);
   infer_same_as_input(ctx);
+  for (size_t i = 1; i < ctx.outputs.size() && i < 3; ++i) {
+    if (ctx.node.outputs[i].empty()) continue;
+    if (ctx.has_input(3) && ctx.input(3).has_shape) ctx.set_output(i, ctx.input(3).dtype, ctx.input(3).shape);
+    else ctx.set_output(i, ctx.input(0).dtype, {ir::Dim()});
+  }
 }
 
 void batch_norm_cpu(CpuContext& ctx) {
   const ir::Node& node = ctx.node;
-  check_batch_norm_inference(node);
+  const bool training = check_batch_norm_mode(node);
   const DType dtype = ctx.input(0).dtype();
   Tensor x = to_float32(ctx.input(0), node, "X");
   check_nc_input(x.shape(), node, 2);
@@ -74,6 +82,32 @@ void batch_norm_cpu(CpuContext& ctx) {
   Tensor scale = channel_param(ctx, 1, "scale", c), bias = channel_param(ctx, 2, "B", c);
   Tensor mean = channel_param(ctx, 3, "input_mean", c), var = channel_param(ctx, 4, "input_var", c);
   const double eps = node.attr_float("epsilon", 1e-5f);
+  if (training) {
+    // Batch statistics (population variance) replace the running ones; running outputs are
+    // input * momentum + batch * (1 - momentum).
+    const double momentum = node.attr_float("momentum", 0.9f);
+    Tensor bm = Tensor::empty(DType::kFloat32, {c}), bv = Tensor::empty(DType::kFloat32, {c});
+    Tensor rm = Tensor::empty(DType::kFloat32, {c}), rv = Tensor::empty(DType::kFloat32, {c});
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double s = 0, sq = 0;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t i = 0; i < size; ++i) {
+          const double v = x.data<float>()[(b * c + ch) * size + i];
+          s += v;
+          sq += v * v;
+        }
+      const double cnt = static_cast<double>(n * size);
+      const double m = cnt > 0 ? s / cnt : 0.0, va = cnt > 0 ? std::max(sq / cnt - m * m, 0.0) : 0.0;
+      bm.data<float>()[ch] = static_cast<float>(m);
+      bv.data<float>()[ch] = static_cast<float>(va);
+      rm.data<float>()[ch] = static_cast<float>(mean.data<float>()[ch] * momentum + m * (1 - momentum));
+      rv.data<float>()[ch] = static_cast<float>(var.data<float>()[ch] * momentum + va * (1 - momentum));
+    }
+    mean = bm;
+    var = bv;
+    if (ctx.wants_output(1)) ctx.outputs[1] = from_float32(rm, ctx.input(3).dtype());
+    if (ctx.wants_output(2)) ctx.outputs[2] = from_float32(rv, ctx.input(4).dtype());
+  }
   std::vector<float> a(c), b(c);
   for (int64_t i = 0; i < c; ++i) {
     const double inv = 1.0 / std::sqrt(static_cast<double>(var.data<float>()[i]) + eps);
@@ -318,7 +352,7 @@ void lrn_cpu(CpuContext& ctx) {
 }
 
 KILNRT_REGISTER_OP(OpSchema{"", "BatchNormalization", 9, 1000, infer_batch_norm, batch_norm_cpu, float_dtypes(),
-                            "inference batch norm with running statistics (training_mode=1 unsupported)"});
+                            "batch norm: running statistics, or batch statistics + running mean/var outputs (training_mode=1)"});
 KILNRT_REGISTER_OP(OpSchema{"", "InstanceNormalization", 1, 1000, infer_same_as_input, instance_norm_cpu,
                             float_dtypes(), "per-(N, C) normalization with per-channel scale and bias"});
 KILNRT_REGISTER_OP(OpSchema{"", "LayerNormalization", 17, 1000, infer_layer_norm, layer_norm_cpu, float_dtypes(),

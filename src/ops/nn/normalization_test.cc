@@ -32,14 +32,22 @@ TEST(NnBatchNorm, InferenceMatchesFormula) {
             "0x3x2x2");
 }
 
-TEST(NnBatchNorm, TrainingModeAndChannelMismatchAreErrors) {
+TEST(NnBatchNorm, TrainingModeUsesBatchStatistics) {
+  // One channel, values 1 and 3: batch mean 2, variance 1; running outputs blend with momentum 0.5.
+  Tensor x = make({1, 1, 2}, {1.f, 3.f}), one = make({1}, {1.f}), zero = make({1}, {0.f});
+  Tensor m = make({1}, {4.f}), v = make({1}, {2.f});
+  auto out = run(Op("BatchNormalization", 5, 3).i("training_mode", 1).f("momentum", 0.5f).f("epsilon", 0.f).node,
+                 {&x, &one, &zero, &m, &v}, 15);
+  expect_close(out[0], make({1, 1, 2}, {-1.f, 1.f}));
+  expect_close(out[1], make({1}, {3.f}));
+  expect_close(out[2], make({1}, {1.5f}));
+}
+
+TEST(NnBatchNorm, TrainingOutputsWithoutTrainingModeAndChannelMismatchAreErrors) {
   Tensor x = random_tensor({1, 3, 2, 2}, 10), p3 = random_tensor({3}, 11), p4 = random_tensor({4}, 12);
-  expect_error([&] { run1(Op("BatchNormalization", 5, 1, "bn_train").i("training_mode", 1).node,
-                          {&x, &p3, &p3, &p3, &p3}, 15); },
-               ErrorCode::kUnsupported, "bn_train", "training_mode");
   expect_error([&] { infer(Op("BatchNormalization", 5, 3, "bn_outs").node,
                            std::vector<ir::TensorType>(5, ttype(DType::kFloat32, {1, 3})), 14); },
-               ErrorCode::kUnsupported, "bn_outs", "training outputs");
+               ErrorCode::kUnsupported, "bn_outs", "training_mode=1");
   expect_error([&] { run1(Op("BatchNormalization", 5, 1, "bn_c").node, {&x, &p4, &p3, &p3, &p3}, 15); },
                ErrorCode::kInvalidArgument, "bn_c", "scale");
   auto out = infer(Op("BatchNormalization", 5).node,
