@@ -40,6 +40,10 @@ std::string numpy_dtype_name(kilnrt::DType t) {
     case DType::kUInt8: return "uint8";
     case DType::kInt32: return "int32";
     case DType::kInt64: return "int64";
+    case DType::kInt16: return "int16";
+    case DType::kUInt16: return "uint16";
+    case DType::kUInt32: return "uint32";
+    case DType::kUInt64: return "uint64";
     case DType::kBool: return "bool";
     default: break;
   }

@@ -287,13 +287,16 @@ def test_caller_stream_is_honoured(cuda_conv_engine, conv_model):
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        cuda_conv_engine(x)  # warm-up: the first call on a stream sets up that stream's execution context
+        # Warm-up: the first call on a stream sets up that stream's execution context and runs directly, the second
+        # captures the CUDA graph of this shape; from then on calls only enqueue (a replay).
+        cuda_conv_engine(x)
+        cuda_conv_engine(x)
     side.synchronize()
     with torch.cuda.stream(side):
         assert torch.cuda.current_stream() == side
         # The input is written on `side` only after a long sleep: kilnrt reads it correctly only if it runs on
         # `side` after the copy (another stream would see the zeros).
-        torch.cuda._sleep(200_000_000)
+        torch.cuda._sleep(1_000_000_000)
         xin.copy_(x)
         y = cuda_conv_engine(xin)
         assert not side.query(), "the call waited for the GPU (it must return after enqueueing)"
@@ -453,9 +456,13 @@ def test_user_context_memory_and_host_io_under_a_user_context(cuda_conv_engine, 
     try:
         x_ptr, y_ptr = user.alloc(2 * 3 * 8 * 8 * 4), user.alloc(2 * 4 * 8 * 8 * 4)
         ctx = cuda_conv_engine.create_context()
-        err = _expect_error(lambda: ctx.enqueue({"x": (x_ptr, (2, 3, 8, 8), "float32")},
-                                                {"y": (y_ptr, (2, 4, 8, 8), "float32")}, stream=0),
-                            "x", "not the primary context")
+        io = ({"x": (x_ptr, (2, 3, 8, 8), "float32")}, {"y": (y_ptr, (2, 4, 8, 8), "float32")})
+        # Stream 0 under a user context names that context's default stream: refused before the pointers are read.
+        err = _expect_error(lambda: ctx.enqueue(*io, stream=0), "stream", "user-created CUDA context")
+        assert err.code == "invalid_argument"
+        # With a stream of the primary context, the user context's memory is refused by name.
+        with kc.Stream() as s:
+            err = _expect_error(lambda: ctx.enqueue(*io, stream=s), "x", "not the primary context")
         assert err.code == "invalid_argument"
         assert user.current() == user.ctx.value, "kilnrt changed the caller's current context"
         # Host I/O works whatever context the caller has pushed; so do the kilnrt.cuda objects.
