@@ -169,8 +169,10 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
     for (ir::Node& n : graph.nodes) {
       const bool gemm = n.op_type == "MatMul" || n.op_type == "Gemm";
       std::string p;
-      if (gemm && options.fp16) p = "fp16";
-      else if (gemm && options.bf16) p = "bf16";
+      // --fp16 / --bf16: every layer runs with 16-bit activations (float32 math inside kernels); a layer
+      // without 16-bit kernels, or with kilnrt_precision "fp32", runs as a float32 island.
+      if (options.fp16) p = "fp16";
+      else if (options.bf16) p = "bf16";
       else if ((gemm || n.op_type == "Conv") && options.tf32) p = "tf32";
       if (p.empty()) continue;
       ir::Attribute a;

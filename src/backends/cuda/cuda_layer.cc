@@ -74,6 +74,17 @@ int kernel_dtype_code(DType t) {
     case DType::kInt64: return 1;
     case DType::kInt32: return 2;
     case DType::kBool: return 3;
+    case DType::kFloat16: return 4;
+    case DType::kBFloat16: return 5;
+    default: return -1;
+  }
+}
+
+int float_code(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 0;
+    case DType::kFloat16: return 1;
+    case DType::kBFloat16: return 2;
     default: return -1;
   }
 }
@@ -88,6 +99,7 @@ int cast_dtype_code(DType t) {
     case DType::kUInt8: return 5;
     case DType::kFloat64: return 6;
     case DType::kFloat16: return 7;
+    case DType::kBFloat16: return 8;
     default: return -1;
   }
 }

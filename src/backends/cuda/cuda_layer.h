@@ -68,6 +68,10 @@ class CudaLayer {
   // Inputs the layer reads on the host (shape inputs such as Reshape's shape): they must be constants or shape
   // computations. Default: none.
   virtual std::vector<int> host_inputs() const { return {}; }
+  // True when the layer takes float activations in 16-bit storage (LayerTensor / LayerOutput dtype kFloat16 or
+  // kBFloat16 where the graph says float32) in --fp16 / --bf16 engines. Layers that do not are run as a float32
+  // island: the plan converts their 16-bit inputs to float32 scratch and their outputs back.
+  virtual bool supports_16bit() const { return false; }
   // True when output 0 is input 0's memory reinterpreted (Reshape, Flatten, Squeeze ...): no kernel runs.
   virtual bool is_alias() const { return false; }
   // Enqueues the node on launch.stream. Throws kilnrt::Error naming the node on failure.
@@ -127,7 +131,8 @@ void check_launch(int status, const std::string& node, const char* kernel);
 
 // Helpers shared by layers.
 kilnrt::cuda::kernels::Broadcast3 make_broadcast(const Shape& out, const std::vector<Shape>& ins);
-int kernel_dtype_code(DType t);  // 0 f32, 1 i64, 2 i32, 3 bool, -1 other
+int kernel_dtype_code(DType t);  // 0 f32, 1 i64, 2 i32, 3 bool, 4 f16, 5 bf16, -1 other
+int float_code(DType t);         // storage code of the float kernels: 0 f32, 1 f16, 2 bf16, -1 other
 int cast_dtype_code(DType t);    // codes of kernels::cast, -1 other
 // The dtype of a value in the graph (kUndefined when unknown).
 DType value_dtype(const ir::Graph& g, const std::string& name);

@@ -32,6 +32,25 @@ Tensor shape_value(const ir::Node& node, const Shape& in, int64_t opset) {
   return Tensor::from_vector(v, DType::kInt64, {static_cast<int64_t>(v.size())});
 }
 
+bool is_16(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+
+// float32 host values -> 16-bit (round to nearest even). Infinite and out-of-range values are clamped to the
+// dtype's finite range (NaN kept): attention-mask constants (-inf, -1e9) become the finite minimum, so that a fully
+// masked softmax row stays finite instead of turning into NaN.
+void convert_16(const float* src, uint16_t* dst, int64_t n, DType t) {
+  const float lim = t == DType::kFloat16 ? 65504.f : 3.3895313892515355e38f;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = src[i];
+    if (v == v) v = std::min(std::max(v, -lim), lim);
+    dst[i] = t == DType::kFloat16 ? float_to_half(v) : float_to_bfloat16(v);
+  }
+}
+Tensor to_16(const Tensor& t, DType d) {
+  Tensor h = Tensor::empty(d, t.shape());
+  convert_16(t.data<float>(), static_cast<uint16_t*>(h.raw()), t.numel(), d);
+  return h;
+}
+
 }  // namespace
 
 // ---- weights ---------------------------------------------------------------------------------------------------
@@ -158,7 +177,27 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
     if (graph.is_constant(out)) device_constants.insert(out);
     else if (host_slot_[os]) upload_slot_[os] = 1;
   }
-  for (const std::string& name : device_constants) weights_->upload(name, graph.constants.at(name));
+  // --fp16 / --bf16 engines: float activations are stored in 16 bits between layers (the plan's precision).
+  for (const Step& st : steps_) {
+    if (st.host) continue;
+    const Precision p = node_precision(*st.node);
+    if (p == Precision::kFp16) act16_ = DType::kFloat16;
+    if (p == Precision::kBf16) act16_ = DType::kBFloat16;
+  }
+  if (act16_ != DType::kUndefined) {
+    for (Step& st : steps_) {
+      if (st.host) continue;
+      // A layer without 16-bit kernels, or one pinned to float32 (kilnrt_precision "fp32"), runs as a float32 island.
+      st.island = !st.layer->supports_16bit() ||
+                  (st.node->has_attr(kPrecisionAttr) && node_precision(*st.node) == Precision::kFp32);
+      st.host_in = st.layer->host_inputs();
+    }
+  }
+  for (const std::string& name : device_constants) {
+    const Tensor& t = graph.constants.at(name);
+    if (act16_ != DType::kUndefined && t.dtype() == DType::kFloat32) weights_->upload(name, to_16(t, act16_));
+    else weights_->upload(name, t);
+  }
   const_ptr_.assign(slot_names_.size(), nullptr);
   for (const std::string& name : device_constants) const_ptr_[slot_of_.at(name)] = weights_->get(name);
 }
@@ -176,7 +215,10 @@ std::vector<std::pair<std::string, std::string>> CudaPlan::tactics() const {
 
 struct CudaRunner::ShapeState {
   std::vector<Shape> shapes;          // per slot
-  std::vector<DType> dtypes;          // per slot
+  std::vector<DType> dtypes;          // per slot (the graph's)
+  std::vector<DType> storage;         // per slot: device storage dtype (16-bit for float values in 16-bit engines)
+  std::vector<int64_t> in32_offset, out32_offset;  // per graph input / output: float32 staging, -1 none
+  std::vector<std::vector<int64_t>> scratch;       // per step (islands): float32 copies of inputs then outputs
   std::vector<Tensor> host_values;    // per slot (host slots)
   std::vector<int64_t> arena_offset;  // per slot: offset of its storage in the arena, -1 none
   size_t arena_bytes = 0;
@@ -355,6 +397,11 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
       known[os] = 1;
     }
   }
+  const DType a16 = plan_.act16_;
+  st->storage = st->dtypes;
+  if (a16 != DType::kUndefined)
+    for (size_t s = 0; s < nslots; ++s)
+      if (st->dtypes[s] == DType::kFloat32) st->storage[s] = a16;
   // Storage roots (aliases share their input's storage) and lifetimes.
   std::vector<int> root(nslots);
   for (size_t s = 0; s < nslots; ++s) root[s] = static_cast<int>(s);
@@ -373,25 +420,62 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
       if (os >= 0 && first[os] < 0) { first[os] = i; last[os] = std::max(last[os], i); }
   }
   for (int os : plan_.output_slots_) last[root[os]] = nsteps;
-  // Greedy first-fit by definition order over the arena-backed roots (device values that are not host / constants).
+  // Greedy first-fit by definition order over the arena-backed roots (device values that are not host / constants),
+  // plus, in 16-bit engines, float32 staging of graph I/O and float32 scratch of float32 islands.
   st->arena_offset.assign(nslots, -1);
+  struct Item { int first, last; size_t bytes; int64_t* offset; };
+  std::vector<Item> items;
+  for (size_t s = 0; s < nslots; ++s)
+    if (root[s] == static_cast<int>(s) && first[s] >= 0 && !plan_.host_slot_[s])
+      items.push_back({first[s], last[s], shape_numel(st->shapes[s]) * dtype_size(st->storage[s]),
+                       &st->arena_offset[s]});
+  st->in32_offset.assign(plan_.input_slots_.size(), -1);
+  st->out32_offset.assign(plan_.output_slots_.size(), -1);
+  st->scratch.assign(plan_.steps_.size(), {});
+  if (a16 != DType::kUndefined) {
+    for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
+      const int s = plan_.input_slots_[i];
+      if (st->storage[s] != st->dtypes[s]) items.push_back({0, 0, size_t(shape_numel(st->shapes[s])) * 4, &st->in32_offset[i]});
+    }
+    for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
+      const int s = plan_.output_slots_[i];
+      if (st->storage[s] != st->dtypes[s])
+        items.push_back({nsteps, nsteps, size_t(shape_numel(st->shapes[s])) * 4, &st->out32_offset[i]});
+    }
+    for (int i = 0; i < nsteps; ++i) {
+      const CudaPlan::Step& step = plan_.steps_[i];
+      if (step.host || !step.island) continue;
+      std::vector<int64_t>& sc = st->scratch[i];
+      sc.assign(step.inputs.size() + step.outputs.size(), -1);
+      for (size_t k = 0; k < sc.size(); ++k) {
+        const bool in = k < step.inputs.size();
+        const int s = in ? step.inputs[k] : step.outputs[k - step.inputs.size()];
+        if (s < 0 || st->storage[s] == st->dtypes[s]) continue;
+        if (in && std::find(step.host_in.begin(), step.host_in.end(), static_cast<int>(k)) != step.host_in.end())
+          continue;
+        items.push_back({i, i, size_t(shape_numel(st->shapes[s])) * 4, nullptr});
+        items.back().offset = &sc[k];  // sc is not resized again
+      }
+    }
+  }
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].first < items[b].first; });
   struct Block { size_t off, size; int end; };
   std::vector<Block> live;
-  std::vector<int> order;
-  for (size_t s = 0; s < nslots; ++s)
-    if (root[s] == static_cast<int>(s) && first[s] >= 0 && !plan_.host_slot_[s]) order.push_back(static_cast<int>(s));
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return first[a] < first[b]; });
-  for (int s : order) {
-    const size_t bytes = align_up(std::max<size_t>(1, shape_numel(st->shapes[s]) * dtype_size(st->dtypes[s])));
-    live.erase(std::remove_if(live.begin(), live.end(), [&](const Block& b) { return b.end < first[s]; }), live.end());
+  for (size_t it : order) {
+    const Item& item = items[it];
+    const size_t bytes = align_up(std::max<size_t>(1, item.bytes));
+    live.erase(std::remove_if(live.begin(), live.end(), [&](const Block& b) { return b.end < item.first; }),
+               live.end());
     std::sort(live.begin(), live.end(), [](const Block& a, const Block& b) { return a.off < b.off; });
     size_t off = 0;
     for (const Block& b : live) {
       if (b.off >= off + bytes) break;
       off = std::max(off, b.off + b.size);
     }
-    live.push_back({off, bytes, last[s]});
-    st->arena_offset[s] = static_cast<int64_t>(off);
+    live.push_back({off, bytes, item.last});
+    *item.offset = static_cast<int64_t>(off);
     st->arena_bytes = std::max(st->arena_bytes, off + bytes);
   }
   for (size_t s = 0; s < nslots; ++s)
@@ -402,7 +486,7 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
   for (size_t s = 0; s < nslots; ++s) {
     if (!plan_.upload_slot_[s]) continue;
     st->upload_offset[s] = static_cast<int64_t>(upload_bytes);
-    upload_bytes += align_up(std::max<size_t>(1, st->host_values[s].nbytes()));
+    upload_bytes += align_up(std::max<size_t>(1, st->host_values[s].numel() * dtype_size(st->storage[s])));
   }
   if (upload_bytes > 0) {
     // On the private stream, from pageable memory (no pinned allocation / free, which would synchronise the
@@ -411,9 +495,15 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
     const auto& api = guard.api();
     st->uploads = kilnrt::cuda::DeviceBuffer(plan_.device_, upload_bytes);
     std::vector<unsigned char> staging(upload_bytes, 0);
-    for (size_t s = 0; s < nslots; ++s)
-      if (st->upload_offset[s] >= 0 && st->host_values[s].nbytes() > 0)
-        std::memcpy(staging.data() + st->upload_offset[s], st->host_values[s].raw(), st->host_values[s].nbytes());
+    for (size_t s = 0; s < nslots; ++s) {
+      if (st->upload_offset[s] < 0 || st->host_values[s].nbytes() == 0) continue;
+      const Tensor& hv = st->host_values[s];
+      if (st->storage[s] != hv.dtype() && hv.dtype() == DType::kFloat32)  // 16-bit engine: converted, clamped
+        convert_16(hv.data<float>(), reinterpret_cast<uint16_t*>(staging.data() + st->upload_offset[s]), hv.numel(),
+                   st->storage[s]);
+      else
+        std::memcpy(staging.data() + st->upload_offset[s], hv.raw(), hv.nbytes());
+    }
     StreamT aux = aux_stream();
     KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(st->uploads.data()), staging.data(), upload_bytes, aux),
                     "shape-computation upload");
@@ -435,10 +525,18 @@ std::vector<Shape> CudaRunner::output_shapes() const {
 
 void* CudaRunner::input_device_ptr(size_t i) {
   KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
-  return static_cast<char*>(arena_.data()) + current_->arena_offset[plan_.input_slots_.at(i)];
+  const int64_t off32 = current_->in32_offset.at(i);
+  return static_cast<char*>(arena_.data()) + (off32 >= 0 ? off32 : current_->arena_offset[plan_.input_slots_.at(i)]);
 }
 
-const void* CudaRunner::output_device_ptr(size_t i) const { return ptrs_.at(plan_.output_slots_.at(i)); }
+const void* CudaRunner::output_device_ptr(size_t i) const { return io_out(i); }
+
+void* CudaRunner::io_in(size_t i) const {
+  return i < in32_.size() && in32_[i] ? in32_[i] : ptrs_.at(plan_.input_slots_.at(i));
+}
+void* CudaRunner::io_out(size_t i) const {
+  return i < out32_.size() && out32_[i] ? out32_[i] : ptrs_.at(plan_.output_slots_.at(i));
+}
 
 void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, StreamT stream) {
   KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
@@ -490,17 +588,24 @@ void CudaRunner::warm_up_privately(ShapeState& st) {
   }
   resolve_pointers(st, {});
   if (arena_used_) {
-    for (void*& p : ptrs_) {
-      char* c = static_cast<char*>(p);
-      char* a = static_cast<char*>(arena_.data());
-      if (c >= a && c < a + arena_.size()) p = base + (c - a);
-    }
+    auto remap = [&](std::vector<void*>& v) {
+      for (void*& p : v) {
+        char* c = static_cast<char*>(p);
+        char* a = static_cast<char*>(arena_.data());
+        if (c >= a && c < a + arena_.size()) p = base + (c - a);
+      }
+    };
+    remap(ptrs_);
+    remap(in32_);
+    remap(out32_);
+    launch_base_ = base;
   }
   // Zeroed inputs: valid indices for Gather-like layers, whatever the caller's memory holds right now.
-  for (int s : plan_.input_slots_) {
+  for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
+    const int s = plan_.input_slots_[i];
     const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(st.dtypes[s]);
-    if (bytes > 0 && ptrs_[s])
-      KILNRT_CU_CHECK(api, api.MemsetD8Async(dptr(ptrs_[s]), 0, bytes, aux), "private warm-up");
+    if (bytes > 0 && io_in(i))
+      KILNRT_CU_CHECK(api, api.MemsetD8Async(dptr(io_in(i)), 0, bytes, aux), "private warm-up");
   }
   launch_layers(st, {}, aux);
   KILNRT_CU_CHECK(api, api.StreamSynchronize(aux), "private warm-up");
@@ -559,8 +664,8 @@ void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void
     if (i >= inputs.size() || !inputs[i]) continue;
     const int s = plan_.input_slots_[i];
     const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(st.dtypes[s]);
-    if (bytes > 0 && inputs[i] != ptrs_[s])
-      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(ptrs_[s]), dptr(inputs[i]), bytes, stream),
+    if (bytes > 0 && inputs[i] != io_in(i))
+      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(io_in(i)), dptr(inputs[i]), bytes, stream),
                       "input '" + plan_.slot_names_[s] + "'");
   }
   st.graph->launch(stream);
@@ -568,8 +673,8 @@ void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void
     if (i >= outputs.size() || !outputs[i]) continue;
     const int s = plan_.output_slots_[i];
     const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(st.dtypes[s]);
-    if (bytes > 0 && outputs[i] != ptrs_[s])
-      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(ptrs_[s]), bytes, stream),
+    if (bytes > 0 && outputs[i] != io_out(i))
+      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(io_out(i)), bytes, stream),
                       "output '" + plan_.slot_names_[s] + "'");
   }
   last_mode_ = mode;
@@ -585,8 +690,18 @@ void CudaRunner::resolve_pointers(const ShapeState& st, const std::vector<const 
     if (st.upload_offset[s] >= 0) ptrs_[s] = static_cast<char*>(st.uploads.data()) + st.upload_offset[s];
     else if (st.arena_offset[s] >= 0) ptrs_[s] = arena + st.arena_offset[s];
   }
-  for (size_t i = 0; i < plan_.input_slots_.size(); ++i)
-    if (i < inputs.size() && inputs[i]) ptrs_[plan_.input_slots_[i]] = const_cast<void*>(inputs[i]);
+  launch_base_ = arena;
+  in32_.assign(plan_.input_slots_.size(), nullptr);
+  out32_.assign(plan_.output_slots_.size(), nullptr);
+  for (size_t i = 0; i < in32_.size(); ++i)
+    if (st.in32_offset[i] >= 0) in32_[i] = arena + st.in32_offset[i];
+  for (size_t i = 0; i < out32_.size(); ++i)
+    if (st.out32_offset[i] >= 0) out32_[i] = arena + st.out32_offset[i];
+  for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
+    if (i >= inputs.size() || !inputs[i]) continue;
+    if (in32_[i]) in32_[i] = const_cast<void*>(inputs[i]);  // converted to 16-bit by the first launch
+    else ptrs_[plan_.input_slots_[i]] = const_cast<void*>(inputs[i]);
+  }
   for (size_t s = 0; s < nslots; ++s) {
     if (plan_.const_ptr_[s]) ptrs_[s] = const_cast<void*>(plan_.const_ptr_[s]);
     else if (st.arena_offset[s] <= -2) ptrs_[s] = ptrs_[-2 - st.arena_offset[s]];  // alias of its storage root
@@ -601,9 +716,23 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
   launch.libs = &handles_;
   launch.workspace = workspace_.data();
   launch.workspace_bytes = workspace_.size();
-  for (const CudaPlan::Step& step : plan_.steps_) {
+  const int bf = plan_.act16_ == DType::kBFloat16 ? 1 : 0;
+  char* arena = launch_base_;  // scratch of islands: in the arena ptrs_ point into (the warm-up may use another)
+  if (ptrs_.size() && !plan_.input_slots_.empty() && in32_.size()) {
+    // Float32 graph inputs of 16-bit engines -> their 16-bit storage (first use).
+    for (size_t i = 0; i < in32_.size(); ++i) {
+      const int s = plan_.input_slots_[i];
+      if (in32_[i])
+        check_launch(kilnrt::cuda::kernels::f32_to_16(static_cast<const float*>(in32_[i]), ptrs_[s],
+                                                      shape_numel(st.shapes[s]), bf, stream),
+                     plan_.slot_names_[s], "f32_to_16");
+    }
+  }
+  for (size_t si = 0; si < plan_.steps_.size(); ++si) {
+    const CudaPlan::Step& step = plan_.steps_[si];
     if (step.host) continue;
     const ir::Node& node = *step.node;
+    const std::vector<int64_t>& sc = st.scratch[si];
     launch.inputs.assign(step.inputs.size(), LayerTensor{});
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       const int in = step.inputs[i];
@@ -611,9 +740,18 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
       LayerTensor& t = launch.inputs[i];
       t.present = true;
       t.shape = st.shapes[in];
-      t.dtype = st.dtypes[in];
+      t.dtype = st.storage[in];
       t.host = st.host_values[in].defined() ? &st.host_values[in] : nullptr;
       t.data = plan_.graph_.is_constant(plan_.slot_names_[in]) ? plan_.const_ptr_[in] : ptrs_[in];
+      if (step.island && st.dtypes[in] != st.storage[in]) {
+        t.dtype = st.dtypes[in];  // the layer sees float32
+        if (!sc.empty() && sc[i] >= 0) {
+          void* f32 = arena + sc[i];
+          check_launch(kilnrt::cuda::kernels::f16_to_32(t.data, static_cast<float*>(f32), t.numel(), bf, stream),
+                       node.describe(), "f16_to_32");
+          t.data = f32;
+        }
+      }
     }
     if (step.layer->is_alias()) {
       if (step.outputs[0] >= 0) ptrs_[step.outputs[0]] = const_cast<void*>(launch.inputs[0].data);
@@ -623,7 +761,10 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       const int os = step.outputs[o];
       if (os < 0) continue;
-      launch.outputs[o] = LayerOutput{ptrs_[os], st.dtypes[os], st.shapes[os], true};
+      launch.outputs[o] = LayerOutput{ptrs_[os], st.storage[os], st.shapes[os], true};
+      const size_t k = step.inputs.size() + o;
+      if (step.island && !sc.empty() && sc[k] >= 0)
+        launch.outputs[o] = LayerOutput{arena + sc[k], st.dtypes[os], st.shapes[os], true};
     }
     try {
       step.layer->enqueue(launch);
@@ -631,13 +772,31 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
       if (e.where().find(node.name) != std::string::npos) throw;
       throw e.with_context(node.describe());
     }
+    if (step.island && !sc.empty()) {
+      for (size_t o = 0; o < step.outputs.size(); ++o) {
+        const size_t k = step.inputs.size() + o;
+        if (sc[k] < 0) continue;
+        const LayerOutput& out = launch.outputs[o];
+        check_launch(kilnrt::cuda::kernels::f32_to_16(static_cast<const float*>(out.data), ptrs_[step.outputs[o]],
+                                                      out.numel(), bf, stream),
+                     node.describe(), "f32_to_16");
+      }
+    }
+  }
+  // 16-bit outputs -> float32 graph outputs (the model's dtype).
+  for (size_t i = 0; i < out32_.size(); ++i) {
+    const int s = plan_.output_slots_[i];
+    if (out32_[i])
+      check_launch(kilnrt::cuda::kernels::f16_to_32(ptrs_[s], static_cast<float*>(out32_[i]),
+                                                    shape_numel(st.shapes[s]), bf, stream),
+                   plan_.slot_names_[s], "f16_to_32");
   }
   for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
     const int s = plan_.output_slots_[i];
     if (i >= outputs.size() || !outputs[i]) continue;
     const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(st.dtypes[s]);
-    if (bytes > 0 && outputs[i] != ptrs_[s])
-      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(ptrs_[s]), bytes, stream),
+    if (bytes > 0 && outputs[i] != io_out(i))
+      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(io_out(i)), bytes, stream),
                       "output '" + plan_.slot_names_[s] + "'");
   }
 }

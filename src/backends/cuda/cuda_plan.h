@@ -75,7 +75,11 @@ class CudaPlan {
     bool host = false;
     std::unique_ptr<CudaLayer> layer;  // device steps
     std::vector<int> inputs, outputs;  // slots, -1 omitted
+    bool island = false;               // 16-bit engine, layer runs in float32: converted in / out around it
+    std::vector<int> host_in;          // inputs the layer reads on the host (never converted)
   };
+  // 16-bit activation dtype of --fp16 / --bf16 engines (kUndefined: float32 activations).
+  DType act16_ = DType::kUndefined;
   const ir::Graph& graph_;
   int device_;
   std::unique_ptr<Weights> weights_;
@@ -132,6 +136,10 @@ class CudaRunner {
   struct ShapeState;
   // Resolves every slot's device pointer for `st` (inputs[i] non-null: the caller's memory, else the arena).
   void resolve_pointers(const ShapeState& st, const std::vector<const void*>& inputs);
+  // Graph I/O buffers in the model's dtype: the float32 staging buffer of a converted float input / output in
+  // 16-bit engines, else the value's own storage.
+  void* io_in(size_t i) const;
+  void* io_out(size_t i) const;
   // Launches the layers (ptrs_ resolved) on `stream`; copies graph outputs to outputs[i] where non-null.
   void launch_layers(const ShapeState& st, const std::vector<void*>& outputs, StreamT stream);
   void enqueue_with_graph(ShapeState& st, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
@@ -158,6 +166,8 @@ class CudaRunner {
   std::map<std::vector<Shape>, std::unique_ptr<ShapeState>> states_;
   ShapeState* current_ = nullptr;
   std::vector<void*> ptrs_;
+  char* launch_base_ = nullptr;      // arena base of the pointers in ptrs_
+  std::vector<void*> in32_, out32_;  // per graph input / output: float32 staging (16-bit engines), else null
   bool graphs_enabled_ = true;
   Mode last_mode_ = Mode::kNone;
   Stats stats_;

@@ -68,6 +68,7 @@ class UnaryLayer final : public CudaLayer {
     }
   }
   std::string tactic() const override { return "kernel:unary"; }
+  bool supports_16bit() const override { return true; }
   std::vector<int> host_inputs() const override { return clip_ ? std::vector<int>{1, 2} : std::vector<int>{}; }
   void enqueue(LayerLaunch& l) override {
     float a = spec_.a, b = spec_.b;
@@ -75,9 +76,9 @@ class UnaryLayer final : public CudaLayer {
       if (l.inputs.size() > 1 && l.inputs[1].present) a = l.inputs[1].host->data<float>()[0];
       if (l.inputs.size() > 2 && l.inputs[2].present) b = l.inputs[2].host->data<float>()[0];
     }
-    check_launch(k::unary_f32(spec_.op, static_cast<const float*>(l.inputs[0].data),
-                              static_cast<float*>(l.outputs[0].data), l.outputs[0].numel(), a, b, l.stream),
-                 name_, "unary_f32");
+    check_launch(k::unary(spec_.op, float_code(l.inputs[0].dtype), l.inputs[0].data, l.outputs[0].data,
+                          l.outputs[0].numel(), a, b, l.stream),
+                 name_, "unary");
   }
 
  private:
@@ -112,8 +113,9 @@ std::string binary_supports(const ir::Node& n, const ir::Graph& g) {
     if (value_dtype(g, in) != t) return "mixed input dtypes";
   const int code = kernel_dtype_code(t);
   if (code < 0) return std::string("dtype ") + dtype_name(t);
-  if ((op == k::BinaryOp::kPow || op == k::BinaryOp::kMod) && code != 0) return "Pow/Mod take float32 here";
-  if (n.op_type == "Mod" && n.attr_int("fmod", 0) != 0 && code != 0) return "fmod on integers";
+  const bool fl = code == 0 || code == 4 || code == 5;
+  if ((op == k::BinaryOp::kPow || op == k::BinaryOp::kMod) && !fl) return "Pow/Mod take floats here";
+  if (n.op_type == "Mod" && n.attr_int("fmod", 0) != 0 && !fl) return "fmod on integers";
   return "";
 }
 
@@ -124,6 +126,7 @@ class BinaryLayer final : public CudaLayer {
     if (n.op_type == "Mod" && n.attr_int("fmod", 0) != 0) op_ = k::BinaryOp::kFmod;
   }
   std::string tactic() const override { return "kernel:binary"; }
+  bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     LayerOutput& y = l.outputs[0];
     const int code = kernel_dtype_code(l.inputs[0].dtype);
@@ -155,6 +158,7 @@ class WhereLayer final : public CudaLayer {
  public:
   explicit WhereLayer(const ir::Node& n) : name_(n.describe()) {}
   std::string tactic() const override { return "kernel:where"; }
+  bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     LayerOutput& y = l.outputs[0];
     const k::Broadcast3 bc = make_broadcast(y.shape, {l.inputs[0].shape, l.inputs[1].shape, l.inputs[2].shape});
@@ -171,6 +175,7 @@ class CastLayer final : public CudaLayer {
  public:
   explicit CastLayer(const ir::Node& n) : name_(n.describe()) {}
   std::string tactic() const override { return "kernel:cast"; }
+  bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     const int from = cast_dtype_code(l.inputs[0].dtype), to = cast_dtype_code(l.outputs[0].dtype);
     KILNRT_CHECK(from >= 0 && to >= 0, kUnsupported, name_,

@@ -21,14 +21,15 @@ struct GemmArgs {
   int64_t m = 0, n = 0, k = 0;
   const void* a = nullptr;  // float32, or 16-bit (ab_type) for --fp16 / --bf16 layers
   const void* b = nullptr;
-  float* c = nullptr;
+  void* c = nullptr;
   cudaDataType_t ab_type = CUDA_R_32F;
+  cudaDataType_t c_type = CUDA_R_32F;  // 16-bit in --fp16 / --bf16 engines (activations stored 16-bit)
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // COMPUTE_32F_FAST_TF32 for --tf32 layers
   void* workspace = nullptr;                        // cuBLASLt workspace (what the 16-bit operands leave free)
   size_t workspace_bytes = 0;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
   float alpha = 1.f, beta = 0.f;
-  const float* bias = nullptr;  // n elements, added to every row
+  const void* bias = nullptr;  // n elements (c_type), added to every row
 };
 
 template <class T, class D>
@@ -74,7 +75,7 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
   // Stored B: row-major k x n (ld n) is column-major n x k; transposed: row-major n x k is column-major k x n.
   if (g.trans_b) make_layout(lp, g.k, g.n, g.k, g.stride_b, g.ab_type); else make_layout(lp, g.n, g.k, g.n, g.stride_b, g.ab_type);
   if (g.trans_a) make_layout(lq, g.m, g.k, g.m, g.stride_a, g.ab_type); else make_layout(lq, g.k, g.m, g.k, g.stride_a, g.ab_type);
-  make_layout(lc, g.n, g.m, g.n, g.stride_c, CUDA_R_32F);
+  make_layout(lc, g.n, g.m, g.n, g.stride_c, g.c_type);
   Pref pref{nullptr, api.cublasLtMatmulPreferenceDestroy};
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceCreate(&pref.h), name);
   const uint64_t ws = g.workspace_bytes;
@@ -116,6 +117,12 @@ void set_precision(GemmArgs& g, Precision p, int64_t a_numel, int64_t b_numel, c
   g.workspace = l.workspace;
   g.workspace_bytes = l.workspace_bytes;
   if (p == Precision::kTf32) g.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  const DType st = l.inputs[0].dtype;
+  if (st == DType::kFloat16 || st == DType::kBFloat16) {
+    // 16-bit storage (--fp16 / --bf16 engines): A, B, C, D are 16-bit as stored, no conversion; float32 compute.
+    g.ab_type = g.c_type = st == DType::kFloat16 ? CUDA_R_16F : CUDA_R_16BF;
+    return;
+  }
   if (p != Precision::kFp16 && p != Precision::kBf16) return;
   auto al = [](size_t n) { return (n + 255) / 256 * 256; };
   const size_t a_bytes = al(size_t(a_numel) * 2), b_bytes = b16 ? 0 : al(size_t(b_numel) * 2);
@@ -145,6 +152,7 @@ class MatMulLayer final : public CudaLayer {
   explicit MatMulLayer(const LayerCreateArgs& a)
       : name_(a.node.describe()), precision_(node_precision(a.node)), b16_(weight_16(a, 1, precision_)) {}
   std::string tactic() const override { return gemm_tactic("matmul", precision_); }
+  bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     Shape as = l.inputs[0].shape, bs = l.inputs[1].shape;
     if (as.size() == 1) as.insert(as.begin(), 1);
@@ -162,13 +170,14 @@ class MatMulLayer final : public CudaLayer {
     GemmArgs g;
     g.a = l.inputs[0].data;
     g.b = l.inputs[1].data;
-    g.c = static_cast<float*>(l.outputs[0].data);
+    g.c = l.outputs[0].data;
     g.m = m;
     g.n = n;
     g.k = kk;
     if (no == 0) return;
     set_precision(g, precision_, l.inputs[0].numel(), l.inputs[1].numel(), b16_, l, name_);
     const int64_t es = g.ab_type == CUDA_R_32F ? 4 : 2;  // operand element size
+    const int64_t ces = g.c_type == CUDA_R_32F ? 4 : 2;
     if (nb == 1) {  // weights shared by every batch: one tall GEMM
       g.m = m * na;
       lt_gemm(g, l, name_);
@@ -192,7 +201,7 @@ class MatMulLayer final : public CudaLayer {
         GemmArgs gi = g;
         gi.a = static_cast<const char*>(g.a) + ia * m * kk * es;
         gi.b = static_cast<const char*>(g.b) + ib * kk * n * es;
-        gi.c = g.c + i * m * n;
+        gi.c = static_cast<char*>(g.c) + i * m * n * ces;
         lt_gemm(gi, l, name_);
       }
     }
@@ -217,6 +226,7 @@ class GemmLayer final : public CudaLayer {
         alpha_(n.attr_float("alpha", 1.f)),
         beta_(n.attr_float("beta", 1.f)) {}
   std::string tactic() const override { return gemm_tactic("gemm", precision_); }
+  bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     const Shape& as = l.inputs[0].shape;
     const Shape& bs = l.inputs[1].shape;
@@ -228,18 +238,38 @@ class GemmLayer final : public CudaLayer {
     g.n = trans_b_ ? bs[0] : bs[1];
     g.a = l.inputs[0].data;
     g.b = l.inputs[1].data;
-    g.c = static_cast<float*>(l.outputs[0].data);
+    g.c = l.outputs[0].data;
     g.alpha = alpha_;
+    const bool st16 = l.outputs[0].dtype != DType::kFloat32;
     const bool has_c = l.inputs.size() > 2 && l.inputs[2].present && beta_ != 0.f;
     if (has_c) {
       const Shape& cs = l.inputs[2].shape;
       const bool vector = shape_numel(cs) == g.n && (cs.size() == 1 || (cs.size() == 2 && cs[0] == 1));
       if (vector && beta_ == 1.f && g.n > 0) {
-        g.bias = static_cast<const float*>(l.inputs[2].data);
+        g.bias = l.inputs[2].data;
+      } else if (st16) {
+        // 16-bit storage: C broadcast into D by a strided copy, then D = alpha*AB + beta*D.
+        const Shape ys = l.outputs[0].shape;
+        const k::Broadcast3 bc = make_broadcast(ys, {ys, cs});
+        k::Strided sc;
+        sc.rank = bc.rank;
+        for (int d = 0; d < bc.rank; ++d) {
+          sc.dims[d] = bc.dims[d];
+          sc.out_strides[d] = bc.s0[d];
+          sc.in_strides[d] = bc.s1[d];
+        }
+        if (bc.contiguous_same) {
+          sc.rank = 1;
+          sc.dims[0] = shape_numel(ys);
+          sc.out_strides[0] = sc.in_strides[0] = 1;
+        }
+        check_launch(k::strided_copy(g.c, l.inputs[2].data, sc, 2, l.stream), name_, "strided_copy");
+        g.beta = beta_;
       } else {
         const Shape ys = l.outputs[0].shape;
         const k::Broadcast3 bc = make_broadcast(ys, {ys, cs});
-        check_launch(k::broadcast_scale_f32(static_cast<const float*>(l.inputs[2].data), g.c, shape_numel(ys), bc,
+        check_launch(k::broadcast_scale_f32(static_cast<const float*>(l.inputs[2].data), static_cast<float*>(g.c),
+                                            shape_numel(ys), bc,
                                             beta_, l.stream),
                      name_, "broadcast_scale");
         g.beta = 1.f;
@@ -268,7 +298,11 @@ struct ConvGeometry {
 class ConvLayer final : public CudaLayer {
  public:
   explicit ConvLayer(const LayerCreateArgs& a)
-      : node_(a.node), name_(a.node.describe()), tf32_(node_precision(a.node) == Precision::kTf32) {
+      : node_(a.node),
+        name_(a.node.describe()),
+        precision_(node_precision(a.node)),
+        tf32_(precision_ == Precision::kTf32),
+        p16_(precision_ == Precision::kFp16 || precision_ == Precision::kBf16) {
     const char* env = std::getenv("KILNRT_CUDA_CONV");
     std::string why;
     use_cudnn_ = !(env && std::string(env) == "direct") && cudnn_usable(&why);
@@ -288,12 +322,15 @@ class ConvLayer final : public CudaLayer {
     }
   }
   std::string tactic() const override {
-    return use_cudnn_ ? (tf32_ ? "cudnn:conv-fwd-tf32" : "cudnn:conv-fwd-fp32") : "kernel:conv2d-direct";
+    if (!use_cudnn_) return "kernel:conv2d-direct";
+    if (p16_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32";
+    return tf32_ ? "cudnn:conv-fwd-tf32" : "cudnn:conv-fwd-fp32";
   }
+  bool supports_16bit() const override { return true; }
 
   void enqueue(LayerLaunch& l) override {
     const ConvGeometry geo = geometry(l);
-    const float* bias = l.inputs.size() > 2 && l.inputs[2].present ? static_cast<const float*>(l.inputs[2].data) : nullptr;
+    const void* bias = l.inputs.size() > 2 && l.inputs[2].present ? l.inputs[2].data : nullptr;
     const bool symmetric = geo.pad_end_h == geo.p.ph && geo.pad_end_w == geo.p.pw;
     if (use_cudnn_ && symmetric) {
       Cached* c = cached(l, geo);
@@ -312,8 +349,12 @@ class ConvLayer final : public CudaLayer {
         return;
       }
     }
+    if (l.inputs[0].dtype != DType::kFloat32) {
+      direct_16(l, geo, bias);
+      return;
+    }
     check_launch(k::conv2d_direct_f32(static_cast<const float*>(l.inputs[0].data),
-                                      static_cast<const float*>(l.inputs[1].data), bias,
+                                      static_cast<const float*>(l.inputs[1].data), static_cast<const float*>(bias),
                                       static_cast<float*>(l.outputs[0].data), geo.p, l.stream),
                  name_, "conv2d_direct");
   }
@@ -327,6 +368,27 @@ class ConvLayer final : public CudaLayer {
     size_t workspace = 0;
     bool ok = false;
   };
+
+  // 16-bit storage without cuDNN (or asymmetric padding): the direct float32 kernel on float32 copies in the
+  // workspace. Slow fallback; an error when the copies do not fit.
+  void direct_16(LayerLaunch& l, const ConvGeometry& geo, const void* bias) {
+    const int bf = l.inputs[0].dtype == DType::kBFloat16 ? 1 : 0;
+    auto al = [](size_t n) { return (n + 63) / 64 * 64; };
+    const int64_t nx = l.inputs[0].numel(), nw = l.inputs[1].numel(), ny = l.outputs[0].numel();
+    const int64_t nb = bias ? l.inputs[2].numel() : 0;
+    const size_t need = (al(nx) + al(nw) + al(nb) + al(ny)) * sizeof(float);
+    KILNRT_CHECK(need <= l.workspace_bytes, kUnsupported, name_,
+                 "16-bit direct convolution (no cuDNN / asymmetric padding) larger than the workspace");
+    float* x = static_cast<float*>(l.workspace);
+    float* w = x + al(nx);
+    float* b = w + al(nw);
+    float* y = b + al(nb);
+    check_launch(k::f16_to_32(l.inputs[0].data, x, nx, bf, l.stream), name_, "f16_to_32");
+    check_launch(k::f16_to_32(l.inputs[1].data, w, nw, bf, l.stream), name_, "f16_to_32");
+    if (bias) check_launch(k::f16_to_32(bias, b, nb, bf, l.stream), name_, "f16_to_32");
+    check_launch(k::conv2d_direct_f32(x, w, bias ? b : nullptr, y, geo.p, l.stream), name_, "conv2d_direct");
+    check_launch(k::f32_to_16(y, l.outputs[0].data, ny, bf, l.stream), name_, "f32_to_16");
+  }
 
   ConvGeometry geometry(const LayerLaunch& l) const {
     const Shape& xs = l.inputs[0].shape;
@@ -394,15 +456,22 @@ class ConvLayer final : public CudaLayer {
     KILNRT_CUDNN_CHECK(api, api.cudnnCreateTensorDescriptor(&c.bias), name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnCreateFilterDescriptor(&c.w), name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnCreateConvolutionDescriptor(&c.conv), name_);
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i32(p.n), i32(p.c), i32(p.h), i32(p.w)), name_);
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i32(p.n), i32(p.k), i32(p.oh), i32(p.ow)), name_);
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, i32(p.k), 1, 1), name_);
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetFilter4dDescriptor(c.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i32(p.k), i32(p.c / p.groups), p.kh, p.kw), name_);
+    // 16-bit storage (--fp16 / --bf16 engines): half / bfloat16 tensors with float32 compute, tensor cores allowed.
+    const DType sd = l.inputs[0].dtype;
+    const bool h16 = sd == DType::kFloat16 || sd == DType::kBFloat16;
+    const cudnnDataType_t dt = sd == DType::kFloat16 ? CUDNN_DATA_HALF
+                               : sd == DType::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW, dt, i32(p.n), i32(p.c), i32(p.h), i32(p.w)), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NCHW, dt, i32(p.n), i32(p.k), i32(p.oh), i32(p.ow)), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.bias, CUDNN_TENSOR_NCHW, dt, 1, i32(p.k), 1, 1), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetFilter4dDescriptor(c.w, dt, CUDNN_TENSOR_NCHW, i32(p.k), i32(p.c / p.groups), p.kh, p.kw), name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolution2dDescriptor(c.conv, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionGroupCount(c.conv, p.groups), name_);
     // Strict fp32: FMA math forbids TF32 tensor-core paths (DEFAULT_MATH would allow TF32 on Ampere and newer).
     // --tf32: DEFAULT_MATH lets cuDNN use TF32 tensor cores for float32 data.
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionMathType(c.conv, tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionMathType(c.conv, h16 ? CUDNN_TENSOR_OP_MATH
+                                                                     : tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+                       name_);
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
     KILNRT_CUDNN_CHECK(api, api.cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv, c.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf), name_);
@@ -425,7 +494,9 @@ class ConvLayer final : public CudaLayer {
 
   const ir::Node& node_;
   std::string name_;
+  Precision precision_ = Precision::kFp32;
   bool tf32_ = false;
+  bool p16_ = false;
   bool use_cudnn_ = false;
   std::mutex mu_;
   std::map<Shape, Cached> cache_;

@@ -22,6 +22,7 @@ class PoolLayer final : public CudaLayer {
  public:
   explicit PoolLayer(const ir::Node& n) : node_(n), name_(n.describe()) {}
   std::string tactic() const override { return "kernel:pool2d"; }
+  bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
     const Shape& ys = l.outputs[0].shape;
@@ -66,9 +67,8 @@ class PoolLayer final : public CudaLayer {
       p.pw = static_cast<int>(pads[1]);
     }
     p.count_include_pad = node_.attr_int("count_include_pad", 0) != 0;
-    check_launch(k::pool2d_f32(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(l.outputs[0].data), p,
-                               l.stream),
-                 name_, "pool2d");
+    check_launch(k::pool2d(float_code(l.inputs[0].dtype), l.inputs[0].data, l.outputs[0].data, p, l.stream), name_,
+                 "pool2d");
   }
 
  private:
@@ -98,6 +98,7 @@ class ReduceLayer final : public CudaLayer {
     global_ = n.op_type.rfind("Global", 0) == 0;
   }
   std::string tactic() const override { return "kernel:reduce"; }
+  bool supports_16bit() const override { return true; }
   std::vector<int> host_inputs() const override { return {1}; }
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
@@ -116,8 +117,9 @@ class ReduceLayer final : public CudaLayer {
       if (!noop) std::fill(reduced.begin(), reduced.end(), true);
     }
     for (int64_t a : axes) reduced[ops::normalize_axis(a, rank, node_)] = true;
-    const float* x = static_cast<const float*>(l.inputs[0].data);
-    float* y = static_cast<float*>(l.outputs[0].data);
+    const void* x = l.inputs[0].data;
+    void* y = l.outputs[0].data;
+    const size_t es = dtype_size(l.inputs[0].dtype);
     // Contiguous block of reduced axes -> [outer, r, inner]; otherwise permute kept-then-reduced into the workspace.
     int lo = rank, hi = -1;
     for (int d = 0; d < rank; ++d)
@@ -132,7 +134,7 @@ class ReduceLayer final : public CudaLayer {
       for (int d = lo; d <= hi; ++d) r *= xs[d];
       for (int d = hi + 1; d < rank; ++d) inner *= xs[d];
     } else {
-      KILNRT_CHECK(l.inputs[0].numel() * sizeof(float) <= l.workspace_bytes && rank <= k::kMaxDims, kUnsupported,
+      KILNRT_CHECK(l.inputs[0].numel() * es <= l.workspace_bytes && rank <= k::kMaxDims, kUnsupported,
                    name_, "reduction over scattered axes of a tensor larger than the workspace");
       std::vector<int64_t> in_st(rank, 1);
       for (int d = rank - 2; d >= 0; --d) in_st[d] = in_st[d + 1] * xs[d + 1];
@@ -148,11 +150,11 @@ class ReduceLayer final : public CudaLayer {
         s.out_strides[i] = stride;
         stride *= xs[order[i]];
       }
-      check_launch(k::strided_copy(l.workspace, x, s, sizeof(float), l.stream), name_, "strided_copy");
-      x = static_cast<const float*>(l.workspace);
+      check_launch(k::strided_copy(l.workspace, x, s, es, l.stream), name_, "strided_copy");
+      x = l.workspace;
       for (int d = 0; d < rank; ++d) (reduced[d] ? r : outer) *= xs[d];
     }
-    check_launch(k::reduce_f32(op_, x, y, outer, r, inner, l.stream), name_, "reduce");
+    check_launch(k::reduce(op_, float_code(l.inputs[0].dtype), x, y, outer, r, inner, l.stream), name_, "reduce");
   }
 
  private:
@@ -168,6 +170,7 @@ class SoftmaxLayer final : public CudaLayer {
  public:
   SoftmaxLayer(const ir::Node& n, int64_t opset) : node_(n), name_(n.describe()), opset_(opset) {}
   std::string tactic() const override { return "kernel:softmax"; }
+  bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
     const int rank = static_cast<int>(xs.size());
@@ -180,8 +183,8 @@ class SoftmaxLayer final : public CudaLayer {
     } else {
       for (int d = axis; d < rank; ++d) n *= xs[d];
     }
-    check_launch(k::softmax_f32(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(l.outputs[0].data),
-                                outer, n, inner, node_.op_type == "LogSoftmax", l.stream),
+    check_launch(k::softmax(float_code(l.inputs[0].dtype), l.inputs[0].data, l.outputs[0].data, outer, n, inner,
+                            node_.op_type == "LogSoftmax", l.stream),
                  name_, "softmax");
   }
 
@@ -192,9 +195,13 @@ class SoftmaxLayer final : public CudaLayer {
 };
 
 class LayerNormLayer final : public CudaLayer {
+  bool stats_ = false;
  public:
-  explicit LayerNormLayer(const ir::Node& n) : node_(n), name_(n.describe()) {}
+  explicit LayerNormLayer(const ir::Node& n) : node_(n), name_(n.describe()) {
+    for (size_t i = 1; i < n.outputs.size(); ++i) stats_ |= !n.outputs[i].empty();
+  }
   std::string tactic() const override { return "kernel:layernorm"; }
+  bool supports_16bit() const override { return !stats_; }  // Mean / InvStdDev outputs: float32 island
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
     const int rank = static_cast<int>(xs.size());
@@ -202,18 +209,26 @@ class LayerNormLayer final : public CudaLayer {
     int64_t rows = 1, n = 1;
     for (int d = 0; d < axis; ++d) rows *= xs[d];
     for (int d = axis; d < rank; ++d) n *= xs[d];
-    auto param = [&](size_t i) -> const float* {
+    auto param = [&](size_t i) -> const void* {
       if (i >= l.inputs.size() || !l.inputs[i].present) return nullptr;
       KILNRT_CHECK(l.inputs[i].numel() == n, kUnsupported, name_,
                    "LayerNormalization input " << i << " of shape " << shape_to_string(l.inputs[i].shape)
                                                << " must have the normalized shape's " << n << " elements");
-      return static_cast<const float*>(l.inputs[i].data);
+      KILNRT_CHECK(l.inputs[i].dtype == l.inputs[0].dtype, kUnsupported, name_,
+                   "LayerNormalization scale / bias must have X's dtype");
+      return l.inputs[i].data;
     };
-    auto out = [&](size_t i) -> float* {
-      return i < l.outputs.size() && l.outputs[i].present ? static_cast<float*>(l.outputs[i].data) : nullptr;
+    auto out = [&](size_t i) -> void* {
+      return i < l.outputs.size() && l.outputs[i].present ? l.outputs[i].data : nullptr;
     };
-    check_launch(k::layernorm_f32(static_cast<const float*>(l.inputs[0].data), param(1), param(2), out(0), out(1),
-                                  out(2), rows, n, node_.attr_float("epsilon", 1e-5f), l.stream),
+    // Mean / InvStdDev outputs (float32 in the graph) are float32 scratch written by the kernel as float: in 16-bit
+    // engines they are stored 16-bit, so they are written through the float32 island path (not supported here).
+    for (size_t i = 1; i < l.outputs.size(); ++i)
+      KILNRT_CHECK(!l.outputs[i].present || l.outputs[i].dtype == DType::kFloat32, kUnsupported, name_,
+                   "LayerNormalization Mean / InvStdDev outputs in a 16-bit engine");
+    check_launch(k::layernorm(float_code(l.inputs[0].dtype), l.inputs[0].data, param(1), param(2), out(0),
+                              static_cast<float*>(out(1)), static_cast<float*>(out(2)), rows, n,
+                              node_.attr_float("epsilon", 1e-5f), l.stream),
                  name_, "layernorm");
   }
 
@@ -242,14 +257,14 @@ class BatchNormLayer final : public CudaLayer {
     b_ = static_cast<const float*>(a.weights.upload(n.name + "/bn_shift", add));
   }
   std::string tactic() const override { return "kernel:channel-affine"; }
+  bool supports_16bit() const override { return true; }
   std::vector<int> host_inputs() const override { return {1, 2, 3, 4}; }
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
     int64_t inner = 1;
     for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
-    check_launch(k::channel_affine_f32(static_cast<const float*>(l.inputs[0].data), a_, b_,
-                                       static_cast<float*>(l.outputs[0].data), xs[0], xs.size() > 1 ? xs[1] : 1, inner,
-                                       l.stream),
+    check_launch(k::channel_affine(float_code(l.inputs[0].dtype), l.inputs[0].data, a_, b_, l.outputs[0].data,
+                                   xs[0], xs.size() > 1 ? xs[1] : 1, inner, l.stream),
                  name_, "channel_affine");
   }
 

@@ -28,6 +28,7 @@ class AliasLayer final : public CudaLayer {
     if (n.op_type == "Reshape" || n.op_type == "Unsqueeze" || n.op_type == "Squeeze") host_ = {1};
   }
   std::string tactic() const override { return "alias"; }
+  bool supports_16bit() const override { return true; }
   std::vector<int> host_inputs() const override { return host_; }
   bool is_alias() const override { return true; }
   void enqueue(LayerLaunch&) override {}
@@ -43,6 +44,7 @@ class TransposeLayer final : public CudaLayer {
     if (n.has_attr("perm")) perm_ = n.attr_ints("perm");
   }
   std::string tactic() const override { return "kernel:strided-copy"; }
+  bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     const Shape& in = l.inputs[0].shape;
     check_rank(in.size(), name_);
@@ -88,6 +90,7 @@ class ConcatLayer final : public CudaLayer {
  public:
   explicit ConcatLayer(const ir::Node& n) : node_(n), name_(n.describe()) {}
   std::string tactic() const override { return "kernel:strided-copy"; }
+  bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     const Shape& ys = l.outputs[0].shape;
     const int axis = static_cast<int>(ops::normalize_axis(node_.attr_int("axis"), ys.size(), node_));
@@ -109,6 +112,7 @@ class SplitLayer final : public CudaLayer {
  public:
   explicit SplitLayer(const ir::Node& n) : node_(n), name_(n.describe()) {}
   std::string tactic() const override { return "kernel:strided-copy"; }
+  bool supports_16bit() const override { return true; }
   std::vector<int> host_inputs() const override { return {1}; }
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
@@ -132,6 +136,7 @@ class SliceLayer final : public CudaLayer {
  public:
   SliceLayer(const ir::Node& n, int64_t opset) : node_(n), name_(n.describe()), opset_(opset) {}
   std::string tactic() const override { return "kernel:strided-copy"; }
+  bool supports_16bit() const override { return true; }
   std::vector<int> host_inputs() const override { return {1, 2, 3, 4}; }
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
@@ -187,6 +192,7 @@ class ExpandLayer final : public CudaLayer {
  public:
   explicit ExpandLayer(const ir::Node& n) : name_(n.describe()) {}
   std::string tactic() const override { return "kernel:strided-copy"; }
+  bool supports_16bit() const override { return true; }
   std::vector<int> host_inputs() const override { return {1}; }
   void enqueue(LayerLaunch& l) override {
     const Shape& ys = l.outputs[0].shape;
@@ -213,6 +219,7 @@ class GatherLayer final : public CudaLayer {
  public:
   explicit GatherLayer(const ir::Node& n) : node_(n), name_(n.describe()) {}
   std::string tactic() const override { return "kernel:gather"; }
+  bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
     const int axis = static_cast<int>(ops::normalize_axis(node_.attr_int("axis", 0), xs.size(), node_));

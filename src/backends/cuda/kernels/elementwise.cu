@@ -45,9 +45,17 @@ __global__ void strided_copy_kernel(T* dst, const T* src, Strided s, int64_t n) 
 __device__ __forceinline__ float clamp01(float v) { return v < 0.f ? 0.f : (v > 1.f ? 1.f : v); }
 __device__ __forceinline__ float softplus_f(float x) { return x > 20.f ? x : log1pf(expf(x)); }
 
-__global__ void unary_kernel(UnaryOp op, const float* x, float* y, int64_t n, float a, float b) {
+__device__ __forceinline__ float ldf(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float ldf(const __half* p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float ldf(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void stf(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void stf(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void stf(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+template <typename T>
+__global__ void unary_kernel(UnaryOp op, const T* x, T* y, int64_t n, float a, float b) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float v = x[i];
+    const float v = ldf(x, i);
     float r;
     switch (op) {
       case UnaryOp::kIdentity: r = v; break;
@@ -84,7 +92,7 @@ __global__ void unary_kernel(UnaryOp op, const float* x, float* y, int64_t n, fl
       case UnaryOp::kCelu: r = v > 0.f ? v : a * expm1f(v / a); break;
       default: r = v; break;
     }
-    y[i] = r;
+    stf(y, i, r);
   }
 }
 
@@ -142,6 +150,41 @@ __global__ void binary_kernel(BinaryOp op, const T* a, const T* b, void* y, int6
   }
 }
 
+// 16-bit float storage: load -> float -> compute -> store (comparisons / logic write bool).
+template <typename T>
+__global__ void binary_16_kernel(BinaryOp op, const T* a, const T* b, void* y, int64_t n, Broadcast3 bc) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t oy, oa, ob;
+    offsets3(bc, i, oy, oa, ob);
+    const float x = ldf(a, oa), z = ldf(b, ob);
+    if (op >= BinaryOp::kEqual) {
+      bool r;
+      switch (op) {
+        case BinaryOp::kEqual: r = x == z; break;
+        case BinaryOp::kLess: r = x < z; break;
+        case BinaryOp::kGreater: r = x > z; break;
+        case BinaryOp::kLessEq: r = x <= z; break;
+        case BinaryOp::kGreaterEq: r = x >= z; break;
+        case BinaryOp::kAnd: r = (x != 0.f) && (z != 0.f); break;
+        case BinaryOp::kOr: r = (x != 0.f) || (z != 0.f); break;
+        default: r = (x != 0.f) != (z != 0.f); break;
+      }
+      static_cast<uint8_t*>(y)[oy] = r ? 1 : 0;
+      continue;
+    }
+    float r;
+    if (op == BinaryOp::kPow) {
+      r = powf(x, z);
+    } else if (op == BinaryOp::kFmod || op == BinaryOp::kMod) {
+      r = fmodf(x, z);
+      if (op == BinaryOp::kMod && r != 0.f && ((r < 0.f) != (z < 0.f))) r += z;
+    } else {
+      r = arith<float>(op, x, z);
+    }
+    stf(static_cast<T*>(y), oy, r);
+  }
+}
+
 __global__ void binary_f32_special(BinaryOp op, const float* a, const float* b, float* y, int64_t n, Broadcast3 bc) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     int64_t oy, oa, ob;
@@ -178,6 +221,7 @@ __device__ __forceinline__ double load_as_double(const void* p, int t, int64_t i
     case 4: return static_cast<const int8_t*>(p)[i];
     case 5: return static_cast<const uint8_t*>(p)[i];
     case 6: return static_cast<const double*>(p)[i];
+    case 8: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
     default: return __half2float(static_cast<const __half*>(p)[i]);
   }
 }
@@ -211,6 +255,7 @@ __global__ void cast_kernel(const void* x, int from, void* y, int to, int64_t n)
       case 4: static_cast<int8_t*>(y)[i] = static_cast<int8_t>(to_int(v)); break;
       case 5: static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(to_int(v)); break;
       case 6: static_cast<double*>(y)[i] = v; break;
+      case 8: static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16_rn(static_cast<float>(v)); break;
       default: static_cast<__half*>(y)[i] = __float2half_rn(static_cast<float>(v)); break;
     }
   }
@@ -256,10 +301,22 @@ int strided_copy(void* dst, const void* src, const Strided& s, size_t elem_size,
   return launch_status();
 }
 
-int unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, StreamT stream) {
+int unary(UnaryOp op, int dt, const void* x, void* y, int64_t n, float a, float b, StreamT stream) {
   if (n == 0) return 0;
-  unary_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(op, x, y, n, a, b);
+  cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
+  switch (dt) {
+    case 0: unary_kernel<float><<<blocks_for(n), kThreads, 0, st>>>(op, (const float*)x, (float*)y, n, a, b); break;
+    case 1: unary_kernel<__half><<<blocks_for(n), kThreads, 0, st>>>(op, (const __half*)x, (__half*)y, n, a, b); break;
+    case 2:
+      unary_kernel<__nv_bfloat16><<<blocks_for(n), kThreads, 0, st>>>(op, (const __nv_bfloat16*)x, (__nv_bfloat16*)y,
+                                                                       n, a, b);
+      break;
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
   return launch_status();
+}
+int unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, StreamT stream) {
+  return unary(op, 0, x, y, n, a, b, stream);
 }
 
 int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc,
@@ -276,6 +333,11 @@ int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_
     case 1: binary_kernel<int64_t><<<g, kThreads, 0, st>>>(op, (const int64_t*)a, (const int64_t*)b, y, n, bc); break;
     case 2: binary_kernel<int32_t><<<g, kThreads, 0, st>>>(op, (const int32_t*)a, (const int32_t*)b, y, n, bc); break;
     case 3: binary_kernel<uint8_t><<<g, kThreads, 0, st>>>(op, (const uint8_t*)a, (const uint8_t*)b, y, n, bc); break;
+    case 4: binary_16_kernel<__half><<<g, kThreads, 0, st>>>(op, (const __half*)a, (const __half*)b, y, n, bc); break;
+    case 5:
+      binary_16_kernel<__nv_bfloat16><<<g, kThreads, 0, st>>>(op, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, y,
+                                                                n, bc);
+      break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();

@@ -33,6 +33,8 @@ enum class UnaryOp : int {
   kSoftsign, kMish, kThresholdedRelu, kCelu
 };
 int unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, StreamT stream);
+// Storage-dtype entry points (dt: 0 float32, 1 float16, 2 bfloat16): 16-bit storage, float32 math / accumulation.
+int unary(UnaryOp op, int dt, const void* x, void* y, int64_t n, float a, float b, StreamT stream);
 
 // Broadcasting binary ops. Output shape `dims`; a_strides / b_strides give 0 on broadcast dims.
 enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMod, kFmod, kPRelu,
@@ -43,7 +45,7 @@ struct Broadcast3 {
   int64_t s0[kMaxDims] = {}, s1[kMaxDims] = {}, s2[kMaxDims] = {};
   bool contiguous_same = false;  // all operands have the output's shape (fast path)
 };
-// dtype codes: 0 float32, 1 int64, 2 int32, 3 bool (uint8). Comparisons write bool; arithmetic writes the input type.
+// dtype codes: 0 float32, 1 int64, 2 int32, 3 bool (uint8), 4 float16, 5 bfloat16 (float32 math). Comparisons write bool; arithmetic writes the input type.
 int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc,
            StreamT stream);
 // y = cond ? x : z with broadcasting (s0 cond, s1 x, s2 z); elem_size of x/z: 1, 2, 4, 8.
@@ -53,7 +55,7 @@ int where(const uint8_t* cond, const void* x, const void* z, void* y, int64_t n,
 // beyond the 16-bit range become inf (half). For the 16-bit GEMM operands of --fp16 / --bf16 engines.
 int f32_to_16(const float* x, void* y, int64_t n, int bf16, StreamT stream);
 int f16_to_32(const void* x, float* y, int64_t n, int bf16, StreamT stream);
-// Cast between dtype codes 0 float32, 1 int64, 2 int32, 3 bool, 4 int8, 5 uint8, 6 float64, 7 float16.
+// Cast between dtype codes 0 float32, 1 int64, 2 int32, 3 bool, 4 int8, 5 uint8, 6 float64, 7 float16, 8 bfloat16.
 int cast(const void* x, int from, void* y, int to, int64_t n, StreamT stream);
 // Gather along an axis: x viewed as [outer, axis_dim, inner], indices (int64, n_idx of them, negative allowed)
 // -> y [outer, n_idx, inner]. Out-of-range indices write zeros and set *bad (device int, may be null) to 1.
@@ -72,6 +74,15 @@ int layernorm_f32(const float* x, const float* scale, const float* bias, float* 
 int channel_affine_f32(const float* x, const float* a, const float* b, float* y, int64_t outer, int64_t c,
                        int64_t inner, StreamT stream);
 
+// The same in 16-bit storage (dt: 0 float32, 1 float16, 2 bfloat16); statistics / accumulation in float32.
+// LayerNorm's scale / bias have x's storage type; channel_affine's a / b are float32.
+int reduce(ReduceOp op, int dt, const void* x, void* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
+int softmax(int dt, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream);
+int layernorm(int dt, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
+              int64_t rows, int64_t n, float eps, StreamT stream);
+int channel_affine(int dt, const void* x, const float* a, const float* b, void* y, int64_t outer, int64_t c,
+                   int64_t inner, StreamT stream);
+
 // 2-D pooling over NCHW.
 struct Pool2d {
   int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
@@ -80,6 +91,7 @@ struct Pool2d {
   bool count_include_pad = false;
 };
 int pool2d_f32(const float* x, float* y, const Pool2d& p, StreamT stream);
+int pool2d(int dt, const void* x, void* y, const Pool2d& p, StreamT stream);
 
 // Direct 2-D convolution over NCHW (grouped, strided, dilated, padded), bias may be null: the fallback when cuDNN
 // is missing, and the reference tactic of the tests.

@@ -1,5 +1,7 @@
 // Neural-network kernels: reductions, softmax, layer norm, per-channel affine (BatchNormalization), 2-D pooling and
 // a direct 2-D convolution (fallback tactic). Correct first: simple one-thread-per-output or one-block-per-row.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cfloat>
@@ -18,6 +20,14 @@ inline unsigned blocks_for(int64_t n) {
 }
 inline unsigned rows_grid(int64_t rows) { return static_cast<unsigned>(rows < 2147483647LL ? rows : 2147483647LL); }
 inline int launch_status() { return static_cast<int>(cudaGetLastError()); }
+
+// Storage types: float, __half, __nv_bfloat16; math is always float32 (load -> float -> compute -> store).
+__device__ __forceinline__ float ld(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float ld(const __half* p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float ld(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void st(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void st(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void st(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 __device__ __forceinline__ float nan_max(float a, float b) { return (a != a || a > b) ? a : b; }
 __device__ __forceinline__ float nan_min(float a, float b) { return (a != a || a < b) ? a : b; }
@@ -75,12 +85,13 @@ __device__ __forceinline__ float reduce_final(ReduceOp op, float acc, int64_t r)
 }
 
 // inner == 1: one block per output row (coalesced over r).
-__global__ void reduce_rows_kernel(ReduceOp op, const float* x, float* y, int64_t r) {
+template <typename T>
+__global__ void reduce_rows_kernel(ReduceOp op, const T* x, T* y, int64_t r) {
   __shared__ float shared[32];
-  const float* row = x + blockIdx.x * r;
+  const T* row = x + blockIdx.x * r;
   const bool is_max = op == ReduceOp::kMax, is_min = op == ReduceOp::kMin, is_prod = op == ReduceOp::kProd;
   float acc = reduce_init(op);
-  for (int64_t i = threadIdx.x; i < r; i += blockDim.x) acc = reduce_step(op, acc, row[i]);
+  for (int64_t i = threadIdx.x; i < r; i += blockDim.x) acc = reduce_step(op, acc, ld(row, i));
   float total;
   if (is_max) {
     total = block_reduce<true>(acc, shared);
@@ -98,70 +109,84 @@ __global__ void reduce_rows_kernel(ReduceOp op, const float* x, float* y, int64_
   } else {
     total = block_reduce<false>(acc, shared);
   }
-  if (threadIdx.x == 0) y[blockIdx.x] = reduce_final(op, total, r);
+  if (threadIdx.x == 0) st(y, blockIdx.x, reduce_final(op, total, r));
 }
 
 // inner > 1: one thread per (outer, inner) output, looping over r (coalesced over inner).
-__global__ void reduce_cols_kernel(ReduceOp op, const float* x, float* y, int64_t outer, int64_t r, int64_t inner) {
+template <typename T>
+__global__ void reduce_cols_kernel(ReduceOp op, const T* x, T* y, int64_t outer, int64_t r, int64_t inner) {
   const int64_t n = outer * inner;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = i / inner, in = i % inner;
-    const float* p = x + o * r * inner + in;
+    const T* p = x + o * r * inner + in;
     float acc = reduce_init(op);
-    for (int64_t k = 0; k < r; ++k) acc = reduce_step(op, acc, p[k * inner]);
-    y[i] = reduce_final(op, acc, r);
+    for (int64_t k = 0; k < r; ++k) acc = reduce_step(op, acc, ld(p, k * inner));
+    st(y, i, reduce_final(op, acc, r));
   }
 }
 
-__global__ void softmax_rows_kernel(const float* x, float* y, int64_t n, bool log) {
+// A row whose maximum is -inf (every entry masked with -inf) is uniform (1/n), not NaN: masks never produce NaN.
+template <typename T>
+__global__ void softmax_rows_kernel(const T* x, T* y, int64_t n, bool log) {
   __shared__ float shared[32];
-  const float* row = x + blockIdx.x * n;
-  float* out = y + blockIdx.x * n;
+  const T* row = x + blockIdx.x * n;
+  T* out = y + blockIdx.x * n;
   float m = -INFINITY;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = nan_max(m, row[i]);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = nan_max(m, ld(row, i));
   m = block_reduce<true>(m, shared);
+  const bool all_masked = m == -INFINITY;
   float s = 0.f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += expf(row[i] - m);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += all_masked ? 1.f : expf(ld(row, i) - m);
   s = block_reduce<false>(s, shared);
   const float inv = 1.f / s, ls = logf(s);
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = log ? row[i] - m - ls : expf(row[i] - m) * inv;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float d = all_masked ? 0.f : ld(row, i) - m;
+    st(out, i, log ? d - ls : expf(d) * inv);
+  }
 }
 
-__global__ void softmax_cols_kernel(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+template <typename T>
+__global__ void softmax_cols_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
   const int64_t total = outer * inner;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = i / inner, in = i % inner;
-    const float* p = x + o * n * inner + in;
-    float* q = y + o * n * inner + in;
+    const T* p = x + o * n * inner + in;
+    T* q = y + o * n * inner + in;
     float m = -INFINITY;
-    for (int64_t k = 0; k < n; ++k) m = nan_max(m, p[k * inner]);
+    for (int64_t k = 0; k < n; ++k) m = nan_max(m, ld(p, k * inner));
+    const bool all_masked = m == -INFINITY;
     float s = 0.f;
-    for (int64_t k = 0; k < n; ++k) s += expf(p[k * inner] - m);
+    for (int64_t k = 0; k < n; ++k) s += all_masked ? 1.f : expf(ld(p, k * inner) - m);
     const float ls = logf(s);
-    for (int64_t k = 0; k < n; ++k) q[k * inner] = log ? p[k * inner] - m - ls : expf(p[k * inner] - m) / s;
+    for (int64_t k = 0; k < n; ++k) {
+      const float d = all_masked ? 0.f : ld(p, k * inner) - m;
+      st(q, k * inner, log ? d - ls : expf(d) / s);
+    }
   }
 }
 
-__global__ void layernorm_kernel(const float* x, const float* scale, const float* bias, float* y, float* mean_out,
+// Mean and variance in float32 from the loaded values (two passes): no 16-bit overflow of sums of squares.
+template <typename T>
+__global__ void layernorm_kernel(const T* x, const T* scale, const T* bias, T* y, float* mean_out,
                                  float* inv_std_out, int64_t n, float eps) {
   __shared__ float shared[32];
-  const float* row = x + blockIdx.x * n;
-  float* out = y + blockIdx.x * n;
+  const T* row = x + blockIdx.x * n;
+  T* out = y + blockIdx.x * n;
   float s = 0.f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += row[i];
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += ld(row, i);
   const float mean = block_reduce<false>(s, shared) / float(n);
   float v = 0.f;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const float d = row[i] - mean;
+    const float d = ld(row, i) - mean;
     v += d * d;
   }
   const float var = block_reduce<false>(v, shared) / float(n);
   const float inv_std = 1.f / sqrtf(var + eps);
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    float r = (row[i] - mean) * inv_std;
-    if (scale) r *= scale[i];
-    if (bias) r += bias[i];
-    out[i] = r;
+    float r = (ld(row, i) - mean) * inv_std;
+    if (scale) r *= ld(scale, i);
+    if (bias) r += ld(bias, i);
+    if (out) st(out, i, r);
   }
   if (threadIdx.x == 0) {
     if (mean_out) mean_out[blockIdx.x] = mean;
@@ -169,20 +194,22 @@ __global__ void layernorm_kernel(const float* x, const float* scale, const float
   }
 }
 
-__global__ void channel_affine_kernel(const float* x, const float* a, const float* b, float* y, int64_t outer,
+template <typename T>
+__global__ void channel_affine_kernel(const T* x, const float* a, const float* b, T* y, int64_t outer,
                                       int64_t c, int64_t inner) {
   const int64_t n = outer * c * inner;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ch = (i / inner) % c;
-    y[i] = x[i] * a[ch] + b[ch];
+    st(y, i, ld(x, i) * a[ch] + b[ch]);
   }
 }
 
-__global__ void pool2d_kernel(const float* x, float* y, Pool2d p) {
+template <typename T>
+__global__ void pool2d_kernel(const T* x, T* y, Pool2d p) {
   const int64_t n = p.n * p.c * p.oh * p.ow;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ox = i % p.ow, oy = (i / p.ow) % p.oh, nc = i / (p.ow * p.oh);
-    const float* plane = x + nc * p.h * p.w;
+    const T* plane = x + nc * p.h * p.w;
     float acc = p.max ? -INFINITY : 0.f;
     int count = 0;
     for (int ky = 0; ky < p.kh; ++ky) {
@@ -191,16 +218,16 @@ __global__ void pool2d_kernel(const float* x, float* y, Pool2d p) {
         const int64_t ix = ox * p.sw - p.pw + int64_t(kx) * p.dw;
         const bool inside = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w;
         if (p.max) {
-          if (inside) acc = nan_max(acc, plane[iy * p.w + ix]);
+          if (inside) acc = nan_max(acc, ld(plane, iy * p.w + ix));
         } else {
           // count_include_pad counts padding positions inside the padded input, not the ceil_mode overhang.
           const bool in_padded = iy < p.h + p.ph && ix < p.w + p.pw;
-          if (inside) acc += plane[iy * p.w + ix];
+          if (inside) acc += ld(plane, iy * p.w + ix);
           if (inside || (p.count_include_pad && in_padded)) ++count;
         }
       }
     }
-    y[i] = p.max ? acc : (count > 0 ? acc / float(count) : 0.f);
+    st(y, i, p.max ? acc : (count > 0 ? acc / float(count) : 0.f));
   }
 }
 
@@ -230,50 +257,78 @@ __global__ void conv2d_direct_kernel(const float* x, const float* w, const float
 
 }  // namespace
 
-int reduce_f32(ReduceOp op, const float* x, float* y, int64_t outer, int64_t r, int64_t inner, StreamT stream) {
-  cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
+// dt: 0 float32, 1 float16, 2 bfloat16 (the only dtype switch; one instantiation per storage type).
+#define KILNRT_DT_SWITCH(dt, ...)                                    \
+  switch (dt) {                                                      \
+    case 0: { using T = float; __VA_ARGS__; break; }                 \
+    case 1: { using T = __half; __VA_ARGS__; break; }                \
+    case 2: { using T = __nv_bfloat16; __VA_ARGS__; break; }         \
+    default: return static_cast<int>(cudaErrorInvalidValue);         \
+  }
+
+int reduce(ReduceOp op, int dt, const void* x, void* y, int64_t outer, int64_t r, int64_t inner, StreamT stream) {
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   if (outer * inner == 0) return 0;
-  if (inner == 1 && outer < 2147483647LL)
-    reduce_rows_kernel<<<rows_grid(outer), kThreads, 0, st>>>(op, x, y, r);
-  else
-    reduce_cols_kernel<<<blocks_for(outer * inner), kThreads, 0, st>>>(op, x, y, outer, r, inner);
+  const bool rows = inner == 1 && outer < 2147483647LL;
+  KILNRT_DT_SWITCH(dt, if (rows) reduce_rows_kernel<T><<<rows_grid(outer), kThreads, 0, s>>>(op, (const T*)x, (T*)y, r);
+                   else reduce_cols_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(op, (const T*)x, (T*)y,
+                                                                                              outer, r, inner))
   return launch_status();
 }
+int reduce_f32(ReduceOp op, const float* x, float* y, int64_t outer, int64_t r, int64_t inner, StreamT stream) {
+  return reduce(op, 0, x, y, outer, r, inner, stream);
+}
 
-int softmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream) {
-  cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
+int softmax(int dt, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream) {
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   if (outer * n * inner == 0) return 0;
-  if (inner == 1 && outer < 2147483647LL)
-    softmax_rows_kernel<<<rows_grid(outer), n >= 1024 ? 512 : 128, 0, st>>>(x, y, n, log);
-  else
-    softmax_cols_kernel<<<blocks_for(outer * inner), kThreads, 0, st>>>(x, y, outer, n, inner, log);
+  const bool rows = inner == 1 && outer < 2147483647LL;
+  KILNRT_DT_SWITCH(dt, if (rows) softmax_rows_kernel<T><<<rows_grid(outer), n >= 1024 ? 512 : 128, 0, s>>>(
+                           (const T*)x, (T*)y, n, log);
+                   else softmax_cols_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>((const T*)x, (T*)y,
+                                                                                              outer, n, inner, log))
   return launch_status();
 }
+int softmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream) {
+  return softmax(0, x, y, outer, n, inner, log, stream);
+}
 
-int layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std,
-                  int64_t rows, int64_t n, float eps, StreamT stream) {
+int layernorm(int dt, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
+              int64_t rows, int64_t n, float eps, StreamT stream) {
   if (rows == 0 || n == 0) return 0;
   if (rows >= 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
-  layernorm_kernel<<<rows_grid(rows), n >= 1024 ? 512 : 128, 0, reinterpret_cast<cudaStream_t>(stream)>>>(
-      x, scale, bias, y, mean, inv_std, n, eps);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  KILNRT_DT_SWITCH(dt, layernorm_kernel<T><<<rows_grid(rows), n >= 1024 ? 512 : 128, 0, s>>>(
+                           (const T*)x, (const T*)scale, (const T*)bias, (T*)y, mean, inv_std, n, eps))
   return launch_status();
 }
+int layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std,
+                  int64_t rows, int64_t n, float eps, StreamT stream) {
+  return layernorm(0, x, scale, bias, y, mean, inv_std, rows, n, eps, stream);
+}
 
-int channel_affine_f32(const float* x, const float* a, const float* b, float* y, int64_t outer, int64_t c,
-                       int64_t inner, StreamT stream) {
+int channel_affine(int dt, const void* x, const float* a, const float* b, void* y, int64_t outer, int64_t c,
+                   int64_t inner, StreamT stream) {
   const int64_t n = outer * c * inner;
   if (n == 0) return 0;
-  channel_affine_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(x, a, b, y, outer, c,
-                                                                                               inner);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  KILNRT_DT_SWITCH(dt, channel_affine_kernel<T><<<blocks_for(n), kThreads, 0, s>>>((const T*)x, a, b, (T*)y, outer, c,
+                                                                                   inner))
   return launch_status();
+}
+int channel_affine_f32(const float* x, const float* a, const float* b, float* y, int64_t outer, int64_t c,
+                       int64_t inner, StreamT stream) {
+  return channel_affine(0, x, a, b, y, outer, c, inner, stream);
 }
 
-int pool2d_f32(const float* x, float* y, const Pool2d& p, StreamT stream) {
+int pool2d(int dt, const void* x, void* y, const Pool2d& p, StreamT stream) {
   const int64_t n = p.n * p.c * p.oh * p.ow;
   if (n == 0) return 0;
-  pool2d_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(x, y, p);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  KILNRT_DT_SWITCH(dt, pool2d_kernel<T><<<blocks_for(n), kThreads, 0, s>>>((const T*)x, (T*)y, p))
   return launch_status();
 }
+int pool2d_f32(const float* x, float* y, const Pool2d& p, StreamT stream) { return pool2d(0, x, y, p, stream); }
 
 int conv2d_direct_f32(const float* x, const float* w, const float* bias, float* y, const Conv2d& p, StreamT stream) {
   const int64_t n = p.n * p.k * p.oh * p.ow;
