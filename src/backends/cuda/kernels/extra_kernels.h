@@ -1,0 +1,82 @@
+// Host entry points of the "extra" CUDA kernels (kernels/extra.cu): the ops added so that the CUDA backend covers
+// more of the CPU backend (math unary, arg reductions, Hardmax, Trilu, CumSum, GatherElements / GatherND,
+// ScatterElements / ScatterND, EyeLike, group / instance normalization, LRN, scaling). Plain C++ like kernels.h; each
+// launcher returns the launch status (0 = success). Device-side scalars (Trilu's k, CumSum's axis) are read by the
+// kernels themselves, so nothing here synchronises or reads device memory on the host.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cuda/kernels/kernels.h"
+
+namespace kilnrt::cuda::kernels::extra {
+
+// Float32 unary math (y float32) and predicates (IsNaN / IsInf write bool), Not (bool -> bool).
+enum class XUnary : int { kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh, kShrink, kScale,
+                          kIsNaN, kIsInf, kNot };
+// a, b: Shrink's lambd / bias, kScale's factor (a); IsInf: a != 0 detects +inf, b != 0 detects -inf.
+int xunary(XUnary op, const void* x, void* y, int64_t n, float a, float b, StreamT stream);
+
+// ArgMax / ArgMin over the middle dim of float32 [outer, r, inner] -> int64 [outer, inner].
+int arg_reduce_f32(const float* x, int64_t* y, int64_t outer, int64_t r, int64_t inner, bool is_max, bool last,
+                   StreamT stream);
+// Hardmax over the middle dim of [outer, n, inner] (1 at the first maximum, else 0).
+int hardmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, StreamT stream);
+
+// Trilu over [batch, rows, cols]; k_dev: device int64 scalar (null: k = 0). elem_size 1, 2, 4, 8.
+int trilu(const void* x, void* y, const int64_t* k_dev, int64_t batch, int64_t rows, int64_t cols, bool upper,
+          size_t elem_size, StreamT stream);
+
+// Dims of up to kMaxDims (row-major, contiguous).
+struct Dims {
+  int rank = 0;
+  int64_t d[kMaxDims] = {};
+};
+
+// CumSum along the axis read from axis_dev (int64 when axis_is_64 else int32; negative allowed). dtype codes:
+// 0 float32, 1 int64, 2 int32, 6 float64.
+int cumsum(const void* x, void* y, const void* axis_dev, bool axis_is_64, const Dims& shape, bool exclusive,
+           bool reverse, int dtype, StreamT stream);
+
+// GatherElements: y (shape idx_shape) [i] = x[i with coordinate `axis` replaced by idx[i]]. idx int64 or int32.
+int gather_elements(const void* x, const Dims& x_shape, const void* idx, bool idx_is_64, const Dims& idx_shape,
+                    int axis, void* y, size_t elem_size, StreamT stream);
+
+// Reductions of ScatterElements / ScatterND: 0 none, 1 add, 2 mul, 3 max, 4 min. dtype codes: 0 float32, 1 int64.
+// y must already hold a copy of the data; updates are applied in place.
+int scatter_elements(void* y, const Dims& y_shape, const void* idx, bool idx_is_64, const void* updates,
+                     const Dims& upd_shape, int axis, int reduction, int dtype, StreamT stream);
+// ScatterND: idx int64 [n_upd, k]; each update slice has `slice` elements; y_shape is the data's shape.
+int scatter_nd(void* y, const Dims& y_shape, const int64_t* idx, int64_t n_upd, int k, const void* updates,
+               int64_t slice, int reduction, int dtype, StreamT stream);
+// GatherND: idx int64 [n_idx, k] (the leading batch_dims of the index shape flattened into n_batch blocks of
+// n_idx / n_batch tuples), x_shape the data's shape; each gathered slice has `slice` elements.
+int gather_nd(const void* x, const Dims& x_shape, const int64_t* idx, int64_t n_idx, int k, int batch_dims,
+              int64_t n_batch, int64_t slice, void* y, size_t elem_size, StreamT stream);
+
+// EyeLike: y [rows, cols] = (j - i == k) ? one : 0, `one` given as the element's bit pattern.
+int eye_like(void* y, int64_t rows, int64_t cols, int64_t k, uint64_t one_bits, size_t elem_size, StreamT stream);
+
+// Group normalisation of float32 [n, channels, spatial] with `groups` groups: each (n, g) row is normalised over its
+// channels/groups * spatial elements, then scaled: per-channel scale/bias when per_channel, else per group.
+// InstanceNormalization is groups == channels.
+int group_norm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t n, int64_t channels,
+                   int64_t spatial, int64_t groups, bool per_channel, float eps, StreamT stream);
+// LRN across channels of float32 [n, c, spatial].
+int lrn_f32(const float* x, float* y, int64_t n, int64_t c, int64_t spatial, int size, float alpha, float beta,
+            float bias, StreamT stream);
+
+// Integer bit ops on elements of elem_size bytes (unsigned semantics; and/or/xor/not are sign-agnostic), broadcasting
+// like kernels::binary (bc.s1: a, bc.s2: b). op: 0 and, 1 or, 2 xor, 3 shift left, 4 shift right, 5 not (b unused).
+int bit_op(int op, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc, size_t elem_size,
+           StreamT stream);
+
+// 2-D transposed convolution (NCHW, grouped, strided, dilated, padded), bias may be null. w: [C, K/groups, kh, kw].
+struct ConvT2d {
+  int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;
+  int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+};
+int conv_transpose2d_f32(const float* x, const float* w, const float* bias, float* y, const ConvT2d& p,
+                         StreamT stream);
+
+}  // namespace kilnrt::cuda::kernels::extra

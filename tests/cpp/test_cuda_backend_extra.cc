@@ -1,0 +1,156 @@
+// CUDA vs CPU-reference one-node comparisons for the layers of layers_extra*.cc (math unary, predicates, Mean,
+// ArgMax/ArgMin, Hardmax, Trilu, CumSum, Gather/Scatter families, DepthToSpace/SpaceToDepth, EyeLike,
+// Instance/GroupNormalization, LRN, ConvTranspose). GPU tests skip cleanly without a GPU.
+#include <limits>
+
+#include "cuda_backend_test_util.h"
+#include "ops/nn/nn_test_util.h"
+
+using kilnrt::ops::nn::testing::Op;
+using kilnrt::ops::nn::testing::random_tensor;
+namespace kilnrt::cudatest {
+namespace {
+
+Tensor i64(const std::vector<int64_t>& v, const Shape& s) { return Tensor::from_vector(v, DType::kInt64, s); }
+Tensor i32(const std::vector<int32_t>& v, const Shape& s) { return Tensor::from_vector(v, DType::kInt32, s); }
+Tensor f32(const std::vector<float>& v, const Shape& s) { return Tensor::from_vector(v, DType::kFloat32, s); }
+
+TEST(CudaBackendExtra, MathUnaryAndPredicates) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({3, 4, 5}, 31, -0.95f, 0.95f);
+  for (const char* op : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Atanh", "IsNaN"}) {
+    SCOPED_TRACE(op);
+    compare_node(Op(op, 1).node, {x}, {}, 17, 1e-5, 1e-4);
+  }
+  compare_node(Op("Acosh", 1).node, {random_tensor({40}, 32, 1.f, 9.f)}, {}, 17, 1e-5, 1e-4);
+  compare_node(Op("Shrink", 1).f("lambd", 0.3f).f("bias", 0.1f).node, {x});
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor special = f32({1.f, inf, -inf, nan, 0.f, -2.f}, {6});
+  compare_node(Op("IsNaN", 1).node, {special});
+  compare_node(Op("IsInf", 1).node, {special}, {}, 20);
+  compare_node(Op("IsInf", 1).i("detect_negative", 0).node, {special}, {}, 20);
+  compare_node(Op("IsInf", 1).i("detect_positive", 0).node, {special}, {}, 20);
+  Tensor b = Tensor::empty(DType::kBool, {2, 3});
+  for (int i = 0; i < 6; ++i) b.data<uint8_t>()[i] = i % 2;
+  compare_node(Op("Not", 1).node, {b});
+}
+
+TEST(CudaBackendExtra, MeanArgHardmax) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor a = random_tensor({2, 3, 4}, 33), b = random_tensor({3, 1}, 34), c = random_tensor({4}, 35);
+  compare_node(Op("Mean", 3).node, {a, b, c});
+  compare_node(Op("Mean", 1).node, {a});
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    SCOPED_TRACE(op);
+    compare_node(Op(op, 1).i("axis", 1).node, {a});
+    compare_node(Op(op, 1).i("axis", -1).i("keepdims", 0).node, {a});
+    compare_node(Op(op, 1).i("axis", 0).i("select_last_index", 1).node, {f32({1, 3, 3, 0, 3, 0}, {3, 2})});
+  }
+  compare_node(Op("Hardmax", 1).node, {a}, {}, 13);
+  compare_node(Op("Hardmax", 1).i("axis", 1).node, {a}, {}, 13);
+  compare_node(Op("Hardmax", 1).i("axis", 1).node, {a}, {}, 11);
+}
+
+TEST(CudaBackendExtra, TriluAndCumSum) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({2, 4, 5}, 36);
+  for (int64_t upper : {0, 1})
+    for (int64_t k : {-2, 0, 1, 7}) {
+      compare_node(Op("Trilu", 2).i("upper", upper).node, {x, i64({k}, {})}, {}, 14);
+      compare_node(Op("Trilu", 2).i("upper", upper).node, {x, i64({k}, {})}, {false, true}, 14);
+    }
+  compare_node(Op("Trilu", 1).node, {i64({1, 2, 3, 4, 5, 6}, {2, 3})}, {}, 14);
+  const Tensor y = random_tensor({3, 4, 2}, 37);
+  for (int64_t exclusive : {0, 1})
+    for (int64_t reverse : {0, 1})
+      for (int64_t axis : {0, 1, -1}) {
+        compare_node(Op("CumSum", 2).i("exclusive", exclusive).i("reverse", reverse).node, {y, i64({axis}, {})},
+                     {}, 14);
+        compare_node(Op("CumSum", 2).i("exclusive", exclusive).i("reverse", reverse).node, {y, i32({int32_t(axis)}, {})},
+                     {false, true}, 14);
+      }
+  compare_node(Op("CumSum", 2).node, {i64({1, 2, 3, 4, 5}, {5}), i64({0}, {})}, {}, 14);
+}
+
+TEST(CudaBackendExtra, GatherScatter) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor data = random_tensor({3, 4}, 38);
+  compare_node(Op("GatherElements", 2).i("axis", 1).node, {data, i64({0, 3, -1, 2, 1, 1}, {3, 2})});
+  compare_node(Op("GatherElements", 2).i("axis", 0).node, {data, i32({0, 2, 1, 1, 2, 0, 0, 1}, {2, 4})});
+  const Tensor upd = random_tensor({2, 3}, 39);
+  const Tensor idx = i64({1, 0, 3, 2, -1, 0}, {2, 3});
+  compare_node(Op("ScatterElements", 3).i("axis", 1).node, {data, idx, upd}, {}, 18);
+  for (const char* red : {"add", "mul", "max", "min"}) {
+    SCOPED_TRACE(red);
+    compare_node(Op("ScatterElements", 3).i("axis", 1).s("reduction", red).node,
+                 {data, i64({1, 1, 3, 2, 2, 2}, {2, 3}), upd}, {}, 18);
+  }
+  const Tensor d3 = random_tensor({4, 3, 2}, 40);
+  compare_node(Op("ScatterND", 3).node, {d3, i64({2, 0}, {2, 1}), random_tensor({2, 3, 2}, 41)}, {}, 18);
+  compare_node(Op("ScatterND", 3).s("reduction", "add").node, {d3, i64({1, 2, 1, 2, 3, 0}, {3, 2}),
+                                                                random_tensor({3, 2}, 42)},
+               {}, 18);
+  compare_node(Op("GatherND", 2).node, {d3, i64({1, 2, 3, 0}, {2, 2})}, {}, 13);
+  compare_node(Op("GatherND", 2).node, {d3, i64({3, 1}, {2, 1})}, {}, 13);
+  compare_node(Op("GatherND", 2).i("batch_dims", 1).node, {d3, i64({1, 2, 0, 1}, {4, 1})}, {}, 13);
+}
+
+TEST(CudaBackendExtra, LayoutAndEye) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({2, 8, 3, 2}, 43);
+  compare_node(Op("DepthToSpace", 1).i("blocksize", 2).node, {x});
+  compare_node(Op("DepthToSpace", 1).i("blocksize", 2).s("mode", "CRD").node, {x});
+  compare_node(Op("SpaceToDepth", 1).i("blocksize", 2).node, {random_tensor({2, 3, 4, 6}, 44)});
+  compare_node(Op("EyeLike", 1).node, {random_tensor({3, 5}, 45)});
+  compare_node(Op("EyeLike", 1).i("k", -1).i("dtype", int64_t(DType::kInt64)).node, {random_tensor({4, 3}, 46)});
+}
+
+TEST(CudaBackendExtra, NormalizationAndLrn) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({2, 6, 5, 7}, 47, -3.f, 3.f);
+  compare_node(Op("InstanceNormalization", 3).f("epsilon", 1e-3f).node,
+               {x, random_tensor({6}, 48), random_tensor({6}, 49)}, {}, 17, 1e-4, 1e-4);
+  compare_node(Op("GroupNormalization", 3).i("num_groups", 3).node,
+               {x, random_tensor({6}, 50), random_tensor({6}, 51)}, {}, 21, 1e-4, 1e-4);
+  compare_node(Op("GroupNormalization", 3).i("num_groups", 2).node,
+               {x, random_tensor({2}, 52), random_tensor({2}, 53)}, {}, 18, 1e-4, 1e-4);
+  compare_node(Op("LRN", 1).i("size", 3).f("alpha", 0.01f).node, {x}, {}, 17, 1e-5, 1e-4);
+  compare_node(Op("LRN", 1).i("size", 4).node, {x}, {}, 17, 1e-5, 1e-4);
+}
+
+TEST(CudaBackendExtra, ConvTranspose) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({2, 4, 5, 6}, 54);
+  const Tensor w = random_tensor({4, 3, 3, 3}, 55), bias = random_tensor({3}, 56);
+  compare_node(Op("ConvTranspose", 3).node, {x, w, bias}, {false, true, true}, 17, 1e-4, 1e-4);
+  compare_node(Op("ConvTranspose", 2).ints("strides", {2, 2}).ints("pads", {1, 0, 1, 1}).node, {x, w}, {}, 17, 1e-4,
+               1e-4);
+  compare_node(Op("ConvTranspose", 2).ints("strides", {2, 3}).ints("dilations", {2, 1}).ints("output_padding", {1, 1})
+                   .node,
+               {x, w}, {}, 17, 1e-4, 1e-4);
+  compare_node(Op("ConvTranspose", 2).ints("strides", {2, 2}).ints("output_shape", {11, 13}).node, {x, w}, {}, 17,
+               1e-4, 1e-4);
+  compare_node(Op("ConvTranspose", 2).ints("strides", {2, 2}).s("auto_pad", "SAME_UPPER").node, {x, w}, {}, 17, 1e-4,
+               1e-4);
+  compare_node(Op("ConvTranspose", 2).i("group", 2).node, {x, random_tensor({4, 2, 2, 3}, 57)}, {}, 17, 1e-4, 1e-4);
+  compare_node(Op("ConvTranspose", 2).ints("strides", {3}).node,
+               {random_tensor({1, 2, 7}, 58), random_tensor({2, 3, 4}, 59)}, {}, 17, 1e-4, 1e-4);
+}
+
+TEST(CudaBackendExtra, BitOps) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  Tensor a = Tensor::empty(DType::kUInt8, {2, 3}), b = Tensor::empty(DType::kUInt8, {3});
+  for (int i = 0; i < 6; ++i) a.data<uint8_t>()[i] = uint8_t(37 * i + 5);
+  for (int i = 0; i < 3; ++i) b.data<uint8_t>()[i] = uint8_t(i + 1);
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
+    SCOPED_TRACE(op);
+    compare_node(Op(op, 2).node, {a, b}, {}, 18);
+    compare_node(Op(op, 2).node, {i64({5, -3, 1 << 20, 7}, {2, 2}), i64({6, 12}, {2})}, {}, 18);
+  }
+  compare_node(Op("BitwiseNot", 1).node, {i32({0, 5, -1, 1 << 30}, {4})}, {}, 18);
+  compare_node(Op("BitShift", 2).s("direction", "LEFT").node, {a, b});
+  compare_node(Op("BitShift", 2).s("direction", "RIGHT").node, {a, b});
+}
+
+}  // namespace
+}  // namespace kilnrt::cudatest
