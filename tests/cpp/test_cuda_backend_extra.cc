@@ -137,6 +137,50 @@ TEST(CudaBackendExtra, ConvTranspose) {
                {random_tensor({1, 2, 7}, 58), random_tensor({2, 3, 4}, 59)}, {}, 17, 1e-4, 1e-4);
 }
 
+TEST(CudaBackendExtra, Losses) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor scores = random_tensor({3, 5, 2}, 60, -2.f, 2.f);
+  const Tensor target = i64({0, 4, 2, 2, 1, 3}, {3, 2}), w = random_tensor({5}, 61, 0.1f, 1.f);
+  for (const char* red : {"none", "sum", "mean"}) {
+    SCOPED_TRACE(red);
+    compare_node(Op("NegativeLogLikelihoodLoss", 2).s("reduction", red).node, {scores, target}, {}, 13, 1e-5, 1e-4);
+    compare_node(Op("NegativeLogLikelihoodLoss", 3).s("reduction", red).i("ignore_index", 2).node,
+                 {scores, target, w}, {}, 13, 1e-5, 1e-4);
+    compare_node(Op("SoftmaxCrossEntropyLoss", 2).s("reduction", red).node, {scores, target}, {}, 13, 1e-5, 1e-4);
+    compare_node(Op("SoftmaxCrossEntropyLoss", 3, 2).s("reduction", red).i("ignore_index", 4).node,
+                 {scores, target, w}, {}, 13, 1e-5, 1e-4);
+  }
+  compare_node(Op("SoftmaxCrossEntropyLoss", 2).node, {random_tensor({4, 6}, 62), i32({5, 0, 3, 1}, {4})}, {}, 13,
+               1e-5, 1e-4);
+}
+
+TEST(CudaBackendExtra, EinsumPadTile) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor a = random_tensor({2, 3, 4}, 63), b = random_tensor({2, 4, 5}, 64);
+  compare_node(Op("Einsum", 2).s("equation", "bij,bjk->bik").node, {a, b}, {}, 12, 1e-5, 1e-4);
+  compare_node(Op("Einsum", 1).s("equation", "ijk->kji").node, {a}, {}, 12);
+  compare_node(Op("Einsum", 1).s("equation", "ijk").node, {a}, {}, 12);
+  compare_node(Op("Einsum", 1).s("equation", "...ii->...i").node, {random_tensor({2, 3, 3}, 65)}, {}, 12);
+  compare_node(Op("Einsum", 1).s("equation", "ij->").node, {random_tensor({3, 4}, 66)}, {}, 12, 1e-5, 1e-4);
+  compare_node(Op("Einsum", 2).s("equation", "i,i").node, {random_tensor({7}, 67), random_tensor({7}, 68)}, {}, 12,
+               1e-5, 1e-4);
+  compare_node(Op("Einsum", 3).s("equation", "ij,jk,kl->il").node,
+               {random_tensor({2, 3}, 69), random_tensor({3, 4}, 70), random_tensor({4, 2}, 71)}, {}, 12, 1e-5, 1e-4);
+  const Tensor x = random_tensor({2, 3, 4}, 72);
+  const Tensor pads = i64({0, 1, 2, 1, 2, -1}, {6});
+  for (const char* mode : {"constant", "reflect", "edge", "wrap"}) {
+    SCOPED_TRACE(mode);
+    compare_node(Op("Pad", 2).s("mode", mode).node, {x, pads}, {false, true}, 13);
+  }
+  compare_node(Op("Pad", 3).node, {x, pads, f32({2.5f}, {})}, {false, true, true}, 13);
+  compare_node(Op("Pad", 4).s("mode", "reflect").node, {x, i64({2, 3, 1, 3}, {4}), f32({0.f}, {}), i64({-1, 1}, {2})},
+               {false, true, true, true}, 18);
+  compare_node(Op("Pad", 1).ints("pads", {1, 0, 0, 0, 1, 2}).f("value", -1.f).node, {x}, {}, 2);
+  compare_node(Op("Pad", 2).node, {i64({1, 2, 3, 4}, {2, 2}), i64({1, 1, 0, 2}, {4})}, {false, true}, 13);
+  compare_node(Op("Tile", 2).node, {x, i64({2, 1, 3}, {3})}, {false, true}, 13);
+  compare_node(Op("Tile", 2).node, {i64({1, 2, 3}, {3}), i64({4}, {1})}, {false, true}, 13);
+}
+
 TEST(CudaBackendExtra, BitOps) {
   KILNRT_SKIP_WITHOUT_GPU();
   Tensor a = Tensor::empty(DType::kUInt8, {2, 3}), b = Tensor::empty(DType::kUInt8, {3});

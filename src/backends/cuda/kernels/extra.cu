@@ -349,6 +349,106 @@ __global__ void bit_kernel(int op, const T* a, const T* b, T* y, int64_t n, Broa
   }
 }
 
+__device__ __forceinline__ float nll_term(const float* logp, const void* target, bool t64, const float* w, int64_t c,
+                                          int64_t inner, bool has_ignore, int64_t ignore, int64_t i, float* wt) {
+  const int64_t b = i / inner, d = i % inner;
+  const int64_t t = load_index(target, t64, i);
+  if (has_ignore && t == ignore) { *wt = 0.f; return 0.f; }
+  if (t < 0 || t >= c) { *wt = 0.f; return __int_as_float(0x7fc00000); }
+  *wt = w ? w[t] : 1.f;
+  return -logp[(b * c + t) * inner + d] * *wt;
+}
+
+__global__ void nll_none_kernel(const float* logp, const void* target, bool t64, const float* w, float* y, int64_t n,
+                                int64_t c, int64_t inner, bool has_ignore, int64_t ignore) {
+  KILNRT_GRID_LOOP(i, n * inner) {
+    float wt;
+    y[i] = nll_term(logp, target, t64, w, c, inner, has_ignore, ignore, i, &wt);
+  }
+}
+
+// One block: the whole reduction (losses are small tensors: batch x spatial).
+__global__ void nll_reduce_kernel(const float* logp, const void* target, bool t64, const float* w, float* y, int64_t n,
+                                  int64_t c, int64_t inner, bool has_ignore, int64_t ignore, bool mean) {
+  __shared__ double s_loss[kThreads], s_w[kThreads];
+  double loss = 0.0, wsum = 0.0;
+  for (int64_t i = threadIdx.x; i < n * inner; i += blockDim.x) {
+    float wt;
+    loss += nll_term(logp, target, t64, w, c, inner, has_ignore, ignore, i, &wt);
+    wsum += wt;
+  }
+  s_loss[threadIdx.x] = loss;
+  s_w[threadIdx.x] = wsum;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      s_loss[threadIdx.x] += s_loss[threadIdx.x + s];
+      s_w[threadIdx.x] += s_w[threadIdx.x + s];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) y[0] = mean ? float(s_loss[0] / s_w[0]) : float(s_loss[0]);
+}
+
+struct EinsumPtrs {
+  const void* p[kEinsumInputs];
+};
+
+template <typename T>
+__global__ void einsum_kernel(EinsumPtrs in, T* y, EinsumPlan p, int64_t total, int64_t sum_total) {
+  KILNRT_GRID_LOOP(i, total) {
+    int64_t base[kEinsumInputs] = {};
+    int64_t rem = i;
+    for (int d = p.out_rank - 1; d >= 0; --d) {
+      const int64_t c = rem % p.out_dims[d];
+      rem /= p.out_dims[d];
+      for (int k = 0; k < p.n_inputs; ++k) base[k] += c * p.out_strides[k][d];
+    }
+    T acc = T(0);
+    for (int64_t s = 0; s < sum_total; ++s) {
+      int64_t off[kEinsumInputs];
+      for (int k = 0; k < p.n_inputs; ++k) off[k] = base[k];
+      int64_t r = s;
+      for (int d = p.sum_rank - 1; d >= 0; --d) {
+        const int64_t c = r % p.sum_dims[d];
+        r /= p.sum_dims[d];
+        for (int k = 0; k < p.n_inputs; ++k) off[k] += c * p.sum_strides[k][d];
+      }
+      T prod = T(1);
+      for (int k = 0; k < p.n_inputs; ++k) prod *= static_cast<const T*>(in.p[k])[off[k]];
+      acc += prod;
+    }
+    y[i] = acc;
+  }
+}
+
+template <typename T>
+__global__ void pad_kernel(const T* x, T* y, PadPlan p, int64_t total, T value) {
+  KILNRT_GRID_LOOP(i, total) {
+    int64_t rem = i, off = 0, stride = 1;
+    bool outside = false;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t n = p.in_dims[d];
+      int64_t c = rem % p.out_dims[d] - p.begin[d];
+      rem /= p.out_dims[d];
+      if (c < 0 || c >= n) {
+        switch (p.mode) {
+          case 0: outside = true; break;
+          case 1:
+            if (n == 1) { c = 0; break; }
+            while (c < 0 || c >= n) c = c < 0 ? -c : 2 * (n - 1) - c;
+            break;
+          case 2: c = c < 0 ? 0 : n - 1; break;
+          default: c = ((c % n) + n) % n; break;
+        }
+      }
+      off += c * stride;
+      stride *= n;
+    }
+    y[i] = outside ? value : x[off];
+  }
+}
+
 int64_t numel(const Dims& d) {
   int64_t n = 1;
   for (int i = 0; i < d.rank; ++i) n *= d.d[i];
@@ -529,6 +629,55 @@ int bit_op(int op, const void* a, const void* b, void* y, int64_t n, const Broad
     break;
     KILNRT_BIT(1) KILNRT_BIT(2) KILNRT_BIT(4) KILNRT_BIT(8)
 #undef KILNRT_BIT
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return status();
+}
+
+int nll_loss_f32(const float* logp, const void* target, bool target_is_64, const float* weight, float* y, int64_t n,
+                 int64_t c, int64_t inner, bool has_ignore, int64_t ignore_index, int reduction, StreamT stream) {
+  if (reduction == 0) {
+    if (n * inner <= 0) return 0;
+    nll_none_kernel<<<blocks_for(n * inner), kThreads, 0, stream>>>(logp, target, target_is_64, weight, y, n, c, inner,
+                                                                    has_ignore, ignore_index);
+  } else {
+    nll_reduce_kernel<<<1, kThreads, 0, stream>>>(logp, target, target_is_64, weight, y, n, c, inner, has_ignore,
+                                                  ignore_index, reduction == 2);
+  }
+  return status();
+}
+
+int einsum(const void* const* inputs, void* y, const EinsumPlan& p, int dtype, StreamT stream) {
+  if (p.n_inputs < 1 || p.n_inputs > kEinsumInputs) return static_cast<int>(cudaErrorInvalidValue);
+  int64_t total = 1, sum_total = 1;
+  for (int d = 0; d < p.out_rank; ++d) total *= p.out_dims[d];
+  for (int d = 0; d < p.sum_rank; ++d) sum_total *= p.sum_dims[d];
+  if (total <= 0) return 0;
+  EinsumPtrs ptrs{};
+  for (int k = 0; k < p.n_inputs; ++k) ptrs.p[k] = inputs[k];
+  if (dtype == 0)
+    einsum_kernel<float><<<blocks_for(total), kThreads, 0, stream>>>(ptrs, static_cast<float*>(y), p, total, sum_total);
+  else if (dtype == 6)
+    einsum_kernel<double><<<blocks_for(total), kThreads, 0, stream>>>(ptrs, static_cast<double*>(y), p, total,
+                                                                      sum_total);
+  else
+    return static_cast<int>(cudaErrorInvalidValue);
+  return status();
+}
+
+int pad(const void* x, void* y, const PadPlan& p, size_t elem_size, StreamT stream) {
+  int64_t total = 1;
+  for (int d = 0; d < p.rank; ++d) total *= p.out_dims[d];
+  if (total <= 0) return 0;
+  const unsigned g = blocks_for(total);
+  switch (elem_size) {
+#define KILNRT_PAD(S)                                                                                         \
+  case S:                                                                                                     \
+    pad_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), static_cast<Bytes<S>::T*>(y), \
+                                           p, total, static_cast<Bytes<S>::T>(p.value_bits));                 \
+    break;
+    KILNRT_PAD(1) KILNRT_PAD(2) KILNRT_PAD(4) KILNRT_PAD(8)
+#undef KILNRT_PAD
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
   return status();

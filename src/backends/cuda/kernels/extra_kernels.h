@@ -71,6 +71,33 @@ int lrn_f32(const float* x, float* y, int64_t n, int64_t c, int64_t spatial, int
 int bit_op(int op, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc, size_t elem_size,
            StreamT stream);
 
+// NegativeLogLikelihoodLoss on float32 log-probabilities [n, c, inner] and targets [n, inner] (int64 when
+// target_is_64 else int32), weight [c] or null. reduction 0 none (y [n, inner]), 1 sum, 2 mean (weighted; y scalar).
+// Targets equal to ignore_index (when has_ignore) contribute 0 loss and 0 weight; other out-of-range ones give NaN.
+int nll_loss_f32(const float* logp, const void* target, bool target_is_64, const float* weight, float* y, int64_t n,
+                 int64_t c, int64_t inner, bool has_ignore, int64_t ignore_index, int reduction, StreamT stream);
+
+// Einsum as a direct loop: every output element sums, over the contracted labels, the product of up to
+// kEinsumInputs inputs. Strides per label and input (0: the label is absent or broadcast; repeated labels in one
+// input add their strides: diagonals). dtype 0 float32, 6 float64.
+constexpr int kEinsumInputs = 3;
+struct EinsumPlan {
+  int n_inputs = 0;
+  int out_rank = 0, sum_rank = 0;
+  int64_t out_dims[kMaxDims] = {}, sum_dims[kMaxDims] = {};
+  int64_t out_strides[kEinsumInputs][kMaxDims] = {}, sum_strides[kEinsumInputs][kMaxDims] = {};
+};
+int einsum(const void* const* inputs, void* y, const EinsumPlan& p, int dtype, StreamT stream);
+
+// Pad (mode 0 constant, 1 reflect, 2 edge, 3 wrap) and Tile (wrap with begin 0): y[o] = x[map(o - begin)], the
+// constant given as the element's bit pattern. Negative begins crop.
+struct PadPlan {
+  int rank = 0, mode = 0;
+  int64_t out_dims[kMaxDims] = {}, in_dims[kMaxDims] = {}, begin[kMaxDims] = {};
+  uint64_t value_bits = 0;
+};
+int pad(const void* x, void* y, const PadPlan& p, size_t elem_size, StreamT stream);
+
 // 2-D transposed convolution (NCHW, grouped, strided, dilated, padded), bias may be null. w: [C, K/groups, kh, kw].
 struct ConvT2d {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;
