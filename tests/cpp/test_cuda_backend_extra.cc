@@ -181,6 +181,20 @@ TEST(CudaBackendExtra, EinsumPadTile) {
   compare_node(Op("Tile", 2).node, {i64({1, 2, 3}, {3}), i64({4}, {1})}, {false, true}, 13);
 }
 
+TEST(CudaBackendExtra, GridSampleCastLike) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({2, 3, 5, 6}, 73), grid = random_tensor({2, 4, 7, 2}, 74, -1.2f, 1.2f);
+  for (const char* mode : {"bilinear", "nearest", "bicubic"})
+    for (const char* pad : {"zeros", "border", "reflection"})
+      for (int64_t align : {0, 1}) {
+        SCOPED_TRACE(std::string(mode) + " " + pad + " " + std::to_string(align));
+        compare_node(Op("GridSample", 2).s("mode", mode).s("padding_mode", pad).i("align_corners", align).node,
+                     {x, grid}, {}, 16, 1e-5, 1e-4);
+      }
+  compare_node(Op("CastLike", 2).node, {random_tensor({3, 4}, 75, -9.f, 9.f), i64({0}, {1})}, {}, 15);
+  compare_node(Op("CastLike", 2).node, {i64({1, -2, 3}, {3}), f32({0.f}, {1})}, {}, 15);
+}
+
 TEST(CudaBackendExtra, BitOps) {
   KILNRT_SKIP_WITHOUT_GPU();
   Tensor a = Tensor::empty(DType::kUInt8, {2, 3}), b = Tensor::empty(DType::kUInt8, {3});

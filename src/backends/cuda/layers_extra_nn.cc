@@ -1,7 +1,7 @@
 // CUDA layers added for CPU parity (part 2): DepthToSpace / SpaceToDepth (one strided copy), EyeLike,
 // InstanceNormalization / GroupNormalization (one group-norm kernel), LRN, ConvTranspose (1-D / 2-D, own direct
 // kernel: each output element gathers its contributions, no atomics), NegativeLogLikelihoodLoss /
-// SoftmaxCrossEntropyLoss (log-softmax kernel + one NLL kernel). Kernels: kernels/extra.cu.
+// SoftmaxCrossEntropyLoss (log-softmax kernel + one NLL kernel), GridSample (4-D), CastLike. Kernels: kernels/extra.cu.
 #include <algorithm>
 
 #include "backends/cuda/cuda_layer.h"
@@ -281,6 +281,54 @@ class LossLayer final : public CudaLayer {
   int reduction_ = 2;
 };
 
+// ---- GridSample (4-D) / CastLike ------------------------------------------------------------------------------------
+int grid_mode(const ir::Node& n) {
+  const std::string m = n.attr_string("mode", std::string("bilinear"));
+  return m == "nearest" ? 1 : (m == "bicubic" || m == "cubic") ? 2 : (m == "bilinear" || m == "linear") ? 0 : -1;
+}
+int grid_pad(const ir::Node& n) {
+  const std::string p = n.attr_string("padding_mode", std::string("zeros"));
+  return p == "zeros" ? 0 : p == "border" ? 1 : p == "reflection" ? 2 : -1;
+}
+
+class GridSampleLayer final : public CudaLayer {
+ public:
+  explicit GridSampleLayer(const ir::Node& n)
+      : name_(n.describe()), mode_(grid_mode(n)), pad_(grid_pad(n)), align_(n.attr_int("align_corners", 0) != 0) {}
+  std::string tactic() const override { return "kernel:grid-sample"; }
+  void enqueue(LayerLaunch& l) override {
+    const Shape& xs = l.inputs[0].shape;
+    const Shape& gs = l.inputs[1].shape;
+    KILNRT_CHECK(xs.size() == 4 && gs.size() == 4 && gs[3] == 2 && gs[0] == xs[0], kUnsupported, name_,
+                 "GridSample supports 4-D X [N, C, H, W] and grid [N, Ho, Wo, 2]");
+    check_launch(x::grid_sample_f32(static_cast<const float*>(l.inputs[0].data),
+                                    static_cast<const float*>(l.inputs[1].data), static_cast<float*>(l.outputs[0].data),
+                                    xs[0], xs[1], xs[2], xs[3], gs[1], gs[2], mode_, pad_, align_, l.stream),
+                 name_, "grid_sample");
+  }
+
+ private:
+  std::string name_;
+  int mode_, pad_;
+  bool align_;
+};
+
+class CastLikeLayer final : public CudaLayer {
+ public:
+  explicit CastLikeLayer(const ir::Node& n) : name_(n.describe()) {}
+  std::string tactic() const override { return "kernel:cast"; }
+  void enqueue(LayerLaunch& l) override {
+    const int from = cast_dtype_code(l.inputs[0].dtype), to = cast_dtype_code(l.outputs[0].dtype);
+    KILNRT_CHECK(from >= 0 && to >= 0, kUnsupported, name_,
+                 "CastLike " << dtype_name(l.inputs[0].dtype) << " -> " << dtype_name(l.outputs[0].dtype));
+    check_launch(k::cast(l.inputs[0].data, from, l.outputs[0].data, to, l.outputs[0].numel(), l.stream), name_,
+                 "cast");
+  }
+
+ private:
+  std::string name_;
+};
+
 template <class L>
 LayerFactory factory() {
   return [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<L>(a.node); };
@@ -313,6 +361,20 @@ struct Register {
              },
              factory<GroupNormLayer>()});
     r.add({"LRN", float32_input, factory<LrnLayer>()});
+    r.add({"GridSample",
+           [](const ir::Node& n, const ir::Graph& g) -> std::string {
+             if (grid_mode(n) < 0 || grid_pad(n) < 0) return "GridSample mode / padding_mode";
+             if (value_dtype(g, n.inputs.at(1)) != DType::kFloat32) return "the CUDA layer takes a float32 grid";
+             return float32_input(n, g);
+           },
+           factory<GridSampleLayer>()});
+    r.add({"CastLike",
+           [](const ir::Node& n, const ir::Graph& g) -> std::string {
+             if (cast_dtype_code(value_dtype(g, n.inputs.at(0))) < 0 || cast_dtype_code(value_dtype(g, n.inputs.at(1))) < 0)
+               return "unsupported cast dtypes";
+             return "";
+           },
+           factory<CastLikeLayer>()});
     for (const char* op : {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"})
       r.add({op,
              [](const ir::Node& n, const ir::Graph& g) -> std::string {

@@ -98,6 +98,11 @@ struct PadPlan {
 };
 int pad(const void* x, void* y, const PadPlan& p, size_t elem_size, StreamT stream);
 
+// GridSample on float32 X [n, c, h, w] and grid [n, oh, ow, 2] (x, y in [-1, 1]), math in double like the CPU
+// reference. mode 0 bilinear, 1 nearest, 2 bicubic; pad 0 zeros, 1 border, 2 reflection.
+int grid_sample_f32(const float* x, const float* grid, float* y, int64_t n, int64_t c, int64_t h, int64_t w,
+                    int64_t oh, int64_t ow, int mode, int pad, bool align_corners, StreamT stream);
+
 // 2-D transposed convolution (NCHW, grouped, strided, dilated, padded), bias may be null. w: [C, K/groups, kh, kw].
 struct ConvT2d {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;
