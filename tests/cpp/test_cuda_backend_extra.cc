@@ -195,6 +195,32 @@ TEST(CudaBackendExtra, GridSampleCastLike) {
   compare_node(Op("CastLike", 2).node, {i64({1, -2, 3}, {3}), f32({0.f}, {1})}, {}, 15);
 }
 
+TEST(CudaBackendExtra, Resize) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({1, 2, 4, 5}, 76);
+  const Tensor up = f32({1.f, 1.f, 2.f, 1.5f}, {4}), down = f32({1.f, 1.f, 0.6f, 0.5f}, {4});
+  const Tensor empty = f32({}, {0});
+  for (const char* mode : {"nearest", "linear", "cubic"})
+    for (const char* coord : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                              "tf_half_pixel_for_nearest", "half_pixel_symmetric"})
+      for (const Tensor* sc : {&up, &down}) {
+        SCOPED_TRACE(std::string(mode) + " " + coord);
+        compare_node(Op("Resize", 3).s("mode", mode).s("coordinate_transformation_mode", coord).node,
+                     {x, empty, *sc}, {false, true, true}, 19, 1e-5, 1e-4);
+      }
+  for (const char* nm : {"round_prefer_ceil", "floor", "ceil"})
+    compare_node(Op("Resize", 3).s("nearest_mode", nm).node, {x, empty, up}, {false, true, true}, 13);
+  compare_node(Op("Resize", 4).s("mode", "linear").node, {x, empty, empty, i64({1, 2, 7, 3}, {4})},
+               {false, true, true, true}, 13, 1e-5, 1e-4);
+  compare_node(Op("Resize", 4).s("mode", "cubic").i("exclude_outside", 1).node,
+               {x, empty, empty, i64({1, 2, 7, 3}, {4})}, {false, true, true, true}, 13, 1e-5, 1e-4);
+  compare_node(Op("Resize", 4).s("mode", "linear").s("coordinate_transformation_mode", "tf_crop_and_resize")
+                   .f("extrapolation_value", 3.f).node,
+               {x, f32({0, 0, 0.2f, -0.3f, 1, 1, 0.9f, 1.2f}, {8}), empty, i64({1, 2, 5, 6}, {4})},
+               {false, true, true, true}, 13, 1e-5, 1e-4);
+  compare_node(Op("Upsample", 2).s("mode", "nearest").node, {x, f32({1.f, 1.f, 2.f, 3.f}, {4})}, {false, true}, 9);
+}
+
 TEST(CudaBackendExtra, BitOps) {
   KILNRT_SKIP_WITHOUT_GPU();
   Tensor a = Tensor::empty(DType::kUInt8, {2, 3}), b = Tensor::empty(DType::kUInt8, {3});
