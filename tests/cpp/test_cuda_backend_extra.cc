@@ -221,6 +221,16 @@ TEST(CudaBackendExtra, Resize) {
   compare_node(Op("Upsample", 2).s("mode", "nearest").node, {x, f32({1.f, 1.f, 2.f, 3.f}, {4})}, {false, true}, 9);
 }
 
+TEST(CudaBackendExtra, TopK) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({3, 7, 4}, 77);
+  compare_node(Op("TopK", 2, 2).i("axis", 1).node, {x, i64({3}, {1})}, {false, true}, 11);
+  compare_node(Op("TopK", 2, 2).i("largest", 0).node, {x, i64({4}, {1})}, {false, true}, 11);
+  compare_node(Op("TopK", 2, 2).i("axis", 0).node, {f32({1, 2, 2, 1, 2, 0, 2, 2, 1}, {9}), i64({5}, {1})},
+               {false, true}, 11);
+  compare_node(Op("TopK", 1, 2).i("k", 2).i("axis", 1).node, {x}, {}, 1);
+}
+
 TEST(CudaBackendExtra, BitOps) {
   KILNRT_SKIP_WITHOUT_GPU();
   Tensor a = Tensor::empty(DType::kUInt8, {2, 3}), b = Tensor::empty(DType::kUInt8, {3});

@@ -1,6 +1,6 @@
 // CUDA layers added for CPU parity (part 1): float32 math unary (Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh,
 // Atanh, Shrink), IsNaN / IsInf / Not, Mean, ArgMax / ArgMin, Hardmax, Trilu, CumSum, GatherElements, GatherND,
-// ScatterElements (and the legacy Scatter), ScatterND. Kernels: kernels/extra.cu.
+// ScatterElements (and the legacy Scatter), ScatterND, TopK, Bitwise* / BitShift. Kernels: kernels/extra.cu.
 #include <algorithm>
 
 #include "backends/cuda/cuda_layer.h"
@@ -305,6 +305,43 @@ class GatherNDLayer final : public CudaLayer {
   int batch_dims_;
 };
 
+// ---- TopK (k read on the host: a constant or a shape computation) ---------------------------------------------------
+class TopKLayer final : public CudaLayer {
+ public:
+  TopKLayer(const ir::Node& n, int64_t opset)
+      : node_(n), name_(n.describe()), opset_(opset), largest_(n.attr_int("largest", 1) != 0) {}
+  std::string tactic() const override { return "kernel:topk-rank"; }
+  std::vector<int> host_inputs() const override { return {1}; }
+  void enqueue(LayerLaunch& l) override {
+    const Shape& xs = l.inputs[0].shape;
+    const int axis = static_cast<int>(ops::normalize_axis(node_.attr_int("axis", -1), xs.size(), node_));
+    int64_t outer, n, inner;
+    split3(xs, axis, &outer, &n, &inner);
+    const int64_t kk = l.outputs[0].shape[axis];  // inference applied k (checked against the axis there)
+    KILNRT_CHECK(kk >= 0 && kk <= n, kInvalidArgument, name_, "k = " << kk << " for an axis of " << n);
+    float* values = static_cast<float*>(l.outputs[0].data);
+    int64_t* indices = l.outputs.size() > 1 ? static_cast<int64_t*>(l.outputs[1].data) : nullptr;
+    const bool need_scratch = !values || !indices || !l.outputs[0].present || l.outputs.size() < 2 ||
+                              !l.outputs[1].present;
+    if (need_scratch) {  // an omitted output: write it into the workspace
+      const size_t bytes = static_cast<size_t>(outer * kk * inner) * (sizeof(float) + sizeof(int64_t));
+      KILNRT_CHECK(bytes <= l.workspace_bytes, kUnsupported, name_, "TopK scratch exceeds the CUDA workspace");
+      char* ws = static_cast<char*>(l.workspace);
+      if (!l.outputs[0].present || !values) values = reinterpret_cast<float*>(ws + outer * kk * inner * sizeof(int64_t));
+      if (l.outputs.size() < 2 || !l.outputs[1].present || !indices) indices = reinterpret_cast<int64_t*>(ws);
+    }
+    check_launch(x::topk_f32(static_cast<const float*>(l.inputs[0].data), values, indices, outer, n, inner, kk,
+                             largest_, l.stream),
+                 name_, "topk");
+  }
+
+ private:
+  const ir::Node& node_;
+  std::string name_;
+  int64_t opset_;
+  bool largest_;
+};
+
 // ---- Bitwise* / BitShift ------------------------------------------------------------------------------------------
 class BitLayer final : public CudaLayer {
  public:
@@ -403,6 +440,10 @@ struct Register {
              return sized(n, g);
            },
            factory<GatherNDLayer>()});
+    r.add({"TopK", [](const ir::Node& n, const ir::Graph& g) { return dtype_in(n, g, 0, {DType::kFloat32}); },
+           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+             return std::make_unique<TopKLayer>(a.node, a.opset);
+           }});
     for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift"})
       r.add({op,
              [](const ir::Node& n, const ir::Graph& g) -> std::string {

@@ -119,6 +119,11 @@ struct ResizePlan {
 };
 int resize_f32(const float* x, float* y, const ResizePlan& p, StreamT stream);
 
+// TopK over the middle dim of float32 [outer, n, inner] -> values / int64 indices [outer, k, inner], sorted (largest
+// or smallest first, ties: lower index first). Each element computes its own rank: O(n) per element.
+int topk_f32(const float* x, float* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k,
+             bool largest, StreamT stream);
+
 // 2-D transposed convolution (NCHW, grouped, strided, dilated, padded), bias may be null. w: [C, K/groups, kh, kw].
 struct ConvT2d {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;
