@@ -45,9 +45,10 @@ class DepthSpaceLayer final : public CudaLayer {
         std::copy(v, v + 6, view);
         std::copy(p, p + 6, perm);
       }
-    } else {  // [n, c, h/b, b, w/b, b] -> [n, b, b, c, h/b, w/b]
+    } else {  // DCR: [n, c, h/b, b, w/b, b] -> [n, b, b, c, h/b, w/b]; CRD (opset 24 mode): -> [n, c, b, b, h/b, w/b]
       const int64_t v[6] = {n, c, h / b, b, w / b, b};
-      const int p[6] = {0, 3, 5, 1, 2, 4};
+      const int dcr[6] = {0, 3, 5, 1, 2, 4}, crd[6] = {0, 1, 3, 5, 2, 4};
+      const int* p = crd_ ? crd : dcr;
       std::copy(v, v + 6, view);
       std::copy(p, p + 6, perm);
     }
