@@ -231,6 +231,30 @@ TEST(CudaBackendExtra, TopK) {
   compare_node(Op("TopK", 1, 2).i("k", 2).i("axis", 1).node, {x}, {}, 1);
 }
 
+TEST(CudaBackendExtra, QuantizeReverseDet) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({2, 3, 4}, 78, -40.f, 40.f);
+  Tensor zp_u8 = Tensor::empty(DType::kUInt8, {}), zp_i8 = Tensor::empty(DType::kInt8, {3});
+  zp_u8.data<uint8_t>()[0] = 128;
+  for (int i = 0; i < 3; ++i) zp_i8.data<int8_t>()[i] = int8_t(i * 7 - 5);
+  compare_node(Op("QuantizeLinear", 3).node, {x, f32({0.25f}, {}), zp_u8}, {}, 13);
+  Tensor zp_u8x3 = Tensor::empty(DType::kUInt8, {3});  // (int8 outputs: the comparison helper reads uint8 / bool)
+  for (int i = 0; i < 3; ++i) zp_u8x3.data<uint8_t>()[i] = uint8_t(100 + 20 * i);
+  compare_node(Op("QuantizeLinear", 3).i("axis", 1).node, {x, f32({0.2f, 0.5f, 0.3f}, {3}), zp_u8x3}, {}, 13);
+  compare_node(Op("QuantizeLinear", 2).node, {x, f32({0.1f}, {})}, {}, 13);
+  Tensor q = Tensor::empty(DType::kInt8, {2, 3, 4});
+  for (int i = 0; i < 24; ++i) q.data<int8_t>()[i] = int8_t(i * 11 - 128);
+  compare_node(Op("DequantizeLinear", 3).i("axis", 1).node, {q, f32({0.2f, 0.5f, 0.3f}, {3}), zp_i8}, {}, 13);
+  compare_node(Op("DequantizeLinear", 2).node, {i32({5, -7, 100000}, {3}), f32({0.5f}, {})}, {}, 13);
+  const Tensor seq = random_tensor({4, 3, 2}, 79);
+  compare_node(Op("ReverseSequence", 2).node, {seq, i64({4, 1, 2}, {3})}, {}, 10);
+  compare_node(Op("ReverseSequence", 2).i("batch_axis", 0).i("time_axis", 1).node, {random_tensor({3, 4}, 80),
+                                                                                      i64({2, 4, 3}, {3})},
+               {}, 10);
+  compare_node(Op("Det", 1).node, {random_tensor({2, 3, 4, 4}, 81)}, {}, 11, 1e-5, 1e-4);
+  compare_node(Op("Det", 1).node, {f32({1, 2, 2, 4}, {2, 2})}, {}, 11);
+}
+
 TEST(CudaBackendExtra, BitShift) {
   KILNRT_SKIP_WITHOUT_GPU();
   Tensor a = Tensor::empty(DType::kUInt8, {2, 3}), b = Tensor::empty(DType::kUInt8, {3});

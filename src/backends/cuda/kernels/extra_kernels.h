@@ -124,6 +124,22 @@ int resize_f32(const float* x, float* y, const ResizePlan& p, StreamT stream);
 int topk_f32(const float* x, float* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k,
              bool largest, StreamT stream);
 
+// QuantizeLinear: float32 x -> int8 (out_signed) / uint8, scale float32 and zero point (int8 / uint8 as out, may be
+// null) per tensor (axis_len 1) or per axis (axis_len values, `inner` elements apart). Half-to-even rounding,
+// saturating. DequantizeLinear: x code 0 uint8, 1 int8, 2 int32 -> float32 (zero point of x's dtype, may be null).
+int quantize_f32(const float* x, const float* scale, const void* zp, void* y, bool out_signed, int64_t n,
+                 int64_t axis_len, int64_t inner, StreamT stream);
+int dequantize_f32(const void* x, int x_code, const float* scale, const void* zp, float* y, int64_t n,
+                   int64_t axis_len, int64_t inner, StreamT stream);
+
+// ReverseSequence over x viewed as [d0, d1, inner] with the time axis 0 (batch 1) or 1 (batch 0); lens int64 device.
+int reverse_sequence(const void* x, const int64_t* lens, void* y, int64_t d0, int64_t d1, int64_t inner,
+                     bool time_first, size_t elem_size, StreamT stream);
+
+// Det of float32 [batch, m, m] -> [batch]: LU with partial pivoting in double, one thread per matrix, using
+// `scratch` (batch * m * m doubles, device).
+int det_f32(const float* x, float* y, double* scratch, int64_t batch, int64_t m, StreamT stream);
+
 // 2-D transposed convolution (NCHW, grouped, strided, dilated, padded), bias may be null. w: [C, K/groups, kh, kw].
 struct ConvT2d {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;

@@ -1,0 +1,436 @@
+// Kernels of the ops added for CPU parity, part 2 (extra_kernels.h): Einsum, Pad/Tile, GridSample, Resize, TopK,
+// Quantize/DequantizeLinear, ReverseSequence, Det. One kernel per family; dtype switches at the entry points.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "backends/cuda/kernels/extra_kernels.h"
+
+namespace kilnrt::cuda::kernels::extra {
+namespace {
+
+constexpr int kThreads = 256;
+
+inline unsigned blocks_for(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 32 ? 65535LL * 32 : b));
+}
+inline int status() { return static_cast<int>(cudaGetLastError()); }
+
+#define KILNRT_GRID_LOOP(i, n) \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+template <int kSize> struct Bytes;
+template <> struct Bytes<1> { using T = uint8_t; };
+template <> struct Bytes<2> { using T = uint16_t; };
+template <> struct Bytes<4> { using T = uint32_t; };
+template <> struct Bytes<8> { using T = uint64_t; };
+
+struct EinsumPtrs {
+  const void* p[kEinsumInputs];
+};
+
+template <typename T>
+__global__ void einsum_kernel(EinsumPtrs in, T* y, EinsumPlan p, int64_t total, int64_t sum_total) {
+  KILNRT_GRID_LOOP(i, total) {
+    int64_t base[kEinsumInputs] = {};
+    int64_t rem = i;
+    for (int d = p.out_rank - 1; d >= 0; --d) {
+      const int64_t c = rem % p.out_dims[d];
+      rem /= p.out_dims[d];
+      for (int k = 0; k < p.n_inputs; ++k) base[k] += c * p.out_strides[k][d];
+    }
+    T acc = T(0);
+    for (int64_t s = 0; s < sum_total; ++s) {
+      int64_t off[kEinsumInputs];
+      for (int k = 0; k < p.n_inputs; ++k) off[k] = base[k];
+      int64_t r = s;
+      for (int d = p.sum_rank - 1; d >= 0; --d) {
+        const int64_t c = r % p.sum_dims[d];
+        r /= p.sum_dims[d];
+        for (int k = 0; k < p.n_inputs; ++k) off[k] += c * p.sum_strides[k][d];
+      }
+      T prod = T(1);
+      for (int k = 0; k < p.n_inputs; ++k) prod *= static_cast<const T*>(in.p[k])[off[k]];
+      acc += prod;
+    }
+    y[i] = acc;
+  }
+}
+
+template <typename T>
+__global__ void pad_kernel(const T* x, T* y, PadPlan p, int64_t total, T value) {
+  KILNRT_GRID_LOOP(i, total) {
+    int64_t rem = i, off = 0, stride = 1;
+    bool outside = false;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t n = p.in_dims[d];
+      int64_t c = rem % p.out_dims[d] - p.begin[d];
+      rem /= p.out_dims[d];
+      if (c < 0 || c >= n) {
+        switch (p.mode) {
+          case 0: outside = true; break;
+          case 1:
+            if (n == 1) { c = 0; break; }
+            while (c < 0 || c >= n) c = c < 0 ? -c : 2 * (n - 1) - c;
+            break;
+          case 2: c = c < 0 ? 0 : n - 1; break;
+          default: c = ((c % n) + n) % n; break;
+        }
+      }
+      off += c * stride;
+      stride *= n;
+    }
+    y[i] = outside ? value : x[off];
+  }
+}
+
+__device__ double gs_unnormalize(double c, int64_t size, bool align) {
+  return align ? (c + 1) / 2 * double(size - 1) : ((c + 1) * double(size) - 1) / 2;
+}
+__device__ double gs_reflect(double x, double twice_low, double twice_high) {
+  if (twice_low == twice_high) return 0;
+  const double mn = twice_low / 2, span = (twice_high - twice_low) / 2;
+  x = fabs(x - mn);
+  const double extra = fmod(x, span);
+  const int64_t flips = static_cast<int64_t>(floor(x / span));
+  return flips % 2 == 0 ? extra + mn : span - extra + mn;
+}
+__device__ double gs_adjust(double x, int64_t size, int pad, bool align) {
+  if (pad == 0) return x;
+  if (pad == 2) x = align ? gs_reflect(x, 0, 2.0 * double(size - 1)) : gs_reflect(x, -1, 2.0 * double(size) - 1);
+  return fmin(double(size - 1), fmax(x, 0.0));
+}
+__device__ double gs_pixel(const float* img, int64_t h, int64_t w, int64_t yy, int64_t xx, int mode, int pad,
+                           bool align) {
+  if (mode == 2 && pad != 0) {
+    xx = static_cast<int64_t>(gs_adjust(double(xx), w, pad, align));
+    yy = static_cast<int64_t>(gs_adjust(double(yy), h, pad, align));
+  }
+  if (yy < 0 || yy >= h || xx < 0 || xx >= w) return 0.0;
+  return img[yy * w + xx];
+}
+__device__ double cubic1(double t) { const double A = -0.75; return ((A + 2) * t - (A + 3)) * t * t + 1; }
+__device__ double cubic2(double t) { const double A = -0.75; return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A; }
+
+__global__ void grid_sample_kernel(const float* x, const float* grid, float* y, int64_t n, int64_t c, int64_t h,
+                                   int64_t w, int64_t oh, int64_t ow, int mode, int pad, bool align) {
+  KILNRT_GRID_LOOP(i, n * c * oh * ow) {
+    const int64_t j = i % ow, r = (i / ow) % oh, ch = (i / (ow * oh)) % c, b = i / (ow * oh * c);
+    const float* img = x + (b * c + ch) * h * w;
+    const float* gp = grid + ((b * oh + r) * ow + j) * 2;
+    double ix = gs_unnormalize(gp[0], w, align), iy = gs_unnormalize(gp[1], h, align);
+    double v = 0.0;
+    if (mode == 2) {
+      const double fx = floor(ix), fy = floor(iy), tx = ix - fx, ty = iy - fy;
+      const double wx[4] = {cubic2(tx + 1), cubic1(tx), cubic1(1 - tx), cubic2(2 - tx)};
+      const double wy[4] = {cubic2(ty + 1), cubic1(ty), cubic1(1 - ty), cubic2(2 - ty)};
+      for (int a = 0; a < 4; ++a)
+        for (int q = 0; q < 4; ++q)
+          v += wy[a] * wx[q] *
+               gs_pixel(img, h, w, int64_t(fy) - 1 + a, int64_t(fx) - 1 + q, mode, pad, align);
+    } else {
+      ix = gs_adjust(ix, w, pad, align);
+      iy = gs_adjust(iy, h, pad, align);
+      if (mode == 1) {
+        v = gs_pixel(img, h, w, int64_t(rint(iy)), int64_t(rint(ix)), mode, pad, align);
+      } else {
+        const double fx = floor(ix), fy = floor(iy);
+        const int64_t x0 = int64_t(fx), y0 = int64_t(fy);
+        const double lx = ix - fx, ly = iy - fy;
+        v = (1 - ly) * (1 - lx) * gs_pixel(img, h, w, y0, x0, mode, pad, align) +
+            (1 - ly) * lx * gs_pixel(img, h, w, y0, x0 + 1, mode, pad, align) +
+            ly * (1 - lx) * gs_pixel(img, h, w, y0 + 1, x0, mode, pad, align) +
+            ly * lx * gs_pixel(img, h, w, y0 + 1, x0 + 1, mode, pad, align);
+      }
+    }
+    y[i] = static_cast<float>(v);
+  }
+}
+
+__device__ double resize_coord(const ResizePlan& p, const ResizeAxis& a, double x) {
+  const double len_in = double(a.in), len_out = a.scale * len_in;
+  switch (p.coord) {
+    case 0: return (x + 0.5) / a.scale - 0.5;
+    case 1: return len_in / 2 * (1 - len_out / (a.scale * len_in)) + (x + 0.5) / a.scale - 0.5;
+    case 2: return len_out > 1 ? (x + 0.5) / a.scale - 0.5 : 0.0;
+    case 3: return len_out == 1 ? 0.0 : x * (len_in - 1) / (len_out - 1);
+    case 4: return x / a.scale;
+    case 5: return (x + 0.5) / a.scale;
+    default:
+      return len_out > 1 ? a.roi_start * (len_in - 1) + x * (a.roi_end - a.roi_start) * (len_in - 1) / (len_out - 1)
+                         : 0.5 * (a.roi_start + a.roi_end) * (len_in - 1);
+  }
+}
+
+// Taps of output coordinate o along axis a; returns their count (0: outside, the extrapolation value).
+__device__ int resize_taps(const ResizePlan& p, const ResizeAxis& a, int64_t o, int64_t* idx, double* w) {
+  if (a.in == a.out && a.scale == 1.0 && p.coord != 6) { idx[0] = o; w[0] = 1.0; return 1; }
+  const double x = resize_coord(p, a, double(o));
+  if (p.coord == 6 && (x < 0 || x > double(a.in - 1))) return 0;
+  const double fl = floor(x);
+  const int64_t x0 = int64_t(fl);
+  const double r = x - fl;
+  auto clampi = [&](int64_t i) { return i < 0 ? int64_t(0) : (i > a.in - 1 ? a.in - 1 : i); };
+  if (p.mode == 0) {
+    bool up;
+    if (r == 0.0) up = false;
+    else if (p.nearest == 0) up = r > 0.5;
+    else if (p.nearest == 1) up = r >= 0.5;
+    else up = p.nearest == 3;
+    idx[0] = clampi(x0 + (up ? 1 : 0));
+    w[0] = 1.0;
+    return 1;
+  }
+  if (p.mode == 1) {
+    idx[0] = clampi(x0);
+    w[0] = 1.0 - r;
+    if (r == 0.0) return 1;
+    idx[1] = clampi(x0 + 1);
+    w[1] = r;
+    return 2;
+  }
+  const double A = p.cubic_a, r1 = r + 1, r2 = 1 - r, r3 = 2 - r;
+  double c[4] = {((A * r1 - 5 * A) * r1 + 8 * A) * r1 - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
+                 ((A + 2) * r2 - (A + 3)) * r2 * r2 + 1, ((A * r3 - 5 * A) * r3 + 8 * A) * r3 - 4 * A};
+  double sum = 0;
+  for (int k = 0; k < 4; ++k) {
+    const int64_t i = x0 - 1 + k;
+    if (p.exclude_outside && (i < 0 || i >= a.in)) c[k] = 0;
+    sum += c[k];
+  }
+  int n = 0;
+  for (int k = 0; k < 4; ++k) {
+    if (p.exclude_outside) c[k] = sum != 0 ? c[k] / sum : 0;
+    if (c[k] != 0) { idx[n] = clampi(x0 - 1 + k); w[n] = c[k]; ++n; }
+  }
+  if (n == 0) { idx[0] = clampi(x0); w[0] = 0.0; n = 1; }
+  return n;
+}
+
+__global__ void resize_kernel(const float* x, float* y, ResizePlan p, int64_t total) {
+  KILNRT_GRID_LOOP(i, total) {
+    int64_t idx[kMaxDims][4];
+    double w[kMaxDims][4];
+    int nt[kMaxDims];
+    bool outside = false;
+    int64_t rem = i;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rem % p.ax[d].out;
+      rem /= p.ax[d].out;
+      nt[d] = resize_taps(p, p.ax[d], o, idx[d], w[d]);
+      outside |= nt[d] == 0;
+    }
+    if (outside) { y[i] = float(p.extrapolation); continue; }
+    int64_t combos = 1;
+    for (int d = 0; d < p.rank; ++d) combos *= nt[d];
+    double acc = 0.0;
+    for (int64_t c = 0; c < combos; ++c) {
+      int64_t r = c, off = 0, stride = 1;
+      double wt = 1.0;
+      for (int d = p.rank - 1; d >= 0; --d) {
+        const int k = int(r % nt[d]);
+        r /= nt[d];
+        wt *= w[d][k];
+        off += idx[d][k] * stride;
+        stride *= p.ax[d].in;
+      }
+      acc += wt * double(x[off]);
+    }
+    y[i] = float(acc);
+  }
+}
+
+__global__ void topk_kernel(const float* x, float* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner,
+                            int64_t k, bool largest) {
+  KILNRT_GRID_LOOP(i, outer * n * inner) {
+    const int64_t in = i % inner, j = (i / inner) % n, o = i / (inner * n);
+    const float* row = x + o * n * inner + in;
+    const float v = row[j * inner];
+    int64_t rank = 0;
+    for (int64_t m = 0; m < n && rank < k; ++m) {
+      const float u = row[m * inner];
+      const bool before = largest ? (u > v || (u == v && m < j)) : (u < v || (u == v && m < j));
+      rank += before ? 1 : 0;
+    }
+    if (rank < k) {
+      values[(o * k + rank) * inner + in] = v;
+      indices[(o * k + rank) * inner + in] = j;
+    }
+  }
+}
+
+__global__ void quantize_kernel(const float* x, const float* scale, const void* zp, void* y, bool out_signed,
+                                int64_t n, int64_t axis_len, int64_t inner) {
+  KILNRT_GRID_LOOP(i, n) {
+    const int64_t a = axis_len > 1 ? (i / inner) % axis_len : 0;
+    const double z = zp ? (out_signed ? double(static_cast<const int8_t*>(zp)[a])
+                                      : double(static_cast<const uint8_t*>(zp)[a]))
+                        : 0.0;
+    double q = rint(double(x[i] / scale[a])) + z;
+    const double lo = out_signed ? -128.0 : 0.0, hi = out_signed ? 127.0 : 255.0;
+    q = q < lo ? lo : (q > hi ? hi : q);
+    if (out_signed) static_cast<int8_t*>(y)[i] = static_cast<int8_t>(q);
+    else static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(q);
+  }
+}
+
+__device__ __forceinline__ double load_q(const void* p, int code, int64_t i) {
+  return code == 0 ? double(static_cast<const uint8_t*>(p)[i])
+                   : (code == 1 ? double(static_cast<const int8_t*>(p)[i]) : double(static_cast<const int32_t*>(p)[i]));
+}
+
+__global__ void dequantize_kernel(const void* x, int code, const float* scale, const void* zp, float* y, int64_t n,
+                                  int64_t axis_len, int64_t inner) {
+  KILNRT_GRID_LOOP(i, n) {
+    const int64_t a = axis_len > 1 ? (i / inner) % axis_len : 0;
+    const double z = zp ? load_q(zp, code, a) : 0.0;
+    y[i] = static_cast<float>((load_q(x, code, i) - z) * double(scale[a]));
+  }
+}
+
+template <typename T>
+__global__ void reverse_sequence_kernel(const T* x, const int64_t* lens, T* y, int64_t d0, int64_t d1, int64_t inner,
+                                        bool time_first) {
+  KILNRT_GRID_LOOP(i, d0 * d1 * inner) {
+    const int64_t e = i % inner, i1 = (i / inner) % d1, i0 = i / (inner * d1);
+    const int64_t t = time_first ? i0 : i1, b = time_first ? i1 : i0, tlen = time_first ? d0 : d1;
+    int64_t len = lens[b];
+    len = len < tlen ? len : tlen;
+    const int64_t st = t < len ? len - 1 - t : t;
+    const int64_t j0 = time_first ? st : i0, j1 = time_first ? i1 : st;
+    y[i] = x[(j0 * d1 + j1) * inner + e];
+  }
+}
+
+__global__ void det_kernel(const float* x, float* y, double* scratch, int64_t batch, int64_t m) {
+  KILNRT_GRID_LOOP(b, batch) {
+    double* a = scratch + b * m * m;
+    for (int64_t k = 0; k < m * m; ++k) a[k] = x[b * m * m + k];
+    double d = 1;
+    for (int64_t c = 0; c < m && d != 0; ++c) {
+      int64_t p = c;
+      for (int64_t r = c + 1; r < m; ++r)
+        if (fabs(a[r * m + c]) > fabs(a[p * m + c])) p = r;
+      if (a[p * m + c] == 0) { d = 0; break; }
+      if (p != c) {
+        for (int64_t k = 0; k < m; ++k) {
+          const double t = a[p * m + k];
+          a[p * m + k] = a[c * m + k];
+          a[c * m + k] = t;
+        }
+        d = -d;
+      }
+      d *= a[c * m + c];
+      for (int64_t r = c + 1; r < m; ++r) {
+        const double f = a[r * m + c] / a[c * m + c];
+        for (int64_t k = c; k < m; ++k) a[r * m + k] -= f * a[c * m + k];
+      }
+    }
+    y[b] = static_cast<float>(d);
+  }
+}
+
+}  // namespace
+
+int einsum(const void* const* inputs, void* y, const EinsumPlan& p, int dtype, StreamT stream) {
+  if (p.n_inputs < 1 || p.n_inputs > kEinsumInputs) return static_cast<int>(cudaErrorInvalidValue);
+  int64_t total = 1, sum_total = 1;
+  for (int d = 0; d < p.out_rank; ++d) total *= p.out_dims[d];
+  for (int d = 0; d < p.sum_rank; ++d) sum_total *= p.sum_dims[d];
+  if (total <= 0) return 0;
+  EinsumPtrs ptrs{};
+  for (int k = 0; k < p.n_inputs; ++k) ptrs.p[k] = inputs[k];
+  if (dtype == 0)
+    einsum_kernel<float><<<blocks_for(total), kThreads, 0, stream>>>(ptrs, static_cast<float*>(y), p, total, sum_total);
+  else if (dtype == 6)
+    einsum_kernel<double><<<blocks_for(total), kThreads, 0, stream>>>(ptrs, static_cast<double*>(y), p, total,
+                                                                      sum_total);
+  else
+    return static_cast<int>(cudaErrorInvalidValue);
+  return status();
+}
+
+int pad(const void* x, void* y, const PadPlan& p, size_t elem_size, StreamT stream) {
+  int64_t total = 1;
+  for (int d = 0; d < p.rank; ++d) total *= p.out_dims[d];
+  if (total <= 0) return 0;
+  const unsigned g = blocks_for(total);
+  switch (elem_size) {
+#define KILNRT_PAD(S)                                                                                         \
+  case S:                                                                                                     \
+    pad_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), static_cast<Bytes<S>::T*>(y), \
+                                           p, total, static_cast<Bytes<S>::T>(p.value_bits));                 \
+    break;
+    KILNRT_PAD(1) KILNRT_PAD(2) KILNRT_PAD(4) KILNRT_PAD(8)
+#undef KILNRT_PAD
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return status();
+}
+
+int grid_sample_f32(const float* x, const float* grid, float* y, int64_t n, int64_t c, int64_t h, int64_t w,
+                    int64_t oh, int64_t ow, int mode, int pad, bool align_corners, StreamT stream) {
+  const int64_t total = n * c * oh * ow;
+  if (total <= 0) return 0;
+  grid_sample_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, grid, y, n, c, h, w, oh, ow, mode, pad,
+                                                                 align_corners);
+  return status();
+}
+
+int resize_f32(const float* x, float* y, const ResizePlan& p, StreamT stream) {
+  int64_t total = 1;
+  for (int d = 0; d < p.rank; ++d) total *= p.ax[d].out;
+  if (total <= 0) return 0;
+  resize_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, y, p, total);
+  return status();
+}
+
+int topk_f32(const float* x, float* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k,
+             bool largest, StreamT stream) {
+  const int64_t total = outer * n * inner;
+  if (total <= 0 || k <= 0) return 0;
+  topk_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, values, indices, outer, n, inner, k, largest);
+  return status();
+}
+
+int quantize_f32(const float* x, const float* scale, const void* zp, void* y, bool out_signed, int64_t n,
+                 int64_t axis_len, int64_t inner, StreamT stream) {
+  if (n <= 0) return 0;
+  quantize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, scale, zp, y, out_signed, n, axis_len, inner);
+  return status();
+}
+
+int dequantize_f32(const void* x, int x_code, const float* scale, const void* zp, float* y, int64_t n,
+                   int64_t axis_len, int64_t inner, StreamT stream) {
+  if (n <= 0) return 0;
+  dequantize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, x_code, scale, zp, y, n, axis_len, inner);
+  return status();
+}
+
+int reverse_sequence(const void* x, const int64_t* lens, void* y, int64_t d0, int64_t d1, int64_t inner,
+                     bool time_first, size_t elem_size, StreamT stream) {
+  const int64_t total = d0 * d1 * inner;
+  if (total <= 0) return 0;
+  const unsigned g = blocks_for(total);
+  switch (elem_size) {
+#define KILNRT_REV(S)                                                                                              \
+  case S:                                                                                                          \
+    reverse_sequence_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), lens,                 \
+                                                        static_cast<Bytes<S>::T*>(y), d0, d1, inner, time_first); \
+    break;
+    KILNRT_REV(1) KILNRT_REV(2) KILNRT_REV(4) KILNRT_REV(8)
+#undef KILNRT_REV
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return status();
+}
+
+int det_f32(const float* x, float* y, double* scratch, int64_t batch, int64_t m, StreamT stream) {
+  if (batch <= 0) return 0;
+  det_kernel<<<blocks_for(batch), kThreads, 0, stream>>>(x, y, scratch, batch, m);
+  return status();
+}
+
+}  // namespace kilnrt::cuda::kernels::extra
