@@ -255,6 +255,49 @@ TEST(CudaBackendExtra, QuantizeReverseDet) {
   compare_node(Op("Det", 1).node, {f32({1, 2, 2, 4}, {2, 2})}, {}, 11);
 }
 
+TEST(CudaBackendExtra, RnnGruLstm) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const int64_t seq = 5, batch = 3, in = 4, hid = 6;
+  const Tensor x = random_tensor({seq, batch, in}, 82), xb = random_tensor({batch, seq, in}, 83);
+  const Tensor none = f32({0.f}, {1});
+  const Tensor lens = i32({5, 2, 0}, {3});
+  // RNN: forward, bias, initial state, every output.
+  compare_node(Op("RNN", 6, 2).i("hidden_size", hid).omit_input(4).node,
+               {x, random_tensor({1, hid, in}, 84), random_tensor({1, hid, hid}, 85), random_tensor({1, 2 * hid}, 86),
+                none, random_tensor({1, batch, hid}, 87)},
+               {}, 14, 1e-5, 1e-4);
+  // RNN: reverse, sequence_lens, custom activation with alpha.
+  Op rnn("RNN", 5, 2);
+  rnn.i("hidden_size", hid).s("direction", "reverse").f("clip", 0.7f);
+  ir::Attribute acts;
+  acts.kind = ir::Attribute::Kind::kStrings;
+  acts.strings = {"LeakyRelu"};
+  rnn.node.attrs["activations"] = acts;
+  compare_node(rnn.node, {x, random_tensor({1, hid, in}, 88), random_tensor({1, hid, hid}, 89), random_tensor({1, 2 * hid}, 90), lens},
+               {}, 14, 1e-5, 1e-4);
+  // GRU: bidirectional, both linear_before_reset settings, layout 1.
+  for (int64_t lbr : {0, 1}) {
+    SCOPED_TRACE(lbr);
+    compare_node(Op("GRU", 5, 2).i("hidden_size", hid).s("direction", "bidirectional").i("linear_before_reset", lbr)
+                     .node,
+                 {x, random_tensor({2, 3 * hid, in}, 91), random_tensor({2, 3 * hid, hid}, 92),
+                  random_tensor({2, 6 * hid}, 93), lens},
+                 {}, 14, 1e-5, 1e-4);
+    compare_node(Op("GRU", 3, 2).i("hidden_size", hid).i("layout", 1).i("linear_before_reset", lbr).node,
+                 {xb, random_tensor({1, 3 * hid, in}, 94), random_tensor({1, 3 * hid, hid}, 95)}, {}, 14, 1e-5, 1e-4);
+  }
+  // LSTM: peepholes, initial h / c, sequence_lens, three outputs; input_forget; bidirectional layout 1.
+  compare_node(Op("LSTM", 8, 3).i("hidden_size", hid).node,
+               {x, random_tensor({1, 4 * hid, in}, 96), random_tensor({1, 4 * hid, hid}, 97),
+                random_tensor({1, 8 * hid}, 98), lens, random_tensor({1, batch, hid}, 99),
+                random_tensor({1, batch, hid}, 100), random_tensor({1, 3 * hid}, 101)},
+               {}, 14, 1e-5, 1e-4);
+  compare_node(Op("LSTM", 3, 3).i("hidden_size", hid).i("input_forget", 1).node,
+               {x, random_tensor({1, 4 * hid, in}, 102), random_tensor({1, 4 * hid, hid}, 103)}, {}, 14, 1e-5, 1e-4);
+  compare_node(Op("LSTM", 3, 3).i("hidden_size", hid).i("layout", 1).s("direction", "bidirectional").node,
+               {xb, random_tensor({2, 4 * hid, in}, 104), random_tensor({2, 4 * hid, hid}, 105)}, {}, 14, 1e-5, 1e-4);
+}
+
 TEST(CudaBackendExtra, BitShift) {
   KILNRT_SKIP_WITHOUT_GPU();
   Tensor a = Tensor::empty(DType::kUInt8, {2, 3}), b = Tensor::empty(DType::kUInt8, {3});
