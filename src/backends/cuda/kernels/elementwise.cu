@@ -8,25 +8,12 @@
 #include <type_traits>
 
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {
 
-constexpr int kThreads = 256;
-
-inline unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 32 ? 65535LL * 32 : b));
-}
-
-inline int launch_status() { return static_cast<int>(cudaGetLastError()); }
-
-template <int kSize>
-struct Bytes;
-template <> struct Bytes<1> { using T = uint8_t; };
-template <> struct Bytes<2> { using T = uint16_t; };
-template <> struct Bytes<4> { using T = uint32_t; };
-template <> struct Bytes<8> { using T = uint64_t; };
+using namespace launch_common;
 
 template <typename T>
 __global__ void strided_copy_kernel(T* dst, const T* src, Strided s, int64_t n) {

@@ -6,26 +6,12 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/extra_kernels.h"
+#include "backends/cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels::extra {
 namespace {
 
-constexpr int kThreads = 256;
-
-inline unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 32 ? 65535LL * 32 : b));
-}
-inline int status() { return static_cast<int>(cudaGetLastError()); }
-
-#define KILNRT_GRID_LOOP(i, n) \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
-
-template <int kSize> struct Bytes;
-template <> struct Bytes<1> { using T = uint8_t; };
-template <> struct Bytes<2> { using T = uint16_t; };
-template <> struct Bytes<4> { using T = uint32_t; };
-template <> struct Bytes<8> { using T = uint64_t; };
+using namespace launch_common;
 
 __global__ void xunary_kernel(XUnary op, const void* xv, void* yv, int64_t n, float a, float b) {
   KILNRT_GRID_LOOP(i, n) {
@@ -402,20 +388,20 @@ int64_t numel(const Dims& d) {
 int xunary(XUnary op, const void* x, void* y, int64_t n, float a, float b, StreamT stream) {
   if (n <= 0) return 0;
   xunary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(op, x, y, n, a, b);
-  return status();
+  return launch_status();
 }
 
 int arg_reduce_f32(const float* x, int64_t* y, int64_t outer, int64_t r, int64_t inner, bool is_max, bool last,
                    StreamT stream) {
   if (outer * inner <= 0 || r <= 0) return 0;
   arg_reduce_kernel<<<blocks_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, r, inner, is_max, last);
-  return status();
+  return launch_status();
 }
 
 int hardmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, StreamT stream) {
   if (outer * inner <= 0 || n <= 0) return 0;
   hardmax_kernel<<<blocks_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, n, inner);
-  return status();
+  return launch_status();
 }
 
 int trilu(const void* x, void* y, const int64_t* k_dev, int64_t batch, int64_t rows, int64_t cols, bool upper,
@@ -433,7 +419,7 @@ int trilu(const void* x, void* y, const int64_t* k_dev, int64_t batch, int64_t r
 #undef KILNRT_TRILU
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
-  return status();
+  return launch_status();
 }
 
 int cumsum(const void* x, void* y, const void* axis_dev, bool axis_is_64, const Dims& shape, bool exclusive,
@@ -451,7 +437,7 @@ int cumsum(const void* x, void* y, const void* axis_dev, bool axis_is_64, const 
 #undef KILNRT_CUMSUM
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
-  return status();
+  return launch_status();
 }
 
 int gather_elements(const void* x, const Dims& x_shape, const void* idx, bool idx_is_64, const Dims& idx_shape,
@@ -469,7 +455,7 @@ int gather_elements(const void* x, const Dims& x_shape, const void* idx, bool id
 #undef KILNRT_GE
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
-  return status();
+  return launch_status();
 }
 
 int scatter_elements(void* y, const Dims& y_shape, const void* idx, bool idx_is_64, const void* updates,
@@ -487,7 +473,7 @@ int scatter_elements(void* y, const Dims& y_shape, const void* idx, bool idx_is_
                                                         reduction, total);
   else
     return static_cast<int>(cudaErrorInvalidValue);
-  return status();
+  return launch_status();
 }
 
 int scatter_nd(void* y, const Dims& y_shape, const int64_t* idx, int64_t n_upd, int k, const void* updates,
@@ -503,7 +489,7 @@ int scatter_nd(void* y, const Dims& y_shape, const int64_t* idx, int64_t n_upd, 
                                                   static_cast<const int64_t*>(updates), slice, reduction, total);
   else
     return static_cast<int>(cudaErrorInvalidValue);
-  return status();
+  return launch_status();
 }
 
 int gather_nd(const void* x, const Dims& x_shape, const int64_t* idx, int64_t n_idx, int k, int batch_dims,
@@ -522,7 +508,7 @@ int gather_nd(const void* x, const Dims& x_shape, const int64_t* idx, int64_t n_
 #undef KILNRT_GND
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
-  return status();
+  return launch_status();
 }
 
 int eye_like(void* y, int64_t rows, int64_t cols, int64_t k, uint64_t one_bits, size_t elem_size, StreamT stream) {
@@ -538,7 +524,7 @@ int eye_like(void* y, int64_t rows, int64_t cols, int64_t k, uint64_t one_bits, 
 #undef KILNRT_EYE
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
-  return status();
+  return launch_status();
 }
 
 int group_norm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t n, int64_t channels,
@@ -547,7 +533,7 @@ int group_norm_f32(const float* x, const float* scale, const float* bias, float*
   if (groups <= 0 || channels % groups != 0 || n * groups > 0x7fffffffLL) return static_cast<int>(cudaErrorInvalidValue);
   group_norm_kernel<<<static_cast<unsigned>(n * groups), kThreads, 0, stream>>>(x, scale, bias, y, channels, spatial,
                                                                                groups, per_channel, eps);
-  return status();
+  return launch_status();
 }
 
 int lrn_f32(const float* x, float* y, int64_t n, int64_t c, int64_t spatial, int size, float alpha, float beta,
@@ -555,7 +541,7 @@ int lrn_f32(const float* x, float* y, int64_t n, int64_t c, int64_t spatial, int
   const int64_t total = n * c * spatial;
   if (total <= 0) return 0;
   lrn_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, y, n, c, spatial, size, alpha, beta, bias);
-  return status();
+  return launch_status();
 }
 
 int bit_op(int op, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc, size_t elem_size,
@@ -573,7 +559,7 @@ int bit_op(int op, const void* a, const void* b, void* y, int64_t n, const Broad
 #undef KILNRT_BIT
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
-  return status();
+  return launch_status();
 }
 
 int nll_loss_f32(const float* logp, const void* target, bool target_is_64, const float* weight, float* y, int64_t n,
@@ -586,7 +572,7 @@ int nll_loss_f32(const float* logp, const void* target, bool target_is_64, const
     nll_reduce_kernel<<<1, kThreads, 0, stream>>>(logp, target, target_is_64, weight, y, n, c, inner, has_ignore,
                                                   ignore_index, reduction == 2);
   }
-  return status();
+  return launch_status();
 }
 
 int conv_transpose2d_f32(const float* x, const float* w, const float* bias, float* y, const ConvT2d& p,
@@ -594,7 +580,7 @@ int conv_transpose2d_f32(const float* x, const float* w, const float* bias, floa
   const int64_t total = p.n * p.k * p.oh * p.ow;
   if (total <= 0) return 0;
   conv_transpose2d_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, w, bias, y, p);
-  return status();
+  return launch_status();
 }
 
 }  // namespace kilnrt::cuda::kernels::extra

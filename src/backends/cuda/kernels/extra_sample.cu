@@ -6,26 +6,12 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/extra_kernels.h"
+#include "backends/cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels::extra {
 namespace {
 
-constexpr int kThreads = 256;
-
-inline unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 32 ? 65535LL * 32 : b));
-}
-inline int status() { return static_cast<int>(cudaGetLastError()); }
-
-#define KILNRT_GRID_LOOP(i, n) \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
-
-template <int kSize> struct Bytes;
-template <> struct Bytes<1> { using T = uint8_t; };
-template <> struct Bytes<2> { using T = uint16_t; };
-template <> struct Bytes<4> { using T = uint32_t; };
-template <> struct Bytes<8> { using T = uint64_t; };
+using namespace launch_common;
 
 struct EinsumPtrs {
   const void* p[kEinsumInputs];
@@ -349,7 +335,7 @@ int einsum(const void* const* inputs, void* y, const EinsumPlan& p, int dtype, S
                                                                       sum_total);
   else
     return static_cast<int>(cudaErrorInvalidValue);
-  return status();
+  return launch_status();
 }
 
 int pad(const void* x, void* y, const PadPlan& p, size_t elem_size, StreamT stream) {
@@ -367,7 +353,7 @@ int pad(const void* x, void* y, const PadPlan& p, size_t elem_size, StreamT stre
 #undef KILNRT_PAD
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
-  return status();
+  return launch_status();
 }
 
 int grid_sample_f32(const float* x, const float* grid, float* y, int64_t n, int64_t c, int64_t h, int64_t w,
@@ -376,7 +362,7 @@ int grid_sample_f32(const float* x, const float* grid, float* y, int64_t n, int6
   if (total <= 0) return 0;
   grid_sample_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, grid, y, n, c, h, w, oh, ow, mode, pad,
                                                                  align_corners);
-  return status();
+  return launch_status();
 }
 
 int resize_f32(const float* x, float* y, const ResizePlan& p, StreamT stream) {
@@ -384,7 +370,7 @@ int resize_f32(const float* x, float* y, const ResizePlan& p, StreamT stream) {
   for (int d = 0; d < p.rank; ++d) total *= p.ax[d].out;
   if (total <= 0) return 0;
   resize_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, y, p, total);
-  return status();
+  return launch_status();
 }
 
 int topk_f32(const float* x, float* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k,
@@ -392,21 +378,21 @@ int topk_f32(const float* x, float* values, int64_t* indices, int64_t outer, int
   const int64_t total = outer * n * inner;
   if (total <= 0 || k <= 0) return 0;
   topk_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, values, indices, outer, n, inner, k, largest);
-  return status();
+  return launch_status();
 }
 
 int quantize_f32(const float* x, const float* scale, const void* zp, void* y, bool out_signed, int64_t n,
                  int64_t axis_len, int64_t inner, StreamT stream) {
   if (n <= 0) return 0;
   quantize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, scale, zp, y, out_signed, n, axis_len, inner);
-  return status();
+  return launch_status();
 }
 
 int dequantize_f32(const void* x, int x_code, const float* scale, const void* zp, float* y, int64_t n,
                    int64_t axis_len, int64_t inner, StreamT stream) {
   if (n <= 0) return 0;
   dequantize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, x_code, scale, zp, y, n, axis_len, inner);
-  return status();
+  return launch_status();
 }
 
 int reverse_sequence(const void* x, const int64_t* lens, void* y, int64_t d0, int64_t d1, int64_t inner,
@@ -424,13 +410,13 @@ int reverse_sequence(const void* x, const int64_t* lens, void* y, int64_t d0, in
 #undef KILNRT_REV
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
-  return status();
+  return launch_status();
 }
 
 int det_f32(const float* x, float* y, double* scratch, int64_t batch, int64_t m, StreamT stream) {
   if (batch <= 0) return 0;
   det_kernel<<<blocks_for(batch), kThreads, 0, stream>>>(x, y, scratch, batch, m);
-  return status();
+  return launch_status();
 }
 
 }  // namespace kilnrt::cuda::kernels::extra

@@ -8,18 +8,14 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {
 
-constexpr int kThreads = 256;
+using namespace launch_common;
 
-inline unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 32 ? 65535LL * 32 : b));
-}
 inline unsigned rows_grid(int64_t rows) { return static_cast<unsigned>(rows < 2147483647LL ? rows : 2147483647LL); }
-inline int launch_status() { return static_cast<int>(cudaGetLastError()); }
 
 // Storage types: float, __half, __nv_bfloat16; math is always float32 (load -> float -> compute -> store).
 __device__ __forceinline__ float ld(const float* p, int64_t i) { return p[i]; }
