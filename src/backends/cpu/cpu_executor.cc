@@ -1,12 +1,45 @@
 #include "backends/cpu/cpu_executor.h"
 
+#include <set>
 #include <unordered_set>
 
 #include "core/check.h"
 
 namespace kilnrt::backends::cpu {
 
-CpuPlan::CpuPlan(const ir::Graph& graph) : graph_(graph) {
+namespace {
+
+void collect_free_values(const ir::Graph& g, std::set<std::string>& out) {
+  std::unordered_set<std::string> defined(g.inputs.begin(), g.inputs.end());
+  for (const auto& kv : g.constants) defined.insert(kv.first);
+  for (const ir::Node& n : g.nodes) defined.insert(n.outputs.begin(), n.outputs.end());
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name)) out.insert(name);
+  };
+  for (const ir::Node& n : g.nodes) {
+    for (const std::string& in : n.inputs) use(in);
+    for (const auto& kv : n.attrs) {
+      if (kv.second.kind != ir::Attribute::Kind::kGraph || !kv.second.g) continue;
+      std::set<std::string> inner;
+      collect_free_values(*kv.second.g, inner);
+      for (const std::string& v : inner) use(v);
+    }
+  }
+  for (const std::string& o : g.outputs) use(o);
+}
+
+}  // namespace
+
+std::vector<std::string> subgraph_free_values(const ir::Node& node) {
+  std::set<std::string> out;
+  for (const auto& kv : node.attrs)
+    if (kv.second.kind == ir::Attribute::Kind::kGraph && kv.second.g) collect_free_values(*kv.second.g, out);
+  return {out.begin(), out.end()};
+}
+
+CpuPlan::CpuPlan(const ir::Graph& graph) : CpuPlan(graph, {}) {}
+
+CpuPlan::CpuPlan(const ir::Graph& graph, const std::vector<std::string>& outer_values) : graph_(graph) {
   auto slot = [&](const std::string& name) {
     auto it = slot_of_.find(name);
     if (it != slot_of_.end()) return it->second;
@@ -14,6 +47,8 @@ CpuPlan::CpuPlan(const ir::Graph& graph) : graph_(graph) {
     return num_slots_++;
   };
   for (const std::string& in : graph.inputs) input_slots_.emplace_back(in, slot(in));
+  for (const std::string& v : outer_values)
+    if (!slot_of_.count(v)) input_slots_.emplace_back(v, slot(v));
   for (const auto& [name, t] : graph.constants) constant_slots_.emplace_back(slot(name), &t);
   const auto& registry = ops::OpRegistry::instance();
   for (const ir::Node& node : graph.nodes) {
@@ -24,6 +59,12 @@ CpuPlan::CpuPlan(const ir::Graph& graph) : graph_(graph) {
     for (const std::string& in : node.inputs) {
       if (in.empty()) { s.inputs.push_back(-1); continue; }
       KILNRT_CHECK(slot_of_.count(in), kInvalidModel, node.describe(), "input '" << in << "' is never produced");
+      s.inputs.push_back(slot_of_.at(in));
+    }
+    // Outer-scope values read by the node's subgraphs: extra inputs after the node's own (see subgraph_free_values).
+    for (const std::string& in : subgraph_free_values(node)) {
+      KILNRT_CHECK(slot_of_.count(in), kInvalidModel, node.describe(),
+                   "subgraph reads outer-scope value '" << in << "', which is never produced before it");
       s.inputs.push_back(slot_of_.at(in));
     }
     for (const std::string& out : node.outputs) s.outputs.push_back(out.empty() ? -1 : slot(out));

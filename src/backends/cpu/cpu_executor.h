@@ -11,10 +11,18 @@
 
 namespace kilnrt::backends::cpu {
 
+// Values a node's subgraph attributes (recursively) read but do not define: the outer-scope values of an If/Loop/Scan
+// body. Sorted and unique. CpuPlan passes them to the node's kernel as extra inputs after the node's own inputs
+// (CpuContext::inputs[node.inputs.size() + k] holds subgraph_free_values(node)[k]).
+std::vector<std::string> subgraph_free_values(const ir::Node& node);
+
 class CpuPlan {
  public:
   // Resolves every node's kernel (throws kUnsupported naming the node when an op has no CPU kernel).
   explicit CpuPlan(const ir::Graph& graph);
+  // For subgraphs (If/Loop/Scan bodies): `outer_values` are outer-scope names the body's nodes read; they become extra
+  // inputs of the plan, so run()'s `inputs` must hold them too.
+  CpuPlan(const ir::Graph& graph, const std::vector<std::string>& outer_values);
   // Runs the graph. `inputs` must hold every graph input (validated by the caller). Not thread-safe per call state:
   // all per-run state lives on the stack, so one plan may run on several threads at once.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
