@@ -1,6 +1,7 @@
 #include "ir/graph.h"
 
 #include <functional>
+#include <set>
 #include <sstream>
 #include <unordered_set>
 
@@ -86,6 +87,31 @@ std::string Node::describe() const {
   return d + " '" + name + "'";
 }
 
+// ---- Subgraph outer-scope reads --------------------------------------------------------------------------------
+
+namespace {
+void collect_outer_reads(const Graph& g, std::set<std::string>& out) {
+  std::unordered_set<std::string> defined(g.inputs.begin(), g.inputs.end());
+  for (const auto& kv : g.constants) defined.insert(kv.first);
+  for (const Node& n : g.nodes) defined.insert(n.outputs.begin(), n.outputs.end());
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name)) out.insert(name);
+  };
+  for (const Node& n : g.nodes) {
+    for (const std::string& in : n.inputs) use(in);
+    for (const std::string& v : outer_scope_reads(n)) use(v);
+  }
+  for (const std::string& o : g.outputs) use(o);
+}
+}  // namespace
+
+std::vector<std::string> outer_scope_reads(const Node& node) {
+  std::set<std::string> out;
+  for (const auto& kv : node.attrs)
+    if (kv.second.kind == Attribute::Kind::kGraph && kv.second.g) collect_outer_reads(*kv.second.g, out);
+  return {out.begin(), out.end()};
+}
+
 // ---- Graph ---------------------------------------------------------------------------------------------------
 
 int64_t Graph::opset(const std::string& domain) const {
@@ -111,6 +137,12 @@ void Graph::topo_sort() {
   }
   std::unordered_set<std::string> available(inputs.begin(), inputs.end());
   for (const auto& kv : constants) available.insert(kv.first);
+  // Each node's dependencies: its inputs, then what its subgraphs read from the enclosing graph.
+  std::vector<std::vector<std::string>> deps(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    deps[i] = nodes[i].inputs;
+    for (const std::string& v : outer_scope_reads(nodes[i])) deps[i].push_back(v);
+  }
   // Iterative DFS: state 0 = new, 1 = in progress, 2 = done.
   std::vector<int> state(nodes.size(), 0);
   std::vector<size_t> order;
@@ -122,8 +154,8 @@ void Graph::topo_sort() {
     while (!stack.empty()) {
       auto& [n, next_input] = stack.back();
       const Node& node = nodes[n];
-      if (next_input < node.inputs.size()) {
-        const std::string& in = node.inputs[next_input++];
+      if (next_input < deps[n].size()) {
+        const std::string& in = deps[n][next_input++];
         if (in.empty() || available.count(in)) continue;
         auto p = producer.find(in);
         KILNRT_CHECK(p != producer.end(), kInvalidModel, node.describe(),
@@ -157,6 +189,7 @@ void Graph::prune_unused() {
   for (const Node& n : nodes) {
     used.insert(n.inputs.begin(), n.inputs.end());
     used.insert(n.outputs.begin(), n.outputs.end());
+    for (const std::string& v : outer_scope_reads(n)) used.insert(v);
   }
   for (auto it = constants.begin(); it != constants.end();) it = used.count(it->first) ? std::next(it) : constants.erase(it);
   for (auto it = types.begin(); it != types.end();) it = used.count(it->first) ? std::next(it) : types.erase(it);

@@ -74,6 +74,11 @@ struct Node {
   std::string describe() const;
 };
 
+// The outer-scope values a node's subgraphs (If/Loop/Scan bodies, recursively) read: values used in a body that the
+// body neither defines nor takes as an input. They are dependencies of the node like its inputs (topological order,
+// liveness), sorted by name. Empty for nodes without subgraphs.
+std::vector<std::string> outer_scope_reads(const Node& node);
+
 struct Graph {
   std::string name;
   std::vector<Node> nodes;                         // topologically sorted after import

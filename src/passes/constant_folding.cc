@@ -50,7 +50,9 @@ size_t fold_constants(ir::Graph& graph, size_t max_output_bytes) {
       ++folded;
       continue;
     }
-    bool all_const = !is_nondeterministic(node);
+    // Nodes with subgraphs (If/Loop/Scan) read outer-scope values the kernel context does not carry here: kept.
+    bool all_const = !is_nondeterministic(node) && ir::outer_scope_reads(node).empty();
+    for (const auto& kv : node.attrs) all_const &= kv.second.kind != ir::Attribute::Kind::kGraph;
     for (const std::string& in : node.inputs) all_const &= in.empty() || graph.is_constant(in);
     if (!all_const) {
       kept.push_back(std::move(node));

@@ -10,7 +10,9 @@ size_t eliminate_dead_code(ir::Graph& graph) {
   for (size_t i = graph.nodes.size(); i-- > 0;) {
     const ir::Node& n = graph.nodes[i];
     for (const std::string& o : n.outputs) keep[i] = keep[i] || (!o.empty() && live.count(o));
-    if (keep[i]) live.insert(n.inputs.begin(), n.inputs.end());
+    if (!keep[i]) continue;
+    live.insert(n.inputs.begin(), n.inputs.end());
+    for (const std::string& v : ir::outer_scope_reads(n)) live.insert(v);
   }
   std::vector<ir::Node> kept;
   size_t removed = 0;

@@ -1,41 +1,12 @@
 #include "backends/cpu/cpu_executor.h"
 
-#include <set>
 #include <unordered_set>
 
 #include "core/check.h"
 
 namespace kilnrt::backends::cpu {
 
-namespace {
-
-void collect_free_values(const ir::Graph& g, std::set<std::string>& out) {
-  std::unordered_set<std::string> defined(g.inputs.begin(), g.inputs.end());
-  for (const auto& kv : g.constants) defined.insert(kv.first);
-  for (const ir::Node& n : g.nodes) defined.insert(n.outputs.begin(), n.outputs.end());
-  auto use = [&](const std::string& name) {
-    if (!name.empty() && !defined.count(name)) out.insert(name);
-  };
-  for (const ir::Node& n : g.nodes) {
-    for (const std::string& in : n.inputs) use(in);
-    for (const auto& kv : n.attrs) {
-      if (kv.second.kind != ir::Attribute::Kind::kGraph || !kv.second.g) continue;
-      std::set<std::string> inner;
-      collect_free_values(*kv.second.g, inner);
-      for (const std::string& v : inner) use(v);
-    }
-  }
-  for (const std::string& o : g.outputs) use(o);
-}
-
-}  // namespace
-
-std::vector<std::string> subgraph_free_values(const ir::Node& node) {
-  std::set<std::string> out;
-  for (const auto& kv : node.attrs)
-    if (kv.second.kind == ir::Attribute::Kind::kGraph && kv.second.g) collect_free_values(*kv.second.g, out);
-  return {out.begin(), out.end()};
-}
+std::vector<std::string> subgraph_free_values(const ir::Node& node) { return ir::outer_scope_reads(node); }
 
 CpuPlan::CpuPlan(const ir::Graph& graph) : CpuPlan(graph, {}) {}
 
