@@ -2,6 +2,7 @@
 # Runs every test: the GoogleTest suite (ctest) and the pytest suite (Python API, CLI, end-to-end models, packaging).
 # Builds first (installing what is missing, like scripts/setup.sh). Extra arguments go to pytest.
 # KILNRT_SKIP_PIP_TEST=1 skips the slow `pip install .` test.
+# KILNRT_SKIP_SANITIZE=1 skips the ASan + UBSan build and run of the C++ suite (scripts/sanitize.sh).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -22,6 +23,13 @@ cd "$KILNRT_ROOT" && "$KILNRT_PY" -m pytest tests/python -ra "$@" || status=1
 kilnrt_log "ONNX node conformance (tests/conformance/run_conformance.py --device cpu)"
 "$KILNRT_PY" "$KILNRT_ROOT/tests/conformance/run_conformance.py" --device cpu \
   --min-pass-rate "${KILNRT_CONFORMANCE_MIN_PASS_RATE:-0.75}" || status=1
+
+# ASan + UBSan build (its own tree, CUDA off) and run of the C++ suite; any sanitizer report fails the run.
+if [ "${KILNRT_SKIP_SANITIZE:-0}" = 1 ]; then
+  kilnrt_log "sanitizer stage skipped (KILNRT_SKIP_SANITIZE=1)"
+else
+  "$KILNRT_ROOT/scripts/sanitize.sh" || status=1
+fi
 
 if [ "$status" = 0 ]; then kilnrt_log "all tests passed"; else kilnrt_log "SOME TESTS FAILED"; fi
 exit $status
