@@ -1,5 +1,9 @@
-// Pools (ONNX, 1-D to 3-D): MaxPool (with the optional Indices output, row-major storage order), AveragePool
-// (count_include_pad), GlobalAveragePool and GlobalMaxPool; kernel, strides, pads, dilations, ceil_mode, auto_pad.
+// Pools (ONNX, 1-D to 3-D): MaxPool (float, float16, bfloat16, int8, uint8; the optional Indices output in
+// row-major or column-major storage order), AveragePool (count_include_pad), GlobalAveragePool and GlobalMaxPool;
+// kernel, strides, pads, dilations, ceil_mode, auto_pad. 8-bit integers are pooled in float32, which holds every
+// int8 / uint8 value exactly, so the round trip is lossless.
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/check.h"
@@ -40,11 +44,45 @@ struct PoolSetup {
   int64_t planes = 0;
 };
 
+bool is_8bit(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
+
+// MaxPool's input as float32: int8 / uint8 exactly, float16 / bfloat16 through nn_common.
+Tensor pool_input_float32(const Tensor& x, const ir::Node& node) {
+  if (!is_8bit(x.dtype())) return to_float32(x, node, "X");
+  Tensor out = Tensor::empty(DType::kFloat32, x.shape());
+  float* dst = out.data<float>();
+  const int64_t n = x.numel();
+  if (x.dtype() == DType::kInt8) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(x.data<int8_t>()[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(x.data<uint8_t>()[i]);
+  }
+  return out;
+}
+
+// A float32 result back in the input's dtype. 8-bit: every value is an input value; a window with no input element
+// (-inf) becomes the dtype's lowest value.
+Tensor pool_output(const Tensor& y, DType dtype) {
+  if (!is_8bit(dtype)) return from_float32(y, dtype);
+  Tensor out = Tensor::empty(dtype, y.shape());
+  const float* src = y.data<float>();
+  const int64_t n = y.numel();
+  const float lo = dtype == DType::kInt8 ? -128.0f : 0.0f, hi = dtype == DType::kInt8 ? 127.0f : 255.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::min(hi, std::max(lo, src[i]));
+    if (dtype == DType::kInt8) out.data<int8_t>()[i] = static_cast<int8_t>(v);
+    else out.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+  }
+  return out;
+}
+
 PoolSetup setup_pool(CpuContext& ctx) {
   PoolSetup s;
   const Tensor& x_in = ctx.input(0);
   s.dtype = x_in.dtype();
-  s.x = to_float32(x_in, ctx.node, "X");
+  KILNRT_CHECK(!is_8bit(s.dtype) || ctx.node.op_type == "MaxPool", kUnsupported, ctx.node.describe(),
+               ctx.node.op_type << " takes float inputs; " << dtype_name(s.dtype) << " is for MaxPool only");
+  s.x = pool_input_float32(x_in, ctx.node);
   check_pool_input(s.x.shape(), ctx.node);
   const int nd = s.x.rank() - 2;
   SpatialParams p = read_spatial_params(ctx.node, nd, {}, true);
@@ -83,8 +121,10 @@ void for_each_tap_row(const Geometry3& g, Fn&& fn) {
   }
 }
 
-// MaxPool with the Indices output: one window at a time, tracking the arg max.
-void max_pool_with_indices(const PoolSetup& s, float* yp, int64_t* ip) {
+// MaxPool with the Indices output: one window at a time, tracking the arg max. Indices are flat offsets into X:
+// (n * C + c) * spatial size + the position within the plane, row major (storage_order 0: the last spatial dim
+// varies fastest) or column major (storage_order 1: the first spatial dim varies fastest).
+void max_pool_with_indices(const PoolSetup& s, bool column_major, float* yp, int64_t* ip) {
   const Geometry3& g = s.g;
   const float* xp = s.x.data<float>();
   const int64_t in_size = g.in_size(), out_size = g.out_size();
@@ -95,7 +135,7 @@ void max_pool_with_indices(const PoolSetup& s, float* yp, int64_t* ip) {
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
         for (int64_t ow = 0; ow < g.out[2]; ++ow) {
           float best = -std::numeric_limits<float>::infinity();
-          int64_t best_index = -1;
+          int64_t best_index = -1, best_col = 0;
           for (int64_t kd = 0; kd < g.k[0]; ++kd) {
             const int64_t id = od * g.s[0] - g.pad_begin[0] + kd * g.d[0];
             if (id < 0 || id >= g.in[0]) continue;
@@ -111,13 +151,15 @@ void max_pool_with_indices(const PoolSetup& s, float* yp, int64_t* ip) {
                 if (v > best || best_index < 0 || (v != v && best == best)) {
                   best = v;
                   best_index = row + iw;
+                  // Unused leading dims of the 3-D geometry have size 1 and coordinate 0.
+                  best_col = id + g.in[0] * (ih + g.in[1] * iw);
                 }
               }
             }
           }
           const int64_t o = plane * out_size + (od * g.out[1] + oh) * g.out[2] + ow;
           yp[o] = best;
-          ip[o] = best_index < 0 ? 0 : plane * in_size + best_index;
+          ip[o] = best_index < 0 ? 0 : plane * in_size + (column_major ? best_col : best_index);
         }
       }
     }
@@ -127,16 +169,15 @@ void max_pool_with_indices(const PoolSetup& s, float* yp, int64_t* ip) {
 void max_pool_cpu(CpuContext& ctx) {
   PoolSetup s = setup_pool(ctx);
   const bool want_indices = ctx.wants_output(1);
-  if (want_indices) {
-    KILNRT_CHECK(ctx.node.attr_int("storage_order", 0) == 0, kUnsupported, ctx.node.describe(),
-                 "the Indices output with storage_order=1 (column major) is not supported");
-  }
+  const int64_t storage_order = ctx.node.attr_int("storage_order", 0);
+  KILNRT_CHECK(storage_order == 0 || storage_order == 1, kInvalidModel, ctx.node.describe(),
+               "storage_order must be 0 (row major) or 1 (column major), got " << storage_order);
   const Geometry3& g = s.g;
   Tensor y = Tensor::empty(DType::kFloat32, s.y_shape);
   if (want_indices) {
     Tensor indices = Tensor::empty(DType::kInt64, s.y_shape);
-    max_pool_with_indices(s, y.data<float>(), indices.data<int64_t>());
-    ctx.outputs[0] = from_float32(y, s.dtype);
+    max_pool_with_indices(s, storage_order == 1, y.data<float>(), indices.data<int64_t>());
+    ctx.outputs[0] = pool_output(y, s.dtype);
     ctx.outputs[1] = indices;
     return;
   }
@@ -159,7 +200,7 @@ void max_pool_cpu(CpuContext& ctx) {
       }
     });
   }
-  ctx.outputs[0] = from_float32(y, s.dtype);
+  ctx.outputs[0] = pool_output(y, s.dtype);
 }
 
 // Per-dim window counts: positions j*dil + o*stride - pad_begin (j < k) inside [lo, hi), for each output o.
@@ -264,8 +305,19 @@ void global_pool_cpu(CpuContext& ctx) {
   ctx.outputs[0] = from_float32(y, dtype);
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "MaxPool", 1, 1000, infer_pool, max_pool_cpu, float_dtypes(),
-                            "max pool (1-D..3-D on CPU): pads, strides, dilations, ceil_mode, auto_pad, Indices"});
+const std::vector<DType>& max_pool_dtypes() {
+  static const std::vector<DType> d = [] {
+    std::vector<DType> v = float_dtypes();
+    v.push_back(DType::kInt8);
+    v.push_back(DType::kUInt8);
+    return v;
+  }();
+  return d;
+}
+
+KILNRT_REGISTER_OP(OpSchema{"", "MaxPool", 1, 1000, infer_pool, max_pool_cpu, max_pool_dtypes(),
+                            "max pool (1-D..3-D on CPU; float, int8, uint8): pads, strides, dilations, ceil_mode, "
+                            "auto_pad, Indices (row / column major)"});
 KILNRT_REGISTER_OP(OpSchema{"", "AveragePool", 1, 1000, infer_pool, average_pool_cpu, float_dtypes(),
                             "average pool (1-D..3-D on CPU): count_include_pad, ceil_mode, dilations, auto_pad"});
 KILNRT_REGISTER_OP(OpSchema{"", "GlobalAveragePool", 1, 1000, infer_global_pool, global_pool_cpu<false>,

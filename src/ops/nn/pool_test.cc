@@ -132,8 +132,89 @@ TEST(NnPool, MaxPoolIndices) {
   ASSERT_EQ(out[1].dtype(), DType::kInt64);
   std::vector<int64_t> idx(out[1].data<int64_t>(), out[1].data<int64_t>() + 4);
   EXPECT_EQ(idx, (std::vector<int64_t>{1, 1, 9, 8}));  // flat over N, C, H, W
-  op.i("storage_order", 1);
-  expect_error([&] { run(op.node, {&x}); }, ErrorCode::kUnsupported, "node0", "storage_order");
+  op.i("storage_order", 2);
+  expect_error([&] { run(op.node, {&x}); }, ErrorCode::kInvalidModel, "node0", "storage_order");
+}
+
+// Flat index of a (d, h, w) position of plane `plane` in row-major or column-major spatial order.
+int64_t flat_index(int64_t plane, const Shape& sp, int64_t d, int64_t h, int64_t w, bool column_major) {
+  const int64_t size = sp[0] * sp[1] * sp[2];
+  return plane * size + (column_major ? d + sp[0] * (h + sp[1] * w) : (d * sp[1] + h) * sp[2] + w);
+}
+
+// The value at every index of Indices is the pooled value, and the index is the one a naive 3-D window search
+// finds (first maximum in d, h, w order), in both storage orders, for 1-D, 2-D and 3-D pools.
+TEST(NnPool, MaxPoolIndicesStorageOrders) {
+  // ONNX's maxpool_with_argmax_2d_precomputed_strides: 5x5 ramp, kernel 2, stride 2, column major.
+  std::vector<float> ramp(25);
+  for (int i = 0; i < 25; ++i) ramp[i] = static_cast<float>(i + 1);
+  Tensor r = make({1, 1, 5, 5}, ramp);
+  Op col = Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("storage_order", 1);
+  std::vector<Tensor> out = run(col.node, {&r});
+  expect_close(out[0], make({1, 1, 2, 2}, {7, 9, 17, 19}));
+  EXPECT_EQ(std::vector<int64_t>(out[1].data<int64_t>(), out[1].data<int64_t>() + 4),
+            (std::vector<int64_t>{6, 16, 8, 18}));
+  struct Case {
+    Shape x;
+    std::vector<int64_t> k, s;
+  };
+  const Case cases[] = {{{2, 3, 7}, {3}, {2}}, {{2, 2, 5, 6}, {2, 3}, {2, 1}}, {{1, 2, 4, 3, 5}, {2, 2, 3}, {1, 1, 2}}};
+  uint32_t seed = 50;
+  for (const Case& c : cases) {
+    Tensor x = random_tensor(c.x, seed++);
+    const int nd = static_cast<int>(c.x.size()) - 2;
+    Shape sp(3, 1), k(3, 1), st(3, 1);
+    for (int i = 0; i < nd; ++i) sp[3 - nd + i] = c.x[2 + i], k[3 - nd + i] = c.k[i], st[3 - nd + i] = c.s[i];
+    for (int order = 0; order < 2; ++order) {
+      Op op = Op("MaxPool", 1, 2).ints("kernel_shape", c.k).ints("strides", c.s).i("storage_order", order);
+      std::vector<Tensor> o = run(op.node, {&x});
+      const int64_t planes = c.x[0] * c.x[1];
+      Shape os(3);
+      for (int i = 0; i < 3; ++i) os[i] = (sp[i] - k[i]) / st[i] + 1;
+      ASSERT_EQ(o[1].numel(), planes * os[0] * os[1] * os[2]);
+      int64_t at = 0;
+      for (int64_t p = 0; p < planes; ++p)
+        for (int64_t a = 0; a < os[0]; ++a)
+          for (int64_t b = 0; b < os[1]; ++b)
+            for (int64_t e = 0; e < os[2]; ++e, ++at) {
+              float best = -1e30f;
+              int64_t bi = -1;
+              for (int64_t i = 0; i < k[0]; ++i)
+                for (int64_t j = 0; j < k[1]; ++j)
+                  for (int64_t l = 0; l < k[2]; ++l) {
+                    const int64_t d = a * st[0] + i, h = b * st[1] + j, w = e * st[2] + l;
+                    const float v = x.data<float>()[flat_index(p, sp, d, h, w, false)];
+                    if (v > best) best = v, bi = flat_index(p, sp, d, h, w, order == 1);
+                  }
+              EXPECT_EQ(o[0].data<float>()[at], best);
+              EXPECT_EQ(o[1].data<int64_t>()[at], bi) << "rank " << c.x.size() << " order " << order << " at " << at;
+            }
+    }
+  }
+}
+
+// int8 / uint8 MaxPool: exact values, extremes survive, padding never wins, Indices as for float.
+TEST(NnPool, MaxPoolEightBit) {
+  Tensor xi = Tensor::empty(DType::kInt8, {1, 1, 2, 3});
+  const int8_t vi[] = {-128, -5, 127, -1, -128, 3};
+  std::copy(vi, vi + 6, xi.data<int8_t>());
+  Op op = Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).ints("pads", {1, 1, 1, 1}).ints("strides", {2, 2});
+  std::vector<Tensor> o = run(op.node, {&xi});
+  ASSERT_EQ(o[0].dtype(), DType::kInt8);
+  ASSERT_EQ(shape_to_string(o[0].shape()), "1x1x2x2");
+  // Windows (pad 1, stride 2): {-128}, {-5, 127}, {-1}, {-128, 3}: all-negative windows stay negative (no 0 pad).
+  EXPECT_EQ(std::vector<int8_t>(o[0].data<int8_t>(), o[0].data<int8_t>() + 4), (std::vector<int8_t>{-128, 127, -1, 3}));
+  EXPECT_EQ(std::vector<int64_t>(o[1].data<int64_t>(), o[1].data<int64_t>() + 4), (std::vector<int64_t>{0, 2, 3, 5}));
+  Tensor xu = Tensor::empty(DType::kUInt8, {1, 2, 1, 4});
+  const uint8_t vu[] = {0, 255, 7, 254, 1, 0, 0, 2};
+  std::copy(vu, vu + 8, xu.data<uint8_t>());
+  Tensor yu = run1(Op("MaxPool", 1).ints("kernel_shape", {1, 2}).node, {&xu});
+  ASSERT_EQ(yu.dtype(), DType::kUInt8);
+  EXPECT_EQ(std::vector<uint8_t>(yu.data<uint8_t>(), yu.data<uint8_t>() + 6),
+            (std::vector<uint8_t>{255, 255, 254, 1, 0, 2}));
+  // AveragePool has no 8-bit form in ONNX: a clear error naming the node.
+  expect_error([&] { run1(Op("AveragePool", 1, 1, "avg8").ints("kernel_shape", {1, 2}).node, {&xu}); },
+               ErrorCode::kUnsupported, "avg8", "uint8");
 }
 
 TEST(NnPool, GlobalPools) {

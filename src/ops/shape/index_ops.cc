@@ -231,13 +231,27 @@ void eyelike_cpu(CpuContext& ctx) {
 }
 
 // ---- DepthToSpace, SpaceToDepth --------------------------------------------------------------------------------
-// Both are a reshape to 6-D, a transpose and a reshape back: done as one strided copy.
+// Both are a reshape to 6-D, a transpose and a reshape back: done as one strided copy. Only DepthToSpace has a
+// mode (DCR, the default, or CRD); SpaceToDepth has one layout (ONNX defines no mode for it).
+int64_t depth_space_blocksize(const ir::Node& node) {
+  const int64_t bs = node.attr_int("blocksize");
+  KILNRT_CHECK(bs >= 1, kInvalidModel, node.describe(), node.op_type << ": blocksize must be >= 1, got " << bs);
+  return bs;
+}
+
+bool depth_to_space_crd(const ir::Node& node) {
+  const std::string mode = node.attr_string("mode", "DCR");
+  KILNRT_CHECK(mode == "DCR" || mode == "CRD", kInvalidModel, node.describe(),
+               "DepthToSpace: mode must be DCR or CRD, got '" << mode << "'");
+  return mode == "CRD";
+}
+
 void depth_space_cpu(CpuContext& ctx, bool to_space) {
   const Tensor& x = ctx.input(0);
   KILNRT_CHECK(x.rank() == 4, kInvalidArgument, ctx.node.describe(), ctx.node.op_type << ": input must be 4-D");
-  const int64_t bs = ctx.node.attr_int("blocksize");
+  const int64_t bs = depth_space_blocksize(ctx.node);
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
-  const bool crd = ctx.node.attr_string("mode", "DCR") == "CRD";
+  const bool crd = to_space && depth_to_space_crd(ctx.node);
   Shape in6, perm_shape;
   std::vector<int64_t> perm;
   Shape out_shape;
@@ -267,7 +281,8 @@ void depth_space_cpu(CpuContext& ctx, bool to_space) {
 
 void depth_space_infer(ShapeContext& ctx, bool to_space) {
   const ir::TensorType& x = ctx.input(0);
-  const int64_t bs = ctx.node.attr_int("blocksize");
+  const int64_t bs = depth_space_blocksize(ctx.node);
+  if (to_space) depth_to_space_crd(ctx.node);  // validates the mode
   if (!x.has_shape || x.shape.size() != 4) {
     ctx.set_output_rank_unknown(0, x.dtype);
     return;
