@@ -1,16 +1,28 @@
 """kilnrt vs PyTorch on the GPU, in one process per run (DESIGN.md, performance method).
 
-For each model: export to ONNX with torch's default exporter (dynamic batch), build kilnrt CUDA engines (one dynamic
-engine per precision: batch 1..32), then time, with CUDA events, the median of >= 100 enqueue-to-completion runs with
-inputs already on the device, after warm-up:
-  kilnrt (engine(x, out=y) on torch's current stream; CUDA graphs are kilnrt's default),
-  torch eager and torch CUDA graph (channels_last for CNNs), fp32 with TF32 off, and fp16 (autocast-free .half()).
-Accuracy of each kilnrt engine against torch fp32 (mean-centred cosine, max abs err / std) is reported too.
-Usage (GPU box): PYTHONPATH=build-gpu/python python3 bench/bench_vs_torch.py [--models a,b] [--out table.md]
+For each model of the zoo (bench/zoo_models.py: torchvision CNNs, vit_b_16, BERT-base seq 128): export with torch's
+default exporter (dynamo, dynamic batch), build kilnrt CUDA engines (default: ONE dynamic engine per precision,
+batch 1..32; --engine-per-batch: one static engine per batch size), then time, with CUDA events, the median of
+>= 100 enqueue-to-completion runs (launch overhead included, a sync after each run) with inputs already on the device,
+after warm-up:
+  kilnrt      engine(*inputs, out=outputs) on torch's current stream (CUDA graphs are kilnrt's default);
+  torch       eager and CUDA graph, NCHW and (CNNs) channels_last; torch.compile(mode="reduce-overhead") (channels_last
+              for CNNs); --compile-max-autotune adds mode="max-autotune" (minutes per model: off by default).
+Precisions: fp32 (TF32 off in torch and kilnrt) and fp16 (torch: .half(); kilnrt: --fp16 engine), bf16 on request.
+Accuracy of each kilnrt engine against the torch fp32 model (mean-centred cosine, max abs err / std; the worst
+output for BERT) is in every row: the fp16 rows are the fp16 accuracy. Build time and load time (a second load in the
+warm process: CUDA and the libraries already initialised) per engine.
+
+Usage (GPU box):
+  PYTHONPATH=build-gpu/python python3 bench/bench_vs_torch.py [--models resnet50,bert] [--batches 1,32]
+      [--precisions fp32,fp16] [--no-compile] [--compile-max-autotune] [--engine-per-batch] [--out table.md]
+torch.compile costs ~20-60 s per model, precision and batch size: select models / batches to stay within a budget
+(scripts/gpu_suite.sh's bench stage passes its own selection).
 """
 import argparse
-import copy
+import json
 import os
+import sys
 import tempfile
 import time
 
@@ -19,33 +31,12 @@ import torch
 
 import kilnrt
 
-
-def zoo():
-    import torchvision
-    tv = torchvision.models
-    return {
-        "resnet50": (lambda: tv.resnet50(weights=None), (3, 224, 224), True),
-        "mobilenet_v3_large": (lambda: tv.mobilenet_v3_large(weights=None), (3, 224, 224), True),
-        "efficientnet_b0": (lambda: tv.efficientnet_b0(weights=None), (3, 224, 224), True),
-        "convnext_tiny": (lambda: tv.convnext_tiny(weights=None), (3, 224, 224), True),
-        "vit_b_16": (lambda: tv.vit_b_16(weights=None), (3, 224, 224), False),
-        "mobilenet_v3_small": (lambda: tv.mobilenet_v3_small(weights=None), (3, 224, 224), True),
-    }
-
-
-def recalibrate(model, shape):
-    # Zero-initialised classifier heads (torchvision's ViT) would make every output 0: give them random weights.
-    for m in model.modules():
-        if isinstance(m, torch.nn.Linear) and float(m.weight.abs().max()) == 0.0:
-            torch.nn.init.normal_(m.weight, std=0.02)
-    model.train()
-    with torch.no_grad():
-        for _ in range(3):
-            model(torch.randn(8, *shape, device="cuda"))
-    model.eval()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo_models  # noqa: E402
 
 
 def gpu_time(fn, iters=100, warmup=10):
+    """Median ms of `iters` runs of fn, each timed with CUDA events on the current stream and synchronised."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -61,6 +52,7 @@ def gpu_time(fn, iters=100, warmup=10):
 
 
 def torch_graph(fn):
+    """A torch.cuda.CUDAGraph of fn (warmed up on a side stream first); returns its replay."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -73,85 +65,196 @@ def torch_graph(fn):
     return g.replay
 
 
-def accuracy(got, ref):
-    a = got.double().flatten() - got.double().mean()
-    b = ref.double().flatten() - ref.double().mean()
-    cos = float((a @ b) / (a.norm() * b.norm() + 1e-300))
-    err = float((got.double() - ref.double()).abs().max() / (ref.double().std() + 1e-300))
-    return cos, err
+def compiled_timer(model, inputs, mode):
+    """(timed fn, compile seconds) for torch.compile(model, mode): the first call compiles; cudagraph trees are told
+    a new step starts before each call (outputs of earlier steps are not read)."""
+    cm = torch.compile(model, mode=mode, dynamic=False)
+    torch.compiler.cudagraph_mark_step_begin()
+    t0 = time.perf_counter()
+    cm(*inputs)
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - t0
+
+    def fn():
+        torch.compiler.cudagraph_mark_step_begin()
+        cm(*inputs)
+    return fn, compile_s
+
+
+def safe(label, errors, fn, *a):
+    try:
+        return fn(*a)
+    except Exception as e:  # noqa: BLE001 - a torch variant that fails is a table cell, not a crash
+        errors.append("%s: %s: %s" % (label, type(e).__name__, (str(e).splitlines() or [""])[0][:160]))
+        print("   " + errors[-1], flush=True)
+        return None
+
+
+def build_engine(spec, onnx_path, prec, work, batch=None):
+    """(engine, build s, load s in the warm process). batch=None: one dynamic engine 1..32."""
+    path = os.path.join(work, "%s.%s.%s.engine" % (spec.name, prec, "dyn" if batch is None else "b%d" % batch))
+    shapes = spec.kilnrt_shapes() if batch is None else spec.static_shapes(batch)
+    t0 = time.perf_counter()
+    kilnrt.build(onnx_path, path, device="cuda", fp16=(prec == "fp16"), bf16=(prec == "bf16"), shapes=shapes)
+    build_s = time.perf_counter() - t0
+    kilnrt.Engine(path)  # first load in this process may pay for one-off initialisation
+    t0 = time.perf_counter()
+    engine = kilnrt.Engine(path)
+    load_s = time.perf_counter() - t0
+    return engine, build_s, load_s
+
+
+def bench_model(spec, args, work, rows, records):
+    print("== %s" % spec.name, flush=True)
+    model = spec.make()
+    onnx_path = os.path.join(work, spec.name + ".onnx")
+    t0 = time.perf_counter()
+    try:
+        spec.export(model, onnx_path)
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        if spec.kind != "text":
+            rows.append("| %s | | | export failed: %s |" % (spec.name, type(e).__name__))
+            return
+        spec.attn = "eager"  # BERT: fall back to transformers' eager attention
+        model = spec.make()
+        spec.export(model, onnx_path)
+    export_s = time.perf_counter() - t0
+    batches = [int(b) for b in args.batches.split(",")]
+    layouts = [False, True] if spec.is_cnn else [False]
+    for prec in args.precisions.split(","):
+        engines = {}
+        if not args.engine_per_batch:
+            try:
+                engines[None] = build_engine(spec, onnx_path, prec, work)
+            except kilnrt.Error as e:
+                rows.append("| %s | | %s | build failed: %s |" % (spec.name, prec, str(e).splitlines()[0][:120]))
+                continue
+        variants = {cl: zoo_models.torch_variant(model, spec, prec, cl) for cl in layouts}
+        for b in batches:
+            errors = []
+            key = b if args.engine_per_batch else None
+            if key not in engines:
+                try:
+                    engines[key] = build_engine(spec, onnx_path, prec, work, batch=b)
+                except kilnrt.Error as e:
+                    rows.append("| %s | %d | %s | build failed: %s |" % (spec.name, b, prec,
+                                                                         str(e).splitlines()[0][:120]))
+                    continue
+            engine, build_s, load_s = engines[key]
+            x = spec.inputs(b, seed=b)
+            rec = {"model": spec.name, "batch": b, "precision": prec, "build_s": build_s, "load_s": load_s,
+                   "engine": "static b%d" % b if args.engine_per_batch else "dynamic 1..%d" % zoo_models.MAX_BATCH,
+                   "export_s": export_s, "note": spec.note, "torch": {}, "compile_s": {}}
+            with torch.no_grad():
+                ref = zoo_models.as_tuple(model(*x))
+                got = zoo_models.run_engine(engine, spec, x)
+                acc = [zoo_models.accuracy(g.float(), r.float()) for g, r in zip(got, ref)]
+                rec["cosine"] = min(c for c, _ in acc)
+                rec["max_err_over_std"] = max(e for _, e in acc)
+                outs = {n: torch.empty_like(g) for n, g in zip(spec.output_names, got)}
+                feeds = dict(zip(spec.input_names, x))
+                rec["kilnrt_ms"] = gpu_time(lambda: engine.run(feeds, out=outs), args.iters)
+                for cl in layouts:
+                    tag = "CL" if cl else ("NCHW" if spec.is_cnn else "")
+                    tm, xt = variants[cl], zoo_models.torch_inputs(x, prec, cl)
+                    rec["torch"][("eager " + tag).strip()] = safe("eager " + tag, errors, gpu_time,
+                                                                  lambda: tm(*xt), args.iters)
+                    g = safe("graph " + tag, errors, torch_graph, lambda: tm(*xt))
+                    rec["torch"][("graph " + tag).strip()] = g and safe("graph " + tag, errors, gpu_time, g,
+                                                                        args.iters)
+                modes = ([] if args.no_compile else ["reduce-overhead"]) + \
+                    (["max-autotune"] if args.compile_max_autotune else [])
+                for mode in modes:
+                    cl = spec.is_cnn  # compile the layout torch prefers for CNNs
+                    got_fn = safe("compile " + mode, errors, compiled_timer, variants[cl],
+                                  zoo_models.torch_inputs(x, prec, cl), mode)
+                    if got_fn:
+                        fn, rec["compile_s"][mode] = got_fn
+                        rec["torch"]["compile " + mode] = safe("compile " + mode, errors, gpu_time, fn, args.iters)
+                    torch._dynamo.reset()
+            rec["errors"] = errors
+            records.append(rec)
+            rows.append(format_row(rec, args))
+            print(rows[-1], flush=True)
+        del variants, engines
+        torch.cuda.empty_cache()
+    del model
+    torch.cuda.empty_cache()
+
+
+def format_row(rec, args):
+    t = rec["torch"]
+
+    def ms(v):
+        return "-" if v is None else "%.3f" % v
+    best = [v for v in t.values() if v]
+    ratio = rec["kilnrt_ms"] / min(best) if best else float("nan")
+    cells = [rec["model"], str(rec["batch"]), rec["precision"], rec["engine"], ms(rec["kilnrt_ms"]),
+             ms(t.get("eager NCHW")), ms(t.get("graph NCHW")), ms(t.get("eager CL", t.get("eager"))),
+             ms(t.get("graph CL", t.get("graph"))), ms(t.get("compile reduce-overhead"))]
+    if args.compile_max_autotune:
+        cells.append(ms(t.get("compile max-autotune")))
+    cells += ["%.2f" % ratio, "%.6f" % rec["cosine"], "%.2e" % rec["max_err_over_std"], "%.1f" % rec["build_s"],
+              "%.0f" % (1000 * rec["load_s"])]
+    return "| " + " | ".join(cells) + " |"
+
+
+def header(args):
+    cols = ["model", "batch", "prec", "kilnrt engine", "kilnrt ms", "torch eager NCHW", "torch graph NCHW",
+            "torch eager CL*", "torch graph CL*", "torch.compile r-o"]
+    if args.compile_max_autotune:
+        cols.append("torch.compile m-a")
+    cols += ["kilnrt / best torch", "cosine vs torch fp32", "max err/std", "build s", "load ms"]
+    return ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="mobilenet_v3_small,resnet50,mobilenet_v3_large,efficientnet_b0,convnext_tiny,vit_b_16")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="mobilenet_v3_small,resnet50,mobilenet_v3_large,efficientnet_b0,"
+                    "convnext_tiny,vit_b_16,bert")
     ap.add_argument("--batches", default="1,32")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--precisions", default="fp32,fp16")
+    ap.add_argument("--iters", type=int, default=100, help="timed runs per figure (median; at least 100)")
+    ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    ap.add_argument("--compile-max-autotune", action="store_true",
+                    help="also time torch.compile(mode='max-autotune') (takes minutes per model)")
+    ap.add_argument("--engine-per-batch", action="store_true",
+                    help="one static kilnrt engine per batch size instead of one dynamic engine (1..32)")
+    ap.add_argument("--out", default=None, help="markdown table (a .json with every figure is written beside it)")
     args = ap.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    if args.iters < 100:
+        raise SystemExit("--iters must be at least 100 (DESIGN.md, performance method)")
+    zoo_models.reference_settings()
     torch.manual_seed(0)
-    tmp = tempfile.mkdtemp()
-    models = zoo()
-    rows = ["| model | batch | prec | kilnrt ms | torch eager ms | torch graph ms | kilnrt / best torch | cosine | max err/std | build s |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for name in args.models.split(","):
-        make, shape, cnn = models[name]
-        model = make().cuda()
-        recalibrate(model, shape)
-        onnx_path = os.path.join(tmp, name + ".onnx")
-        try:
-            torch.onnx.export(model, (torch.randn(2, *shape, device="cuda"),), onnx_path, input_names=["x"],
-                              output_names=["y"], dynamo=True,
-                              dynamic_shapes={"x": {0: torch.export.Dim("batch", min=1, max=64)}})
-        except Exception as e:  # noqa: BLE001 - reported in the table
-            rows.append(f"| {name} | - | - | export failed: {type(e).__name__} | | | | | | |")
-            continue
-        for prec in ("fp32", "fp16"):
-            eng_path = os.path.join(tmp, f"{name}.{prec}.engine")
-            t0 = time.perf_counter()
-            try:
-                kilnrt.build(onnx_path, eng_path, device="cuda", fp16=(prec == "fp16"),
-                             shapes={"x": ((1,) + shape, (8,) + shape, (32,) + shape)})
-                engine = kilnrt.Engine(eng_path)
-            except kilnrt.Error as e:
-                rows.append(f"| {name} | - | {prec} | build failed: {str(e).splitlines()[0][:120]} | | | | | | |")
-                continue
-            build_s = time.perf_counter() - t0
-            # The torch model timed against kilnrt: same precision, channels_last for CNNs. `model` stays the fp32
-            # NCHW reference.
-            tm = copy.deepcopy(model)
-            tm = tm.half() if prec == "fp16" else tm
-            if cnn:
-                tm = tm.to(memory_format=torch.channels_last)
-            for b in [int(x) for x in args.batches.split(",")]:
-                x = torch.randn(b, *shape, device="cuda")
-                with torch.no_grad():
-                    ref = model(x)
-                    xt = x.half() if prec == "fp16" else x
-                    if cnn:
-                        xt = xt.contiguous(memory_format=torch.channels_last)
-                    y = engine(x)
-                    cos, err = accuracy(y.float(), ref)
-                    out = torch.empty_like(y)
-                    k = gpu_time(lambda: engine(x, out=out))
-                    e = gpu_time(lambda: tm(xt))
-                    try:
-                        g = gpu_time(torch_graph(lambda: tm(xt)))
-                    except Exception:  # noqa: BLE001
-                        g = float("nan")
-                best = min(e, g) if g == g else e
-                rows.append(f"| {name} | {b} | {prec} | {k:.3f} | {e:.3f} | {g:.3f} | {k / best:.2f} | {cos:.6f} | "
-                            f"{err:.2e} | {build_s:.1f} |")
-                print(rows[-1], flush=True)
-            del tm
-        del model
-        torch.cuda.empty_cache()
-    table = "\n".join(rows)
-    print(table)
+    work = tempfile.mkdtemp(prefix="kilnrt-bench-")
+    rows, records = header(args), []
+    t0 = time.perf_counter()
+    for spec in zoo_models.select(args.models):
+        bench_model(spec, args, work, rows, records)
+        for f in os.listdir(work):
+            os.remove(os.path.join(work, f))
+    notes = ("GPU: %s, torch %s, kilnrt %s, %s. Median of %d runs (CUDA events, inputs on the device, sync after "
+             "each run) after warm-up, one process. TF32 off. *CL: channels_last for CNNs (plain layout for ViT / "
+             "BERT); torch.compile r-o: mode='reduce-overhead' (channels_last for CNNs). kilnrt / best torch: "
+             "against the fastest torch column. load ms: second Engine() load of the file in the warm process." % (
+                 torch.cuda.get_device_name(), torch.__version__, kilnrt.__version__,
+                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), args.iters))
+    compile_notes = ["- %s b%d %s: torch.compile %s" % (r["model"], r["batch"], r["precision"], ", ".join(
+        "%s %.0f s" % kv for kv in r["compile_s"].items())) for r in records if r["compile_s"]]
+    error_notes = ["- %s b%d %s: %s" % (r["model"], r["batch"], r["precision"], e) for r in records
+                   for e in r["errors"]]
+    text = notes + "\n\n" + "\n".join(rows) + "\n"
+    if compile_notes:
+        text += "\nCompile times:\n" + "\n".join(compile_notes) + "\n"
+    if error_notes:
+        text += "\nTorch variants that failed:\n" + "\n".join(error_notes) + "\n"
+    text += "\nTotal %.0f s.\n" % (time.perf_counter() - t0)
+    print(text)
     if args.out:
         with open(args.out, "w") as f:
-            f.write(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, kilnrt {kilnrt.__version__}; "
-                    "one dynamic engine (batch 1..32) per model and precision\n\n" + table + "\n")
+            f.write(text)
+        with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
+            json.dump(records, f, indent=1)
 
 
 if __name__ == "__main__":

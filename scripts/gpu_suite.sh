@@ -1,15 +1,35 @@
 #!/usr/bin/env bash
-# kilnrt GPU suite (issue 4): build, C++ GPU tests, the CUDA stress test, the Python coexistence suite and
-# compute-sanitizer memcheck on a subset of the C++ CUDA tests. Logs and summary.md go to OUT_DIR.
+# kilnrt GPU suite (issues 4, 5, 7): build, C++ GPU tests, the CUDA stress test, the Python coexistence suite,
+# compute-sanitizer memcheck on a subset of the C++ CUDA tests, and on request the zoo accuracy check, the benchmark
+# against PyTorch and ONNX conformance on CUDA (fp32, and fp16 / bf16 against the CPU fp32 engine). Logs and
+# summary.md go to OUT_DIR.
 #
 #   scripts/gpu_suite.sh OUT_DIR
+#   KILNRT_SUITE_STAGES="build zoo:resnet50,mobilenet_v3_large,efficientnet_b0 zoo:convnext_tiny,vit_b_16,bert \
+#     bench conformance" scripts/gpu_suite.sh OUT_DIR
 #
+# Stages: build, gtest, stress, coexistence, memcheck (the default set), and
+#   zoo[:MODELS]          scripts/zoo_accuracy.py (fp32/fp16/bf16 engines vs torch fp32, top-5); MODELS: comma list
+#                         of bench/zoo_models.py names or "all" (default). The whole zoo takes more than 10 minutes:
+#                         split it into two zoo stages as above. Table: OUT_DIR/zooN/zoo_accuracy.md.
+#   bench[:MODELS]        bench/bench_vs_torch.py (kilnrt vs torch eager / CUDA graph / torch.compile). Table:
+#                         OUT_DIR/benchN.md. torch.compile costs ~0.5-1 min per model, precision and batch size.
+#   conformance[:PRECS]   tests/conformance/run_conformance.py --device cuda, once per precision (default
+#                         "fp32,fp16,bf16", each a row of its own with its own 10-minute limit); the cases are
+#                         generated once (onnx's generators) and reused.
+# The Python stages use the module built in the build directory; BERT needs `transformers`: when the box lacks it,
+# the wheels carried in .wheels are installed with pip --no-index into /tmp/kilnrt-pydeps (see bench/zoo_models.py).
 # Environment (all optional):
 #   KILNRT_GPU_BUILD       build directory (build-gpu)
 #   KILNRT_PREFIX          CMAKE_PREFIX_PATH for the configure (default: $PWD/.deps/usr when it exists, else /usr)
 #   KILNRT_SUITE_STAGES    stages to run, in this order (default "build gtest stress coexistence memcheck")
 #   KILNRT_SUITE_DEADLINE  seconds for the whole suite; later stages get what is left (default: none)
 #   KILNRT_MEMCHECK_FILTER gtest filter for memcheck (default 'CudaBackend*:Dynamo*')
+#   KILNRT_ZOO_PRECISIONS  zoo precisions (default fp32,fp16,bf16)
+#   KILNRT_BENCH_BATCHES / KILNRT_BENCH_PRECISIONS / KILNRT_BENCH_ARGS   bench selection (1,32 / fp32,fp16 / extra
+#                          options such as --no-compile or --compile-max-autotune)
+#   KILNRT_CONF_FILTER     regex on conformance case names; KILNRT_CONF_JOBS worker processes (default 8)
+#   KILNRT_CONF_MIN_FP32 / KILNRT_CONF_MIN_FP16 / KILNRT_CONF_MIN_BF16   minimum pass rates (fractions) per precision
 # Each stage runs under `timeout` (10 minutes at most) so that a hang fails the stage instead of the box.
 # Exit status: 0 when every stage that ran passed.
 set -uo pipefail
@@ -28,7 +48,11 @@ filter=${KILNRT_MEMCHECK_FILTER:-CudaBackend*:Dynamo*}
 start=$(date +%s)
 summary=$out/summary.md
 rows=()
+tables=()
 failed=0
+idx=0
+pyenv_done=0
+conf_cases=
 
 # limit STAGE_MAX: seconds a stage may take (<= 600, <= what the deadline leaves).
 limit() {
@@ -77,8 +101,70 @@ gtest_counts() {  # one line from a gtest log: passed / failed / skipped counts
   grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sed 's/^\[  FAILED  \] /failed: /' | head -5 | tr '\n' ' '
 }
 
+# Python stages: kilnrt from the build directory; transformers from the carried wheels when the box lacks it (only
+# the wheels whose distribution is not installed, so the box's own packages win).
+python_env() {
+  [ $pyenv_done = 1 ] && return 0
+  pyenv_done=1
+  export PYTHONPATH="$PWD/$b/python${PYTHONPATH:+:$PYTHONPATH}"
+  "$py" -c "import transformers" >/dev/null 2>&1 && return 0
+  ls .wheels/*.whl >/dev/null 2>&1 || { echo "transformers missing and no .wheels: BERT will fail"; return 0; }
+  local target=${KILNRT_PYDEPS:-/tmp/kilnrt-pydeps} missing
+  missing=$("$py" - <<'PYEOF'
+import glob, importlib.metadata as md, os
+for w in sorted(glob.glob(".wheels/*.whl")):
+    dist = os.path.basename(w).split("-")[0]
+    try:
+        md.version(dist)
+    except md.PackageNotFoundError:
+        try:
+            md.version(dist.replace("_", "-"))
+        except md.PackageNotFoundError:
+            print(w)
+PYEOF
+)
+  echo "installing carried wheels into $target: $(echo $missing | sed 's#\.wheels/##g')"
+  # shellcheck disable=SC2086
+  "$py" -m pip install --no-index --no-deps --target "$target" $missing >"$out/pydeps.log" 2>&1 \
+    || { echo "pip install of the carried wheels failed (pydeps.log)"; return 0; }
+  export PYTHONPATH="$PYTHONPATH:$target"
+}
+
 for st in $stages; do
   case $st in
+    zoo|zoo:*)
+      python_env; idx=$((idx + 1))
+      models=${st#zoo}; models=${models#:}; models=${models:-all}
+      stage "zoo$idx" 600 "$out/zoo$idx.log" -- "$py" scripts/zoo_accuracy.py --models "$models" \
+        --precisions "${KILNRT_ZOO_PRECISIONS:-fp32,fp16,bf16}" --out "$out/zoo$idx"
+      add_row "zoo accuracy ($models)" "$(grep -E '^zoo accuracy:' "$out/zoo$idx.log" | tail -1) (table: zoo$idx/zoo_accuracy.md)"
+      tables+=("$out/zoo$idx/zoo_accuracy.md")
+      ;;
+    bench|bench:*)
+      python_env; idx=$((idx + 1))
+      models=${st#bench}; models=${models#:}
+      # shellcheck disable=SC2086
+      stage "bench$idx" 600 "$out/bench$idx.log" -- "$py" bench/bench_vs_torch.py ${models:+--models "$models"} \
+        --batches "${KILNRT_BENCH_BATCHES:-1,32}" --precisions "${KILNRT_BENCH_PRECISIONS:-fp32,fp16}" \
+        ${KILNRT_BENCH_ARGS:-} --out "$out/bench$idx.md"
+      add_row "benchmark vs torch (${models:-default models})" "$(grep -E '^Total' "$out/bench$idx.log" | tail -1) (table: bench$idx.md)"
+      tables+=("$out/bench$idx.md")
+      ;;
+    conformance|conformance:*)
+      python_env
+      precs=${st#conformance}; precs=${precs#:}; precs=${precs:-fp32,fp16,bf16}
+      [ -z "$conf_cases" ] && conf_cases=$(mktemp -d /tmp/kilnrt-conf-cases.XXXXXX)
+      for prec in ${precs//,/ }; do
+        case $prec in fp32) min=${KILNRT_CONF_MIN_FP32:-};; fp16) min=${KILNRT_CONF_MIN_FP16:-};;
+          bf16) min=${KILNRT_CONF_MIN_BF16:-};; *) echo "unknown precision $prec"; failed=1; continue;; esac
+        if [ -f "$conf_cases/excluded.json" ]; then src=(--cases "$conf_cases"); else src=(--save-cases "$conf_cases"); fi
+        stage "conformance-$prec" 600 "$out/conformance-$prec.log" -- "$py" tests/conformance/run_conformance.py \
+          --device cuda --precision "$prec" "${src[@]}" --jobs "${KILNRT_CONF_JOBS:-8}" \
+          --json "$out/conformance-$prec.json" ${KILNRT_CONF_FILTER:+--filter "$KILNRT_CONF_FILTER"} \
+          ${min:+--min-pass-rate "$min"}
+        add_row "CUDA conformance $prec${KILNRT_CONF_FILTER:+ (filter $KILNRT_CONF_FILTER)}" "$(grep -E '^passed [0-9]+ / failed' "$out/conformance-$prec.log" | tail -1)${min:+ (floor $min)} $(grep -E '^16-bit failures by kind' "$out/conformance-$prec.log" | tail -1)"
+      done
+      ;;
     build)
       stage build 600 "$out/build.log" -- bash -c "cmake -S . -B '$b' -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_PREFIX_PATH='$prefix' -DPython_EXECUTABLE='$py' && cmake --build '$b' -j$(nproc)"
@@ -119,6 +205,8 @@ done
   echo "|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   if [ -f "$out/coexistence/coexistence.md" ]; then echo; sed 1d "$out/coexistence/coexistence.md"; fi
+  for t in "${tables[@]}"; do [ -f "$t" ] && { echo; echo "## $(basename "$(dirname "$t")")/$(basename "$t")"; echo; cat "$t"; }; done
 } >"$summary"
+[ -n "$conf_cases" ] && rm -rf "$conf_cases"
 cat "$summary"
 exit $failed

@@ -5,8 +5,8 @@ Generates ONNX's node test cases from the installed `onnx` package's generators 
 Debian's python3-onnx 1.12 in CI), or reads cases saved earlier (--cases DIR, ONNX's on-disk layout: <case>/model.onnx
 + test_data_set_0/{input,output}_N.pb), builds every case with kilnrt on --device, runs it and compares the outputs.
 
-    run_conformance.py [--device cpu|cuda] [--filter REGEX] [--list-failures] [--json OUT] [--save-cases DIR]
-                       [--cases DIR] [--jobs N] [--min-pass-rate R]
+    run_conformance.py [--device cpu|cuda] [--precision fp32|fp16|bf16] [--filter REGEX] [--list-failures]
+                       [--json OUT] [--save-cases DIR] [--cases DIR] [--jobs N] [--min-pass-rate R]
 
 Counts: every generated case is exactly one of passed / failed / excluded; exclusions (with reasons) count as not
 passed. The pass rate is passed / all cases. Cases run in worker processes (--jobs, default: CPU count), so a crash
@@ -17,6 +17,18 @@ float32 and float64; float16 and bfloat16 at least rtol 1e-3 / atol 1e-3); NaN p
 must match exactly; integers and bool exactly; shapes and dtypes exactly.
 
 CUDA (--device cuda): additionally every layer of every engine must have placement "cuda" (Engine.layers).
+
+16-bit (--device cuda --precision fp16|bf16): each case is built as a 16-bit CUDA engine (kilnrt.build(fp16=True) /
+(bf16=True): float activations stored in 16 bits, float32 math inside the kernels, float32 I/O) and compared with the
+CPU float32 engine's output, not with ONNX's expected output (which is float64 math for some cases). Both engines get
+the same inputs: float32 inputs rounded to the 16-bit type first (fp16: IEEE round to nearest even; bf16: round to
+nearest even of the top 16 bits), so that the comparison measures what the 16-bit engine adds, not the input
+rounding (which flips ArgMax ties, comparisons, Floor ...). Tolerance, per output, with scale = the largest finite
+|reference| value (1 when all are 0): |got - ref| <= tol * scale + tol * |ref|, tol = 1e-2 (fp16), 4e-2 (bf16);
+NaN positions and infinities must match; integer and bool outputs exactly; shapes and dtypes exactly. A failure where
+the reference exceeds the 16-bit type's finite range is labelled "[range]" (a limit of the type, not a kernel bug).
+The summary also lists the registry ops (`kilnrt ops`) that no runnable case covers, and in 16-bit mode the ops none
+of whose cases passed.
 """
 import argparse
 import json
@@ -306,8 +318,10 @@ def _run_cli(engine_path, feeds, work_dir):
     return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir) if f.endswith(".npy")}
 
 
-def run_case(case_dir, device, work_dir):
+def run_case(case_dir, device, work_dir, precision="fp32"):
     """Returns (status, message): status "passed" / "failed"."""
+    if precision != "fp32":
+        return run_case_16bit(case_dir, device, work_dir, precision)
     import onnx
     import kilnrt
     with open(os.path.join(case_dir, "case.json")) as f:
@@ -344,6 +358,135 @@ def run_case(case_dir, device, work_dir):
     return "passed", ""
 
 
+# ---- 16-bit mode (--precision fp16|bf16) ----------------------------------------------------------------------
+
+TOL_16BIT = {"fp16": 1e-2, "bf16": 4e-2}
+MAX_16BIT = {"fp16": 65504.0, "bf16": 3.3895313892515355e38}
+
+
+def round_to_16bit(a, precision):
+    """float32 array rounded to the 16-bit type and back (other dtypes unchanged)."""
+    a = np.asarray(a)
+    if a.dtype != np.float32:
+        return a
+    if precision == "fp16":
+        with np.errstate(over="ignore"):
+            return a.astype(np.float16).astype(np.float32)
+    bits = np.ascontiguousarray(a).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    out = rounded.view(np.float32).reshape(a.shape)
+    return np.where(np.isnan(a), a, out).astype(np.float32)
+
+
+def _as_float_values(a, elem_type):
+    """Float64 values of an output: bfloat16 outputs (elem type 16) travel as uint16 bits."""
+    a = np.asarray(a)
+    if elem_type == 16 and a.dtype == np.uint16:
+        return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return a.astype(np.float64)
+
+
+def compare_16bit(name, got, ref, elem_type, precision):
+    """None when the 16-bit output is within tolerance of the float32 reference, else a one-line description."""
+    got = np.asarray(got)
+    ref = np.asarray(ref)
+    if got.shape != ref.shape:
+        return "%s: shape %s, reference %s" % (name, got.shape, ref.shape)
+    if got.dtype != ref.dtype:
+        return "%s: dtype %s, reference %s" % (name, got.dtype, ref.dtype)
+    if ref.dtype.kind not in "fc" and elem_type != 16:
+        return compare(name, got, ref, 0.0, 0.0)
+    g = _as_float_values(got, elem_type)
+    r = _as_float_values(ref, elem_type)
+    nan_g, nan_r = np.isnan(g), np.isnan(r)
+    if not np.array_equal(nan_g, nan_r):
+        return "%s: NaN positions differ (%d NaN, reference %d)" % (name, nan_g.sum(), nan_r.sum())
+    inf_r = np.isinf(r)
+    if not np.array_equal(np.isinf(g), inf_r) or not np.array_equal(g[inf_r], r[inf_r]):
+        rng = " [range]" if (np.abs(r[np.isfinite(r)]) > MAX_16BIT[precision]).any() else ""
+        return "%s: infinities differ (%d inf, reference %d)%s" % (name, np.isinf(g).sum(), inf_r.sum(), rng)
+    finite = np.isfinite(r)
+    scale = float(np.abs(r[finite]).max()) if finite.any() else 0.0
+    scale = scale if scale > 0 else 1.0
+    tol = TOL_16BIT[precision]
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(finite, np.abs(g - r), 0.0)
+    bad = diff > tol * scale + tol * np.abs(np.where(finite, r, 0.0))
+    if bad.any():
+        idx = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
+        rng = " [range]" if scale > MAX_16BIT[precision] else ""
+        return "%s: %d of %d values beyond tol %.0e x (scale %.3g + |ref|) (first at %s: %r, reference %r; max abs " \
+               "err %.3g)%s" % (name, int(bad.sum()), bad.size, tol, scale, tuple(int(i) for i in idx),
+                                g[idx].item(), r[idx].item(), float(diff.max()), rng)
+    return None
+
+
+def _run_built(engine_path, feeds, io_types, device, work_dir):
+    """Loads and runs an engine; falls back to the CLI for dtypes the binding cannot map (CPU engines)."""
+    import kilnrt
+    try:
+        engine = kilnrt.Engine(engine_path)
+        if device.startswith("cuda"):
+            off = [l["name"] + " (" + l["op_type"] + ")" for l in engine.layers if l["placement"] != "cuda"]
+            if off:
+                raise kilnrt.Error("layers not placed on cuda: " + ", ".join(off[:5]))
+        return _run_engine(engine, feeds)
+    except kilnrt.Error as e:
+        if not (any(t in CLI_FALLBACK_ELEM_TYPES for t in io_types) and "no numpy equivalent" in str(e)):
+            raise
+        return _run_cli(engine_path, feeds, work_dir)
+
+
+def run_case_16bit(case_dir, device, work_dir, precision):
+    """16-bit CUDA engine vs the CPU float32 engine on the same (16-bit-rounded) inputs."""
+    import onnx
+    import kilnrt
+    if not device.startswith("cuda"):
+        return "failed", "--precision %s needs --device cuda" % precision
+    model = onnx.load(os.path.join(case_dir, "model.onnx"))
+    inputs = [round_to_16bit(a, precision) for a in _read_arrays(case_dir, "input")]
+    feeds = {vi.name: a for vi, a in zip(model.graph.input, inputs)}
+    io_types = [vi.type.tensor_type.elem_type for vi in list(model.graph.input) + list(model.graph.output)]
+    ref_path = os.path.join(work_dir, "ref.engine")
+    got_path = os.path.join(work_dir, "case16.engine")
+    try:
+        kilnrt.build(os.path.join(case_dir, "model.onnx"), ref_path, device="cpu")
+        ref = _run_built(ref_path, feeds, io_types, "cpu", work_dir)
+    except kilnrt.Error as e:
+        return "failed", "cpu fp32 reference: kilnrt.Error[%s]: %s" % (getattr(e, "code", "?"),
+                                                                       (str(e).splitlines() or [""])[0])
+    try:
+        kilnrt.build(os.path.join(case_dir, "model.onnx"), got_path, device=device, fp16=(precision == "fp16"),
+                     bf16=(precision == "bf16"))
+        result = _run_built(got_path, feeds, io_types, device, work_dir)
+    except kilnrt.Error as e:
+        return "failed", "kilnrt.Error[%s]: %s" % (getattr(e, "code", "?"), (str(e).splitlines() or [""])[0])
+    for vi in model.graph.output:
+        if vi.name not in result:
+            return "failed", "output %s missing" % vi.name
+        diff = compare_16bit(vi.name, result[vi.name], ref[vi.name], vi.type.tensor_type.elem_type, precision)
+        if diff:
+            return "failed", diff
+    return "passed", ""
+
+
+def registry_ops():
+    """Op types of kilnrt's op registry (`kilnrt ops`), or None when the CLI is not there."""
+    import kilnrt
+    cli = kilnrt.cli_path()
+    if not cli:
+        return None
+    proc = subprocess.run([cli, "ops"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    ops = set()
+    for line in proc.stdout.splitlines():
+        m = re.match(r"^(?:([\w.]+)::)?(\w+)\s+opset", line)
+        if m:  # op type only: the node tests name ops without their domain
+            ops.add(m.group(2))
+    return ops
+
+
 def worker_main(args):
     """Runs the cases listed in args.worker (one name per line) and appends JSON lines to args.results."""
     with open(args.worker) as f:
@@ -355,7 +498,7 @@ def worker_main(args):
                 out.write(json.dumps({"start": name}) + "\n")
                 out.flush()
                 try:
-                    status, msg = run_case(os.path.join(args.cases, name), args.device, work_dir)
+                    status, msg = run_case(os.path.join(args.cases, name), args.device, work_dir, args.precision)
                 except Exception as e:  # noqa: BLE001 - a Python-side surprise fails this case only
                     status, msg = "failed", "runner exception %s: %s" % (
                         type(e).__name__, (str(e).splitlines() or [""])[0])
@@ -384,7 +527,7 @@ def run_all(names, args, timeout_s):
             f.write("\n".join(pending))
         open(res, "w").close()
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", lst, "--results", res, "--cases", args.cases,
-               "--device", args.device] + (["--verbose"] if args.verbose else [])
+               "--device", args.device, "--precision", args.precision] + (["--verbose"] if args.verbose else [])
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if not args.verbose else None,
                                 stderr=subprocess.DEVNULL if not args.verbose else None)
         return {"pending": list(pending), "proc": proc, "res": res, "pos": 0, "current": None, "since": time.time()}
@@ -436,9 +579,38 @@ def run_all(names, args, timeout_s):
     return results
 
 
+def op_coverage(metas, results, args):
+    """Prints the registry ops without a runnable case (and in 16-bit mode those none of whose cases passed)."""
+    covered, passing = set(), set()
+    for m in metas:
+        if "excluded" in m:
+            continue
+        covered.update(m.get("ops", []))
+        if results.get(m["name"], ("",))[0] == "passed":
+            passing.update(m.get("ops", []))
+    registry = registry_ops()
+    report = {"covered": sorted(covered), "passing": sorted(passing)}
+    if registry is None:
+        print("registry ops: `kilnrt ops` not found next to the kilnrt package: coverage not listed")
+        return report
+    missing = sorted(registry - covered)
+    report["registry_without_case"] = missing
+    print("\nregistry ops: %d; with a runnable case%s: %d; without: %d" % (
+        len(registry), " (matching --filter)" if args.filter else "", len(registry & covered), len(missing)))
+    if not args.filter:
+        print("  without a case: " + (", ".join(missing) or "none"))
+    if args.precision != "fp32":
+        never = sorted((registry & covered) - passing)
+        report["registry_no_passing_case"] = never
+        print("  ops with cases, none passing in %s: %d: %s" % (args.precision, len(never), ", ".join(never)))
+    return report
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (default cpu)")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
+                   help="fp16 / bf16 (with --device cuda): 16-bit CUDA engines against the CPU fp32 engine")
     p.add_argument("--filter", default=None, help="regex on case names")
     p.add_argument("--list-failures", action="store_true", help="print every failing case with its error")
     p.add_argument("--list-exclusions", action="store_true", help="print every excluded case (default: grouped)")
@@ -454,6 +626,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.worker:
         return worker_main(args)
+    if args.precision != "fp32" and not args.device.startswith("cuda"):
+        p.error("--precision %s needs --device cuda" % args.precision)
 
     t0 = time.time()
     tmp_cases = None
@@ -485,7 +659,9 @@ def main(argv=None):
     total = len(passed) + len(failed) + len(excluded)
     rate = len(passed) / total if total else 0.0
 
-    print("kilnrt ONNX node conformance (%s), device %s" % (source, args.device))
+    mode = args.device if args.precision == "fp32" else "%s %s (vs the CPU fp32 engine, tol %g)" % (
+        args.device, args.precision, TOL_16BIT[args.precision])
+    print("kilnrt ONNX node conformance (%s), device %s" % (source, mode))
     if failed and (args.list_failures or len(failed) <= 400):
         print("\nFAILED (%d):" % len(failed))
         for n, m in failed:
@@ -503,11 +679,22 @@ def main(argv=None):
           % (len(passed), len(failed), len(excluded), total, 100 * rate, elapsed, t_gen, args.jobs))
     if args.device.startswith("cuda"):
         print("cuda: every layer's placement was checked to be 'cuda' (Engine.layers)")
+    op_report = op_coverage(metas, results, args)
+    if args.precision != "fp32":
+        kinds = {}
+        for _, m in failed:
+            k = "cpu reference failed" if m.startswith("cpu fp32 reference") else \
+                "kilnrt error on cuda" if m.startswith("kilnrt.Error") else \
+                "out of the 16-bit range" if "[range]" in m else "worker crash / timeout" if "worker" in m or \
+                "timed out" in m else "16-bit result beyond tolerance"
+            kinds[k] = kinds.get(k, 0) + 1
+        print("16-bit failures by kind: " + (", ".join("%s %d" % kv for kv in sorted(kinds.items())) or "none"))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"summary": {"device": args.device, "source": source, "passed": len(passed),
                                    "failed": len(failed), "excluded": len(excluded), "total": total,
-                                   "pass_rate": rate, "seconds": elapsed},
+                                   "pass_rate": rate, "seconds": elapsed, "precision": args.precision},
+                       "ops": op_report,
                        "passed": passed, "failed": dict(failed), "excluded": dict(excluded)}, f, indent=1)
     if args.min_pass_rate is not None and rate < args.min_pass_rate:
         print("pass rate %.1f%% is below the required %.1f%%" % (100 * rate, 100 * args.min_pass_rate))
