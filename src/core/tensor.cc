@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/check.h"
+#include "core/failure_injection.h"
 
 namespace kilnrt {
 
@@ -36,6 +37,7 @@ std::shared_ptr<void> allocate_aligned(size_t nbytes) {
   const size_t alignment = 64;
   size_t padded = (nbytes + alignment - 1) / alignment * alignment;
   if (padded == 0) padded = alignment;
+  failure_injection::on_host_allocation(nbytes, "tensor");
   void* p = std::aligned_alloc(alignment, padded);
   if (!p) {
     KILNRT_THROW(kOutOfMemory, "", "could not allocate " << nbytes << " bytes of host memory");

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "cuda/call_injection.h"
 
 namespace kilnrt::cuda {
 namespace {
@@ -92,6 +93,11 @@ std::string load_real_driver() {
     os << "; kilnrt's CPU backend still works";
     return os.str();
   }
+  // Every entry point goes through a failure-injection trampoline (cuda/call_injection.h; a no-op unless a test
+  // arms it).
+#define KILNRT_CUDA_DRIVER_WRAP(member, symbol, type) api.member = KILNRT_INJECTABLE_CALL(#symbol, api.member);
+  KILNRT_CUDA_DRIVER_FUNCTIONS(KILNRT_CUDA_DRIVER_WRAP)
+#undef KILNRT_CUDA_DRIVER_WRAP
   g_real_api = api;
   return {};
 }

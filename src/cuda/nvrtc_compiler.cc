@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "core/checksum.h"
 #include "core/logging.h"
+#include "cuda/call_injection.h"
 #include "cuda/library_loader.h"
 
 namespace kilnrt::cuda {
@@ -42,7 +43,8 @@ void load_nvrtc() {
   std::string missing;
 #define KILNRT_NVRTC_LOAD(member, symbol, required)                                                 \
   api->member = reinterpret_cast<decltype(api->member)>(library_symbol(Library::kNvrtc, #symbol)); \
-  if (required && !api->member) missing += std::string(missing.empty() ? "" : ", ") + #symbol;
+  if (required && !api->member) missing += std::string(missing.empty() ? "" : ", ") + #symbol;  \
+  api->member = KILNRT_INJECTABLE_CALL(#symbol, api->member);
   KILNRT_NVRTC_FUNCTIONS(KILNRT_NVRTC_LOAD)
 #undef KILNRT_NVRTC_LOAD
   if (!missing.empty()) {

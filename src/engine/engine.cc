@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/failure_injection.h"
 #include "engine/cuda_engine.h"
 #include "engine/engine_impl.h"
 #ifdef KILNRT_HAVE_CUDA
@@ -119,6 +120,7 @@ std::vector<uint8_t> read_whole_file(const std::string& path) {
   KILNRT_CHECK(f.good(), kIo, path, "cannot open engine file");
   const std::streamsize size = f.tellg();
   KILNRT_CHECK(size >= 0, kIo, path, "cannot read engine file size");
+  failure_injection::on_host_allocation(static_cast<size_t>(size), "engine file");
   std::vector<uint8_t> bytes(static_cast<size_t>(size));
   f.seekg(0);
   f.read(reinterpret_cast<char*>(bytes.data()), size);

@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_executor.h"
 
+#include <new>
 #include <unordered_set>
 
 #include "core/check.h"
@@ -77,6 +78,8 @@ std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& 
     } catch (const Error& e) {
       if (e.where().find(step.node->name) != std::string::npos) throw;
       throw e.with_context(step.node->describe());
+    } catch (const std::bad_alloc&) {
+      KILNRT_THROW(kOutOfMemory, step.node->describe(), "out of host memory in the CPU kernel of " << step.node->op_type);
     }
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;

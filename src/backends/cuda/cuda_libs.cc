@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/logging.h"
+#include "cuda/call_injection.h"
 #include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
 
@@ -36,7 +37,7 @@ const Api& resolve_once(Library lib, Fill fill) {
 const CublasLtApi& cublaslt_api() {
   return resolve_once<CublasLtApi>(Library::kCublasLt, [](CublasLtApi& a) {
 #define KILNRT_RESOLVE(f) \
-  a.f = reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCublasLt, #f));
+  a.f = KILNRT_INJECTABLE_CALL(#f, reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCublasLt, #f)));
     KILNRT_CUBLASLT_FUNCTIONS(KILNRT_RESOLVE)
 #undef KILNRT_RESOLVE
   });
@@ -45,7 +46,7 @@ const CublasLtApi& cublaslt_api() {
 const CudnnApi& cudnn_api() {
   return resolve_once<CudnnApi>(Library::kCudnn, [](CudnnApi& a) {
 #define KILNRT_RESOLVE(f) \
-  a.f = reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCudnn, #f));
+  a.f = KILNRT_INJECTABLE_CALL(#f, reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCudnn, #f)));
     KILNRT_CUDNN_FUNCTIONS(KILNRT_RESOLVE)
 #undef KILNRT_RESOLVE
   });
