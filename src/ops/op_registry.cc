@@ -35,9 +35,13 @@ OpRegistry& OpRegistry::instance() {
   return registry;
 }
 
-void OpRegistry::add(OpSchema schema) { schemas_.push_back(std::move(schema)); }
+void OpRegistry::add(OpSchema schema) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  schemas_.push_back(std::move(schema));
+}
 
 const OpSchema* OpRegistry::find(const std::string& domain, const std::string& op_type, int64_t opset) const {
+  std::lock_guard<std::mutex> lock(mutex_);
   const OpSchema* best = nullptr;
   for (const OpSchema& s : schemas_) {
     if (s.op_type != op_type || s.domain != domain) continue;
@@ -51,7 +55,15 @@ const OpSchema& OpRegistry::get(const ir::Node& node, int64_t opset) const {
   const OpSchema* s = find(node.domain, node.op_type, opset);
   if (s) return *s;
   bool any_version = false;
-  for (const OpSchema& x : schemas_) any_version |= x.op_type == node.op_type && x.domain == node.domain;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const OpSchema& x : schemas_) any_version |= x.op_type == node.op_type && x.domain == node.domain;
+  }
+  if (!node.domain.empty() && !any_version)
+    KILNRT_THROW(kUnsupported, node.describe(),
+                 "custom op '" << node.domain << ":" << node.op_type << "' is not registered in this process: "
+                               << "register it (kilnrt::register_custom_op in C++, kilnrt.register_op in Python) "
+                               << "before building or loading a model or engine that uses it");
   if (any_version)
     KILNRT_THROW(kUnsupported, node.describe(),
                  "op " << node.op_type << " is not supported at opset " << opset << " (other versions are)");
@@ -61,6 +73,7 @@ const OpSchema& OpRegistry::get(const ir::Node& node, int64_t opset) const {
 }
 
 std::vector<const OpSchema*> OpRegistry::all() const {
+  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<const OpSchema*> out;
   for (const OpSchema& s : schemas_) out.push_back(&s);
   std::sort(out.begin(), out.end(), [](const OpSchema* a, const OpSchema* b) {

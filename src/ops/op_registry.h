@@ -1,7 +1,9 @@
 // The op registry: each op (src/ops/<group>/<op>.cc) registers its schema — symbolic shape function and CPU
 // reference kernel — with KILNRT_REGISTER_OP. Backends and passes look ops up here; the IR knows nothing of ops.
 #pragma once
+#include <deque>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,8 @@ struct OpSchema {
   std::string doc;            // one line for docs/operators.md
 };
 
+// Thread-safe; schemas are never removed and never move, so pointers to them stay valid while ops are added (custom
+// ops register at run time, see include/kilnrt/custom_op.h).
 class OpRegistry {
  public:
   static OpRegistry& instance();
@@ -66,7 +70,8 @@ class OpRegistry {
   std::vector<const OpSchema*> all() const;
 
  private:
-  std::vector<OpSchema> schemas_;
+  mutable std::mutex mutex_;
+  std::deque<OpSchema> schemas_;
 };
 
 struct OpRegistrar {

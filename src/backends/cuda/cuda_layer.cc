@@ -1,5 +1,7 @@
 #include "backends/cuda/cuda_layer.h"
 
+#include "ops/custom/custom_registry.h"
+
 namespace kilnrt::backends::cuda {
 
 LayerRegistry& LayerRegistry::instance() {
@@ -23,7 +25,17 @@ std::vector<std::string> LayerRegistry::op_types() const {
   return out;
 }
 
+const LayerEntry* find_layer(const ir::Node& node, const ir::Graph& graph) {
+  if (!node.domain.empty() && ops::custom::find_custom_op(node.domain, node.op_type, graph.opset(node.domain)))
+    return LayerRegistry::instance().find(kCustomLayerKey);
+  return LayerRegistry::instance().find(node.op_type);
+}
+
 std::string cuda_supports(const ir::Node& node, const ir::Graph& graph) {
+  if (!node.domain.empty() && ops::custom::find_custom_op(node.domain, node.op_type, graph.opset(node.domain))) {
+    const LayerEntry* c = find_layer(node, graph);
+    return c ? c->supports(node, graph) : "no CUDA layer for custom ops in this build";
+  }
   if (!node.domain.empty() && node.domain != "ai.onnx") return "no CUDA layer for domain '" + node.domain + "'";
   const LayerEntry* e = LayerRegistry::instance().find(node.op_type);
   if (!e) return "no CUDA layer for op " + node.op_type;

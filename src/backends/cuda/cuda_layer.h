@@ -110,6 +110,12 @@ class LayerRegistry {
 struct LayerRegistrar {
   explicit LayerRegistrar(LayerEntry e) { LayerRegistry::instance().add(std::move(e)); }
 };
+
+// Custom ops (include/kilnrt/custom_op.h) share one entry, registered under this key (layers_custom.cc).
+constexpr const char* kCustomLayerKey = "kilnrt:custom_op";
+// The entry that runs `node`: the custom-op entry when node's domain/op_type is a registered custom op, else the
+// entry of node.op_type (nullptr when none).
+const LayerEntry* find_layer(const ir::Node& node, const ir::Graph& graph);
 #define KILNRT_CUDA_CONCAT2(a, b) a##b
 #define KILNRT_CUDA_CONCAT(a, b) KILNRT_CUDA_CONCAT2(a, b)
 #define KILNRT_REGISTER_CUDA_LAYER(...) \

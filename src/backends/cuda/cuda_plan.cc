@@ -145,7 +145,7 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
     } else {
       const std::string why = cuda_supports(node, graph);
       KILNRT_CHECK(why.empty(), kUnsupported, node.describe(), "the CUDA backend cannot run this node: " << why);
-      const LayerEntry* entry = LayerRegistry::instance().find(node.op_type);
+      const LayerEntry* entry = find_layer(node, graph);
       try {
         s.layer = entry->create(LayerCreateArgs{node, graph, s.opset, *weights_, device});
       } catch (const Error& e) {
