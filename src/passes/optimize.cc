@@ -3,6 +3,8 @@
 #include "core/logging.h"
 #include "passes/constant_folding.h"
 #include "passes/dead_code.h"
+#include "passes/fold_conv_bn.h"
+#include "passes/fuse_conv_epilogue.h"
 #include "passes/shape_inference.h"
 
 namespace kilnrt::passes {
@@ -21,6 +23,15 @@ OptimizeReport optimize_graph(ir::Graph& graph) {
     r.folded += n;
     infer_shapes(graph);  // folded Shape nodes make more shapes (and constants) known
     if (n == 0) break;
+  }
+  // Conv+BN folding, then conv epilogue fusion (bias / residual add / activation -> com.kilnrt:FusedConv; its CPU
+  // reference is the Conv kernel plus an in-place epilogue, so CPU engines get it too).
+  const size_t bn_folded = fold_conv_batchnorm(graph);
+  const size_t conv_fused = fuse_conv_epilogues(graph);
+  if (bn_folded + conv_fused > 0) {
+    KILNRT_LOG(kInfo, "graph '" << graph.name << "': " << bn_folded << " BatchNormalization folded into convolutions, "
+                                << conv_fused << " convolution epilogues fused");
+    infer_shapes(graph);
   }
   r.removed = eliminate_dead_code(graph);
   r.nodes_after = graph.nodes.size();

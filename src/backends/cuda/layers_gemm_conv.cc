@@ -1,14 +1,17 @@
 // CUDA layers backed by libraries: MatMul and Gemm on cuBLASLt (strict fp32: CUBLAS_COMPUTE_32F, bias epilogue for
 // Gemm with a vector C), Conv on cuDNN (legacy convolution API, FMA math — no TF32 —, algorithm from
 // cudnnGetConvolutionForwardAlgorithm_v7 per input shape, cached) with an own direct kernel as fallback (no cuDNN,
-// asymmetric padding, or KILNRT_CUDA_CONV=direct).
+// asymmetric padding, or KILNRT_CUDA_CONV=direct). com.kilnrt:FusedConv (passes/fuse_conv_epilogue) is the same layer
+// followed by one epilogue kernel (bias + residual + activation in a single pass over the output).
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
 
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_libs.h"
+#include "backends/cuda/kernels/conv_kernels.h"
 #include "cuda/driver_api.h"
+#include "ops/nn/fused_conv.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
@@ -302,7 +305,9 @@ class ConvLayer final : public CudaLayer {
         name_(a.node.describe()),
         precision_(node_precision(a.node)),
         tf32_(precision_ == Precision::kTf32),
-        p16_(precision_ == Precision::kFp16 || precision_ == Precision::kBf16) {
+        p16_(precision_ == Precision::kFp16 || precision_ == Precision::kBf16),
+        fused_(a.node.op_type == ops::nn::kFusedConvOp) {
+    if (fused_) epilogue_ = ops::nn::read_fused_epilogue(a.node);
     const char* env = std::getenv("KILNRT_CUDA_CONV");
     std::string why;
     use_cudnn_ = !(env && std::string(env) == "direct") && cudnn_usable(&why);
@@ -322,15 +327,17 @@ class ConvLayer final : public CudaLayer {
     }
   }
   std::string tactic() const override {
-    if (!use_cudnn_) return "kernel:conv2d-direct";
-    if (p16_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32";
-    return tf32_ ? "cudnn:conv-fwd-tf32" : "cudnn:conv-fwd-fp32";
+    const std::string epi = fused_ ? "+kernel:conv-epilogue(" + ops::nn::describe_epilogue(epilogue_) + ")" : "";
+    if (!use_cudnn_) return "kernel:conv2d-direct" + epi;
+    if (p16_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32" + epi;
+    return (tf32_ ? "cudnn:conv-fwd-tf32" : "cudnn:conv-fwd-fp32") + epi;
   }
   bool supports_16bit() const override { return true; }
 
   void enqueue(LayerLaunch& l) override {
     const ConvGeometry geo = geometry(l);
     const void* bias = l.inputs.size() > 2 && l.inputs[2].present ? l.inputs[2].data : nullptr;
+    if (fused_) check_epilogue_operands(l);
     const bool symmetric = geo.pad_end_h == geo.p.ph && geo.pad_end_w == geo.p.pw;
     if (use_cudnn_ && symmetric) {
       Cached* c = cached(l, geo);
@@ -344,19 +351,23 @@ class ConvLayer final : public CudaLayer {
                                                        c->algo, l.workspace, c->workspace, &zero, c->y,
                                                        l.outputs[0].data),
                            name_);
-        if (bias)
+        if (fused_) {
+          run_epilogue(l, geo, bias);
+        } else if (bias) {
           KILNRT_CUDNN_CHECK(api, api.cudnnAddTensor(h, &one, c->bias, bias, &one, c->y, l.outputs[0].data), name_);
+        }
         return;
       }
     }
     if (l.inputs[0].dtype != DType::kFloat32) {
       direct_16(l, geo, bias);
-      return;
+    } else {
+      check_launch(k::conv2d_direct_f32(static_cast<const float*>(l.inputs[0].data),
+                                        static_cast<const float*>(l.inputs[1].data), static_cast<const float*>(bias),
+                                        static_cast<float*>(l.outputs[0].data), geo.p, l.stream),
+                   name_, "conv2d_direct");
     }
-    check_launch(k::conv2d_direct_f32(static_cast<const float*>(l.inputs[0].data),
-                                      static_cast<const float*>(l.inputs[1].data), static_cast<const float*>(bias),
-                                      static_cast<float*>(l.outputs[0].data), geo.p, l.stream),
-                 name_, "conv2d_direct");
+    if (fused_) run_epilogue(l, geo, nullptr);  // the direct kernels added the bias already
   }
 
  private:
@@ -368,6 +379,31 @@ class ConvLayer final : public CudaLayer {
     size_t workspace = 0;
     bool ok = false;
   };
+
+  // FusedConv: the residual (input 3) and bias have the output's storage dtype and the residual its shape.
+  void check_epilogue_operands(const LayerLaunch& l) const {
+    const LayerOutput& y = l.outputs[0];
+    for (size_t i : {size_t(2), size_t(3)}) {
+      if (i >= l.inputs.size() || !l.inputs[i].present) continue;
+      KILNRT_CHECK(l.inputs[i].dtype == y.dtype, kUnsupported, name_,
+                   (i == 2 ? "bias" : "residual") << " has storage dtype " << dtype_name(l.inputs[i].dtype)
+                                                  << ", the output " << dtype_name(y.dtype));
+    }
+    if (l.inputs.size() > 3 && l.inputs[3].present)
+      KILNRT_CHECK(l.inputs[3].shape == y.shape, kInvalidArgument, name_,
+                   "residual of shape " << shape_to_string(l.inputs[3].shape) << " must have the output's shape "
+                                        << shape_to_string(y.shape));
+  }
+
+  // One pass over the output: + bias[c] + residual, then the activation.
+  void run_epilogue(LayerLaunch& l, const ConvGeometry& geo, const void* bias) {
+    const void* z = l.inputs.size() > 3 && l.inputs[3].present ? l.inputs[3].data : nullptr;
+    if (!bias && !z && epilogue_.act == ops::nn::FusedActivation::kNone) return;
+    const LayerOutput& y = l.outputs[0];
+    check_launch(k::conv_epilogue(float_code(y.dtype), y.data, bias, z, y.numel(), int64_t(geo.p.oh) * geo.p.ow,
+                                  geo.p.k, static_cast<int>(epilogue_.act), epilogue_.a, epilogue_.b, l.stream),
+                 name_, "conv_epilogue");
+  }
 
   // 16-bit storage without cuDNN (or asymmetric padding): the direct float32 kernel on float32 copies in the
   // workspace. Slow fallback; an error when the copies do not fit.
@@ -498,12 +534,14 @@ class ConvLayer final : public CudaLayer {
   bool tf32_ = false;
   bool p16_ = false;
   bool use_cudnn_ = false;
+  bool fused_ = false;
+  ops::nn::FusedEpilogue epilogue_;
   std::mutex mu_;
   std::map<Shape, Cached> cache_;
 };
 
 std::string float_inputs(const ir::Node& n, const ir::Graph& g) {
-  for (size_t i = 0; i < n.inputs.size() && i < 3; ++i)
+  for (size_t i = 0; i < n.inputs.size() && i < 4; ++i)
     if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != DType::kFloat32)
       return std::string("dtype ") + dtype_name(value_dtype(g, n.inputs[i])) + " (the CUDA layer takes float32)";
   return "";
@@ -520,6 +558,18 @@ struct Register {
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
              const ir::TensorType* t = g.type_of(n.inputs.at(0));
              if (t && t->has_shape && t->shape.size() != 4 && t->shape.size() != 3) return "only 1-D and 2-D convolutions";
+             return float_inputs(n, g);
+           },
+           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<ConvLayer>(a); }});
+    r.add({ops::nn::kFusedConvOp,
+           [](const ir::Node& n, const ir::Graph& g) -> std::string {
+             const ir::TensorType* t = g.type_of(n.inputs.at(0));
+             if (t && t->has_shape && t->shape.size() != 4 && t->shape.size() != 3) return "only 1-D and 2-D convolutions";
+             try {
+               ops::nn::read_fused_epilogue(n);
+             } catch (const Error& e) {
+               return std::string(e.what());
+             }
              return float_inputs(n, g);
            },
            [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<ConvLayer>(a); }});

@@ -1,0 +1,172 @@
+// com.kilnrt:FusedConv, the CPU reference (see fused_conv.h): the registered Conv kernel, then residual add and
+// activation in place, in float32 (16-bit tensors are converted like the other nn kernels).
+#include "ops/nn/fused_conv.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "ops/nn/nn_common.h"
+#include "ops/op_registry.h"
+
+namespace kilnrt::ops::nn {
+namespace {
+
+constexpr int64_t kConvOpset = 11;  // the Conv schema covers every opset; its semantics do not change
+
+struct ActivationInfo {
+  FusedActivation act;
+  const char* name;
+  size_t params;
+};
+constexpr ActivationInfo kActivations[] = {
+    {FusedActivation::kNone, "", 0},           {FusedActivation::kRelu, "Relu", 0},
+    {FusedActivation::kClip, "Clip", 2},       {FusedActivation::kLeakyRelu, "LeakyRelu", 1},
+    {FusedActivation::kHardSigmoid, "HardSigmoid", 2}, {FusedActivation::kHardSwish, "HardSwish", 0},
+    {FusedActivation::kSigmoid, "Sigmoid", 0}, {FusedActivation::kSilu, "Silu", 0},
+    {FusedActivation::kGelu, "Gelu", 0},       {FusedActivation::kGeluTanh, "GeluTanh", 0},
+};
+
+const OpSchema& conv_schema() {
+  const OpSchema* s = OpRegistry::instance().find("", "Conv", kConvOpset);
+  KILNRT_CHECK(s != nullptr, kInternal, "FusedConv", "the Conv op is not registered");
+  return *s;
+}
+
+void infer_fused_conv(ShapeContext& ctx) {
+  read_fused_epilogue(ctx.node);  // validates the attributes
+  const ir::Node conv = conv_part_of(ctx.node);
+  ShapeContext inner{conv, kConvOpset, {}, {}, {}};
+  for (size_t i = 0; i < 3; ++i) {
+    inner.inputs.push_back(ctx.has_input(i) ? ctx.inputs[i] : nullptr);
+    inner.values.push_back(ctx.value(i));
+  }
+  inner.outputs.resize(1);
+  conv_schema().infer(inner);
+  ir::TensorType out = inner.outputs[0];
+  if (ctx.has_input(3)) {
+    const ir::TensorType& z = ctx.input(3);
+    KILNRT_CHECK(z.dtype == out.dtype, kInvalidModel, ctx.node.describe(),
+                 "residual Z has dtype " << dtype_name(z.dtype) << ", the convolution gives " << dtype_name(out.dtype));
+    if (z.has_shape && out.has_shape) {
+      bool same = z.shape.size() == out.shape.size();
+      for (size_t i = 0; same && i < z.shape.size(); ++i)
+        same = !z.shape[i].known() || !out.shape[i].known() || z.shape[i].value == out.shape[i].value;
+      KILNRT_CHECK(same, kInvalidModel, ctx.node.describe(),
+                   "residual Z of shape " << ir::sym_shape_to_string(z.shape) << " must have the convolution's shape "
+                                          << ir::sym_shape_to_string(out.shape) << " (no broadcasting)");
+    }
+  }
+  ctx.outputs[0] = out;
+}
+
+void fused_conv_cpu(CpuContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const FusedEpilogue e = read_fused_epilogue(node);
+  const ir::Node conv = conv_part_of(node);
+  CpuContext inner{conv, kConvOpset, {}, {}};
+  for (size_t i = 0; i < 3; ++i) inner.inputs.push_back(ctx.has_input(i) ? ctx.inputs[i] : nullptr);
+  inner.outputs.resize(1);
+  try {
+    conv_schema().cpu(inner);
+  } catch (const Error& err) {
+    if (err.where().find(node.name) != std::string::npos) throw;
+    throw err.with_context(node.describe());
+  }
+  const DType dtype = inner.outputs[0].dtype();
+  Tensor y = dtype == DType::kFloat32 ? inner.outputs[0] : to_float32(inner.outputs[0], node, "Y");
+  float* yp = y.data<float>();
+  const int64_t n = y.numel();
+  if (ctx.has_input(3)) {
+    const Tensor& z_in = ctx.input(3);
+    KILNRT_CHECK(z_in.shape() == y.shape(), kInvalidArgument, node.describe(),
+                 "residual Z of shape " << shape_to_string(z_in.shape()) << " must have the convolution's shape "
+                                        << shape_to_string(y.shape()) << " (no broadcasting)");
+    Tensor z = to_float32(z_in, node, "Z");
+    const float* zp = z.data<float>();
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) yp[i] += zp[i];
+  }
+  if (e.act != FusedActivation::kNone) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) yp[i] = apply_fused_activation(e, yp[i]);
+  }
+  ctx.outputs[0] = dtype == DType::kFloat32 ? y : from_float32(y, dtype);
+}
+
+KILNRT_REGISTER_OP(OpSchema{kFusedConvDomain, kFusedConvOp, 1, 1000, infer_fused_conv, fused_conv_cpu, float_dtypes(),
+                            "Conv + bias + residual add (Z, same shape) + activation in one node (made by the "
+                            "conv epilogue fusion pass)"});
+
+}  // namespace
+
+const char* fused_activation_name(FusedActivation a) {
+  for (const ActivationInfo& i : kActivations)
+    if (i.act == a) return i.name;
+  return "?";
+}
+
+FusedEpilogue read_fused_epilogue(const ir::Node& node) {
+  FusedEpilogue e;
+  const std::string name = node.attr_string("activation", std::string());
+  const std::vector<float> params = node.attr_floats("activation_params", std::vector<float>());
+  const ActivationInfo* found = nullptr;
+  for (const ActivationInfo& i : kActivations)
+    if (name == i.name) found = &i;
+  KILNRT_CHECK(found != nullptr, kInvalidModel, node.describe(), "unknown FusedConv activation '" << name << "'");
+  KILNRT_CHECK(params.size() == found->params, kInvalidModel, node.describe(),
+               "FusedConv activation '" << name << "' takes " << found->params << " activation_params, got "
+                                        << params.size());
+  e.act = found->act;
+  if (!params.empty()) e.a = params[0];
+  if (params.size() > 1) e.b = params[1];
+  e.has_bias = node.inputs.size() > 2 && !node.inputs[2].empty();
+  e.has_residual = node.inputs.size() > 3 && !node.inputs[3].empty();
+  return e;
+}
+
+ir::Node conv_part_of(const ir::Node& fused) {
+  ir::Node conv;
+  conv.name = fused.name;
+  conv.op_type = "Conv";
+  conv.inputs.assign(fused.inputs.begin(), fused.inputs.begin() + std::min<size_t>(fused.inputs.size(), 3));
+  while (!conv.inputs.empty() && conv.inputs.back().empty()) conv.inputs.pop_back();
+  conv.outputs = fused.outputs;
+  for (const auto& [k, v] : fused.attrs)
+    if (k != "activation" && k != "activation_params") conv.attrs[k] = v;
+  return conv;
+}
+
+std::string describe_epilogue(const FusedEpilogue& e) {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : "+") + part; };
+  if (e.has_bias) add("bias");
+  if (e.has_residual) add("add");
+  if (e.act != FusedActivation::kNone) {
+    std::string a = fused_activation_name(e.act);
+    for (char& c : a) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    add(a);
+  }
+  return s.empty() ? "none" : s;
+}
+
+float apply_fused_activation(const FusedEpilogue& e, float x) {
+  switch (e.act) {
+    case FusedActivation::kNone: return x;
+    case FusedActivation::kRelu: return x < 0.f ? 0.f : x;
+    case FusedActivation::kClip: return x < e.a ? e.a : (x > e.b ? e.b : x);
+    case FusedActivation::kLeakyRelu: return x < 0.f ? e.a * x : x;
+    case FusedActivation::kHardSigmoid: return std::fmin(1.f, std::fmax(0.f, e.a * x + e.b));
+    case FusedActivation::kHardSwish: return x * std::fmin(1.f, std::fmax(0.f, x * (1.f / 6.f) + 0.5f));
+    case FusedActivation::kSigmoid: return static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x))));
+    case FusedActivation::kSilu: return static_cast<float>(x / (1.0 + std::exp(-static_cast<double>(x))));
+    case FusedActivation::kGelu:
+      return static_cast<float>(0.5 * x * (1.0 + std::erf(static_cast<double>(x) * 0.70710678118654752440)));
+    case FusedActivation::kGeluTanh: {
+      const double d = x, k = 0.79788456080286535588;  // sqrt(2/pi)
+      return static_cast<float>(0.5 * d * (1.0 + std::tanh(k * (d + 0.044715 * d * d * d))));
+    }
+  }
+  return x;
+}
+
+}  // namespace kilnrt::ops::nn

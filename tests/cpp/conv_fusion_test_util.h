@@ -1,0 +1,134 @@
+// Small graph builders for the conv fusion tests (CPU and CUDA): Conv / ConvTranspose / BatchNormalization and
+// activation chains on random constants, plus a CPU runner for before/after comparisons.
+#pragma once
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_executor.h"
+#include "ir/graph.h"
+#include "passes/shape_inference.h"
+
+namespace kilnrt::testing_conv {
+
+inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  Tensor t = Tensor::empty(DType::kFloat32, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+inline ir::Attribute ints_attr(std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+inline ir::Attribute int_attr(int64_t v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kInt;
+  a.i = v;
+  return a;
+}
+inline ir::Attribute float_attr(float v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kFloat;
+  a.f = v;
+  return a;
+}
+inline ir::Attribute string_attr(const std::string& v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kString;
+  a.s = v;
+  return a;
+}
+
+// A graph under construction: typed inputs, constants, nodes appended in order.
+struct GraphBuilder {
+  ir::Graph g;
+  uint32_t seed = 1;
+  explicit GraphBuilder(int64_t opset = 17) {
+    g.name = "conv_fusion_test";
+    g.opsets[""] = opset;
+  }
+  void input(const std::string& name, const Shape& shape) {
+    g.inputs.push_back(name);
+    ir::TensorType t;
+    t.dtype = DType::kFloat32;
+    t.has_shape = true;
+    t.shape = ir::shape_to_sym(shape);
+    g.types[name] = t;
+  }
+  std::string constant(const std::string& name, Tensor t) {
+    g.constants[name] = std::move(t);
+    return name;
+  }
+  std::string random_constant(const std::string& name, const Shape& shape, float lo = -1.f, float hi = 1.f) {
+    return constant(name, random_tensor(shape, seed++, lo, hi));
+  }
+  ir::Node& node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs) {
+    ir::Node n;
+    n.name = op + "_" + std::to_string(g.nodes.size());
+    n.op_type = op;
+    n.inputs = std::move(inputs);
+    n.outputs = std::move(outputs);
+    g.nodes.push_back(std::move(n));
+    return g.nodes.back();
+  }
+  // Conv of `x` (C channels) to m channels, k x k kernel, pad k/2, given group, optional bias.
+  ir::Node& conv(const std::string& x, const std::string& y, int64_t c, int64_t m, int64_t k, int64_t group,
+                 bool bias, int64_t stride = 1) {
+    const std::string w = random_constant(y + "_W", {m, c / group, k, k}, -0.5f, 0.5f);
+    std::vector<std::string> ins = {x, w};
+    if (bias) ins.push_back(random_constant(y + "_B", {m}));
+    ir::Node& n = node("Conv", ins, {y});
+    n.attrs["group"] = int_attr(group);
+    n.attrs["pads"] = ints_attr({k / 2, k / 2, k / 2, k / 2});
+    n.attrs["strides"] = ints_attr({stride, stride});
+    n.attrs["kernel_shape"] = ints_attr({k, k});
+    return n;
+  }
+  // Inference BatchNormalization with random parameters (var in [0.5, 2]) unless given.
+  ir::Node& batchnorm(const std::string& x, const std::string& y, int64_t m, float eps = 1e-5f) {
+    const std::string s = random_constant(y + "_scale", {m}, 0.5f, 1.5f);
+    const std::string b = random_constant(y + "_bias", {m});
+    const std::string mean = random_constant(y + "_mean", {m}, -0.5f, 0.5f);
+    const std::string var = random_constant(y + "_var", {m}, 0.5f, 2.f);
+    ir::Node& n = node("BatchNormalization", {x, s, b, mean, var}, {y});
+    n.attrs["epsilon"] = float_attr(eps);
+    return n;
+  }
+  void output(const std::string& name) { g.outputs.push_back(name); }
+  ir::Graph finish() {
+    passes::infer_shapes(g);
+    return g;
+  }
+};
+
+inline size_t count_ops(const ir::Graph& g, const std::string& op) {
+  size_t n = 0;
+  for (const ir::Node& node : g.nodes) n += node.op_type == op;
+  return n;
+}
+
+inline std::map<std::string, Tensor> run_cpu(const ir::Graph& g, const std::map<std::string, Tensor>& inputs) {
+  backends::cpu::CpuPlan plan(g);
+  return plan.run(inputs);
+}
+
+// Max |a - b| / (1 + |b|) over all elements; shapes must match (else +inf).
+inline double max_rel_diff(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32) return INFINITY;
+  double m = 0.0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.data<float>()[i], y = b.data<float>()[i];
+    if (std::isnan(x) != std::isnan(y)) return INFINITY;
+    if (!std::isnan(x)) m = std::max(m, std::fabs(x - y) / (1.0 + std::fabs(y)));
+  }
+  return m;
+}
+
+}  // namespace kilnrt::testing_conv

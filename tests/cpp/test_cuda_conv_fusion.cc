@@ -1,0 +1,139 @@
+// CUDA FusedConv layer (issue 7): fused convolutions (bias + residual + activation in one epilogue kernel after
+// cuDNN) against the CPU reference of the same fused graph, in fp32 / fp16 / bf16 storage, NCHW, with spatial sizes
+// that take both the vectorised (H*W % 4 == 0) and the scalar epilogue. Skips with a message without a GPU.
+#include <gtest/gtest.h>
+
+#include "backends/cuda/cuda_plan.h"
+#include "conv_fusion_test_util.h"
+#include "cuda_backend_test_util.h"
+#include "passes/fuse_conv_epilogue.h"
+#include "passes/optimize.h"
+
+using namespace kilnrt;
+using namespace kilnrt::testing_conv;
+
+namespace {
+
+struct Prec {
+  const char* name;  // kilnrt_precision value ("" = strict fp32)
+  double atol, rtol;
+};
+const Prec kPrecs[] = {{"", 2e-4, 2e-4}, {"fp16", 3e-2, 1e-2}, {"bf16", 2e-1, 5e-2}};
+
+void set_precision(ir::Graph& g, const char* p) {
+  if (!*p) return;
+  for (ir::Node& n : g.nodes) n.attrs["kilnrt_precision"] = string_attr(p);
+}
+
+std::map<std::string, Tensor> feeds_for(const ir::Graph& g) {
+  std::map<std::string, Tensor> in;
+  uint32_t seed = 7;
+  for (const std::string& name : g.inputs)
+    in[name] = random_tensor(ir::sym_shape_to_shape(g.type_of(name)->shape), seed++, -2.f, 2.f);
+  return in;
+}
+
+// The tactic strings of the plan's layers, joined.
+std::string tactics_of(const ir::Graph& g) {
+  kilnrt::cuda::ContextGuard guard(0);
+  backends::cuda::CudaPlan plan(g, 0);
+  std::string s;
+  for (const auto& [node, t] : plan.tactics()) s += node + "=" + t + " ";
+  return s;
+}
+
+// Fuses `g`, checks one FusedConv was made, then compares CUDA with the CPU reference of the fused graph.
+void check_on_gpu(ir::Graph g, const Prec& p, const std::string& expect_tactic) {
+  ASSERT_GE(passes::fuse_conv_epilogues(g), 1u);
+  passes::infer_shapes(g);
+  set_precision(g, p.name);
+  const auto feeds = feeds_for(g);
+  const auto want = cudatest::run_cpu(g, feeds);
+  const auto got = cudatest::run_cuda(g, feeds);
+  for (const std::string& o : g.outputs) cudatest::expect_tensors_close(got.at(o), want.at(o), p.atol, p.rtol);
+  const std::string tactics = tactics_of(g);
+  EXPECT_NE(tactics.find(expect_tactic), std::string::npos) << tactics;
+}
+
+ir::Graph chain(const Shape& x, int64_t m, int64_t k, int64_t group, bool bias, bool residual, const std::string& act) {
+  GraphBuilder b(20);
+  b.input("x", x);
+  const int64_t stride = 1;
+  b.conv("x", "c", x[1], m, k, group, bias, stride);
+  std::string cur = "c";
+  if (residual) {
+    b.input("z", {x[0], m, x[2], x[3]});
+    b.node("Add", {cur, "z"}, {"s"});
+    cur = "s";
+  }
+  if (act == "Silu") {
+    b.node("Sigmoid", {cur}, {"sig"});
+    b.node("Mul", {cur, "sig"}, {"a"});
+    cur = "a";
+  } else if (act == "Clip") {
+    b.constant("lo", Tensor::from_vector(std::vector<float>{0.f}, DType::kFloat32, {}));
+    b.constant("hi", Tensor::from_vector(std::vector<float>{1.f}, DType::kFloat32, {}));
+    b.node("Clip", {cur, "lo", "hi"}, {"a"});
+    cur = "a";
+  } else if (!act.empty()) {
+    b.node(act, {cur}, {"a"});
+    cur = "a";
+  }
+  b.output(cur);
+  return b.finish();
+}
+
+}  // namespace
+
+TEST(CudaConvFusion, EveryActivationAndPrecision) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const Prec& p : kPrecs) {
+    for (const char* act : {"", "Relu", "Clip", "HardSigmoid", "HardSwish", "Sigmoid", "Silu", "Gelu", "LeakyRelu"}) {
+      for (int64_t hw : {8, 7}) {  // 64 (vectorised 16-bit epilogue) and 49 (scalar) output positions per channel
+        const bool residual = hw == 8 || std::string(act).empty();
+        SCOPED_TRACE(std::string(p.name) + " act '" + act + "' hw " + std::to_string(hw));
+        std::string lower = act;
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        const std::string epi = std::string("bias") + (residual ? "+add" : "") + (lower.empty() ? "" : "+" + lower);
+        check_on_gpu(chain({2, 16, hw, hw}, 32, 3, 1, true, residual, act), p, "conv-epilogue(" + epi + ")");
+      }
+    }
+  }
+}
+
+TEST(CudaConvFusion, DepthwiseGroupedNoBiasPointwise) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const Prec& p : kPrecs) {
+    SCOPED_TRACE(p.name);
+    check_on_gpu(chain({2, 32, 14, 14}, 32, 3, 32, true, false, "HardSwish"), p, "conv-epilogue(bias+hardswish)");
+    check_on_gpu(chain({2, 32, 9, 9}, 64, 3, 4, false, true, "Relu"), p, "conv-epilogue(add+relu)");
+    check_on_gpu(chain({4, 64, 7, 7}, 128, 1, 1, true, true, "Relu"), p, "conv-epilogue(bias+add+relu)");
+  }
+}
+
+TEST(CudaConvFusion, ResNetBlockThroughPassPipeline) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const Prec& p : kPrecs) {
+    SCOPED_TRACE(p.name);
+    GraphBuilder b;
+    b.input("x", {2, 32, 16, 16});
+    b.conv("x", "c1", 32, 32, 3, 1, false);
+    b.batchnorm("c1", "b1", 32);
+    b.node("Relu", {"b1"}, {"r1"});
+    b.conv("r1", "c2", 32, 32, 3, 1, false);
+    b.batchnorm("c2", "b2", 32);
+    b.node("Add", {"b2", "x"}, {"s"});
+    b.node("Relu", {"s"}, {"y"});
+    b.output("y");
+    ir::Graph original = b.finish();
+    ir::Graph g = original;
+    passes::optimize_graph(g);
+    ASSERT_EQ(count_ops(g, "FusedConv"), 2u) << g.to_string();
+    set_precision(g, p.name);
+    const auto feeds = feeds_for(g);
+    const auto want = cudatest::run_cpu(original, feeds);  // the unfused, unfolded graph
+    const auto got = cudatest::run_cuda(g, feeds);
+    // Two convolutions deep: twice the single-layer tolerance.
+    cudatest::expect_tensors_close(got.at("y"), want.at("y"), 2 * p.atol, 2 * p.rtol);
+  }
+}
