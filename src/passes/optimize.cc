@@ -3,6 +3,8 @@
 #include "core/logging.h"
 #include "passes/constant_folding.h"
 #include "passes/dead_code.h"
+#include "passes/fuse_attention.h"
+#include "passes/fuse_gelu.h"
 #include "passes/fold_conv_bn.h"
 #include "passes/fuse_conv_epilogue.h"
 #include "passes/shape_inference.h"
@@ -32,6 +34,12 @@ OptimizeReport optimize_graph(ir::Graph& graph) {
     KILNRT_LOG(kInfo, "graph '" << graph.name << "': " << bn_folded << " BatchNormalization folded into convolutions, "
                                 << conv_fused << " convolution epilogues fused");
     infer_shapes(graph);
+  }
+  // Pattern fusions (issue 7), on folded constants (scales, epsilons) and known ranks.
+  const size_t attention = fuse_attention(graph), gelu = fuse_gelu(graph);
+  if (attention + gelu > 0) {
+    infer_shapes(graph);
+    KILNRT_LOG(kInfo, "fused " << attention << " attention block(s), " << gelu << " GELU(s)");
   }
   r.removed = eliminate_dead_code(graph);
   r.nodes_after = graph.nodes.size();

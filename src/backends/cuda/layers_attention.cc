@@ -1,0 +1,93 @@
+// CUDA layer of com.kilnrt:FusedAttention (made by passes/fuse_attention): one launch of the fused attention
+// kernel (kernels/attention.cu), reading Q / K / V / mask in their exported layouts through strides and writing the
+// output in out_perm's layout. Float32, float16 and bfloat16 storage; no workspace, no allocation: graph-safe.
+#include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/kernels/attention.h"
+#include "ops/nn/fused_attention.h"
+
+namespace kilnrt::backends::cuda {
+namespace {
+
+namespace k = kilnrt::cuda::kernels;
+
+int64_t known_dim(const ir::Graph& g, const std::string& v, const std::vector<int64_t>& perm, size_t logical) {
+  const ir::TensorType* t = g.type_of(v);
+  if (!t || !t->has_shape || t->shape.size() != perm.size() || logical >= perm.size()) return -1;
+  return t->shape[perm[logical]].value;
+}
+
+std::string attention_supports(const ir::Node& n, const ir::Graph& g) {
+  if (n.domain != ops::nn::kKilnrtDomain) return "FusedAttention belongs to the com.kilnrt domain";
+  if (n.inputs.size() < 3 || n.inputs.size() > 4) return "needs Q, K, V and an optional mask";
+  const DType dt = value_dtype(g, n.inputs[0]);
+  if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16)
+    return std::string("dtype ") + dtype_name(dt);
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != dt) return "Q, K, V and the mask must share a dtype";
+  const ir::TensorType* q = g.type_of(n.inputs[0]);
+  if (q && q->has_shape) {
+    const size_t r = q->shape.size();
+    if (r < 2 || r > 4) return "rank must be 2 to 4";
+    const int64_t d = known_dim(g, n.inputs[0], ops::nn::attention_perm(n, "q_perm", r), r - 1);
+    const int64_t dv = known_dim(g, n.inputs[2], ops::nn::attention_perm(n, "v_perm", r), r - 1);
+    if (d > k::kAttentionMaxHead || dv > k::kAttentionMaxHead)
+      return "head size above " + std::to_string(k::kAttentionMaxHead);
+  }
+  return "";
+}
+
+class AttentionLayer final : public CudaLayer {
+ public:
+  explicit AttentionLayer(const ir::Node& n) : node_(n), name_(n.describe()), scale_(n.attr_float("scale", 1.f)) {}
+  std::string tactic() const override { return "kernel:fused-attention"; }
+  bool supports_16bit() const override { return true; }
+  void enqueue(LayerLaunch& l) override {
+    const bool mask = l.inputs.size() > 3 && l.inputs[3].present;
+    const ops::nn::AttentionGeometry g = ops::nn::attention_geometry(
+        node_, l.inputs[0].shape, l.inputs[1].shape, l.inputs[2].shape, mask ? &l.inputs[3].shape : nullptr);
+    KILNRT_CHECK(g.out_shape == l.outputs[0].shape, kInternal, name_,
+                 "output shape " << shape_to_string(l.outputs[0].shape) << " differs from the attention's "
+                                 << shape_to_string(g.out_shape));
+    KILNRT_CHECK(g.d <= k::kAttentionMaxHead && g.dv <= k::kAttentionMaxHead, kUnsupported, name_,
+                 "head sizes " << g.d << " / " << g.dv << " above " << k::kAttentionMaxHead);
+    const DType dt = l.inputs[0].dtype;
+    for (size_t i = 1; i < (mask ? 4u : 3u); ++i)
+      KILNRT_CHECK(l.inputs[i].dtype == dt, kUnsupported, name_,
+                   "input " << i << " is " << dtype_name(l.inputs[i].dtype) << ", Q is " << dtype_name(dt));
+    k::AttentionArgs a;
+    a.dt = float_code(dt);
+    a.q = l.inputs[0].data;
+    a.k = l.inputs[1].data;
+    a.v = l.inputs[2].data;
+    a.mask = mask ? l.inputs[3].data : nullptr;
+    a.o = l.outputs[0].data;
+    a.b0 = g.b0;
+    a.b1 = g.b1;
+    a.sq = g.sq;
+    a.sk = g.sk;
+    a.d = g.d;
+    a.dv = g.dv;
+    for (int i = 0; i < 4; ++i) {
+      a.qs[i] = g.q[i];
+      a.ks[i] = g.k[i];
+      a.vs[i] = g.v[i];
+      a.ms[i] = g.m[i];
+      a.os[i] = g.o[i];
+    }
+    a.scale = scale_;
+    if (l.outputs[0].numel() == 0) return;
+    check_launch(k::attention(a, l.stream), name_, "attention");
+  }
+
+ private:
+  const ir::Node& node_;
+  std::string name_;
+  float scale_;
+};
+
+const LayerRegistrar kAttention({"FusedAttention", attention_supports, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+                                   return std::make_unique<AttentionLayer>(a.node);
+                                 }});
+
+}  // namespace
+}  // namespace kilnrt::backends::cuda

@@ -1,0 +1,211 @@
+#include "passes/fuse_attention.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/logging.h"
+#include "ops/nn/fused_attention.h"
+#include "ops/op_registry.h"
+#include "passes/fusion_control.h"
+#include "passes/pattern_util.h"
+
+namespace kilnrt::passes {
+namespace {
+
+bool is_op(const ir::Node* n, const char* op) { return n && n->domain.empty() && n->op_type == op; }
+
+int rank_of(const ir::Graph& g, const std::string& v) {
+  const ir::TensorType* t = g.type_of(v);
+  return t && t->has_shape ? static_cast<int>(t->shape.size()) : -1;
+}
+
+bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
+
+// An operand traced back through Transposes (and scalar Mul / Div when allowed) to its source: the operand equals
+// transpose(src, perm) * scale.
+struct Operand {
+  std::string src;
+  std::vector<int64_t> perm;
+  double scale = 1.0;
+};
+
+Operand strip(const ir::Graph& g, const GraphIndex& ix, const std::string& value, int rank, bool allow_scale) {
+  Operand op{value, {}, 1.0};
+  for (int i = 0; i < rank; ++i) op.perm.push_back(i);
+  for (;;) {
+    const ir::Node* p = ix.producer(op.src);
+    if (!p || !p->domain.empty() || p->inputs.empty() || rank_of(g, p->inputs[0]) != rank) break;
+    if (p->op_type == "Transpose") {
+      std::vector<int64_t> tp = p->attr_ints("perm", std::vector<int64_t>{});
+      if (tp.empty())
+        for (int i = rank - 1; i >= 0; --i) tp.push_back(i);
+      if (static_cast<int>(tp.size()) != rank) break;
+      std::vector<int64_t> np(rank);
+      for (int i = 0; i < rank; ++i) np[i] = tp[op.perm[i]];  // L[i] = value[perm[i]] = src[tp[perm[i]]]
+      op.perm = np;
+      op.src = p->inputs[0];
+      continue;
+    }
+    double c = 0;
+    int other = 0;
+    if (allow_scale && (p->op_type == "Mul" || p->op_type == "Div") && binary_with_scalar(g, *p, &c, &other) &&
+        rank_of(g, p->inputs[other]) == rank && (p->op_type == "Mul" || other == 0) && c != 0.0) {
+      op.scale = p->op_type == "Mul" ? op.scale * c : op.scale / c;
+      op.src = p->inputs[other];
+      continue;
+    }
+    break;
+  }
+  return op;
+}
+
+bool identity(const std::vector<int64_t>& p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+ir::Attribute ints_attr(const std::vector<int64_t>& v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = v;
+  return a;
+}
+
+struct Match {
+  ir::Node fused;
+  std::vector<std::string> erase;
+};
+
+// Tries to fuse around Softmax node `s`; fills `m` on success.
+bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m) {
+  if (!is_op(&s, "Softmax") || s.inputs.size() != 1 || s.outputs.size() != 1) return false;
+  const std::string& x = s.inputs[0];
+  const int r = rank_of(g, x);
+  if (r < 2 || r > 4) return false;
+  const ir::TensorType* xt = g.type_of(x);
+  if (!is_float(xt->dtype)) return false;
+  const int64_t opset = g.opset("");
+  int64_t axis = s.attr_int("axis", opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += r;
+  if (axis != r - 1) return false;
+  const ir::Node* m2 = ix.sole_consumer(s.outputs[0]);
+  if (!is_op(m2, "MatMul") || m2->inputs[0] != s.outputs[0] || rank_of(g, m2->inputs[1]) != r) return false;
+  if (ix.uses(x) != 1) return false;
+  std::vector<std::string> erase = {s.name, m2->name};
+  // Scores side: [Add(scores, mask)] <- [Mul/Div scalar] <- MatMul.
+  std::string mask;
+  auto trace_scores = [&](const std::string& v, double* post, std::vector<std::string>* names) -> const ir::Node* {
+    const ir::Node* p = ix.producer(v);
+    double c = 0;
+    int other = 0;
+    std::string cur = v;
+    if (p && (is_op(p, "Mul") || is_op(p, "Div")) && binary_with_scalar(g, *p, &c, &other) &&
+        (p->op_type == "Mul" || other == 0) && c != 0.0 && ix.uses(cur) == 1 && rank_of(g, p->inputs[other]) == r) {
+      *post = p->op_type == "Mul" ? c : 1.0 / c;
+      names->push_back(p->name);
+      cur = p->inputs[other];
+      p = ix.producer(cur);
+    }
+    if (!is_op(p, "MatMul") || ix.uses(cur) != 1) return nullptr;
+    names->push_back(p->name);
+    return p;
+  };
+  double post = 1.0;
+  const ir::Node* m1 = nullptr;
+  std::vector<std::string> chain;
+  const ir::Node* add = ix.producer(x);
+  if (is_op(add, "Add") && add->inputs.size() == 2) {
+    for (int i = 0; i < 2 && !m1; ++i) {
+      chain.clear();
+      post = 1.0;
+      if (rank_of(g, add->inputs[i]) != r) continue;
+      m1 = trace_scores(add->inputs[i], &post, &chain);
+      if (m1) mask = add->inputs[1 - i];
+    }
+    if (!m1) return false;
+    chain.push_back(add->name);
+    const ir::TensorType* mt = g.type_of(mask);
+    const ir::TensorType* st = g.type_of(m1->outputs[0]);
+    if (!mt || !mt->has_shape || mt->dtype != xt->dtype || static_cast<int>(mt->shape.size()) > r) return false;
+    const size_t mr = mt->shape.size();
+    for (size_t i = 0; i < mr; ++i) {
+      const ir::Dim& md = mt->shape[i];
+      const ir::Dim& sd = st->shape[r - mr + i];
+      if (!(md.known() && md.value == 1) && !(md == sd)) return false;
+    }
+  } else {
+    m1 = trace_scores(x, &post, &chain);
+    if (!m1) return false;
+  }
+  erase.insert(erase.end(), chain.begin(), chain.end());
+  if (rank_of(g, m1->inputs[0]) != r || rank_of(g, m1->inputs[1]) != r) return false;
+  const Operand q = strip(g, ix, m1->inputs[0], r, true);
+  Operand k = strip(g, ix, m1->inputs[1], r, true);
+  std::swap(k.perm[r - 1], k.perm[r - 2]);  // K^T -> K
+  const Operand v = strip(g, ix, m2->inputs[1], r, false);
+  for (const Operand* o : {&q, static_cast<const Operand*>(&k), &v})
+    if (!is_float(g.type_of(o->src) ? g.type_of(o->src)->dtype : DType::kUndefined) ||
+        g.type_of(o->src)->dtype != xt->dtype)
+      return false;
+  std::string out = m2->outputs[0];
+  std::vector<int64_t> out_perm;
+  const ir::Node* t = ix.sole_consumer(out);
+  if (is_op(t, "Transpose") && t->outputs.size() == 1) {
+    std::vector<int64_t> tp = t->attr_ints("perm", std::vector<int64_t>{});
+    if (tp.empty())
+      for (int i = r - 1; i >= 0; --i) tp.push_back(i);
+    if (static_cast<int>(tp.size()) == r) {
+      out_perm = tp;
+      out = t->outputs[0];
+      erase.push_back(t->name);
+    }
+  }
+  ir::Node& f = m->fused;
+  f.name = s.name + "/fused_attention";
+  f.op_type = "FusedAttention";
+  f.domain = ops::nn::kKilnrtDomain;
+  f.inputs = {q.src, k.src, v.src};
+  if (!mask.empty()) f.inputs.push_back(mask);
+  f.outputs = {out};
+  ir::Attribute sc;
+  sc.kind = ir::Attribute::Kind::kFloat;
+  sc.f = static_cast<float>(q.scale * k.scale * post);
+  f.attrs["scale"] = sc;
+  if (!identity(q.perm)) f.attrs["q_perm"] = ints_attr(q.perm);
+  if (!identity(k.perm)) f.attrs["k_perm"] = ints_attr(k.perm);
+  if (!identity(v.perm)) f.attrs["v_perm"] = ints_attr(v.perm);
+  if (!out_perm.empty() && !identity(out_perm)) f.attrs["out_perm"] = ints_attr(out_perm);
+  m->erase = std::move(erase);
+  return true;
+}
+
+}  // namespace
+
+size_t fuse_attention(ir::Graph& graph) {
+  if (!fusion_enabled("attention")) return 0;
+  // One match at a time: a match erases values a later match's operands might have been traced through.
+  size_t fused = 0;
+  for (bool found = true; found;) {
+    found = false;
+    Match m;
+    {
+      const GraphIndex ix(graph);
+      for (const ir::Node& n : graph.nodes)
+        if (match(graph, ix, n, &m)) {
+          found = true;
+          break;
+        }
+    }
+    if (!found) break;
+    KILNRT_LOG(kDebug, "fused attention " << m.fused.name << " (" << m.erase.size() << " nodes)");
+    erase_nodes(graph, m.erase);
+    graph.nodes.push_back(std::move(m.fused));
+    use_kilnrt_domain(graph);
+    graph.topo_sort();
+    ++fused;
+  }
+  return fused;
+}
+
+}  // namespace kilnrt::passes

@@ -1,0 +1,85 @@
+#include "passes/pattern_util.h"
+
+#include <cmath>
+#include <unordered_set>
+
+#include "kilnrt/dtype.h"
+
+namespace kilnrt::passes {
+
+GraphIndex::GraphIndex(const ir::Graph& g) : g_(g) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    for (const std::string& o : n.outputs)
+      if (!o.empty()) producer_[o] = i;
+    for (const std::string& in : n.inputs) {
+      if (in.empty()) continue;
+      readers_[in].push_back(i);
+      ++uses_[in];
+    }
+    for (const std::string& v : ir::outer_scope_reads(n)) {
+      readers_[v].push_back(i);
+      ++uses_[v];
+    }
+  }
+  for (const std::string& o : g.outputs) ++uses_[o];
+}
+
+const ir::Node* GraphIndex::producer(const std::string& value) const {
+  auto it = producer_.find(value);
+  return it == producer_.end() ? nullptr : &g_.nodes[it->second];
+}
+
+int GraphIndex::uses(const std::string& value) const {
+  auto it = uses_.find(value);
+  return it == uses_.end() ? 0 : it->second;
+}
+
+const ir::Node* GraphIndex::sole_consumer(const std::string& value) const {
+  if (uses(value) != 1) return nullptr;
+  auto it = readers_.find(value);
+  return it == readers_.end() || it->second.size() != 1 ? nullptr : &g_.nodes[it->second[0]];
+}
+
+std::optional<double> scalar_constant(const ir::Graph& g, const std::string& value) {
+  auto it = g.constants.find(value);
+  if (it == g.constants.end() || it->second.numel() != 1) return std::nullopt;
+  const Tensor& t = it->second;
+  switch (t.dtype()) {
+    case DType::kFloat32: return double(t.data<float>()[0]);
+    case DType::kFloat64: return t.data<double>()[0];
+    case DType::kFloat16: return double(half_to_float(t.data<uint16_t>()[0]));
+    case DType::kBFloat16: return double(bfloat16_to_float(t.data<uint16_t>()[0]));
+    default: return std::nullopt;
+  }
+}
+
+bool binary_with_scalar(const ir::Graph& g, const ir::Node& n, double* c, int* other) {
+  if (n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+  for (int i = 0; i < 2; ++i) {
+    auto v = scalar_constant(g, n.inputs[i]);
+    if (v && !g.is_constant(n.inputs[1 - i])) {
+      *c = *v;
+      *other = 1 - i;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool near(double a, double b, double rel) { return std::fabs(a - b) <= rel * std::fabs(b); }
+
+void use_kilnrt_domain(ir::Graph& g) {
+  if (!g.opsets.count("com.kilnrt")) g.opsets["com.kilnrt"] = 1;
+}
+
+void erase_nodes(ir::Graph& g, const std::vector<std::string>& names) {
+  std::unordered_set<std::string> drop(names.begin(), names.end());
+  std::vector<ir::Node> kept;
+  kept.reserve(g.nodes.size());
+  for (ir::Node& n : g.nodes)
+    if (!drop.count(n.name)) kept.push_back(std::move(n));
+  g.nodes = std::move(kept);
+}
+
+}  // namespace kilnrt::passes

@@ -1,0 +1,40 @@
+// Helpers shared by the pattern-fusion passes (fuse_attention, fuse_gelu, fuse_gemm_epilogue): who produces and who
+// reads each value, and scalar constants.
+#pragma once
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kilnrt::passes {
+
+class GraphIndex {
+ public:
+  explicit GraphIndex(const ir::Graph& g);
+  // The node producing `value`, or nullptr (graph input, constant).
+  const ir::Node* producer(const std::string& value) const;
+  // How many times nodes (inputs and subgraph outer-scope reads) and graph outputs read `value`.
+  int uses(const std::string& value) const;
+  // The only reader of `value` when it has exactly one use and is no graph output, else nullptr.
+  const ir::Node* sole_consumer(const std::string& value) const;
+
+ private:
+  const ir::Graph& g_;
+  std::unordered_map<std::string, size_t> producer_;
+  std::unordered_map<std::string, std::vector<size_t>> readers_;
+  std::unordered_map<std::string, int> uses_;
+};
+
+// The value of a float constant with exactly one element (any rank), else nullopt.
+std::optional<double> scalar_constant(const ir::Graph& g, const std::string& value);
+// For a binary node with one scalar-constant input: that constant and the other input's index.
+bool binary_with_scalar(const ir::Graph& g, const ir::Node& n, double* c, int* other);
+bool near(double a, double b, double rel = 1e-3);
+// Makes sure the graph imports the com.kilnrt domain (version 1) for the fused nodes.
+void use_kilnrt_domain(ir::Graph& g);
+// Deletes the nodes whose names are in `names` (order otherwise kept).
+void erase_nodes(ir::Graph& g, const std::vector<std::string>& names);
+
+}  // namespace kilnrt::passes

@@ -1,0 +1,316 @@
+// Attention and GELU fusion (issue 7) on the CPU backend: each pass runs on exporter-shaped graphs, and the graph
+// before and after gives the same outputs; graphs the passes must leave alone are unchanged; the FusedAttention
+// reference handles fully masked rows (uniform, no NaN); the committed dynamo encoder layer fuses end to end and
+// still matches torch's output.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <limits>
+
+#include "attention_test_util.h"
+#include "ir/onnx_import.h"
+#include "kilnrt/npy.h"
+#include "passes/fuse_attention.h"
+#include "passes/fuse_gelu.h"
+#include "passes/optimize.h"
+
+using namespace kilnrt;
+using namespace kilnrt::attntest;
+
+namespace {
+
+// Runs `pass` on a copy of `g`, expects `expected` rewrites and equal outputs; returns the rewritten graph.
+template <class Pass>
+ir::Graph check_pass(const ir::Graph& g, const std::map<std::string, Tensor>& feeds, Pass pass, size_t expected,
+                     double tol = 1e-5) {
+  ir::Graph after = g;
+  EXPECT_EQ(pass(after), expected);
+  passes::infer_shapes(after);
+  const auto ref = run_cpu(g, feeds);
+  const auto got = run_cpu(after, feeds);
+  for (const std::string& o : g.outputs) EXPECT_LE(max_rel_diff(got.at(o), ref.at(o)), tol) << "output " << o;
+  return after;
+}
+
+size_t attention(ir::Graph& g) { return passes::fuse_attention(g); }
+size_t gelu(ir::Graph& g) { return passes::fuse_gelu(g); }
+
+const ir::Node* find_op(const ir::Graph& g, const std::string& op) {
+  for (const ir::Node& n : g.nodes)
+    if (n.op_type == op) return &n;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(AttentionFusion, BertBlockWithMaskAbsorbsTransposes) {
+  Builder b;
+  const ir::Graph g = bert_block(b, 2, 9, 3, 8, true, -10000.f, 0.f);
+  ir::Graph after = check_pass(g, b.feeds, attention, 1);
+  const ir::Node* f = find_op(after, "FusedAttention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->domain, "com.kilnrt");
+  EXPECT_EQ(f->inputs, (std::vector<std::string>{"q", "k", "v", "mask"})) << "the head transposes are read in place";
+  EXPECT_EQ(f->outputs[0], "y") << "the output transpose is absorbed";
+  EXPECT_NEAR(f->attr_float("scale"), 1.0 / std::sqrt(8.0), 1e-7);
+  EXPECT_EQ(f->attr_ints("out_perm"), (std::vector<int64_t>{0, 2, 1, 3}));
+  EXPECT_EQ(after.opset("com.kilnrt"), 1);
+  EXPECT_EQ(count_ops(after, "Softmax"), 0u);
+  EXPECT_EQ(count_ops(after, "MatMul"), 0u);
+  // The transposes are dead now: optimize_graph's DCE removes them.
+  passes::optimize_graph(after);
+  EXPECT_EQ(after.nodes.size(), 1u);
+}
+
+TEST(AttentionFusion, BertBlockWithoutMaskAndOddSizes) {
+  Builder b;
+  const ir::Graph g = bert_block(b, 1, 67, 2, 5, false);
+  ir::Graph after = check_pass(g, b.feeds, attention, 1);
+  EXPECT_EQ(find_op(after, "FusedAttention")->inputs.size(), 3u);
+}
+
+TEST(AttentionFusion, VitBlockRank3WithScaledQuery) {
+  // torchvision ViT through torch 1.13: [S, B*H, D] heads; Q = Transpose(1,0,2) / c, K^T = Transpose(1,2,0),
+  // V = Transpose(1,0,2); output Transpose(1,0,2).
+  Builder b;
+  b.input("q", {13, 6, 16});
+  b.input("k", {13, 6, 16});
+  b.input("v", {13, 6, 16});
+  b.transpose("q", {1, 0, 2}, "qt");
+  b.scal("Div", "qt", 4.f, "qs");
+  b.transpose("k", {1, 2, 0}, "kt");
+  b.transpose("v", {1, 0, 2}, "vt");
+  b.node("MatMul", {"qs", "kt"}, "scores");
+  b.softmax("scores", "p");
+  b.node("MatMul", {"p", "vt"}, "ctx");
+  b.transpose("ctx", {1, 0, 2}, "y");
+  b.output("y");
+  ir::Graph after = check_pass(b.finish(), b.feeds, attention, 1);
+  const ir::Node* f = find_op(after, "FusedAttention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->attr_float("scale"), 0.25, 1e-7);
+  EXPECT_EQ(f->inputs[0], "q");
+  EXPECT_EQ(f->attr_ints("k_perm"), (std::vector<int64_t>{1, 0, 2}));
+}
+
+TEST(AttentionFusion, DynamoBlockScalesBothOperandsAndTransposedKeyInput) {
+  // torch 2.x dynamo: Q * s and K^T * s (s = D^-1/4), K^T arriving already transposed.
+  Builder b;
+  b.input("q", {4, 10, 8});
+  b.input("kt", {4, 8, 12});
+  b.input("v", {4, 12, 6});
+  b.input("mask", {10, 12}, -3.f, 0.f);
+  const float s = std::pow(8.f, -0.25f);
+  b.scal("Mul", "q", s, "qs");
+  b.scal("Mul", "kt", s, "ks");
+  b.node("MatMul", {"qs", "ks"}, "scores");
+  b.node("Add", {"mask", "scores"}, "masked");  // mask first
+  b.softmax("masked", "p");
+  b.node("MatMul", {"p", "v"}, "y");
+  b.output("y");
+  ir::Graph after = check_pass(b.finish(), b.feeds, attention, 1);
+  const ir::Node* f = find_op(after, "FusedAttention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->attr_float("scale"), s * s, 1e-6);
+  EXPECT_EQ(f->inputs[1], "kt");
+  EXPECT_EQ(f->attr_ints("k_perm"), (std::vector<int64_t>{0, 2, 1}));
+  EXPECT_FALSE(f->has_attr("out_perm"));
+}
+
+TEST(AttentionFusion, FullyMaskedRowsWithLargeNegativeMask) {
+  // -1e9 on every key of some rows: softmax of the (equal) scores is uniform before and after.
+  Builder b;
+  ir::Graph g = bert_block(b, 2, 7, 2, 4, true);
+  Tensor& m = b.feeds["mask"];
+  for (int64_t i = 0; i < m.numel(); ++i) m.data<float>()[i] = i < 7 ? -1e9f : 0.f;  // batch 0 fully masked
+  check_pass(g, b.feeds, attention, 1, 1e-5);
+}
+
+TEST(AttentionFusion, LeavesOtherGraphsAlone) {
+  {  // the probabilities are a graph output too
+    Builder b;
+    ir::Graph g = bert_block(b, 1, 5, 2, 4, true);
+    g.outputs.push_back("probs");
+    EXPECT_EQ(passes::fuse_attention(g), 0u);
+  }
+  {  // softmax over another axis
+    Builder b;
+    b.input("q", {2, 5, 4});
+    b.input("kt", {2, 4, 5});
+    b.input("v", {2, 5, 4});
+    b.node("MatMul", {"q", "kt"}, "s");
+    b.softmax("s", "p", 1);
+    b.node("MatMul", {"p", "v"}, "y");
+    b.output("y");
+    ir::Graph g = b.finish();
+    EXPECT_EQ(passes::fuse_attention(g), 0u);
+  }
+  {  // the scores feed a second consumer
+    Builder b;
+    b.input("q", {2, 5, 4});
+    b.input("kt", {2, 4, 5});
+    b.input("v", {2, 5, 4});
+    b.node("MatMul", {"q", "kt"}, "s");
+    b.softmax("s", "p");
+    b.node("MatMul", {"p", "v"}, "y");
+    b.node("Relu", {"s"}, "r");
+    b.output("y");
+    b.output("r");
+    ir::Graph g = b.finish();
+    EXPECT_EQ(passes::fuse_attention(g), 0u);
+  }
+  {  // the mask would broadcast the scores to a larger shape
+    Builder b;
+    b.input("q", {1, 5, 4});
+    b.input("kt", {1, 4, 5});
+    b.input("v", {1, 5, 4});
+    b.input("mask", {3, 5, 5});
+    b.node("MatMul", {"q", "kt"}, "s");
+    b.node("Add", {"s", "mask"}, "m");
+    b.softmax("m", "p");
+    b.node("MatMul", {"p", "v"}, "y");
+    b.output("y");
+    ir::Graph g = b.finish();
+    EXPECT_EQ(passes::fuse_attention(g), 0u);
+  }
+  {  // KILNRT_NO_FUSION=attention
+    Builder b;
+    ir::Graph g = bert_block(b, 1, 5, 2, 4, false);
+    setenv("KILNRT_NO_FUSION", "gelu,attention", 1);
+    EXPECT_EQ(passes::fuse_attention(g), 0u);
+    unsetenv("KILNRT_NO_FUSION");
+  }
+}
+
+TEST(AttentionFusion, ReferenceFullyMaskedRowIsUniformWithoutNaN) {
+  ir::Graph g;
+  g.name = "direct";
+  g.opsets[""] = 17;
+  g.opsets["com.kilnrt"] = 1;
+  Builder b;
+  b.input("q", {1, 3, 4});
+  b.input("k", {1, 5, 4});
+  b.input("v", {1, 5, 2});
+  b.input("mask", {3, 5});
+  Tensor& m = b.feeds["mask"];
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int j = 0; j < 5; ++j) m.data<float>()[5 + j] = -inf;  // row 1 fully masked
+  m.data<float>()[10] = -inf;                                // row 2: one key masked
+  ir::Node& n = b.node("FusedAttention", {"q", "k", "v", "mask"}, "y");
+  n.domain = "com.kilnrt";
+  b.g.opsets["com.kilnrt"] = 1;
+  b.output("y");
+  const auto out = run_cpu(b.finish(), b.feeds);
+  const Tensor& y = out.at("y");
+  ASSERT_EQ(y.shape(), (Shape{1, 3, 2}));
+  const float* v = b.feeds["v"].data<float>();
+  for (int c = 0; c < 2; ++c) {
+    double mean = 0;
+    for (int j = 0; j < 5; ++j) mean += v[j * 2 + c] / 5.0;
+    EXPECT_NEAR(y.data<float>()[2 + c], mean, 1e-6) << "fully masked row -> mean of V";
+  }
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_FALSE(std::isnan(y.data<float>()[i]));
+}
+
+TEST(AttentionFusion, ReferenceRejectsMismatchedShapesNamingTheNode) {
+  Builder b;
+  b.input("q", {2, 3, 4});
+  b.input("k", {2, 5, 6});
+  b.input("v", {2, 5, 2});
+  ir::Node& n = b.node("FusedAttention", {"q", "k", "v"}, "y");
+  n.domain = "com.kilnrt";
+  n.name = "attn_bad";
+  b.g.opsets["com.kilnrt"] = 1;
+  b.output("y");
+  try {
+    run_cpu(b.finish(), b.feeds);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attn_bad"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("head sizes differ"), std::string::npos) << e.what();
+  }
+}
+
+// ---- GELU -----------------------------------------------------------------------------------------------------
+TEST(GeluFusion, ErfFormInAllThreeArrangements) {
+  for (int arrangement = 0; arrangement < 3; ++arrangement) {
+    SCOPED_TRACE(arrangement);
+    Builder b;
+    b.input("x", {3, 37}, -4.f, 4.f);
+    if (arrangement == 1) b.scal("Mul", "x", 1.f / std::sqrt(2.f), "d");
+    else b.scal("Div", "x", std::sqrt(2.f), "d");
+    b.node("Erf", {"d"}, "e");
+    b.scal("Add", "e", 1.f, "u");
+    if (arrangement == 0) {  // (x * u) * 0.5: torch 1.13
+      b.node("Mul", {"x", "u"}, "xu");
+      b.scal("Mul", "xu", 0.5f, "y");
+    } else if (arrangement == 1) {  // (x * 0.5) * u
+      b.scal("Mul", "x", 0.5f, "xh");
+      b.node("Mul", {"xh", "u"}, "y");
+    } else {  // (u * 0.5) * x
+      b.scal("Mul", "u", 0.5f, "uh");
+      b.node("Mul", {"uh", "x"}, "y");
+    }
+    b.node("Relu", {"x"}, "other");  // x has other readers: that is fine
+    b.output("y");
+    b.output("other");
+    ir::Graph after = check_pass(b.finish(), b.feeds, gelu, 1);
+    const ir::Node* f = find_op(after, "Gelu");
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->domain, "com.kilnrt");
+    EXPECT_EQ(f->attr_string("approximate"), "none");
+    EXPECT_EQ(count_ops(after, "Erf"), 0u);
+  }
+}
+
+TEST(GeluFusion, TanhFormWithPowAndWithProducts) {
+  for (bool pow : {true, false}) {
+    SCOPED_TRACE(pow ? "Pow" : "x*x*x");
+    Builder b;
+    b.input("x", {2, 50}, -5.f, 5.f);
+    if (pow) {
+      b.constant("three", scalar(3.f));
+      b.node("Pow", {"x", "three"}, "x3");
+    } else {
+      b.node("Mul", {"x", "x"}, "x2");
+      b.node("Mul", {"x", "x2"}, "x3");
+    }
+    b.scal("Mul", "x3", 0.044715f, "c3");
+    b.node("Add", {"x", "c3"}, "inner");
+    b.scal("Mul", "inner", std::sqrt(2.f / float(M_PI)), "arg");
+    b.node("Tanh", {"arg"}, "t");
+    b.scal("Add", "t", 1.f, "u");
+    b.node("Mul", {"x", "u"}, "xu");
+    b.scal("Mul", "xu", 0.5f, "y");
+    b.output("y");
+    ir::Graph after = check_pass(b.finish(), b.feeds, gelu, 1);
+    ASSERT_EQ(after.nodes.size(), 1u) << "everything but the Gelu is erased";
+    EXPECT_EQ(after.nodes[0].attr_string("approximate"), "tanh");
+  }
+}
+
+TEST(GeluFusion, WrongConstantsAreLeftAlone) {
+  Builder b;
+  b.input("x", {8});
+  b.scal("Div", "x", 1.5f, "d");  // not sqrt(2)
+  b.node("Erf", {"d"}, "e");
+  b.scal("Add", "e", 1.f, "u");
+  b.node("Mul", {"x", "u"}, "xu");
+  b.scal("Mul", "xu", 0.5f, "y");
+  b.output("y");
+  ir::Graph g = b.finish();
+  EXPECT_EQ(passes::fuse_gelu(g), 0u);
+}
+
+// ---- end to end -------------------------------------------------------------------------------------------------
+TEST(AttentionFusion, DynamoEncoderLayerFusesAndMatchesTorch) {
+  const std::string dir = std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/";
+  ir::Graph g = ir::import_onnx_file(dir + "transformer_encoder_layer.onnx");
+  passes::optimize_graph(g);
+  EXPECT_EQ(count_ops(g, "FusedAttention"), 1u) << g.to_string(false);
+  EXPECT_EQ(count_ops(g, "Softmax"), 0u);
+  const Tensor x = load_npy(dir + "transformer_encoder_layer.input.npy");
+  const Tensor want = load_npy(dir + "transformer_encoder_layer.expected.npy");
+  const auto got = run_cpu(g, {{"x", x}});
+  EXPECT_LE(max_rel_diff(got.at("y"), want), 1e-4);
+}
