@@ -95,9 +95,10 @@ class ZooModel:
 def recalibrate(model, spec, device="cuda"):
     """BatchNorm statistics from a few train-mode forward passes on random data (what a trained network's running
     statistics would roughly look like for these weights), then eval mode."""
-    for m in model.modules():
-        if isinstance(m, torch.nn.Linear) and float(m.weight.abs().max()) == 0.0:
-            torch.nn.init.normal_(m.weight, std=0.02)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.Linear) and float(m.weight.abs().max()) == 0.0:
+                torch.nn.init.normal_(m.weight, std=0.02)
     has_bn = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
     if has_bn:
         model.train()

@@ -28,7 +28,7 @@
 #   KILNRT_ZOO_PRECISIONS  zoo precisions (default fp32,fp16,bf16)
 #   KILNRT_BENCH_BATCHES / KILNRT_BENCH_PRECISIONS / KILNRT_BENCH_ARGS   bench selection (1,32 / fp32,fp16 / extra
 #                          options such as --no-compile or --compile-max-autotune)
-#   KILNRT_CONF_FILTER     regex on conformance case names; KILNRT_CONF_JOBS worker processes (default 8)
+#   KILNRT_CONF_FILTER     regex on conformance case names; KILNRT_CONF_JOBS worker processes (default: nproc)
 #   KILNRT_CONF_MIN_FP32 / KILNRT_CONF_MIN_FP16 / KILNRT_CONF_MIN_BF16   minimum pass rates (fractions) per precision
 # Each stage runs under `timeout` (10 minutes at most) so that a hang fails the stage instead of the box.
 # Exit status: 0 when every stage that ran passed.
@@ -159,7 +159,7 @@ for st in $stages; do
           bf16) min=${KILNRT_CONF_MIN_BF16:-};; *) echo "unknown precision $prec"; failed=1; continue;; esac
         if [ -f "$conf_cases/excluded.json" ]; then src=(--cases "$conf_cases"); else src=(--save-cases "$conf_cases"); fi
         stage "conformance-$prec" 600 "$out/conformance-$prec.log" -- "$py" tests/conformance/run_conformance.py \
-          --device cuda --precision "$prec" "${src[@]}" --jobs "${KILNRT_CONF_JOBS:-8}" \
+          --device cuda --precision "$prec" "${src[@]}" --jobs "${KILNRT_CONF_JOBS:-$(nproc)}" \
           --json "$out/conformance-$prec.json" ${KILNRT_CONF_FILTER:+--filter "$KILNRT_CONF_FILTER"} \
           ${min:+--min-pass-rate "$min"}
         add_row "CUDA conformance $prec${KILNRT_CONF_FILTER:+ (filter $KILNRT_CONF_FILTER)}" "$(grep -E '^passed [0-9]+ / failed' "$out/conformance-$prec.log" | tail -1)${min:+ (floor $min)} $(grep -E '^16-bit failures by kind' "$out/conformance-$prec.log" | tail -1)"

@@ -13,6 +13,8 @@ void add_build_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_doctor_command(CLI::App& app);
+void add_bench_command(CLI::App& app);    // tools/cmd_bench.cc
+void add_profile_command(CLI::App& app);  // tools/cmd_profile.cc
 
 // One line about a tensor's values: "min -0.12 max 3.4 mean 0.5 first [0.1, 0.2, ...]".
 std::string summarize_values(const kilnrt::Tensor& tensor, int first_count = 5);

@@ -1,4 +1,4 @@
-// kilnrt command-line tool: `kilnrt build|run|inspect|doctor`. Each command lives in its own file (cmd_*.cc).
+// kilnrt command-line tool: `kilnrt build|run|inspect|doctor|ops|bench|profile`. Each command lives in its own file (cmd_*.cc).
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   kilnrt_cli::add_inspect_command(app);
   kilnrt_cli::add_doctor_command(app);
   kilnrt_cli::add_ops_command(app);
+  kilnrt_cli::add_bench_command(app);
+  kilnrt_cli::add_profile_command(app);
   try {
     app.parse(argc, argv);  // the chosen command runs in its callback
   } catch (const CLI::ParseError& e) {

@@ -65,6 +65,7 @@ struct EngineHeaderInfo {
   std::string model_hash;     // hex
   uint64_t file_size = 0;
   uint64_t weights_bytes = 0;
+  std::string gpu_name;  // CUDA engines: the GPU the engine was built on ("" for CPU engines)
 };
 
 class ExecutionContext;
@@ -109,6 +110,18 @@ struct DeviceTensor {
   int device = 0;  // CUDA device ordinal the memory belongs to
 };
 
+// Per-layer timings of an execution context with profiling on (ExecutionContext::layer_timings()).
+struct LayerTiming {
+  std::string name;     // layer (node) name
+  std::string op_type;  // ONNX op type
+  std::string tactic;   // kernel chosen ("cpu:reference", "cuda:cudnn..." as `inspect` shows it)
+  uint64_t calls = 0;   // profiled runs that executed the layer
+  double total_ms = 0.0, mean_ms = 0.0;
+  // Per call, for traces: start offset (ms) from the first profiled run's start, and duration (ms). CUDA: measured
+  // with CUDA events on the GPU timeline of the stream; CPU: steady_clock on the host.
+  std::vector<double> start_ms, duration_ms;
+};
+
 class ExecutionContext {
  public:
   virtual ~ExecutionContext() = default;
@@ -131,6 +144,16 @@ class ExecutionContext {
   // shape tuple, or graphs off), "graph-capture", "graph-replay", "caller-capture" (the caller's stream was
   // capturing: layers enqueued into its graph); "" before the first call and for CPU engines.
   virtual std::string last_execution_mode() const { return ""; }
+  // Per-layer profiling (off by default; zero cost when off). CUDA engines: a pair of timing events per layer,
+  // recorded around each launch; while on, the context launches layers directly (no CUDA graphs). CPU engines:
+  // steady_clock around each node. Turning it on (again) clears earlier timings.
+  virtual void set_profiling(bool enabled) { (void)enabled; }
+  virtual bool profiling() const { return false; }
+  // Timings accumulated since profiling was turned on, one entry per executed layer in execution order. CUDA
+  // engines wait for the recorded events only (no device or stream synchronisation).
+  virtual std::vector<LayerTiming> layer_timings() const { return {}; }
+  // Device memory the context holds (activation arena, workspace, per-shape uploads) in bytes; 0 for CPU engines.
+  virtual size_t device_memory_bytes() const { return 0; }
 };
 
 // Checks that `ptr` is memory an engine on CUDA device `device` can read and write in place: device (or managed)

@@ -14,6 +14,7 @@
 #include "cuda/foreign_checks.h"
 #include "cuda/library_loader.h"
 #include "engine/engine_impl.h"
+#include "engine/profiling.h"
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"
 #include "kilnrt/doctor.h"
@@ -200,6 +201,25 @@ class CudaExecutionContext final : public ExecutionContext {
     std::lock_guard<std::mutex> lock(mutex_);
     return runner_->last_mode() == CudaRunner::Mode::kNone ? "" : CudaRunner::mode_name(runner_->last_mode());
   }
+  void set_profiling(bool enabled) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    kc::ContextGuard guard(device_);
+    // Timings stay readable after profiling is turned off; turning it on starts over.
+    kept_timings_ = enabled ? std::vector<LayerTiming>{} : runner_->layer_timings();
+    runner_->set_profiling(enabled);
+  }
+  bool profiling() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return runner_->profiling();
+  }
+  std::vector<LayerTiming> layer_timings() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return finish_layer_timings(*engine_, runner_->profiling() ? runner_->layer_timings() : kept_timings_);
+  }
+  size_t device_memory_bytes() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return runner_->device_memory_bytes();
+  }
 
   std::map<std::string, Shape> output_shapes(const std::map<std::string, Shape>& input_shapes) override {
     std::vector<Shape> shapes;
@@ -256,6 +276,7 @@ class CudaExecutionContext final : public ExecutionContext {
   int device_;
   mutable std::mutex mutex_;  // one call at a time: the runner (arena, graphs, handles) is not thread-safe
   std::unique_ptr<CudaRunner> runner_;
+  std::vector<LayerTiming> kept_timings_;  // of the last profiling session, once turned off
   kc::Stream stream_;
   kc::PinnedBuffer staging_;
   std::map<std::string, Shape> shapes_;

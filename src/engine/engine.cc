@@ -6,6 +6,7 @@
 #include "core/failure_injection.h"
 #include "engine/cuda_engine.h"
 #include "engine/engine_impl.h"
+#include "engine/profiling.h"
 #ifdef KILNRT_HAVE_CUDA
 #include "cuda/foreign_checks.h"
 #endif
@@ -97,7 +98,16 @@ class CpuExecutionContext final : public ExecutionContext {
 
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) override {
     engine::validate_run_inputs(*engine_, inputs, shapes_);
-    return engine_->impl().cpu_plan->run(inputs);
+    return engine_->impl().cpu_plan->run(inputs, profiling_ ? &profile_ : nullptr);
+  }
+
+  void set_profiling(bool enabled) override {
+    profiling_ = enabled;
+    if (enabled) profile_ = backends::cpu::CpuProfile{};
+  }
+  bool profiling() const override { return profiling_; }
+  std::vector<LayerTiming> layer_timings() const override {
+    return engine::finish_layer_timings(*engine_, profile_.layers);
   }
 
  private:
@@ -113,6 +123,8 @@ class CpuExecutionContext final : public ExecutionContext {
 
   std::shared_ptr<const Engine> engine_;
   std::map<std::string, Shape> shapes_;
+  bool profiling_ = false;
+  backends::cpu::CpuProfile profile_;
 };
 
 std::vector<uint8_t> read_whole_file(const std::string& path) {
@@ -147,6 +159,7 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
   h.target = impl->meta.target;
   h.build_options = impl->meta.build_options;
   h.model_hash = impl->meta.model_hash;
+  h.gpu_name = impl->meta.gpu_name;
   h.file_size = size;
   for (const auto& [n, t] : impl->graph.constants) h.weights_bytes += t.nbytes();
   try {

@@ -512,10 +512,23 @@ def worker_main(args):
 
 # ---- orchestration ----------------------------------------------------------------------------------------------
 
+class Interrupted(Exception):
+    """SIGTERM (e.g. `timeout` around the run): stop the workers and report what finished."""
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted()
+
+
 def run_all(names, args, timeout_s):
     """Runs `names` in --jobs worker processes; a worker that crashes or hangs fails its current case and is
-    restarted on the remaining ones. Returns {name: (status, message)}."""
+    restarted on the remaining ones. Returns {name: (status, message)}; on SIGTERM the workers are stopped,
+    args.interrupted is set and the cases that finished are returned."""
+    import signal
     results = {}
+    procs = []
+    args.interrupted = False
+    signal.signal(signal.SIGTERM, _raise_interrupted)
     tmp = tempfile.mkdtemp(prefix="kilnrt-conf-run-")
     shards = [names[i::args.jobs] for i in range(args.jobs)]
     workers = []  # [pending names, Popen, results path, list path, offset read, current (name, since)]
@@ -530,51 +543,60 @@ def run_all(names, args, timeout_s):
                "--device", args.device, "--precision", args.precision] + (["--verbose"] if args.verbose else [])
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if not args.verbose else None,
                                 stderr=subprocess.DEVNULL if not args.verbose else None)
+        procs.append(proc)
         return {"pending": list(pending), "proc": proc, "res": res, "pos": 0, "current": None, "since": time.time()}
 
     for slot, shard in enumerate(shards):
         if shard:
             workers.append((slot, spawn(slot, shard)))
-    while workers:
-        time.sleep(0.05)
-        alive = []
-        for slot, w in workers:
-            with open(w["res"]) as f:
-                f.seek(w["pos"])
-                data = f.read()
-            lines = data.split("\n")
-            complete, rest = lines[:-1], lines[-1]
-            w["pos"] += len(data) - len(rest)
-            for line in complete:
-                rec = json.loads(line)
-                if "start" in rec:
-                    w["current"], w["since"] = rec["start"], time.time()
-                else:
-                    results[rec["name"]] = (rec["status"], rec["message"])
-                    w["pending"].remove(rec["name"])
-                    w["current"] = None
-            rc = w["proc"].poll()
-            hung = w["current"] is not None and time.time() - w["since"] > timeout_s
-            if hung:
-                w["proc"].kill()
-                w["proc"].wait()
-                rc = "timeout"
-            if rc is None:
-                alive.append((slot, w))
-                continue
-            if w["current"] is not None:
-                why = ("timed out after %ds" % timeout_s) if rc == "timeout" else (
-                    "worker crashed (exit status %s)" % rc)
-                results[w["current"]] = ("failed", why)
-                w["pending"].remove(w["current"])
-            elif w["pending"] and rc != 0:
-                # died before starting a case (import failure...): fail the rest rather than loop forever
-                for n in w["pending"]:
-                    results[n] = ("failed", "worker exited with status %s before running the case" % rc)
-                w["pending"] = []
-            if w["pending"]:
-                alive.append((slot, spawn(slot, w["pending"])))
-        workers = alive
+    try:
+        while workers:
+            time.sleep(0.05)
+            alive = []
+            for slot, w in workers:
+                with open(w["res"]) as f:
+                    f.seek(w["pos"])
+                    data = f.read()
+                lines = data.split("\n")
+                complete, rest = lines[:-1], lines[-1]
+                w["pos"] += len(data) - len(rest)
+                for line in complete:
+                    rec = json.loads(line)
+                    if "start" in rec:
+                        w["current"], w["since"] = rec["start"], time.time()
+                    else:
+                        results[rec["name"]] = (rec["status"], rec["message"])
+                        w["pending"].remove(rec["name"])
+                        w["current"] = None
+                rc = w["proc"].poll()
+                hung = w["current"] is not None and time.time() - w["since"] > timeout_s
+                if hung:
+                    w["proc"].kill()
+                    w["proc"].wait()
+                    rc = "timeout"
+                if rc is None:
+                    alive.append((slot, w))
+                    continue
+                if w["current"] is not None:
+                    why = ("timed out after %ds" % timeout_s) if rc == "timeout" else (
+                        "worker crashed (exit status %s)" % rc)
+                    results[w["current"]] = ("failed", why)
+                    w["pending"].remove(w["current"])
+                elif w["pending"] and rc != 0:
+                    # died before starting a case (import failure...): fail the rest rather than loop forever
+                    for n in w["pending"]:
+                        results[n] = ("failed", "worker exited with status %s before running the case" % rc)
+                    w["pending"] = []
+                if w["pending"]:
+                    alive.append((slot, spawn(slot, w["pending"])))
+            workers = alive
+    except Interrupted:
+        args.interrupted = True
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)  # a late SIGTERM: finish the report anyway
     shutil.rmtree(tmp, ignore_errors=True)
     return results
 
@@ -653,10 +675,11 @@ def main(argv=None):
         shutil.rmtree(tmp_cases, ignore_errors=True)
     elapsed = time.time() - t0
 
+    not_run = sorted(set(runnable) - set(results))
     passed = sorted(n for n, (s, _) in results.items() if s == "passed")
     failed = sorted((n, m) for n, (s, m) in results.items() if s != "passed")
     excluded = sorted((m["name"], m["excluded"]) for m in metas if "excluded" in m)
-    total = len(passed) + len(failed) + len(excluded)
+    total = len(passed) + len(failed) + len(excluded) + len(not_run)
     rate = len(passed) / total if total else 0.0
 
     mode = args.device if args.precision == "fp32" else "%s %s (vs the CPU fp32 engine, tol %g)" % (
@@ -675,8 +698,11 @@ def main(argv=None):
         print("  %4d  %s" % (len(names), reason))
         print("        " + ", ".join(names if args.list_exclusions else names[:12])
               + ("" if args.list_exclusions or len(names) <= 12 else ", ..."))
-    print("\npassed %d / failed %d / excluded %d  (total %d, pass rate %.1f%%)  in %.0fs (generation %.0fs, %d jobs)"
-          % (len(passed), len(failed), len(excluded), total, 100 * rate, elapsed, t_gen, args.jobs))
+    print("\npassed %d / failed %d / excluded %d%s  (total %d, pass rate %.1f%%)  in %.0fs (generation %.0fs, %d jobs)"
+          % (len(passed), len(failed), len(excluded), " / not run %d" % len(not_run) if not_run else "", total,
+             100 * rate, elapsed, t_gen, args.jobs))
+    if not_run:
+        print("INTERRUPTED (SIGTERM): %d runnable cases did not run; they count as not passed" % len(not_run))
     if args.device.startswith("cuda"):
         print("cuda: every layer's placement was checked to be 'cuda' (Engine.layers)")
     op_report = op_coverage(metas, results, args)
@@ -692,10 +718,12 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"summary": {"device": args.device, "source": source, "passed": len(passed),
-                                   "failed": len(failed), "excluded": len(excluded), "total": total,
+                                   "failed": len(failed), "excluded": len(excluded), "not_run": len(not_run), "total": total,
                                    "pass_rate": rate, "seconds": elapsed, "precision": args.precision},
                        "ops": op_report,
                        "passed": passed, "failed": dict(failed), "excluded": dict(excluded)}, f, indent=1)
+    if not_run:
+        return 1
     if args.min_pass_rate is not None and rate < args.min_pass_rate:
         print("pass rate %.1f%% is below the required %.1f%%" % (100 * rate, 100 * args.min_pass_rate))
         return 1

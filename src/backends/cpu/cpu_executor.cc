@@ -11,6 +11,20 @@ std::vector<std::string> subgraph_free_values(const ir::Node& node) { return ir:
 
 CpuPlan::CpuPlan(const ir::Graph& graph) : CpuPlan(graph, {}) {}
 
+namespace {
+void add_timing(CpuProfile* profile, size_t step, std::chrono::steady_clock::time_point start,
+                std::chrono::steady_clock::time_point end) {
+  using Ms = std::chrono::duration<double, std::milli>;
+  LayerTiming& t = profile->layers[step];
+  const double ms = Ms(end - start).count();
+  t.start_ms.push_back(Ms(start - profile->origin).count());
+  t.duration_ms.push_back(ms);
+  ++t.calls;
+  t.total_ms += ms;
+  t.mean_ms = t.total_ms / static_cast<double>(t.calls);
+}
+}  // namespace
+
 CpuPlan::CpuPlan(const ir::Graph& graph, const std::vector<std::string>& outer_values) : graph_(graph) {
   auto slot = [&](const std::string& name) {
     auto it = slot_of_.find(name);
@@ -60,7 +74,21 @@ CpuPlan::CpuPlan(const ir::Graph& graph, const std::vector<std::string>& outer_v
     if (last_use[s] >= 0 && !pinned.count(s)) steps_[last_use[s]].release.push_back(s);
 }
 
-std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& inputs) const {
+std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& inputs, CpuProfile* profile) const {
+  using Clock = std::chrono::steady_clock;
+  if (profile) {
+    if (!profile->has_origin) {
+      profile->origin = Clock::now();
+      profile->has_origin = true;
+    }
+    if (profile->layers.size() != steps_.size()) {
+      profile->layers.assign(steps_.size(), LayerTiming{});
+      for (size_t i = 0; i < steps_.size(); ++i) {
+        profile->layers[i].name = steps_[i].node->name;
+        profile->layers[i].op_type = steps_[i].node->op_type;
+      }
+    }
+  }
   std::vector<Tensor> slots(num_slots_);
   for (const auto& [name, s] : input_slots_) {
     auto it = inputs.find(name);
@@ -68,11 +96,13 @@ std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& 
     slots[s] = it->second;
   }
   for (const auto& [s, t] : constant_slots_) slots[s] = *t;
-  for (const Step& step : steps_) {
+  for (size_t si = 0; si < steps_.size(); ++si) {
+    const Step& step = steps_[si];
     ops::CpuContext ctx{*step.node, step.opset, {}, {}};
     ctx.inputs.reserve(step.inputs.size());
     for (int in : step.inputs) ctx.inputs.push_back(in >= 0 ? &slots[in] : nullptr);
     ctx.outputs.resize(step.outputs.size());
+    const Clock::time_point start = profile ? Clock::now() : Clock::time_point{};
     try {
       step.schema->cpu(ctx);
     } catch (const Error& e) {
@@ -81,6 +111,7 @@ std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& 
     } catch (const std::bad_alloc&) {
       KILNRT_THROW(kOutOfMemory, step.node->describe(), "out of host memory in the CPU kernel of " << step.node->op_type);
     }
+    if (profile) add_timing(profile, si, start, Clock::now());
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       KILNRT_CHECK(ctx.outputs[i].defined(), kInternal, step.node->describe(),

@@ -1,11 +1,13 @@
 // The CPU backend's executor: runs an optimized graph node by node with the registry's CPU kernels. Intermediate
 // tensors are released after their last use. Shape computations of dynamic exports run here on the host.
 #pragma once
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "kilnrt/engine.h"
 #include "kilnrt/tensor.h"
 #include "ops/op_registry.h"
 
@@ -16,6 +18,15 @@ namespace kilnrt::backends::cpu {
 // (CpuContext::inputs[node.inputs.size() + k] holds subgraph_free_values(node)[k]).
 std::vector<std::string> subgraph_free_values(const ir::Node& node);
 
+// Per-node timings a caller collects over CpuPlan::run calls (one per execution context). `layers` holds one entry
+// per node in plan order (sized by the first profiled run); start offsets are measured from `origin`, the start of
+// the first profiled run.
+struct CpuProfile {
+  std::vector<LayerTiming> layers;
+  std::chrono::steady_clock::time_point origin;
+  bool has_origin = false;
+};
+
 class CpuPlan {
  public:
   // Resolves every node's kernel (throws kUnsupported naming the node when an op has no CPU kernel).
@@ -25,7 +36,8 @@ class CpuPlan {
   CpuPlan(const ir::Graph& graph, const std::vector<std::string>& outer_values);
   // Runs the graph. `inputs` must hold every graph input (validated by the caller). Not thread-safe per call state:
   // all per-run state lives on the stack, so one plan may run on several threads at once.
-  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  // `profile`: when non-null, each node's kernel is timed with steady_clock and added to it (null: no timing cost).
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, CpuProfile* profile = nullptr) const;
 
  private:
   struct Step {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "backends/cuda/runner_profiling.h"
 #include "core/logging.h"
 #include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
@@ -552,10 +553,11 @@ void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vect
     ++stats_.caller_captured;
     return;
   }
-  if (graphs_enabled_ && !st.graph_failed() && (st.graph || st.calls > 0)) {
+  if (graphs_enabled_ && !profiler_ && !st.graph_failed() && (st.graph || st.calls > 0)) {
     enqueue_with_graph(st, inputs, outputs, stream);
   } else {
     resolve_pointers(st, inputs);
+    if (profiler_) profiler_->start_run(stream);
     if (st.calls == 0) {
       // The first call with a shape tuple is the warm-up: direct launches, whose first kernels may be loaded lazily
       // (a context-wide synchronisation): not while another thread captures a graph.
@@ -564,6 +566,7 @@ void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vect
     } else {
       launch_layers(st, outputs, stream);
     }
+    if (profiler_) profiler_->finish_run();
     ++st.calls;
     last_mode_ = Mode::kDirect;
     ++stats_.direct;
@@ -733,6 +736,8 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
     if (step.host) continue;
     const ir::Node& node = *step.node;
     const std::vector<int64_t>& sc = st.scratch[si];
+    const bool timed = profiler_ && profiler_->armed() && !step.layer->is_alias();
+    if (timed) profiler_->begin(si, stream);
     launch.inputs.assign(step.inputs.size(), LayerTensor{});
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       const int in = step.inputs[i];
@@ -782,6 +787,7 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
                      node.describe(), "f32_to_16");
       }
     }
+    if (timed) profiler_->end(si, stream);
   }
   // 16-bit outputs -> float32 graph outputs (the model's dtype).
   for (size_t i = 0; i < out32_.size(); ++i) {

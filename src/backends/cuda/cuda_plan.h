@@ -42,6 +42,7 @@
 #include "kilnrt/cuda/graph.h"
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"
+#include "kilnrt/engine.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
@@ -92,6 +93,8 @@ class CudaPlan {
   std::vector<const void*> const_ptr_;  // per slot: device copy of a constant (null: not uploaded / not constant)
 };
 
+class LayerProfiler;  // runner_profiling.h
+
 struct DeviceIo {
   const void* data = nullptr;
   void* mutable_data = nullptr;
@@ -131,6 +134,14 @@ class CudaRunner {
   void* input_device_ptr(size_t i);
   const void* output_device_ptr(size_t i) const;
   LibraryHandles& handles() { return handles_; }
+  // Per-layer timing (runner_profiling.cc): while on, timing events surround each layer and enqueue() launches the
+  // layers directly (no CUDA graphs). Turning it on clears earlier timings.
+  void set_profiling(bool on);
+  bool profiling() const { return profiler_ != nullptr; }
+  // Timings so far, one entry per plan step (calls == 0: never timed); waits for the recorded events only.
+  std::vector<LayerTiming> layer_timings();
+  // Device memory the runner holds: arena(s) and workspace.
+  size_t device_memory_bytes() const;
 
  private:
   struct ShapeState;
@@ -172,6 +183,7 @@ class CudaRunner {
   Mode last_mode_ = Mode::kNone;
   Stats stats_;
   std::vector<ShapeState*> graph_lru_;  // states holding a graph, most recently used last
+  std::unique_ptr<LayerProfiler> profiler_;  // non-null while profiling
 };
 
 }  // namespace kilnrt::backends::cuda
