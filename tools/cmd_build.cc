@@ -1,4 +1,5 @@
-// `kilnrt build MODEL.onnx -o ENGINE [--device cpu|cuda] [--fp16] [--shapes NAME:D0xD1x...|NAME:MIN/OPT/MAX]...`
+// `kilnrt build MODEL.onnx -o ENGINE [--device cpu|cuda] [--fp16] [--shapes NAME:D0xD1x...|NAME:MIN/OPT/MAX]...
+//  [--layer-precision PATTERN=fp32|fp16|bf16]... [--mark-all-outputs]`
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -12,8 +13,8 @@ namespace {
 
 struct BuildArgs {
   std::string model, output, device = "cpu";
-  bool fp16 = false, bf16 = false, tf32 = false;
-  std::vector<std::string> shapes;
+  bool fp16 = false, bf16 = false, tf32 = false, mark_all_outputs = false;
+  std::vector<std::string> shapes, layer_precisions;
 };
 
 void run_build(const BuildArgs& args) {
@@ -22,6 +23,14 @@ void run_build(const BuildArgs& args) {
   options.fp16 = args.fp16;
   options.bf16 = args.bf16;
   options.tf32 = args.tf32;
+  options.mark_all_outputs = args.mark_all_outputs;
+  for (const std::string& spec : args.layer_precisions) {
+    const size_t eq = spec.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument,
+                          "bad --layer-precision '" + spec + "': expected PATTERN=fp32|fp16|bf16", "--layer-precision");
+    options.layer_precisions.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+  }
   if (!args.shapes.empty()) {
     std::vector<kilnrt::InputProfile> profile;
     for (const std::string& spec : args.shapes) profile.push_back(kilnrt::parse_shape_spec(spec));
@@ -61,6 +70,12 @@ void add_build_command(CLI::App& app) {
   cmd->add_option("--shapes", args->shapes,
                   "Input shape NAME:D0xD1x... (fixed) or NAME:MIN/OPT/MAX (dynamic range); repeat per input")
       ->allow_extra_args(false);
+  cmd->add_option("--layer-precision", args->layer_precisions,
+                  "Per-layer precision PATTERN=fp32|fp16|bf16 (PATTERN: layer name or op type, '*' wildcard); "
+                  "repeatable, a later one wins. fp16/bf16 need --fp16/--bf16")
+      ->allow_extra_args(false);
+  cmd->add_flag("--mark-all-outputs", args->mark_all_outputs,
+                "Debug: make every intermediate tensor an engine output (to compare engines layer by layer)");
   cmd->callback([args]() { run_build(*args); });
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kilnrt/error.h"
@@ -32,6 +33,17 @@ struct BuildOptions {
   // Profiles: each is a list of input ranges. Inputs with symbolic dims that no profile names keep them dynamic
   // (any size at run time on the CPU backend). A range with min == opt == max fixes the shape.
   std::vector<std::vector<InputProfile>> profiles;
+  // Per-layer precision overrides, applied in order (a later pattern wins where two match): {PATTERN, PRECISION}
+  // with PRECISION "fp32", "fp16" or "bf16". PATTERN matches a layer (node) name or op type of the optimized graph,
+  // '*' matching any run of characters ("Softmax", "*attn*", "/encoder/layer.0/*"). "fp32" in an --fp16 / --bf16
+  // engine makes a float32 island; in a --tf32 engine strict float32. A 16-bit precision needs the engine's own
+  // 16-bit type (--fp16 / --bf16): elsewhere it is a build error saying so. A pattern matching no layer is an error.
+  std::vector<std::pair<std::string, std::string>> layer_precisions;
+  // Debug: every intermediate tensor computed from the inputs' data (not constants or shape computations) becomes
+  // an engine output, named as in the model, after the model's own outputs — to compare engines layer by layer
+  // (scripts/accuracy_hunt.py). Marking happens before the graph passes, so fusions that would hide a marked
+  // tensor do not happen: the engine may be slower than one built without it.
+  bool mark_all_outputs = false;
 };
 
 // Parses "NAME:1x3x224x224" (fixed) or "NAME:1x3x224x224/8x3x224x224/32x3x224x224" (min/opt/max).
@@ -55,6 +67,16 @@ struct LayerInfo {
   std::string placement;  // "cpu" / "cuda"
   std::string tactic;     // kernel chosen
   std::vector<std::string> inputs, outputs;
+  // What the layer computes in: "fp32", "tf32", "fp16", "bf16" (CUDA: the effective choice, a 16-bit engine's
+  // float32 island says "fp32"), "host" (CUDA shape computations evaluated on the host). CPU engines: "fp32".
+  std::string precision;
+};
+
+// Options of Engine::create_context.
+struct ContextOptions {
+  // false: the context allocates no activation memory; give it with ExecutionContext::set_activation_memory()
+  // (at least Engine::activation_memory_size() bytes) before the first run() / enqueue().
+  bool allocate_activations = true;
 };
 
 struct EngineHeaderInfo {
@@ -91,6 +113,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::string describe() const;
 
   std::unique_ptr<ExecutionContext> create_context() const;
+  std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options) const;
+  // Device memory (bytes) an execution context needs for activations at the max shapes of the engine's profiles
+  // (the largest over the profiles; a fixed-shape engine: its shapes), computed at build time and stored in the
+  // engine. Contexts allocate this much at creation, so shapes within the profiles never make them allocate later.
+  // It excludes the context's library workspace and the small per-shape uploads of shape computations. 0 for CPU
+  // engines, and for CUDA engines with dynamic dims that no profile bounds (their contexts grow as needed).
+  size_t activation_memory_size() const;
+  // Per profile (one entry for a fixed-shape engine without profiles); -1 where no bound is known. Empty for CPU.
+  std::vector<int64_t> activation_memory_sizes() const;
   // Convenience: runs on a context private to the call.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
 
@@ -144,6 +175,13 @@ class ExecutionContext {
   // shape tuple, or graphs off), "graph-capture", "graph-replay", "caller-capture" (the caller's stream was
   // capturing: layers enqueued into its graph); "" before the first call and for CPU engines.
   virtual std::string last_execution_mode() const { return ""; }
+  // CUDA engines: the caller's device memory becomes the context's activation memory (contexts created with
+  // ContextOptions{false}; on others it replaces the memory they allocated). `device_ptr`: device memory of the
+  // engine's device, 256-byte aligned, at least Engine::activation_memory_size() bytes (and, for shapes outside
+  // the profiles' bound, what they need: checked at each run). The caller keeps it alive and unused by others
+  // while work of this context may run; changing it waits for the context's earlier work. Throws
+  // kInvalidArgument saying what is wrong. CPU engines throw kUnsupported.
+  virtual void set_activation_memory(void* device_ptr, size_t bytes);
   // Per-layer profiling (off by default; zero cost when off). CUDA engines: a pair of timing events per layer,
   // recorded around each launch; while on, the context launches layers directly (no CUDA graphs). CPU engines:
   // steady_clock around each node. Turning it on (again) clears earlier timings.

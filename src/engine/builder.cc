@@ -6,8 +6,10 @@
 #include "core/check.h"
 #include "core/checksum.h"
 #include "core/logging.h"
+#include "engine/activation_memory.h"
 #include "engine/cuda_engine.h"
 #include "engine/engine_file.h"
+#include "engine/layer_precision.h"
 #include "ir/onnx_import.h"
 #include "kilnrt/engine.h"
 #include "ops/op_registry.h"
@@ -52,6 +54,8 @@ std::vector<uint8_t> read_file(const std::string& path) {
 std::string options_string(const BuildOptions& o) {
   std::ostringstream os;
   os << "device=" << o.device << " fp16=" << o.fp16 << " bf16=" << o.bf16 << " tf32=" << o.tf32;
+  if (o.mark_all_outputs) os << " mark_all_outputs=1";
+  for (const auto& [pattern, precision] : o.layer_precisions) os << " layer_precision:" << pattern << "=" << precision;
   for (size_t p = 0; p < o.profiles.size(); ++p)
     for (const InputProfile& r : o.profiles[p])
       os << " profile" << p << ":" << r.name << "=" << shape_to_string(r.min) << "/" << shape_to_string(r.opt) << "/"
@@ -152,7 +156,13 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   for (const ir::Node& n : graph.nodes) ops::OpRegistry::instance().get(n, graph.opset(n.domain));
 
   apply_profiles(graph, options.profiles);
+  // Debug outputs are marked before the passes, so that they keep the model's names and no fusion hides them.
+  const std::vector<std::string> marked =
+      options.mark_all_outputs ? engine::mark_all_outputs(graph) : std::vector<std::string>{};
   passes::optimize_graph(graph);
+  if (options.mark_all_outputs) engine::prune_marked_outputs(graph, marked);
+  // Precision is an attribute of the plan, stored per layer (the CPU oracle ignores it).
+  engine::assign_layer_precisions(graph, options, cuda);
 
   engine::EngineMetadata meta;
   meta.format_version = engine::kEngineFormatVersion;
@@ -164,25 +174,12 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   for (const std::string& in : graph.inputs) meta.inputs.push_back(tensor_info(graph, in));
   for (const std::string& out : graph.outputs) meta.outputs.push_back(tensor_info(graph, out));
   if (cuda) {
-    // Precision is an attribute of the plan, stored per layer (the CPU oracle ignores it): GEMMs take 16-bit
-    // operands with float32 accumulation under --fp16 / --bf16; --tf32 lets GEMMs and convolutions use TF32.
-    for (ir::Node& n : graph.nodes) {
-      const bool gemm = n.op_type == "MatMul" || n.op_type == "Gemm";
-      std::string p;
-      // --fp16 / --bf16: every layer runs with 16-bit activations (float32 math inside kernels); a layer
-      // without 16-bit kernels, or with kilnrt_precision "fp32", runs as a float32 island.
-      if (options.fp16) p = "fp16";
-      else if (options.bf16) p = "bf16";
-      else if ((gemm || n.op_type == "Conv") && options.tf32) p = "tf32";
-      if (p.empty()) continue;
-      ir::Attribute a;
-      a.kind = ir::Attribute::Kind::kString;
-      a.s = p;
-      n.attrs["kilnrt_precision"] = a;
-    }
     // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
     auto plan = engine::make_cuda_plan(graph, target.device);
     meta.layer_tactics = engine::cuda_tactics(*plan);
+    // Activation memory at each profile's max shapes (host-only layout, the one contexts use).
+    meta.blobs[engine::kActivationMemoryBlob] =
+        engine::encode_activation_memory(engine::cuda_activation_bytes(*plan, meta.inputs, meta.profiles));
     meta.gpu_name = target.gpu_name;
     meta.sm_count = target.sm_count;
     meta.cuda_version = engine::cuda_library_version(0);

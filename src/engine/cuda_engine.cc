@@ -13,6 +13,7 @@
 #include "cuda/context_guard.h"
 #include "cuda/foreign_checks.h"
 #include "cuda/library_loader.h"
+#include "engine/activation_memory.h"
 #include "engine/engine_impl.h"
 #include "engine/profiling.h"
 #include "kilnrt/cuda/memory.h"
@@ -33,7 +34,14 @@ CudaTarget cuda_target(int) { no_cuda(); }
 std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph&, int) { no_cuda(); }
 std::vector<std::pair<std::string, std::string>> cuda_tactics(const backends::cuda::CudaPlan&) { no_cuda(); }
 std::string cuda_library_version(int) { return ""; }
-std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine>) { no_cuda(); }
+std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine>, const ContextOptions&) {
+  no_cuda();
+}
+std::vector<int64_t> cuda_activation_bytes(const backends::cuda::CudaPlan&, const std::vector<TensorInfo>&,
+                                           const std::vector<std::vector<InputProfile>>&) {
+  no_cuda();
+}
+std::vector<std::pair<std::string, std::string>> cuda_layer_precisions(const backends::cuda::CudaPlan&) { no_cuda(); }
 
 #else
 
@@ -71,6 +79,30 @@ std::shared_ptr<CudaPlan> make_cuda_plan(const ir::Graph& graph, int device) {
 
 std::vector<std::pair<std::string, std::string>> cuda_tactics(const CudaPlan& plan) { return plan.tactics(); }
 
+std::vector<std::pair<std::string, std::string>> cuda_layer_precisions(const CudaPlan& plan) {
+  return plan.precisions();
+}
+
+std::vector<int64_t> cuda_activation_bytes(const CudaPlan& plan, const std::vector<TensorInfo>& inputs,
+                                           const std::vector<std::vector<InputProfile>>& profiles) {
+  const MaxShapes max = profile_max_shapes(inputs, profiles);
+  const CudaRunner runner(plan);  // allocates nothing: arena_bytes_for() is host-only
+  std::vector<int64_t> out;
+  for (size_t p = 0; p < max.shapes.size(); ++p) {
+    if (!max.bounded[p]) {
+      out.push_back(-1);
+      continue;
+    }
+    try {
+      out.push_back(static_cast<int64_t>(runner.arena_bytes_for(max.shapes[p])));
+    } catch (const Error& e) {
+      throw e.with_context(profiles.empty() ? std::string("activation memory of the input shapes")
+                                            : "activation memory at profile " + std::to_string(p) + "'s max shapes");
+    }
+  }
+  return out;
+}
+
 std::string cuda_library_version(int which) {
   if (which == 0) return std::to_string(CUDART_VERSION);
   const kc::LibraryInfo& info = kc::library(which == 1 ? kc::Library::kCudnn : kc::Library::kCublasLt);
@@ -83,11 +115,14 @@ CUdeviceptr dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_ca
 
 class CudaExecutionContext final : public ExecutionContext {
  public:
-  explicit CudaExecutionContext(std::shared_ptr<const Engine> engine)
+  CudaExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options)
       : engine_(std::move(engine)), plan_(*engine_->impl().cuda_plan), device_(plan_.device()) {
-    // Nothing is allocated here (the runner allocates in prepare(), in relaxed capture mode): a context may be
-    // created while the caller's stream captures a CUDA graph.
     runner_ = std::make_unique<CudaRunner>(plan_);
+    // The activation arena for the profiles' max shapes, allocated now in relaxed capture mode (a context may be
+    // created while the caller's stream captures a CUDA graph): shapes within the profiles never grow it later.
+    // Without allocate_activations the caller's memory comes with set_activation_memory().
+    if (!options.allocate_activations) runner_->set_external_arena(nullptr, 0);
+    else runner_->reserve_arena(engine_->activation_memory_size());
   }
 
   ~CudaExecutionContext() override {
@@ -111,6 +146,7 @@ class CudaExecutionContext final : public ExecutionContext {
     const kc::DriverApi& api = guard.api();
     kc::StreamHandle s = own_stream();
     runner_->prepare(shapes, s);
+    check_activation_memory();
     const std::vector<Shape> out_shapes = runner_->output_shapes();
     size_t total = 0;
     for (const TensorInfo& info : in_infos) total += align(inputs.at(info.name).nbytes());
@@ -175,6 +211,7 @@ class CudaExecutionContext final : public ExecutionContext {
       check_device_pointer(in_ptrs[i], shape_numel(shapes[i]) * dtype_size(in_infos[i].dtype),
                            inputs.at(in_infos[i].name).device, "input '" + in_infos[i].name + "'");
     runner_->prepare(shapes, s);
+    check_activation_memory();
     const std::vector<Shape> out_shapes = runner_->output_shapes();
     std::vector<void*> out_ptrs;
     for (size_t i = 0; i < out_infos.size(); ++i) {
@@ -191,6 +228,23 @@ class CudaExecutionContext final : public ExecutionContext {
       out_ptrs.push_back(it->second.data);
     }
     runner_->enqueue(in_ptrs, out_ptrs, s);
+  }
+
+  void set_activation_memory(void* device_ptr, size_t bytes) override {
+    const std::string what = "activation memory";
+    const size_t need = engine_->activation_memory_size();
+    KILNRT_CHECK(device_ptr, kInvalidArgument, what, "the activation memory pointer is null");
+    KILNRT_CHECK(bytes >= need, kInvalidArgument, what,
+                 "activation memory of " << bytes << " bytes is too small: the engine needs "
+                                         << need << " bytes (Engine::activation_memory_size())");
+    KILNRT_CHECK(reinterpret_cast<uintptr_t>(device_ptr) % 256 == 0, kInvalidArgument, what,
+                 "activation memory at " << device_ptr << " is not 256-byte aligned");
+    KILNRT_CHECK(bytes > 0, kInvalidArgument, what, "activation memory of 0 bytes");
+    std::lock_guard<std::mutex> lock(mutex_);
+    kc::ContextGuard guard(device_);
+    kc::check_device_pointer(device_ptr, device_, what);
+    kc::check_device_pointer(static_cast<const char*>(device_ptr) + bytes - 1, device_, what + " (its last byte)");
+    runner_->set_external_arena(device_ptr, bytes);
   }
 
   void set_cuda_graphs(bool enabled) override {
@@ -242,6 +296,19 @@ class CudaExecutionContext final : public ExecutionContext {
  private:
   static size_t align(size_t n) { return (n + 255) / 256 * 256; }
 
+  // After prepare(): a context using the caller's activation memory has enough of it for the prepared shapes.
+  void check_activation_memory() const {
+    if (!runner_->external_arena()) return;
+    const size_t need = runner_->prepared_arena_bytes(), have = runner_->arena_capacity();
+    KILNRT_CHECK(have > 0 || need == 0, kInvalidArgument, "activation memory",
+                 "this context was created without activation memory (ContextOptions::allocate_activations = false): "
+                 "call set_activation_memory() with at least "
+                     << std::max(need, engine_->activation_memory_size()) << " bytes of device memory first");
+    KILNRT_CHECK(have >= need, kInvalidArgument, "activation memory",
+                 "these input shapes need " << need << " bytes of activation memory; set_activation_memory() gave "
+                                            << have << " bytes");
+  }
+
   // The context's own stream (run(), output_shapes()), created on first use in relaxed capture mode.
   kc::StreamHandle own_stream() {
     if (!stream_) {
@@ -284,8 +351,9 @@ class CudaExecutionContext final : public ExecutionContext {
 
 }  // namespace
 
-std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine> engine) {
-  return std::make_unique<CudaExecutionContext>(std::move(engine));
+std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine> engine,
+                                                    const ContextOptions& options) {
+  return std::make_unique<CudaExecutionContext>(std::move(engine), options);
 }
 
 #endif  // KILNRT_HAVE_CUDA

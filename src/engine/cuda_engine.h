@@ -29,6 +29,13 @@ std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph& graph,
 std::vector<std::pair<std::string, std::string>> cuda_tactics(const backends::cuda::CudaPlan& plan);
 // Library versions for the engine header ("" when not loaded).
 std::string cuda_library_version(int which);  // 0 CUDA runtime, 1 cuDNN, 2 cuBLASLt
-std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine> engine);
+std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine> engine,
+                                                    const ContextOptions& options = {});
+// Activation arena bytes at each profile's max shapes (host only: the plan's layout, no CUDA call); -1 where a
+// dynamic dim is unbounded. Throws naming the profile when the shapes cannot be planned.
+std::vector<int64_t> cuda_activation_bytes(const backends::cuda::CudaPlan& plan, const std::vector<TensorInfo>& inputs,
+                                           const std::vector<std::vector<InputProfile>>& profiles);
+// node name -> effective precision ("fp32", "tf32", "fp16", "bf16", "host").
+std::vector<std::pair<std::string, std::string>> cuda_layer_precisions(const backends::cuda::CudaPlan& plan);
 
 }  // namespace kilnrt::engine

@@ -1,9 +1,11 @@
 // Engine loading, description and the CPU execution context.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "core/check.h"
 #include "core/failure_injection.h"
+#include "engine/activation_memory.h"
 #include "engine/cuda_engine.h"
 #include "engine/engine_impl.h"
 #include "engine/profiling.h"
@@ -64,6 +66,10 @@ void validate_run_inputs(const Engine& engine, const std::map<std::string, Tenso
     KILNRT_CHECK(it != inputs.end(), kInvalidArgument, where,
                  "missing input '" << info.name << "' (the engine has " << infos.size() << " input(s))");
     KILNRT_CHECK(it->second.defined(), kInvalidArgument, where, "input tensor is empty/undefined");
+    KILNRT_CHECK(reinterpret_cast<uintptr_t>(it->second.raw()) % std::max<size_t>(dtype_size(info.dtype), 1) == 0,
+                 kInvalidArgument, where,
+                 "input data at " << it->second.raw() << " is not aligned to " << dtype_size(info.dtype)
+                                  << " bytes (the size of " << dtype_name(info.dtype) << "): pass an aligned copy");
     KILNRT_CHECK(it->second.dtype() == info.dtype, kInvalidArgument, where,
                  "expected dtype " << dtype_name(info.dtype) << ", got " << dtype_name(it->second.dtype()));
     validate_input_shape(info, engine.profiles(), it->second.shape());
@@ -79,6 +85,12 @@ void validate_run_inputs(const Engine& engine, const std::map<std::string, Tenso
 void ExecutionContext::enqueue(const std::map<std::string, DeviceTensor>&, const std::map<std::string, DeviceTensor>&,
                                void*) {
   KILNRT_THROW(kUnsupported, "enqueue", "this engine runs on the CPU: pass host tensors to run()");
+}
+
+void ExecutionContext::set_activation_memory(void*, size_t) {
+  KILNRT_THROW(kUnsupported, "set_activation_memory",
+               "this engine runs on the CPU: its activations are host memory that kilnrt manages (there is no device "
+               "activation memory to provide)");
 }
 
 std::map<std::string, Shape> ExecutionContext::output_shapes(const std::map<std::string, Shape>&) {
@@ -173,6 +185,12 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
                                            << "): rebuild the engine on this GPU");
       impl->cuda_plan = engine::make_cuda_plan(impl->graph, t.device);
       impl->cuda_device = t.device;
+      // Stored by the builder; engines written before it was are measured now (host only).
+      auto blob = impl->meta.blobs.find(engine::kActivationMemoryBlob);
+      impl->activation_bytes = blob != impl->meta.blobs.end()
+                                   ? engine::decode_activation_memory(blob->second, label)
+                                   : engine::cuda_activation_bytes(*impl->cuda_plan, impl->meta.inputs,
+                                                                   impl->meta.profiles);
     } else {
       impl->cpu_plan = std::make_unique<backends::cpu::CpuPlan>(impl->graph);
     }
@@ -196,6 +214,9 @@ const std::vector<std::vector<InputProfile>>& Engine::profiles() const { return 
 
 std::vector<LayerInfo> Engine::layers() const {
   std::map<std::string, std::string> tactic(impl_->meta.layer_tactics.begin(), impl_->meta.layer_tactics.end());
+  std::map<std::string, std::string> precision;
+  if (impl_->cuda_plan)
+    for (const auto& [node, p] : engine::cuda_layer_precisions(*impl_->cuda_plan)) precision[node] = p;
   std::vector<LayerInfo> out;
   for (const ir::Node& n : impl_->graph.nodes) {
     LayerInfo l;
@@ -207,6 +228,7 @@ std::vector<LayerInfo> Engine::layers() const {
     l.tactic = colon == std::string::npos ? t : t.substr(colon + 1);
     l.inputs = n.inputs;
     l.outputs = n.outputs;
+    l.precision = precision.count(n.name) ? precision[n.name] : "fp32";
     out.push_back(std::move(l));
   }
   return out;
@@ -234,18 +256,36 @@ std::string Engine::describe() const {
          << shape_to_string(r.max);
     os << "\n";
   }
+  const std::vector<int64_t>& act = impl_->activation_bytes;
+  for (size_t p = 0; p < act.size(); ++p) {
+    os << "  activation memory at " << (profiles().empty() ? std::string("the input shapes")
+                                                             : "profile " + std::to_string(p) + " max")
+       << ": ";
+    if (act[p] < 0) os << "unbounded (dynamic dims without a profile)\n";
+    else os << act[p] / (1024.0 * 1024.0) << " MiB (" << act[p] << " bytes)\n";
+  }
   const auto ls = layers();
   os << "  layers: " << ls.size() << "\n";
   for (size_t i = 0; i < ls.size(); ++i)
     os << "    " << i << " " << ls[i].op_type << " '" << ls[i].name << "' [" << ls[i].placement << ":" << ls[i].tactic
-       << "]\n";
+       << "] " << ls[i].precision << "\n";
   return os.str();
 }
 
-std::unique_ptr<ExecutionContext> Engine::create_context() const {
-  if (impl_->cuda_plan) return engine::make_cuda_context(shared_from_this());
+std::unique_ptr<ExecutionContext> Engine::create_context() const { return create_context(ContextOptions{}); }
+
+std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& options) const {
+  if (impl_->cuda_plan) return engine::make_cuda_context(shared_from_this(), options);
   return std::make_unique<CpuExecutionContext>(shared_from_this());
 }
+
+size_t Engine::activation_memory_size() const {
+  int64_t most = 0;
+  for (int64_t b : impl_->activation_bytes) most = std::max(most, b);
+  return static_cast<size_t>(most);
+}
+
+std::vector<int64_t> Engine::activation_memory_sizes() const { return impl_->activation_bytes; }
 
 std::map<std::string, Tensor> Engine::run(const std::map<std::string, Tensor>& inputs) const {
   return create_context()->run(inputs);

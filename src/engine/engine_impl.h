@@ -21,6 +21,8 @@ struct EngineImpl {
   // incomplete in CPU-only builds.
   std::shared_ptr<backends::cuda::CudaPlan> cuda_plan;
   int cuda_device = -1;  // the device ordinal cuda_plan lives on
+  // CUDA engines: activation memory per profile at its max shapes (Engine::activation_memory_sizes()); -1 unbounded.
+  std::vector<int64_t> activation_bytes;
 };
 
 namespace engine {

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "backends/cuda/runner_profiling.h"
+#include "backends/cuda/memory_plan.h"
 #include "core/logging.h"
 #include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
@@ -212,6 +213,17 @@ std::vector<std::pair<std::string, std::string>> CudaPlan::tactics() const {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> CudaPlan::precisions() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Step& s : steps_) {
+    std::string p = "host";
+    if (!s.host && act16_ != DType::kUndefined) p = s.island ? "fp32" : act16_ == DType::kFloat16 ? "fp16" : "bf16";
+    else if (!s.host) p = precision_name(node_precision(*s.node));
+    out.emplace_back(s.node->name, p);
+  }
+  return out;
+}
+
 // ---- runner ----------------------------------------------------------------------------------------------------
 
 struct CudaRunner::ShapeState {
@@ -304,6 +316,35 @@ void CudaRunner::grow_arena(size_t bytes, StreamT stream, bool capturing) {
   arena_in_caller_capture_ = false;
 }
 
+void CudaRunner::reserve_arena(size_t bytes) {
+  if (external_arena_ || arena_.size() >= bytes || bytes == 0) return;
+  kilnrt::cuda::RelaxedCaptureMode relaxed;
+  KILNRT_CHECK(!arena_used_, kInternal, "CudaRunner", "reserve_arena() after work was enqueued");
+  arena_ = kilnrt::cuda::DeviceBuffer();
+  arena_ = kilnrt::cuda::DeviceBuffer(plan_.device_, bytes);
+}
+
+void CudaRunner::set_external_arena(void* data, size_t bytes) {
+  if (external_arena_ && data == external_data_ && bytes == external_bytes_) return;
+  // Work queued on the previous memory finishes before the graphs that address it are dropped.
+  if (arena_used_ && done_) done_.synchronize();
+  drop_graphs();
+  if (arena_.data()) {
+    if (arena_in_caller_capture_) retained_.push_back(std::move(arena_));
+    arena_ = kilnrt::cuda::DeviceBuffer();
+  }
+  external_arena_ = true;
+  external_data_ = data;
+  external_bytes_ = bytes;
+  arena_used_ = false;
+  arena_in_caller_capture_ = false;
+}
+
+size_t CudaRunner::prepared_arena_bytes() const {
+  KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
+  return current_->arena_bytes;
+}
+
 void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream) {
   const kilnrt::cuda::CaptureStatus capture = kilnrt::cuda::stream_capture_status(stream, plan_.device_);
   KILNRT_CHECK(capture != kilnrt::cuda::CaptureStatus::kInvalidated, kInvalidArgument, "stream",
@@ -312,7 +353,7 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
                "allowed while capturing (a synchronisation, an allocation, work on the legacy default stream)");
   const bool capturing = capture == kilnrt::cuda::CaptureStatus::kActive;
   auto found = states_.find(input_shapes);
-  if (found != states_.end() && workspace_.data() && arena_.size() >= found->second->arena_bytes) {
+  if (found != states_.end() && workspace_.data() && arena_size() >= found->second->arena_bytes) {
     current_ = found->second.get();  // the hot path: nothing to allocate
     return;
   }
@@ -322,9 +363,19 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
   ensure_resources();
   if (found != states_.end()) {
     current_ = found->second.get();
-    if (arena_.size() < current_->arena_bytes) grow_arena(current_->arena_bytes, stream, capturing);
+    if (!external_arena_ && arena_size() < current_->arena_bytes)
+      grow_arena(current_->arena_bytes, stream, capturing);
     return;
   }
+  finish_prepare(layout_for(input_shapes), input_shapes, stream, capturing);
+}
+
+size_t CudaRunner::arena_bytes_for(const std::vector<Shape>& input_shapes) const {
+  return layout_for(input_shapes)->arena_bytes;
+}
+
+std::unique_ptr<CudaRunner::ShapeState> CudaRunner::layout_for(const std::vector<Shape>& input_shapes) const {
+  // Host only (no CUDA call): concrete shapes, host values and the arena layout of one input-shape tuple.
   const ir::Graph& g = plan_.graph_;
   const size_t nslots = plan_.slot_names_.size();
   auto st = std::make_unique<ShapeState>();
@@ -459,28 +510,19 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
       }
     }
   }
-  std::vector<size_t> order(items.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].first < items[b].first; });
-  struct Block { size_t off, size; int end; };
-  std::vector<Block> live;
-  for (size_t it : order) {
-    const Item& item = items[it];
-    const size_t bytes = align_up(std::max<size_t>(1, item.bytes));
-    live.erase(std::remove_if(live.begin(), live.end(), [&](const Block& b) { return b.end < item.first; }),
-               live.end());
-    std::sort(live.begin(), live.end(), [](const Block& a, const Block& b) { return a.off < b.off; });
-    size_t off = 0;
-    for (const Block& b : live) {
-      if (b.off >= off + bytes) break;
-      off = std::max(off, b.off + b.size);
-    }
-    live.push_back({off, bytes, item.last});
-    *item.offset = static_cast<int64_t>(off);
-    st->arena_bytes = std::max(st->arena_bytes, off + bytes);
-  }
+  std::vector<ArenaItem> arena_items;
+  for (const Item& item : items) arena_items.push_back({item.first, item.last, item.bytes});
+  const ArenaLayout layout = layout_arena(arena_items);  // memory_plan.h: the layout the builder reports too
+  for (size_t i = 0; i < items.size(); ++i) *items[i].offset = static_cast<int64_t>(layout.offsets[i]);
+  st->arena_bytes = layout.bytes;
   for (size_t s = 0; s < nslots; ++s)
     if (root[s] != static_cast<int>(s)) st->arena_offset[s] = -2 - root[s];  // alias marker (resolved at enqueue)
+  return st;
+}
+
+void CudaRunner::finish_prepare(std::unique_ptr<ShapeState> st, const std::vector<Shape>& input_shapes,
+                                StreamT stream, bool capturing) {
+  const size_t nslots = plan_.slot_names_.size();
   // Host values read on the device: one upload per shape tuple.
   st->upload_offset.assign(nslots, -1);
   size_t upload_bytes = 0;
@@ -510,7 +552,7 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
                     "shape-computation upload");
     KILNRT_CU_CHECK(api, api.StreamSynchronize(aux), "shape-computation upload");  // once per new shape tuple
   }
-  if (arena_.size() < st->arena_bytes) grow_arena(st->arena_bytes, stream, capturing);
+  if (!external_arena_ && arena_size() < st->arena_bytes) grow_arena(st->arena_bytes, stream, capturing);
   for (size_t i = 0; i < input_shapes.size(); ++i) st->label += (i ? "," : "[") + shape_to_string(input_shapes[i]);
   st->label += "]";
   current_ = st.get();
@@ -527,7 +569,7 @@ std::vector<Shape> CudaRunner::output_shapes() const {
 void* CudaRunner::input_device_ptr(size_t i) {
   KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
   const int64_t off32 = current_->in32_offset.at(i);
-  return static_cast<char*>(arena_.data()) + (off32 >= 0 ? off32 : current_->arena_offset[plan_.input_slots_.at(i)]);
+  return arena_data() + (off32 >= 0 ? off32 : current_->arena_offset[plan_.input_slots_.at(i)]);
 }
 
 const void* CudaRunner::output_device_ptr(size_t i) const { return io_out(i); }
@@ -584,7 +626,7 @@ void CudaRunner::warm_up_privately(ShapeState& st) {
   // Work enqueued on the arena before the caller's capture began may still run: warm up in a scratch arena then
   // (kept: freeing it would synchronise the context inside the caller's capture).
   kilnrt::cuda::DeviceBuffer scratch;
-  char* base = static_cast<char*>(arena_.data());
+  char* base = arena_data();
   if (arena_used_) {
     scratch = kilnrt::cuda::DeviceBuffer(plan_.device_, st.arena_bytes);
     base = static_cast<char*>(scratch.data());
@@ -594,8 +636,8 @@ void CudaRunner::warm_up_privately(ShapeState& st) {
     auto remap = [&](std::vector<void*>& v) {
       for (void*& p : v) {
         char* c = static_cast<char*>(p);
-        char* a = static_cast<char*>(arena_.data());
-        if (c >= a && c < a + arena_.size()) p = base + (c - a);
+        char* a = arena_data();
+        if (c >= a && c < a + arena_size()) p = base + (c - a);
       }
     };
     remap(ptrs_);
@@ -688,7 +730,7 @@ void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void
 void CudaRunner::resolve_pointers(const ShapeState& st, const std::vector<const void*>& inputs) {
   const size_t nslots = plan_.slot_names_.size();
   ptrs_.assign(nslots, nullptr);
-  char* arena = static_cast<char*>(arena_.data());
+  char* arena = arena_data();
   for (size_t s = 0; s < nslots; ++s) {
     if (st.upload_offset[s] >= 0) ptrs_[s] = static_cast<char*>(st.uploads.data()) + st.upload_offset[s];
     else if (st.arena_offset[s] >= 0) ptrs_[s] = arena + st.arena_offset[s];

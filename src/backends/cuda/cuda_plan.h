@@ -61,6 +61,9 @@ class CudaPlan {
   const ir::Graph& graph() const { return graph_; }
   // node name -> "cuda:<tactic>" or "host:shape" for every node.
   std::vector<std::pair<std::string, std::string>> tactics() const;
+  // node name -> effective precision: "host" (shape computation), "fp16" / "bf16" (16-bit engine layer), "fp32"
+  // (float32 engine layer, or a 16-bit engine's float32 island), "tf32".
+  std::vector<std::pair<std::string, std::string>> precisions() const;
 
   // Checks, without a GPU, that every node of `graph` is placeable: host shape computation or a supported CUDA
   // layer. Throws kUnsupported naming the node otherwise. Returns node -> tactic guesses ("cuda:<op>").
@@ -126,6 +129,19 @@ class CudaRunner {
   void prepare(const std::vector<Shape>& input_shapes, StreamT stream);
   // Shapes / dtypes of the graph outputs for the prepared shapes.
   std::vector<Shape> output_shapes() const;
+  // Activation arena bytes these input shapes need: host only, no CUDA call (memory_plan.h's layout, the one
+  // prepare() uses). A runner allocates nothing before prepare(), so the builder can make one to ask this.
+  size_t arena_bytes_for(const std::vector<Shape>& input_shapes) const;
+  // Allocates an arena of at least `bytes` now (context creation: the profiles' max), so that shapes within the
+  // profiles never grow it later. Relaxed capture mode. No-op with a caller-provided arena.
+  void reserve_arena(size_t bytes);
+  // The caller's memory becomes the arena from now on (never allocated, grown or freed by the runner; nullptr / 0:
+  // none yet). prepare() then never allocates an arena: check prepared_arena_bytes() <= arena_capacity() before
+  // enqueue(). Waits for the runner's earlier work when the memory changes (the graphs that address it are dropped).
+  void set_external_arena(void* data, size_t bytes);
+  bool external_arena() const { return external_arena_; }
+  size_t arena_capacity() const { return arena_size(); }
+  size_t prepared_arena_bytes() const;
   // Launches every layer on `stream`. inputs[i]: device pointer of graph input i (nullptr: it was staged with
   // stage_input). outputs[i]: destination device pointer of graph output i (nullptr: leave it in the arena and
   // read it with output_device_ptr).
@@ -145,6 +161,15 @@ class CudaRunner {
 
  private:
   struct ShapeState;
+  // Host part of prepare(): shapes, host values and arena layout of a new shape tuple.
+  std::unique_ptr<ShapeState> layout_for(const std::vector<Shape>& input_shapes) const;
+  // Device part of prepare(): uploads host values, grows an own arena when needed, caches the state.
+  void finish_prepare(std::unique_ptr<ShapeState> st, const std::vector<Shape>& input_shapes, StreamT stream,
+                      bool capturing);
+  char* arena_data() const {
+    return static_cast<char*>(external_arena_ ? external_data_ : arena_.data());
+  }
+  size_t arena_size() const { return external_arena_ ? external_bytes_ : arena_.size(); }
   // Resolves every slot's device pointer for `st` (inputs[i] non-null: the caller's memory, else the arena).
   void resolve_pointers(const ShapeState& st, const std::vector<const void*>& inputs);
   // Graph I/O buffers in the model's dtype: the float32 staging buffer of a converted float input / output in
@@ -169,6 +194,9 @@ class CudaRunner {
   LibraryHandles handles_;
   kilnrt::cuda::DeviceBuffer arena_, workspace_;
   bool arena_used_ = false;  // work was enqueued on arena_ since it was allocated
+  bool external_arena_ = false;  // the arena is the caller's memory (set_external_arena)
+  void* external_data_ = nullptr;
+  size_t external_bytes_ = 0;
   bool arena_in_caller_capture_ = false;  // a caller's captured graph addresses arena_: it is never freed
   kilnrt::cuda::Stream aux_;  // private non-blocking stream: uploads and private warm-ups
   kilnrt::cuda::Event done_;  // recorded after each non-captured enqueue: the arena's last use
