@@ -21,6 +21,20 @@ int rank_of(const ir::Graph& g, const std::string& v) {
 
 bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
 
+// A Reshape whose output has its input's shape: every dim known or named, and equal.
+bool identity_reshape(const ir::Graph& g, const ir::Node& r) {
+  if (r.outputs.size() != 1) return false;
+  const ir::TensorType* in = g.type_of(r.inputs[0]);
+  const ir::TensorType* out = g.type_of(r.outputs[0]);
+  if (!in || !out || !in->has_shape || !out->has_shape || in->shape.size() != out->shape.size()) return false;
+  for (size_t i = 0; i < in->shape.size(); ++i) {
+    const ir::Dim &a = in->shape[i], &b = out->shape[i];
+    if (!a.known() && a.param.empty()) return false;
+    if (!(a == b)) return false;
+  }
+  return true;
+}
+
 // An operand traced back through Transposes (and scalar Mul / Div when allowed) to its source: the operand equals
 // transpose(src, perm) * scale.
 struct Operand {
@@ -43,6 +57,10 @@ Operand strip(const ir::Graph& g, const GraphIndex& ix, const std::string& value
       std::vector<int64_t> np(rank);
       for (int i = 0; i < rank; ++i) np[i] = tp[op.perm[i]];  // L[i] = value[perm[i]] = src[tp[perm[i]]]
       op.perm = np;
+      op.src = p->inputs[0];
+      continue;
+    }
+    if (p->op_type == "Reshape" && identity_reshape(g, *p)) {  // dynamo's Reshape(x, Shape(x)-derived shape)
       op.src = p->inputs[0];
       continue;
     }

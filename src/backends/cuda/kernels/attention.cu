@@ -49,8 +49,11 @@ __device__ void load_tile(S* dst, int ld, const T* src, int64_t rs, int64_t cs, 
     }
     return;
   }
+  // Consecutive threads walk the unit-stride dim (rows when the tile is stored transposed, e.g. K from K^T).
+  const bool by_rows = rs == 1 && cs != 1;
   for (int idx = threadIdx.x; idx < kRows * cols; idx += kBlock) {
-    const int r = idx / cols, c = idx - r * cols;
+    const int r = by_rows ? idx % kRows : idx / cols;
+    const int c = by_rows ? idx / kRows : idx - r * cols;
     const float x = r < valid ? to_f(src[r * rs + c * cs]) : 0.f;
     dst[r * ld + c] = from_f<S>(x);
   }

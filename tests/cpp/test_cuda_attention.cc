@@ -1,0 +1,196 @@
+// com.kilnrt:FusedAttention and com.kilnrt:Gelu on the GPU against the CPU reference (issue 7): float32, float16 and
+// bfloat16 storage (kilnrt_precision as --fp16 / --bf16 set it), with and without mask, fully masked rows (-inf and
+// -1e9: uniform, never NaN), head sizes on the tensor-core path (multiples of 16) and off it, partial query / key
+// tiles, the exporters' transposed layouts; the fused graph against the unfused CPU graph; and the dynamo encoder
+// fixture through whole engines (direct run, graph capture, replay). Skips with a message without a GPU.
+#include <cmath>
+#include <limits>
+
+#include "attention_test_util.h"
+#include "cuda_backend_test_util.h"
+#include "kilnrt/engine.h"
+#include "kilnrt/npy.h"
+#include "passes/fuse_attention.h"
+#include "passes/fuse_gelu.h"
+
+namespace kilnrt::cudatest {
+namespace {
+
+using attntest::random_tensor;
+
+struct Prec {
+  const char* name;  // "" = float32 (no attribute)
+  DType dt;
+  double u;  // unit roundoff of the storage dtype
+};
+const Prec kPrecs[] = {{"", DType::kFloat32, 0.0}, {"fp16", DType::kFloat16, 1.0 / 2048}, {"bf16", DType::kBFloat16, 1.0 / 256}};
+
+float round_to(float v, DType dt) {
+  if (dt == DType::kFloat16) return half_to_float(float_to_half(v));
+  if (dt == DType::kBFloat16) return bfloat16_to_float(float_to_bfloat16(v));
+  return v;
+}
+Tensor rounded(Tensor t, DType dt) {
+  Tensor r = Tensor::from_data(t.raw(), t.dtype(), t.shape());
+  for (int64_t i = 0; i < r.numel(); ++i) r.data<float>()[i] = round_to(r.data<float>()[i], dt);
+  return r;
+}
+
+void set_precision(ir::Graph& g, const Prec& p) {
+  if (!*p.name) return;
+  for (ir::Node& n : g.nodes) {
+    ir::Attribute a;
+    a.kind = ir::Attribute::Kind::kString;
+    a.s = p.name;
+    n.attrs["kilnrt_precision"] = a;
+  }
+}
+
+// Tolerances: float32 1e-5-ish (different summation order); 16-bit: P and O are rounded once each, so a few units
+// of roundoff times the output scale (|V| <= 1).
+double atol_for(const Prec& p) { return p.u == 0.0 ? 2e-5 : 6.0 * p.u; }
+double rtol_for(const Prec& p) { return p.u == 0.0 ? 1e-4 : 8.0 * p.u; }
+
+struct AttnCase {
+  const char* label;
+  Shape q, k, v;                       // physical input shapes
+  std::vector<int64_t> q_perm, k_perm, v_perm, out_perm;
+  Shape mask;                          // empty: no mask
+  int masked_rows = 0;                 // rows of the mask set to `mask_value` everywhere
+  float mask_value = -std::numeric_limits<float>::infinity();
+};
+
+ir::Attribute ints(const std::vector<int64_t>& v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = v;
+  return a;
+}
+
+void run_case(const AttnCase& c, const Prec& p) {
+  SCOPED_TRACE(std::string(c.label) + " " + (*p.name ? p.name : "fp32"));
+  attntest::Builder b;
+  b.input("q", c.q);
+  b.input("k", c.k);
+  b.input("v", c.v);
+  std::vector<std::string> ins = {"q", "k", "v"};
+  if (!c.mask.empty()) {
+    b.input("mask", c.mask, -2.f, 0.f);
+    Tensor& m = b.feeds["mask"];
+    const int64_t row = c.mask.back();
+    for (int64_t i = 0; i < c.masked_rows * row && i < m.numel(); ++i) m.data<float>()[i] = c.mask_value;
+    // A partly masked row too: every other key of the next row.
+    for (int64_t j = 0; j < row && (c.masked_rows + 1) * row <= m.numel(); j += 2)
+      m.data<float>()[c.masked_rows * row + j] = c.mask_value;
+    ins.push_back("mask");
+  }
+  ir::Node& n = b.node("FusedAttention", ins, "y");
+  n.domain = "com.kilnrt";
+  n.attrs["scale"].kind = ir::Attribute::Kind::kFloat;
+  n.attrs["scale"].f = 0.3f;
+  if (!c.q_perm.empty()) n.attrs["q_perm"] = ints(c.q_perm);
+  if (!c.k_perm.empty()) n.attrs["k_perm"] = ints(c.k_perm);
+  if (!c.v_perm.empty()) n.attrs["v_perm"] = ints(c.v_perm);
+  if (!c.out_perm.empty()) n.attrs["out_perm"] = ints(c.out_perm);
+  b.g.opsets["com.kilnrt"] = 1;
+  b.output("y");
+  ir::Graph g = b.finish();
+  set_precision(g, p);
+  std::map<std::string, Tensor> feeds;
+  for (const auto& [name, t] : b.feeds) feeds[name] = rounded(t, p.dt);
+  const auto want = run_cpu(g, feeds);
+  const auto got = run_cuda(g, feeds);
+  const Tensor& y = got.at("y");
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_FALSE(std::isnan(y.data<float>()[i])) << "NaN at " << i;
+  expect_tensors_close(y, want.at("y"), atol_for(p), rtol_for(p));
+}
+
+const AttnCase kCases[] = {
+    // BERT layout: [B, S, H, D] heads read in place, output [B, S, H, D]; 77 queries = 2 tiles, 77 keys.
+    {"bert d64 mask", {2, 77, 3, 64}, {2, 77, 3, 64}, {2, 77, 3, 64}, {0, 2, 1, 3}, {0, 2, 1, 3}, {0, 2, 1, 3},
+     {0, 2, 1, 3}, {2, 1, 1, 77}},
+    {"bert d64 no mask", {2, 77, 3, 64}, {2, 77, 3, 64}, {2, 77, 3, 64}, {0, 2, 1, 3}, {0, 2, 1, 3}, {0, 2, 1, 3},
+     {0, 2, 1, 3}, {}},
+    // Fully masked query rows (-inf and -1e9) with a per-query mask.
+    {"masked rows -inf", {1, 2, 40, 32}, {1, 2, 70, 32}, {1, 2, 70, 32}, {}, {}, {}, {}, {40, 70}, 3},
+    {"masked rows -1e9", {1, 2, 40, 32}, {1, 2, 70, 32}, {1, 2, 70, 32}, {}, {}, {}, {}, {40, 70}, 3, -1e9f},
+    // ViT layout: [S, B*H, D], rank 3; 197 tokens (partial last tiles).
+    {"vit d64", {197, 4, 64}, {197, 4, 64}, {197, 4, 64}, {1, 0, 2}, {1, 0, 2}, {1, 0, 2}, {1, 0, 2}, {}},
+    // Off the tensor-core path: D = 40 (not a multiple of 16), Dv = 24; D = 128 (the largest head); Sq = 1.
+    {"d40 dv24", {3, 33, 40}, {3, 90, 40}, {3, 90, 24}, {}, {}, {}, {}, {33, 90}},
+    {"d128", {2, 65, 128}, {2, 130, 128}, {2, 130, 128}, {}, {}, {}, {}, {}},
+    {"one query", {4, 1, 64}, {4, 300, 64}, {4, 300, 64}, {}, {}, {}, {}, {4, 1, 300}},
+};
+
+}  // namespace
+
+TEST(CudaAttention, FusedAttentionMatchesCpuReference) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const Prec& p : kPrecs)
+    for (const AttnCase& c : kCases) run_case(c, p);
+}
+
+TEST(CudaAttention, FusedGraphMatchesUnfusedCpuGraph) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const Prec& p : kPrecs) {
+    SCOPED_TRACE(*p.name ? p.name : "fp32");
+    attntest::Builder b;
+    const ir::Graph unfused = attntest::bert_block(b, 2, 128, 4, 64, true, -10000.f, 0.f);
+    ir::Graph fused = unfused;
+    ASSERT_EQ(passes::fuse_attention(fused), 1u);
+    passes::infer_shapes(fused);
+    set_precision(fused, p);
+    std::map<std::string, Tensor> feeds;
+    for (const auto& [name, t] : b.feeds) feeds[name] = rounded(t, p.dt);
+    expect_tensors_close(run_cuda(fused, feeds).at("y"), run_cpu(unfused, feeds).at("y"), atol_for(p), rtol_for(p));
+  }
+}
+
+TEST(CudaAttention, GeluFusedMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const char* approx : {"none", "tanh"}) {
+    for (const Prec& p : kPrecs) {
+      SCOPED_TRACE(std::string(approx) + " " + (*p.name ? p.name : "fp32"));
+      attntest::Builder b;
+      b.input("x", {5, 301}, -6.f, 6.f);
+      ir::Node& n = b.node("Gelu", {"x"}, "y");
+      n.domain = "com.kilnrt";
+      n.attrs["approximate"].kind = ir::Attribute::Kind::kString;
+      n.attrs["approximate"].s = approx;
+      b.g.opsets["com.kilnrt"] = 1;
+      b.output("y");
+      ir::Graph g = b.finish();
+      set_precision(g, p);
+      std::map<std::string, Tensor> feeds = {{"x", rounded(b.feeds["x"], p.dt)}};
+      expect_tensors_close(run_cuda(g, feeds).at("y"), run_cpu(g, feeds).at("y"), p.u == 0 ? 1e-5 : 4 * p.u,
+                           p.u == 0 ? 1e-5 : 4 * p.u);
+    }
+  }
+}
+
+TEST(CudaAttention, EncoderFixtureEnginesDirectCaptureReplay) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const std::string dir = std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/";
+  const Tensor x = load_npy(dir + "transformer_encoder_layer.input.npy");
+  const Tensor want = load_npy(dir + "transformer_encoder_layer.expected.npy");
+  for (const char* prec : {"fp32", "fp16", "bf16"}) {
+    SCOPED_TRACE(prec);
+    BuildOptions opt;
+    opt.device = "cuda";
+    opt.fp16 = std::string(prec) == "fp16";
+    opt.bf16 = std::string(prec) == "bf16";
+    const std::vector<uint8_t> bytes = build_engine(dir + "transformer_encoder_layer.onnx", opt);
+    auto engine = Engine::from_bytes(bytes.data(), bytes.size());
+    bool fused = false;
+    for (const LayerInfo& l : engine->layers()) fused |= l.tactic.find("fused-attention") != std::string::npos;
+    EXPECT_TRUE(fused) << "the encoder's attention runs as one fused layer";
+    auto ctx = engine->create_context();
+    const double tol = std::string(prec) == "fp32" ? 1e-4 : std::string(prec) == "fp16" ? 2e-2 : 8e-2;
+    for (int call = 0; call < 3; ++call) {  // direct, graph capture, graph replay
+      const Tensor y = ctx->run({{"x", x}}).at("y");
+      EXPECT_LE(attntest::max_rel_diff(y, want), tol) << "call " << call << " (" << ctx->last_execution_mode() << ")";
+    }
+  }
+}
+
+}  // namespace kilnrt::cudatest
