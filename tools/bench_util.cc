@@ -185,8 +185,10 @@ BenchRunner::Sample BenchRunner::run_once() {
   Sample s;
   const Clock::time_point start = Clock::now();
   if (!cuda_) {
-    context_.run(inputs_);
+    const auto outputs = context_.run(inputs_);
     s.wall_ms = s.compute_ms = s.total_ms = ms_since(start);
+    if (output_bytes_ == 0)
+      for (const auto& [name, t] : outputs) output_bytes_ += t.nbytes();
     return s;
   }
 #ifdef KILNRT_CLI_WITH_CUDA

@@ -89,7 +89,7 @@ void bench_engine(const BenchArgs& args) {
   for (const auto& [name, t] : inputs)
     os << "input  " << name << " " << kilnrt::shape_to_string(t.shape()) << " " << kilnrt::dtype_name(t.dtype())
        << " (random)\n";
-  os << "warm-up " << args.warmup << ", timed " << done << " iterations in " << std::fixed << std::setprecision(2)
+  os << "warm-up " << args.warmup << ", timed " << done << " iterations in " << std::fixed << std::setprecision(3)
      << seconds << " s";
   if (cuda) os << ", execution: " << (mode.empty() ? "?" : mode);
   os << (cuda ? (runner.transfers() ? ", transfers: H2D pinned + D2H per iteration" : ", inputs device-resident")

@@ -53,7 +53,7 @@ def test_bench_json_report(chain_engine, tmp_path):
     assert data["throughput_inferences_per_s"] == pytest.approx(4 * 1000.0 / lat["mean"], rel=1e-3)
     assert data["duration_s"] * 1000.0 >= lat["mean"] * 30 * 0.99  # the samples fit in the measured time
     assert data["memory"]["weights_bytes"] > 0 and data["memory"]["context_device_bytes"] == 0
-    assert data["memory"]["input_bytes"] == 4 * 3 * 8 * 8 * 4
+    assert data["memory"]["input_bytes"] == 4 * 3 * 8 * 8 * 4 and data["memory"]["output_bytes"] == 4 * 4 * 8 * 8 * 4
     assert "input  x 4x3x8x8 float32 (random)" in proc.stdout
     assert "throughput:" in proc.stdout and "(batch 4," in proc.stdout and "memory: weights" in proc.stdout
     # Not a terminal: plain progress lines on stderr, ending at 100%.
