@@ -58,8 +58,11 @@ class CustomOpNode {
   std::string attr_string(const std::string& key, const std::string& def = {}) const;
   std::vector<int64_t> attr_ints(const std::string& key) const;
   std::vector<float> attr_floats(const std::string& key) const;
-  // All attribute names.
+  std::vector<std::string> attr_strings(const std::string& key) const;
+  // All attribute names, and the kind of one: "int", "float", "string", "ints", "floats", "strings", "tensor",
+  // "graph" ("" when absent).
   std::vector<std::string> attr_names() const;
+  std::string attr_kind(const std::string& key) const;
 
  private:
   const void* node_;  // the ir::Node

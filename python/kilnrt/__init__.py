@@ -28,8 +28,9 @@ from ._errors import Error
 from . import _kilnrt
 from . import _interop
 from . import cuda
+from ._custom_op import register_op, registered_ops
 
-__all__ = ["Error", "Engine", "ExecutionContext", "TensorSpec", "cuda", "build", "doctor", "cuda_available", "describe_onnx_model", "cli_path",
+__all__ = ["Error", "Engine", "ExecutionContext", "TensorSpec", "cuda", "build", "doctor", "cuda_available", "describe_onnx_model", "cli_path", "register_op", "registered_ops",
            "__version__"]
 
 Error.__module__ = "kilnrt"

@@ -24,5 +24,7 @@ void register_dlpack(pybind11::module_& m);
 // _kilnrt._Stream, _Event, _DeviceBuffer, _PinnedBuffer, _Kernel, stream_handle() (cuda_objects.cc); nothing in
 // builds without CUDA (kilnrt/cuda.py then raises kilnrt.Error on use).
 void register_cuda_objects(pybind11::module_& m);
+// kilnrt.register_op: custom ops with Python shape / CPU functions and NVRTC CUDA kernels (custom_op.cc).
+void register_custom_ops(pybind11::module_& m);
 
 }  // namespace kilnrt_python

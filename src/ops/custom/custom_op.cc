@@ -141,6 +141,30 @@ std::vector<int64_t> CustomOpNode::attr_ints(const std::string& key) const {
 std::vector<float> CustomOpNode::attr_floats(const std::string& key) const {
   return as_node(node_).attr_floats(key, std::vector<float>{});
 }
+std::vector<std::string> CustomOpNode::attr_strings(const std::string& key) const {
+  const ir::Node& n = as_node(node_);
+  auto it = n.attrs.find(key);
+  if (it == n.attrs.end()) return {};
+  KILNRT_CHECK(it->second.kind == ir::Attribute::Kind::kStrings, kInvalidModel, n.describe(),
+               "attribute '" << key << "' is not a list of strings");
+  return it->second.strings;
+}
+std::string CustomOpNode::attr_kind(const std::string& key) const {
+  const ir::Node& n = as_node(node_);
+  auto it = n.attrs.find(key);
+  if (it == n.attrs.end()) return "";
+  switch (it->second.kind) {
+    case ir::Attribute::Kind::kInt: return "int";
+    case ir::Attribute::Kind::kFloat: return "float";
+    case ir::Attribute::Kind::kString: return "string";
+    case ir::Attribute::Kind::kInts: return "ints";
+    case ir::Attribute::Kind::kFloats: return "floats";
+    case ir::Attribute::Kind::kStrings: return "strings";
+    case ir::Attribute::Kind::kTensor: return "tensor";
+    case ir::Attribute::Kind::kGraph: return "graph";
+  }
+  return "";
+}
 std::vector<std::string> CustomOpNode::attr_names() const {
   std::vector<std::string> out;
   for (const auto& [k, v] : as_node(node_).attrs) out.push_back(k);
