@@ -81,14 +81,20 @@ def _shape_specs(shapes):
     return [str(s) for s in shapes]
 
 
-def build(onnx_path, engine_path, device="cpu", fp16=False, shapes=None, bf16=False, tf32=False):
+def build(onnx_path, engine_path, device="cpu", fp16=False, shapes=None, bf16=False, tf32=False,
+          layer_precisions=None, mark_all_outputs=False):
     """Builds an engine file from an ONNX model.
 
     shapes: {name: (d0, d1, ...)} for fixed shapes, {name: ((min...), (opt...), (max...))} for a dynamic range, or
     a list of "NAME:1x3x224x224" / "NAME:1x3x224x224/8x3x224x224/32x3x224x224" strings (the CLI's --shapes).
+    layer_precisions: {pattern: "fp32" | "fp16" | "bf16"} (or a list of (pattern, precision) pairs), applied in
+    order, a later pattern winning; a pattern matches a layer name or op type, '*' any run of characters (the CLI's
+    --layer-precision). mark_all_outputs: every intermediate tensor becomes an output (debugging accuracy).
     """
+    pairs = list(dict(layer_precisions).items() if isinstance(layer_precisions, dict) else layer_precisions or [])
     _kilnrt.build_engine_file(_os.fspath(onnx_path), _os.fspath(engine_path), device, bool(fp16), bool(bf16),
-                              bool(tf32), _shape_specs(shapes))
+                              bool(tf32), _shape_specs(shapes), [(str(k), str(v)) for k, v in pairs],
+                              bool(mark_all_outputs))
     return _os.fspath(engine_path)
 
 
@@ -145,7 +151,7 @@ class Engine:
 
     @property
     def layers(self):
-        """[{name, op_type, placement, tactic, inputs, outputs}] in execution order."""
+        """[{name, op_type, placement, tactic, inputs, outputs, precision}] in execution order."""
         return self._handle.layers
 
     @property
@@ -161,9 +167,22 @@ class Engine:
     def describe(self):
         return self._handle.describe()
 
-    def create_context(self):
-        """An ExecutionContext for raw device-pointer execution (one stream at a time)."""
-        return ExecutionContext(self, self._handle.create_context())
+    @property
+    def activation_memory_size(self):
+        """Device bytes a context needs for activations at the profiles' max shapes (0: CPU engine, or unbounded)."""
+        return self._handle.activation_memory_size
+
+    @property
+    def activation_memory_sizes(self):
+        """Per profile (-1: a dynamic dim without a bound); [] for CPU engines."""
+        return list(self._handle.activation_memory_sizes)
+
+    def create_context(self, allocate_activations=True):
+        """An ExecutionContext for raw device-pointer execution (one stream at a time).
+
+        allocate_activations=False: the context allocates no activation memory; give it with
+        ctx.set_activation_memory(tensor_or_pointer, nbytes) before running."""
+        return ExecutionContext(self, self._handle.create_context(bool(allocate_activations)))
 
     def _prepare(self, spec, value):
         array = _np.asarray(value)
@@ -390,6 +409,32 @@ class ExecutionContext:
 
     def set_input_shape(self, name, shape):
         self._handle.set_input_shape(name, _as_tuple(shape))
+
+    def set_activation_memory(self, memory, nbytes=None):
+        """Uses the caller's device memory as this context's activations: a torch / cupy / CUDA-array tensor (nbytes
+        defaults to its size) or an int device pointer with nbytes. At least engine.activation_memory_size bytes,
+        256-byte aligned, on the engine's device; the context keeps a reference to a tensor passed here."""
+        if isinstance(memory, int) and not isinstance(memory, bool):
+            if nbytes is None:
+                raise Error("set_activation_memory(pointer, nbytes): give nbytes with an int pointer",
+                            "invalid_argument", "activation memory")
+            ptr = memory
+        else:
+            kind, dv = _interop.classify(memory, "activation memory")
+            if kind != "device":
+                raise Error("activation memory must be device memory (a CUDA tensor or an int device pointer), not "
+                            "a host array", "invalid_argument", "activation memory")
+            if dv.kind == "dlpack":
+                _interop.dlpack_value(dv, 1, "activation memory")
+            ptr = dv.ptr
+            if nbytes is None:
+                itemsize = 2 if dv.dtype in ("bfloat16", "float16", "uint16", "int16") else _np.dtype(dv.dtype).itemsize
+                count = 1
+                for d in dv.shape:
+                    count *= d
+                nbytes = count * itemsize
+        self._handle.set_activation_memory(int(ptr), int(nbytes))
+        self._activation_memory = memory
 
     def enqueue(self, inputs, outputs, stream=None):
         self._handle.enqueue(self._feeds(inputs, "input"), self._feeds(outputs, "output"), cuda.stream_handle(stream))

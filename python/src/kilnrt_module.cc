@@ -170,9 +170,18 @@ struct ContextSlot {
 // `engine.create_context()`: an execution context the caller drives (one stream at a time).
 class ContextHandle {
  public:
-  explicit ContextHandle(std::shared_ptr<kilnrt::Engine> engine) : engine_(std::move(engine)) {
+  explicit ContextHandle(std::shared_ptr<kilnrt::Engine> engine, bool allocate_activations = true)
+      : engine_(std::move(engine)) {
     kilnrt_python::GilRelease no_gil;
-    slot_.context = engine_->create_context();
+    kilnrt::ContextOptions options;
+    options.allocate_activations = allocate_activations;
+    slot_.context = engine_->create_context(options);
+  }
+
+  void set_activation_memory(uint64_t device_ptr, size_t bytes) {
+    kilnrt_python::GilRelease no_gil;
+    std::lock_guard<std::mutex> lock(slot_.mutex);
+    slot_.context->set_activation_memory(reinterpret_cast<void*>(static_cast<uintptr_t>(device_ptr)), bytes);
   }
 
   void enqueue(const py::dict& inputs, const py::dict& outputs, uint64_t stream) {
@@ -330,8 +339,12 @@ class EngineHandle {
 };
 
 void build_engine_file(const std::string& onnx_path, const std::string& engine_path, const std::string& device,
-                       bool fp16, bool bf16, bool tf32, const std::vector<std::string>& shape_specs) {
+                       bool fp16, bool bf16, bool tf32, const std::vector<std::string>& shape_specs,
+                       const std::vector<std::pair<std::string, std::string>>& layer_precisions,
+                       bool mark_all_outputs) {
   kilnrt::BuildOptions options;
+  options.layer_precisions = layer_precisions;
+  options.mark_all_outputs = mark_all_outputs;
   options.device = device;
   options.fp16 = fp16;
   options.bf16 = bf16;
@@ -399,7 +412,9 @@ PYBIND11_MODULE(_kilnrt, m) {
     return py::make_tuple(ok, why);
   });
   m.def("build_engine_file", &build_engine_file, py::arg("onnx_path"), py::arg("engine_path"), py::arg("device"),
-        py::arg("fp16"), py::arg("bf16"), py::arg("tf32"), py::arg("shape_specs"));
+        py::arg("fp16"), py::arg("bf16"), py::arg("tf32"), py::arg("shape_specs"),
+        py::arg("layer_precisions") = std::vector<std::pair<std::string, std::string>>{},
+        py::arg("mark_all_outputs") = false);
   m.def("parse_shape_spec", [](const std::string& spec) {
     kilnrt::InputProfile p = kilnrt::parse_shape_spec(spec);
     return py::make_tuple(p.name, py::tuple(py::cast(p.min)), py::tuple(py::cast(p.opt)), py::tuple(py::cast(p.max)));
@@ -451,6 +466,7 @@ PYBIND11_MODULE(_kilnrt, m) {
                                  d["tactic"] = layer.tactic;
                                  d["inputs"] = layer.inputs;
                                  d["outputs"] = layer.outputs;
+                                 d["precision"] = layer.precision;
                                  l.append(d);
                                }
                                return l;
@@ -484,13 +500,23 @@ PYBIND11_MODULE(_kilnrt, m) {
       .def("run", &EngineHandle::run, py::arg("inputs"))
       .def("output_shapes", &EngineHandle::output_shapes, py::arg("input_shapes"), py::arg("stream"))
       .def("enqueue", &EngineHandle::enqueue, py::arg("inputs"), py::arg("outputs"), py::arg("stream"))
-      .def("create_context", [](const EngineHandle& h) { return std::make_shared<ContextHandle>(h.shared()); });
+      .def_property_readonly("activation_memory_size",
+                             [](const EngineHandle& h) { return h.engine().activation_memory_size(); })
+      .def_property_readonly("activation_memory_sizes",
+                             [](const EngineHandle& h) { return h.engine().activation_memory_sizes(); })
+      .def(
+          "create_context",
+          [](const EngineHandle& h, bool allocate_activations) {
+            return std::make_shared<ContextHandle>(h.shared(), allocate_activations);
+          },
+          py::arg("allocate_activations") = true);
 
   py::class_<ContextHandle, std::shared_ptr<ContextHandle>>(m, "ContextHandle")
       .def_property_readonly("device", &ContextHandle::device)
       .def("enqueue", &ContextHandle::enqueue, py::arg("inputs"), py::arg("outputs"), py::arg("stream"))
       .def("output_shapes", &ContextHandle::output_shapes, py::arg("input_shapes"))
-      .def("set_input_shape", &ContextHandle::set_input_shape, py::arg("name"), py::arg("shape"));
+      .def("set_input_shape", &ContextHandle::set_input_shape, py::arg("name"), py::arg("shape"))
+      .def("set_activation_memory", &ContextHandle::set_activation_memory, py::arg("device_ptr"), py::arg("bytes"));
 
   kilnrt_python::register_dlpack(m);
   kilnrt_python::register_cuda_objects(m);
