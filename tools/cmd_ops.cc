@@ -1,7 +1,8 @@
 // `kilnrt ops [--markdown]`: the operators kilnrt implements, from the op registry (src/ops): opset range, dtypes
 // of the CPU kernel, a one-line description. `--markdown` prints docs/operators.md (regenerate it with
 // scripts/gen_operators_md.sh). The CUDA column needs the CUDA layer registry (src/backends/cuda), which this tool
-// cannot query: it is left as "see note".
+// cannot query: it is left as "see note". Custom ops (include/kilnrt/custom_op.h) registered by a process show up
+// in its registry too (domain::Name); none are registered in the CLI.
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -51,6 +52,12 @@ void print_ops(bool markdown) {
             << "- **CUDA**: not filled in here: the CUDA layer registry (`src/backends/cuda/cuda_layer.h`, "
                "`supports()`) is only compiled into CUDA builds and is not queried by this generator. Ops without a "
                "CUDA layer run on the CPU inside CUDA engines (see the layer placement in `kilnrt inspect`).\n"
+            << "- **Custom ops**: ops of your own domain registered at run time (C++ `kilnrt::register_custom_op` in "
+               "`include/kilnrt/custom_op.h`, Python `kilnrt.register_op`) join the registry of that process only, "
+               "so they are not listed here. They run on the CPU and, with a CUDA implementation, on CUDA; engine "
+               "files record them by domain and name. See `docs/custom-ops.md`.\n"
+            << "- **Unit tests**: every op below is exercised by a C++ unit test besides the conformance cases "
+               "(`scripts/op_test_audit.py`, run by `tests/python/test_op_test_audit.py`).\n"
             << "- Conformance against ONNX's node tests: `tests/conformance/run_conformance.py`.\n\n";
   for (const auto& [domain, count] : domains) std::cout << "Domain `" << domain << "`: " << count << " schemas.\n";
   std::cout << "\n| Op | Domain | Opsets | CPU dtypes | CPU | CUDA | Description |\n"
