@@ -12,6 +12,7 @@
 #include "kilnrt/npy.h"
 #include "passes/fuse_attention.h"
 #include "passes/fuse_gelu.h"
+#include "passes/fuse_gemm_epilogue.h"
 #include "passes/optimize.h"
 
 using namespace kilnrt;
@@ -300,6 +301,49 @@ TEST(GeluFusion, WrongConstantsAreLeftAlone) {
   b.output("y");
   ir::Graph g = b.finish();
   EXPECT_EQ(passes::fuse_gelu(g), 0u);
+}
+
+// ---- GEMM epilogues ------------------------------------------------------------------------------------------
+TEST(GemmEpilogueFusion, MatMulBiasGeluAndGemmBias) {
+  for (int variant = 0; variant < 4; ++variant) {
+    SCOPED_TRACE(variant);
+    Builder b;
+    b.input("x", {2, 5, 12}, -2.f, 2.f);
+    b.constant("w", random_tensor({12, 7}, 3));
+    b.constant("wt", random_tensor({7, 12}, 4));
+    b.constant("bias", random_tensor({7}, 5));
+    std::string y = "y";
+    size_t left = 1;
+    if (variant == 0) {  // torch 1.13 Linear: Add(bias, MatMul)
+      b.node("MatMul", {"x", "w"}, "mm");
+      b.node("Add", {"bias", "mm"}, "y");
+    } else if (variant == 1) {  // + fused GELU
+      b.node("MatMul", {"x", "w"}, "mm");
+      b.node("Add", {"mm", "bias"}, "lin");
+      ir::Node& g = b.node("Gelu", {"lin"}, "y");
+      g.domain = "com.kilnrt";
+      b.g.opsets["com.kilnrt"] = 1;
+    } else if (variant == 2) {  // Gemm(transB) with bias, then tanh GELU
+      b.input("x2", {10, 12});
+      ir::Node& gm = b.node("Gemm", {"x2", "wt", "bias"}, "lin");
+      gm.attrs["transB"].kind = ir::Attribute::Kind::kInt;
+      gm.attrs["transB"].i = 1;
+      ir::Node& g = b.node("Gelu", {"lin"}, "y");
+      g.domain = "com.kilnrt";
+      g.attrs["approximate"].kind = ir::Attribute::Kind::kString;
+      g.attrs["approximate"].s = "tanh";
+      b.g.opsets["com.kilnrt"] = 1;
+    } else {  // the weights are an input: left alone
+      b.input("wi", {12, 7});
+      b.node("MatMul", {"x", "wi"}, "mm");
+      b.node("Add", {"mm", "bias"}, "y");
+      left = 0;
+    }
+    b.output(y);
+    ir::Graph after = check_pass(b.finish(), b.feeds, passes::fuse_gemm_epilogues, left, 1e-5);
+    EXPECT_EQ(count_ops(after, "FusedMatMul"), left);
+    if (left) EXPECT_EQ(after.nodes.size(), 1u);
+  }
 }
 
 // ---- end to end -------------------------------------------------------------------------------------------------

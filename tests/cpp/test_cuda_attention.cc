@@ -168,6 +168,36 @@ TEST(CudaAttention, GeluFusedMatchesCpu) {
   }
 }
 
+TEST(CudaAttention, FusedMatMulEpiloguesMatchCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const char* act : {"none", "gelu", "gelu-tanh"}) {
+    for (bool trans_b : {false, true}) {
+      for (const Prec& p : kPrecs) {
+        SCOPED_TRACE(std::string(act) + (trans_b ? " transB " : " ") + (*p.name ? p.name : "fp32"));
+        attntest::Builder b;
+        b.input("a", {3, 37, 96}, -1.f, 1.f);
+        b.constant("w", rounded(random_tensor(trans_b ? Shape{80, 96} : Shape{96, 80}, 11, -0.2f, 0.2f), p.dt));
+        b.constant("bias", rounded(random_tensor({80}, 12), p.dt));
+        ir::Node& n = b.node("FusedMatMul", {"a", "w", "bias"}, "y");
+        n.domain = "com.kilnrt";
+        n.attrs["trans_b"].kind = ir::Attribute::Kind::kInt;
+        n.attrs["trans_b"].i = trans_b ? 1 : 0;
+        n.attrs["activation"].kind = n.attrs["approximate"].kind = ir::Attribute::Kind::kString;
+        n.attrs["activation"].s = std::string(act) == "none" ? "none" : "gelu";
+        n.attrs["approximate"].s = std::string(act) == "gelu-tanh" ? "tanh" : "none";
+        b.g.opsets["com.kilnrt"] = 1;
+        b.output("y");
+        ir::Graph g = b.finish();
+        set_precision(g, p);
+        std::map<std::string, Tensor> feeds = {{"a", rounded(b.feeds["a"], p.dt)}};
+        // |y| ~ 1; K = 96 products; 16-bit: one output rounding + the erf/tanh GELU difference (< 5e-4).
+        const double tol = p.u == 0 ? 2e-5 : 8 * p.u;
+        expect_tensors_close(run_cuda(g, feeds).at("y"), run_cpu(g, feeds).at("y"), tol, tol);
+      }
+    }
+  }
+}
+
 TEST(CudaAttention, EncoderFixtureEnginesDirectCaptureReplay) {
   KILNRT_SKIP_WITHOUT_GPU();
   const std::string dir = std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/";

@@ -1,5 +1,6 @@
 // CPU references of the small com.kilnrt fused ops made by the fusion passes: Gelu (fuse_gelu) and FusedMatMul
 // (fuse_gemm_epilogue: MatMul + bias [+ GELU]).
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -42,6 +43,56 @@ void gelu_cpu(CpuContext& ctx) {
 
 KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain, "Gelu", 1, 1000, infer_same, gelu_cpu, float_dtypes(),
                             "x*Phi(x), approximate none|tanh (made by fuse_gelu)"});
+
+// ---- FusedMatMul(A [..., K], W [K, N] (trans_b: [N, K]) [, bias [N]]) -> [..., N], then the activation -----------
+void infer_fused_matmul(ShapeContext& ctx) {
+  const ir::TensorType& a = ctx.input(0);
+  const ir::TensorType& w = ctx.input(1);
+  if (!a.has_shape || !w.has_shape) {
+    ctx.set_output_rank_unknown(0, a.dtype);
+    return;
+  }
+  KILNRT_CHECK(a.shape.size() >= 2 && w.shape.size() == 2, kInvalidArgument, ctx.node.describe(),
+               "A must have rank >= 2 and W rank 2");
+  ir::SymShape out = a.shape;
+  out.back() = w.shape[ctx.node.attr_int("trans_b", 0) != 0 ? 0 : 1];
+  ctx.set_output(0, a.dtype, out);
+}
+
+void fused_matmul_cpu(CpuContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const DType dtype = ctx.input(0).dtype();
+  const Tensor a = to_float32(ctx.input(0), node, "A");
+  const Tensor w = to_float32(ctx.input(1), node, "W");
+  const bool tb = node.attr_int("trans_b", 0) != 0;
+  KILNRT_CHECK(a.rank() >= 2 && w.rank() == 2, kInvalidArgument, node.describe(), "A must have rank >= 2 and W rank 2");
+  const int64_t k = a.shape().back(), m = a.numel() / std::max<int64_t>(k, 1);
+  const int64_t wk = tb ? w.dim(1) : w.dim(0), n = tb ? w.dim(0) : w.dim(1);
+  KILNRT_CHECK(wk == k, kInvalidArgument, node.describe(),
+               "inner dims differ: A " << shape_to_string(a.shape()) << ", W " << shape_to_string(w.shape()));
+  Shape os = a.shape();
+  os.back() = n;
+  Tensor y = Tensor::zeros(DType::kFloat32, os);
+  if (m > 0 && n > 0)
+    sgemm(false, tb, m, n, k, 1.f, a.data<float>(), k, w.data<float>(), tb ? k : n, 0.f, y.data<float>(), n, node);
+  float* yp = y.data<float>();
+  if (ctx.has_input(2)) {
+    const Tensor b = to_float32(ctx.input(2), node, "bias");
+    KILNRT_CHECK(b.numel() == n, kInvalidArgument, node.describe(), "bias has " << b.numel() << " elements, N is " << n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) yp[i * n + j] += b.data<float>()[j];
+  }
+  const std::string act = node.attr_string("activation", std::string("none"));
+  KILNRT_CHECK(act == "none" || act == "gelu", kInvalidModel, node.describe(), "unknown activation '" << act << "'");
+  if (act == "gelu") {
+    const bool t = gelu_tanh(node);
+    for (int64_t i = 0; i < y.numel(); ++i) yp[i] = gelu(yp[i], t);
+  }
+  ctx.outputs[0] = from_float32(y, dtype);
+}
+
+KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain, "FusedMatMul", 1, 1000, infer_fused_matmul, fused_matmul_cpu,
+                            float_dtypes(), "A W + bias, then GELU or nothing (made by fuse_gemm_epilogue)"});
 
 }  // namespace
 }  // namespace kilnrt::ops::nn

@@ -1,0 +1,114 @@
+#include "passes/fuse_gemm_epilogue.h"
+
+#include "core/logging.h"
+#include "ops/nn/fused_attention.h"
+#include "passes/fusion_control.h"
+#include "passes/pattern_util.h"
+
+namespace kilnrt::passes {
+namespace {
+
+bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
+
+struct Match {
+  ir::Node fused;
+  std::vector<std::string> erase;
+};
+
+// A constant of n elements laid out along the last dim only ([N], [1, N], [1, 1, N] ...).
+bool bias_vector(const ir::Graph& g, const std::string& v, int64_t n, DType dt) {
+  auto it = g.constants.find(v);
+  if (it == g.constants.end() || it->second.dtype() != dt || it->second.numel() != n) return false;
+  const Shape& s = it->second.shape();
+  return !s.empty() && s.back() == n;
+}
+
+bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& mm, Match* m) {
+  if (!mm.domain.empty() || mm.outputs.size() != 1) return false;
+  const bool gemm = mm.op_type == "Gemm";
+  if (mm.op_type != "MatMul" && !gemm) return false;
+  if (mm.inputs.size() < 2 || !g.is_constant(mm.inputs[1])) return false;
+  const Tensor& w = g.constants.at(mm.inputs[1]);
+  const ir::TensorType* at = g.type_of(mm.inputs[0]);
+  if (w.rank() != 2 || !at || !at->has_shape || at->shape.size() < 2 || !is_float(at->dtype) || w.dtype() != at->dtype)
+    return false;
+  bool trans_b = false;
+  std::string bias;
+  std::vector<std::string> erase = {mm.name};
+  std::string out = mm.outputs[0];
+  if (gemm) {
+    if (mm.attr_int("transA", 0) != 0 || mm.attr_float("alpha", 1.f) != 1.f) return false;
+    trans_b = mm.attr_int("transB", 0) != 0;
+    if (mm.inputs.size() > 2 && !mm.inputs[2].empty()) {
+      if (mm.attr_float("beta", 1.f) != 1.f) return false;
+      bias = mm.inputs[2];
+    }
+  }
+  const int64_t n = trans_b ? w.shape()[0] : w.shape()[1];
+  if (!bias.empty() && !bias_vector(g, bias, n, at->dtype)) return false;
+  // MatMul + Add(bias)
+  if (!gemm) {
+    const ir::Node* add = ix.sole_consumer(out);
+    if (add && add->domain.empty() && add->op_type == "Add" && add->inputs.size() == 2) {
+      const std::string other = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
+      if (bias_vector(g, other, n, at->dtype) && g.constants.at(other).rank() <= static_cast<int>(at->shape.size())) {
+        bias = other;
+        erase.push_back(add->name);
+        out = add->outputs[0];
+      }
+    }
+  }
+  std::string activation = "none", approximate = "none";
+  const ir::Node* act = ix.sole_consumer(out);
+  if (act && act->domain == ops::nn::kKilnrtDomain && act->op_type == "Gelu") {
+    activation = "gelu";
+    approximate = act->attr_string("approximate", std::string("none"));
+    erase.push_back(act->name);
+    out = act->outputs[0];
+  }
+  if (bias.empty() && activation == "none") return false;  // nothing to fuse
+  ir::Node& f = m->fused;
+  f.name = mm.name + "/fused_matmul";
+  f.op_type = "FusedMatMul";
+  f.domain = ops::nn::kKilnrtDomain;
+  f.inputs = {mm.inputs[0], mm.inputs[1]};
+  if (!bias.empty()) f.inputs.push_back(bias);
+  f.outputs = {out};
+  ir::Attribute tb;
+  tb.kind = ir::Attribute::Kind::kInt;
+  tb.i = trans_b ? 1 : 0;
+  f.attrs["trans_b"] = tb;
+  ir::Attribute a, ap;
+  a.kind = ap.kind = ir::Attribute::Kind::kString;
+  a.s = activation;
+  ap.s = approximate;
+  f.attrs["activation"] = a;
+  f.attrs["approximate"] = ap;
+  m->erase = std::move(erase);
+  return true;
+}
+
+}  // namespace
+
+size_t fuse_gemm_epilogues(ir::Graph& graph) {
+  if (!fusion_enabled("gemm-epilogue")) return 0;
+  std::vector<Match> matches;
+  {
+    const GraphIndex ix(graph);
+    for (const ir::Node& n : graph.nodes) {
+      Match m;
+      if (match(graph, ix, n, &m)) matches.push_back(std::move(m));
+    }
+  }
+  if (matches.empty()) return 0;
+  std::vector<std::string> erase;
+  for (const Match& m : matches) erase.insert(erase.end(), m.erase.begin(), m.erase.end());
+  erase_nodes(graph, erase);
+  for (Match& m : matches) graph.nodes.push_back(std::move(m.fused));
+  use_kilnrt_domain(graph);
+  graph.topo_sort();
+  KILNRT_LOG(kDebug, "fused " << matches.size() << " GEMM epilogue(s)");
+  return matches.size();
+}
+
+}  // namespace kilnrt::passes
