@@ -11,6 +11,8 @@
 
 #include "backends/cuda/cuda_plan.h"
 #include "cuda/context_guard.h"
+#include "engine/activation_memory.h"
+#include "engine/engine_file.h"
 #include "engine/engine_impl.h"
 #include "engine_features_model.h"
 #include "kilnrt/cuda/memory.h"
@@ -191,6 +193,14 @@ TEST(CudaEngineFeatures, ActivationMemoryAtProfileMax) {
   backends::cuda::CudaRunner probe(plan);
   EXPECT_EQ(probe.arena_bytes_for({{64, kIn}}), size);  // the stored figure is the runner's own layout
   EXPECT_NE(e->describe().find("activation memory at profile 0 max"), std::string::npos) << e->describe();
+  {
+    // An engine written before the figure was stored (no blob) still loads, and measures it at load.
+    const std::vector<uint8_t> bytes = build_engine(mlp_file(), cuda_options(1, 16, 64));
+    engine::LoadedEngine old = engine::deserialize_engine(bytes.data(), bytes.size(), "new.engine");
+    ASSERT_EQ(old.meta.blobs.erase(engine::kActivationMemoryBlob), 1u);
+    const std::vector<uint8_t> old_bytes = engine::serialize_engine(old.graph, old.meta);
+    EXPECT_EQ(Engine::from_bytes(old_bytes.data(), old_bytes.size(), "old.engine")->activation_memory_size(), size);
+  }
   // A runner reserved at the max never grows within the profile.
   {
     kc::ContextGuard guard(0);
