@@ -112,12 +112,12 @@ inline size_t mutate_engine_file(uint8_t* data, size_t size, size_t max_size, un
       size_t n = LLVMFuzzerMutate(body.data(), s.size, body.size());
       if (!resize) n = s.size;
       body.resize(n);
-      const int64_t delta = int64_t(n) - int64_t(s.size);
+      const uint64_t delta = uint64_t(n) - s.size;  // modular: offsets may be anything in a mutant
       b.erase(b.begin() + s.offset, b.begin() + s.offset + s.size);
       b.insert(b.begin() + s.offset, body.begin(), body.end());
       put(b, s.entry + 16, 8, n);
       for (const Section& t : secs)  // move the sections behind it (entries sit before every section)
-        if (t.entry != s.entry && t.offset > s.offset) put(b, t.entry + 8, 8, uint64_t(int64_t(t.offset) + delta));
+        if (t.entry != s.entry && t.offset > s.offset) put(b, t.entry + 8, 8, t.offset + delta);
       break;
     }
     default: {  // an aligned integer inside a section set to a boundary value

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/failure_injection.h"
+#include "core/logging.h"
 #include "kilnrt/engine.h"
 
 namespace {
@@ -38,6 +39,7 @@ kilnrt::Tensor zeros_for(const kilnrt::TensorInfo& info, int64_t* budget) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   kilnrt::failure_injection::set_host_allocation_limit(size_t(32) << 20);
+  kilnrt::set_log_level(kilnrt::LogLevel::kError);  // opset / precision warnings would flood the output
   const auto dir = std::filesystem::temp_directory_path() / ("kilnrt-onnx-fuzz-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   model_path = (dir / "model.onnx").string();

@@ -18,7 +18,7 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 # models of the acceptance tests). Versions are bookworm's.
 KILNRT_APT_PACKAGES=(build-essential cmake ninja-build ccache git pkg-config libopenblas-dev libcli11-dev pybind11-dev
   libgtest-dev python3 python3-dev python3-venv python3-pip python3-numpy python3-onnx python3-pytest python3-torch
-  python3-torchvision)
+  python3-torchvision clang-14 libclang-rt-14-dev)
 # Exact pins of what pip adds to the venv (build backend of `pip install .` and pybind11 for the extension).
 KILNRT_PIP_PACKAGES=(scikit-build-core==0.10.7 pybind11==3.1.0)
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sanitizer stage (called by scripts/test.sh; runnable on its own): builds the C++ library + GoogleTest suite with
 # AddressSanitizer + UndefinedBehaviorSanitizer (KILNRT_SANITIZE=ON, CUDA / Python / CLI off) in its own tree and runs
-# the suite. Any ASan / LeakSanitizer / UBSan report fails it (non-zero exit).
+# the suite. Any ASan / LeakSanitizer / UBSan report fails it (non-zero exit). The suite includes the failure-injection
+# tests (tests/cpp/test_failure_injection.cc: every host allocation of build / load / inference made to fail once), so
+# LeakSanitizer checks that no failure path leaks.
 #   KILNRT_ASAN_BUILD_DIR  build tree (default: <repo>/build-asan)
 # Built at -O1 (sanitizer-friendly and much quicker to compile on 2 cores than the default -O3).
 set -uo pipefail

@@ -3,6 +3,7 @@
 # Builds first (installing what is missing, like scripts/setup.sh). Extra arguments go to pytest.
 # KILNRT_SKIP_PIP_TEST=1 skips the slow `pip install .` test.
 # KILNRT_SKIP_SANITIZE=1 skips the ASan + UBSan build and run of the C++ suite (scripts/sanitize.sh).
+# KILNRT_SKIP_FUZZ=1 skips the short fuzz stage (scripts/fuzz.sh; KILNRT_FUZZ_SECONDS per fuzzer, default 45 here).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -29,6 +30,14 @@ if [ "${KILNRT_SKIP_SANITIZE:-0}" = 1 ]; then
   kilnrt_log "sanitizer stage skipped (KILNRT_SKIP_SANITIZE=1)"
 else
   "$KILNRT_ROOT/scripts/sanitize.sh" || status=1
+fi
+
+# Fuzzing (clang + libFuzzer + ASan + UBSan, CUDA off): engine-file loader and ONNX import + build, a short run of
+# each from generated seeds; any crash / sanitizer report / leak / timeout fails. Longer runs: fuzz/README.md.
+if [ "${KILNRT_SKIP_FUZZ:-0}" = 1 ]; then
+  kilnrt_log "fuzz stage skipped (KILNRT_SKIP_FUZZ=1)"
+else
+  KILNRT_FUZZ_SECONDS="${KILNRT_FUZZ_SECONDS:-45}" "$KILNRT_ROOT/scripts/fuzz.sh" || status=1
 fi
 
 if [ "$status" = 0 ]; then kilnrt_log "all tests passed"; else kilnrt_log "SOME TESTS FAILED"; fi

@@ -191,7 +191,8 @@ class Engine:
                 raise Error("input %r has dtype %s; the engine expects %s" % (spec.name, array.dtype, spec.kilnrt_dtype),
                             "invalid_argument", spec.name)
             array = array.astype(spec.dtype)
-        return _np.require(array, requirements="C")  # keeps 0-d arrays 0-d (ascontiguousarray would not)
+        # C-contiguous and aligned (a misaligned view is copied); keeps 0-d arrays 0-d (ascontiguousarray would not)
+        return _np.require(array, requirements="CA")
 
     def run(self, inputs, out=None, stream=None):
         """Runs the engine: {input name: tensor} -> {output name: tensor}.

@@ -44,8 +44,7 @@ void on_host_allocation(size_t nbytes, const char* what) {
   const int64_t index = g_host_seen.fetch_add(1);
   int64_t expected = index;
   if (g_host_fail_at.load() == index && g_host_fail_at.compare_exchange_strong(expected, -1)) {
-    g_host_fired.store(true);
-    update_host_active();
+    g_host_fired.store(true);  // stays active (counting) until reset()
     KILNRT_THROW(kOutOfMemory, what,
                  "could not allocate " << nbytes << " bytes of host memory for " << what
                                        << " (injected failure of allocation #" << index << ")");

@@ -11,6 +11,7 @@
 #include "backends/cuda/cuda_plan.h"
 #include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
+#include "cuda/buffer_checks.h"
 #include "cuda/foreign_checks.h"
 #include "cuda/library_loader.h"
 #include "engine/activation_memory.h"
@@ -209,7 +210,8 @@ class CudaExecutionContext final : public ExecutionContext {
     // Every bound pointer is checked before anything launches (memory type, device ordinal, owning context).
     for (size_t i = 0; i < in_infos.size(); ++i)
       check_device_pointer(in_ptrs[i], shape_numel(shapes[i]) * dtype_size(in_infos[i].dtype),
-                           inputs.at(in_infos[i].name).device, "input '" + in_infos[i].name + "'");
+                           inputs.at(in_infos[i].name).device, "input '" + in_infos[i].name + "'",
+                           dtype_size(in_infos[i].dtype));
     runner_->prepare(shapes, s);
     check_activation_memory();
     const std::vector<Shape> out_shapes = runner_->output_shapes();
@@ -224,7 +226,7 @@ class CudaExecutionContext final : public ExecutionContext {
                    "expected shape " << shape_to_string(out_shapes[i]) << " for these inputs, got "
                                      << shape_to_string(it->second.shape));
       check_device_pointer(it->second.data, shape_numel(out_shapes[i]) * dtype_size(out_infos[i].dtype),
-                           it->second.device, where);
+                           it->second.device, where, dtype_size(out_infos[i].dtype));
       out_ptrs.push_back(it->second.data);
     }
     runner_->enqueue(in_ptrs, out_ptrs, s);
@@ -321,12 +323,14 @@ class CudaExecutionContext final : public ExecutionContext {
   // Invariant 2: device memory of the engine's device (memory type, ordinal), owned by its primary context when
   // the driver reports an owner (NULL for cudaMallocAsync pools / VMM allocators) — kilnrt::cuda::
   // check_device_pointer, with its errors that say what to do. Empty tensors may have any pointer.
-  void check_device_pointer(const void* p, size_t bytes, int claimed_device, const std::string& where) const {
+  void check_device_pointer(const void* p, size_t bytes, int claimed_device, const std::string& where,
+                            size_t element_size) const {
     if (bytes == 0) return;
     KILNRT_CHECK(claimed_device == device_, kInvalidArgument, where,
                  where << " is a tensor on cuda:" << claimed_device << " but the engine runs on cuda:" << device_
                        << ": move the tensor to cuda:" << device_ << " or load the engine on cuda:" << claimed_device);
     kc::check_device_pointer(p, device_, where);
+    kc::check_device_buffer(p, bytes, element_size, where);  // alignment, allocation large enough
   }
 
   const TensorInfo& find_input(const std::string& name) const {

@@ -76,10 +76,16 @@ inline std::string transformer_path() {
   return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/transformer_encoder_layer.onnx";
 }
 
-// Inputs for one of the two models above (a batch of 2 for the CNN, the fixture's input for the transformer).
+inline std::string mobilenet_path() {
+  return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/mobilenet_v3_small.onnx";
+}
+
+// Inputs for one of the models above (a batch of 2 for the CNN, the fixture's input for the transformer).
 inline std::map<std::string, Tensor> inputs_for(const std::string& model) {
   if (model == transformer_path())
     return {{"x", load_npy(std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/transformer_encoder_layer.input.npy")}};
+  if (model == mobilenet_path())
+    return {{"x", load_npy(std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/mobilenet_v3_small.input.npy")}};
   const std::vector<float> x = random_floats(2 * 3 * 12 * 12, 7, 1.0f);
   return {{"x", Tensor::from_data(x.data(), DType::kFloat32, {2, 3, 12, 12})}};
 }

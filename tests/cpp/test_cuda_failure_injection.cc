@@ -84,6 +84,7 @@ Outcome fail_each_site(const std::string& label, const std::function<void()>& ph
   EXPECT_FALSE(sites.empty()) << label << ": no CUDA call went through the injection trampolines";
   std::printf("[ fi-cuda  ] %s: %lld calls, %zu entry points\n", label.c_str(), static_cast<long long>(calls),
               sites.size());
+  std::fflush(stdout);
   Outcome o;
   for (const std::string& site : sites) {
     fi::fail_site(site, 0);
@@ -108,6 +109,7 @@ Outcome fail_each_site(const std::string& label, const std::function<void()>& ph
     }
     fi::reset();
     std::printf("[ fi-cuda  ]   %-40s %s\n", site.c_str(), result.c_str());
+    std::fflush(stdout);
     try {
       recover();
     } catch (const std::exception& e) {
@@ -232,6 +234,7 @@ TEST_P(CudaFailureInjection, EveryEntryPointOfEveryPhaseFailsCleanly) {
       ++unusable;
       std::printf("[ fi-cuda  ]   context unusable after call #%lld (%s) failed: %s\n", static_cast<long long>(i),
                   site.c_str(), e.what());
+      std::fflush(stdout);
       ctx = engine->create_context();
     } catch (const std::exception& e) {
       ADD_FAILURE() << "after call #" << i << " (" << site << ") failed: " << e.what();
@@ -248,6 +251,7 @@ TEST_P(CudaFailureInjection, EveryEntryPointOfEveryPhaseFailsCleanly) {
               "memory drift %lld bytes; %.1f s\n",
               GetParam().c_str(), b.errors, b.survived, b.not_reached, l.errors, l.survived, l.not_reached, r.errors,
               r.survived, r.not_reached, static_cast<long long>(per_run), index_errors, unusable, drift, secs);
+  std::fflush(stdout);
   EXPECT_EQ(b.other + l.other + r.other, 0);
   // A context left unusable must fail cleanly (kilnrt::Error, counted above) — allowed, and reported.
   // Some driver allocations are process-wide caches (module loads, cuDNN's lazily loaded kernels): allow 16 MiB.

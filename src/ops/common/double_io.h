@@ -2,6 +2,7 @@
 // bfloat16) or integer tensor as doubles, and build a tensor of a given dtype from doubles.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "core/check.h"
@@ -35,7 +36,18 @@ inline std::vector<double> tensor_to_doubles(const Tensor& t, const ir::Node& no
   return v;
 }
 
-// Integer dtypes are filled by truncation toward zero (callers round first where ONNX asks for it).
+// double -> integer without undefined behaviour: truncation toward zero, NaN -> 0, out-of-range values saturate
+// (a plain static_cast of NaN or of an out-of-range value is undefined; found by fuzzing QuantizeLinear, scale 0).
+template <typename I>
+inline I saturate_to_int(double x) {
+  if (x != x) return 0;
+  if (x <= static_cast<double>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+  if (x >= static_cast<double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(x);
+}
+
+// Integer dtypes are filled by truncation toward zero (callers round first where ONNX asks for it); NaN gives 0 and
+// out-of-range values saturate.
 inline Tensor tensor_from_doubles(const std::vector<double>& v, DType dtype, const Shape& shape) {
   Tensor t = Tensor::empty(dtype, shape);
   const size_t n = v.size();
@@ -48,14 +60,14 @@ inline Tensor tensor_from_doubles(const std::vector<double>& v, DType dtype, con
     case DType::kBFloat16:
       for (size_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v[i]));
       break;
-    case DType::kInt64: for (size_t i = 0; i < n; ++i) t.data<int64_t>()[i] = static_cast<int64_t>(v[i]); break;
-    case DType::kInt32: for (size_t i = 0; i < n; ++i) t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
-    case DType::kInt8: for (size_t i = 0; i < n; ++i) t.data<int8_t>()[i] = static_cast<int8_t>(v[i]); break;
-    case DType::kUInt8: for (size_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(v[i]); break;
-    case DType::kInt16: for (size_t i = 0; i < n; ++i) t.data<int16_t>()[i] = static_cast<int16_t>(v[i]); break;
-    case DType::kUInt16: for (size_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = static_cast<uint16_t>(v[i]); break;
-    case DType::kUInt32: for (size_t i = 0; i < n; ++i) t.data<uint32_t>()[i] = static_cast<uint32_t>(v[i]); break;
-    case DType::kUInt64: for (size_t i = 0; i < n; ++i) t.data<uint64_t>()[i] = static_cast<uint64_t>(v[i]); break;
+    case DType::kInt64: for (size_t i = 0; i < n; ++i) t.data<int64_t>()[i] = saturate_to_int<int64_t>(v[i]); break;
+    case DType::kInt32: for (size_t i = 0; i < n; ++i) t.data<int32_t>()[i] = saturate_to_int<int32_t>(v[i]); break;
+    case DType::kInt8: for (size_t i = 0; i < n; ++i) t.data<int8_t>()[i] = saturate_to_int<int8_t>(v[i]); break;
+    case DType::kUInt8: for (size_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = saturate_to_int<uint8_t>(v[i]); break;
+    case DType::kInt16: for (size_t i = 0; i < n; ++i) t.data<int16_t>()[i] = saturate_to_int<int16_t>(v[i]); break;
+    case DType::kUInt16: for (size_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = saturate_to_int<uint16_t>(v[i]); break;
+    case DType::kUInt32: for (size_t i = 0; i < n; ++i) t.data<uint32_t>()[i] = saturate_to_int<uint32_t>(v[i]); break;
+    case DType::kUInt64: for (size_t i = 0; i < n; ++i) t.data<uint64_t>()[i] = saturate_to_int<uint64_t>(v[i]); break;
     case DType::kBool: for (size_t i = 0; i < n; ++i) t.data<bool>()[i] = v[i] != 0.0; break;
     default: break;
   }

@@ -175,13 +175,21 @@ void mel_cpu(CpuContext& ctx) {
   const int64_t mel_bins = scalar_int(ctx.input(0)), dft_len = scalar_int(ctx.input(1));
   const int64_t rate = scalar_int(ctx.input(2));
   const double lo = tensor_to_doubles(ctx.input(3), ctx.node).at(0), hi = tensor_to_doubles(ctx.input(4), ctx.node).at(0);
+  KILNRT_CHECK(mel_bins >= 0 && mel_bins <= (int64_t(1) << 20) && dft_len > 0 && dft_len <= (int64_t(1) << 24) &&
+                   rate > 0 && std::isfinite(lo) && std::isfinite(hi) && lo > -700 && hi > -700,
+               kInvalidArgument, ctx.node.describe(),
+               "MelWeightMatrix: num_mel_bins " << mel_bins << ", dft_length " << dft_len << ", sample_rate " << rate
+                                                << ", frequencies " << lo << ".." << hi << " are out of range");
   const int64_t spec_bins = dft_len / 2 + 1;
   const double lo_mel = 2595 * std::log10(1 + lo / 700), hi_mel = 2595 * std::log10(1 + hi / 700);
   const double step = (hi_mel - lo_mel) / static_cast<double>(mel_bins + 2);
   std::vector<int64_t> edges(static_cast<size_t>(mel_bins + 2));
   for (int64_t i = 0; i < mel_bins + 2; ++i) {
     const double hz = 700 * (std::pow(10.0, (static_cast<double>(i) * step + lo_mel) / 2595) - 1);
-    edges[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(dft_len + 1) * hz / static_cast<double>(rate)));
+    const double edge = std::floor(static_cast<double>(dft_len + 1) * hz / static_cast<double>(rate));
+    KILNRT_CHECK(std::isfinite(edge) && std::fabs(edge) < 1e15, kInvalidArgument, ctx.node.describe(),
+                 "MelWeightMatrix: bin edge " << edge << " is out of range");
+    edges[static_cast<size_t>(i)] = static_cast<int64_t>(edge);
   }
   std::vector<double> w(static_cast<size_t>(spec_bins * mel_bins), 0.0);
   auto at = [&](int64_t j, int64_t i) -> double& {

@@ -48,7 +48,7 @@ void topk_cpu(CpuContext& ctx) {
       std::vector<int64_t> order(static_cast<size_t>(v.dim));
       std::iota(order.begin(), order.end(), 0);
       // "a before b": a ranks higher; ties by lower index.
-      auto before = [&](int64_t a, int64_t b) {
+      auto before = [&vals, largest = largest](int64_t a, int64_t b) {  // explicit: clang 14 + OpenMP
         C va = vals[a], vb = vals[b];
         bool na = va != va, nb = vb != vb;
         if (na || nb) {

@@ -1,0 +1,16 @@
+// Checks of caller-provided device buffers beyond what foreign_checks.h validates (kind, device, context): the
+// pointer's alignment and, where the driver can tell, that the allocation holds the bytes the tensor needs.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace kilnrt::cuda {
+
+// Throws kInvalidArgument naming `what` when `ptr` is not a multiple of `alignment` (the tensor's element size), or
+// when `ptr` lies in a cuMemAlloc / cudaMalloc allocation that ends less than `bytes` after it ("buffer too small").
+// Memory from stream-ordered pools and VMM allocators (torch's expandable segments) has no single allocation range
+// the driver reports reliably: only its alignment is checked. Call under the context guard, after
+// check_device_pointer().
+void check_device_buffer(const void* ptr, size_t bytes, size_t alignment, const std::string& what);
+
+}  // namespace kilnrt::cuda

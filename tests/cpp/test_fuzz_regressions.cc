@@ -1,0 +1,62 @@
+// Regression tests for findings of the fuzzers (fuzz/README.md). Each input is kept inline, as the fuzzer found it,
+// and goes through the same path as the harness. Run under ASan + UBSan (scripts/sanitize.sh) they also catch the
+// undefined behaviour the fuzzer reported.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "kilnrt/engine.h"
+
+using namespace kilnrt;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::vector<uint8_t>& bytes) {
+  const std::string path = testing::TempDir() + name;
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                              static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+// onnx_build_fuzzer, first minutes (an unmutated seed: onnx's test_quantizelinear model): QuantizeLinear with
+// y_scale = 0 computed 0 / 0 = NaN and cast it to uint8 — undefined behaviour (UBSan: "-nan is outside the range of
+// representable values of type 'unsigned char'"). Fixed in ops/common/double_io.h: NaN -> 0, out-of-range values
+// saturate. x[6] float, y_scale float scalar, y_zero_point uint8 scalar -> y[6] uint8.
+const std::vector<uint8_t> kQuantizeLinearScaleZero = {
+    0x8,  0x7,  0x12, 0xc,  0x62, 0x61, 0x63, 0x6b, 0x65, 0x6e, 0x64, 0x2d, 0x74, 0x65, 0x73, 0x74, 0x3a, 0x91, 0x1,
+    0xa,  0x2d, 0xa,  0x1,  0x78, 0xa,  0x7,  0x79, 0x5f, 0x73, 0x63, 0x61, 0x6c, 0x65, 0xa,  0xc,  0x79, 0x5f, 0x7a,
+    0x65, 0x72, 0x6f, 0x5f, 0x70, 0x6f, 0x69, 0x6e, 0x74, 0x12, 0x1,  0x79, 0x22, 0xe,  0x51, 0x75, 0x61, 0x6e, 0x74,
+    0x69, 0x7a, 0x65, 0x4c, 0x69, 0x6e, 0x65, 0x61, 0x72, 0x12, 0x13, 0x74, 0x65, 0x73, 0x74, 0x5f, 0x71, 0x75, 0x61,
+    0x6e, 0x74, 0x69, 0x7a, 0x65, 0x6c, 0x69, 0x6e, 0x65, 0x61, 0x72, 0x5a, 0xf,  0xa,  0x1,  0x78, 0x12, 0xa,  0xa,
+    0x8,  0x8,  0x1,  0x12, 0x4,  0xa,  0x2,  0x8,  0x6,  0x5a, 0x11, 0xa,  0x7,  0x79, 0x5f, 0x73, 0x63, 0x61, 0x6c,
+    0x65, 0x12, 0x6,  0xa,  0x4,  0x8,  0x1,  0x12, 0x0,  0x5a, 0x16, 0xa,  0xc,  0x79, 0x5f, 0x7a, 0x65, 0x72, 0x6f,
+    0x5f, 0x70, 0x6f, 0x69, 0x6e, 0x74, 0x12, 0x6,  0xa,  0x4,  0x8,  0x2,  0x12, 0x0,  0x62, 0xf,  0xa,  0x1,  0x79,
+    0x12, 0xa,  0xa,  0x8,  0x8,  0x2,  0x12, 0x4,  0xa,  0x2,  0x8,  0x6,  0x42, 0x4,  0xa,  0x0,  0x10, 0xd};
+
+}  // namespace
+
+TEST(FuzzRegressions, QuantizeLinearWithZeroScaleIsDefined) {
+  const auto bytes = build_engine(write_temp("fuzz_quantize_scale0.onnx", kQuantizeLinearScaleZero));
+  auto engine = Engine::from_bytes(bytes.data(), bytes.size());
+  const std::vector<float> x = {0.0f, 1.0f, -1.0f, 300.0f, -300.0f, 0.5f};
+  const float scale = 0.0f;
+  const uint8_t zero_point = 7;
+  auto out = engine->run({{"x", Tensor::from_data(x.data(), DType::kFloat32, {6})},
+                          {"y_scale", Tensor::from_data(&scale, DType::kFloat32, {})},
+                          {"y_zero_point", Tensor::from_data(&zero_point, DType::kUInt8, {})}});
+  const Tensor& y = out.at("y");
+  ASSERT_EQ(y.dtype(), DType::kUInt8);
+  ASSERT_EQ(y.numel(), 6);
+  // x / 0: 0 -> NaN (NaN + zero point is NaN) -> 0; positive -> +inf -> 255; negative -> -inf -> 0.
+  const uint8_t* v = y.data<uint8_t>();
+  EXPECT_EQ(v[0], 0);
+  EXPECT_EQ(v[1], 255);
+  EXPECT_EQ(v[2], 0);
+  EXPECT_EQ(v[3], 255);
+  EXPECT_EQ(v[4], 0);
+  EXPECT_EQ(v[5], 255);
+}
