@@ -190,6 +190,50 @@ __global__ void layernorm_kernel(const T* x, const T* scale, const T* bias, T* y
   }
 }
 
+// Rows of n <= 1024: one warp per row, the row held in registers (one global read), mean and variance from them.
+constexpr int kLnWarpMax = 32;  // values per lane
+template <typename T>
+__global__ void layernorm_warp_kernel(const T* x, const T* scale, const T* bias, T* y, float* mean_out,
+                                      float* inv_std_out, int64_t rows, int n, float eps) {
+  const int64_t r = blockIdx.x * int64_t(blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const int lane = threadIdx.x & 31;
+  const T* row = x + r * n;
+  float v[kLnWarpMax];
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < kLnWarpMax; ++i) {
+    const int c = lane + i * 32;
+    v[i] = c < n ? ld(row, c) : 0.f;
+    s += v[i];
+  }
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  const float mean = s / float(n);
+  float q = 0.f;
+#pragma unroll
+  for (int i = 0; i < kLnWarpMax; ++i) {
+    const float d = lane + i * 32 < n ? v[i] - mean : 0.f;
+    q += d * d;
+  }
+  for (int o = 16; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);
+  const float inv_std = 1.f / sqrtf(q / float(n) + eps);
+  T* out = y ? y + r * n : nullptr;
+#pragma unroll
+  for (int i = 0; i < kLnWarpMax; ++i) {
+    const int c = lane + i * 32;
+    if (c < n && out) {
+      float t = (v[i] - mean) * inv_std;
+      if (scale) t *= ld(scale, c);
+      if (bias) t += ld(bias, c);
+      st(out, c, t);
+    }
+  }
+  if (lane == 0) {
+    if (mean_out) mean_out[r] = mean;
+    if (inv_std_out) inv_std_out[r] = inv_std;
+  }
+}
+
 template <typename T>
 __global__ void channel_affine_kernel(const T* x, const float* a, const float* b, T* y, int64_t outer,
                                       int64_t c, int64_t inner) {
@@ -294,6 +338,14 @@ int layernorm(int dt, const void* x, const void* scale, const void* bias, void* 
   if (rows == 0 || n == 0) return 0;
   if (rows >= 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (n <= 32 * kLnWarpMax) {  // one warp per row, 8 rows per block
+    const int64_t blocks = (rows + 7) / 8;
+    if (blocks >= 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
+    KILNRT_DT_SWITCH(dt, layernorm_warp_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, s>>>(
+                             (const T*)x, (const T*)scale, (const T*)bias, (T*)y, mean, inv_std, rows,
+                             static_cast<int>(n), eps))
+    return launch_status();
+  }
   KILNRT_DT_SWITCH(dt, layernorm_kernel<T><<<rows_grid(rows), n >= 1024 ? 512 : 128, 0, s>>>(
                            (const T*)x, (const T*)scale, (const T*)bias, (T*)y, mean, inv_std, n, eps))
   return launch_status();
