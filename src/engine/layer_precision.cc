@@ -44,9 +44,10 @@ void assign_layer_precisions(ir::Graph& graph, const BuildOptions& options, bool
   const std::string engine16 = options.fp16 ? "fp16" : options.bf16 ? "bf16" : "";
   if (cuda) {
     // --fp16 / --bf16: every layer runs with 16-bit activations (float32 math inside kernels); a layer without
-    // 16-bit kernels runs as a float32 island. --tf32 lets GEMMs and convolutions use TF32.
+    // 16-bit kernels runs as a float32 island. --tf32 lets GEMMs and convolutions (fused ones too) use TF32.
     for (ir::Node& n : graph.nodes) {
-      const bool gemm_or_conv = n.op_type == "MatMul" || n.op_type == "Gemm" || n.op_type == "Conv";
+      const bool gemm_or_conv = n.op_type == "MatMul" || n.op_type == "Gemm" || n.op_type == "Conv" ||
+                                n.op_type == "FusedMatMul" || n.op_type == "FusedConv";  // com.kilnrt fusions
       if (!engine16.empty()) set_precision(n, engine16);
       else if (gemm_or_conv && options.tf32) set_precision(n, "tf32");
     }

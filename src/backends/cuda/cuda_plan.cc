@@ -190,8 +190,11 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
     for (Step& st : steps_) {
       if (st.host) continue;
       // A layer without 16-bit kernels, or one pinned to float32 (kilnrt_precision "fp32"), runs as a float32 island.
-      st.island = !st.layer->supports_16bit() ||
-                  (st.node->has_attr(kPrecisionAttr) && node_precision(*st.node) == Precision::kFp32);
+      // Never an alias (a view of its input's storage, whatever the dtype): its output would point at the island's
+      // float32 scratch while later layers read it as 16-bit storage.
+      st.island = !st.layer->is_alias() &&
+                  (!st.layer->supports_16bit() ||
+                   (st.node->has_attr(kPrecisionAttr) && node_precision(*st.node) == Precision::kFp32));
       st.host_in = st.layer->host_inputs();
     }
   }
