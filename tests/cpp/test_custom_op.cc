@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -102,6 +102,13 @@ void register_test_ops() {
   row_sum.cuda = rk.cuda;
   row_sum.cuda_prepare = rk.prepare;
   register_custom_op(row_sum);
+
+  // Throws: a CPU function failing with a non-kilnrt exception.
+  CustomOp throws;
+  throws.domain = kDomain;
+  throws.name = "Throws";
+  throws.cpu = [](CustomCpuContext&) { throw std::runtime_error("deliberate failure in the CPU function"); };
+  register_custom_op(throws);
 }
 
 std::string write_model(const std::string& path, const std::vector<ot::NodeSpec>& nodes, const std::string& out,
@@ -226,6 +233,14 @@ TEST(CustomOp, CallbackErrorsNameTheNode) {
   const std::string bad =
       write_model(tmp("tanh_rowsum_rank0.onnx"), {custom_node("RowSum", {"x"}, {"y"}, {}, "sum_of_scalar")}, "y", {}, {});
   expect_error_with([&] { build_engine(bad, {}); }, ErrorCode::kInvalidModel, {"sum_of_scalar", "RowSum needs rank"});
+  // A CPU function throwing std::runtime_error: a kilnrt::Error naming the node, with the exception's message.
+  const std::string throwing = write_model(tmp("throws.onnx"), {custom_node("Throws", {"x"}, {"y"}, {}, "thrower")},
+                                           "y", {2}, {2});
+  std::vector<uint8_t> bytes = build_engine(throwing, {});
+  auto engine = Engine::from_bytes(bytes.data(), bytes.size(), "throws.engine");
+  Tensor x = ramp({2}, 0.f, 1.f);
+  expect_error_with([&] { engine->run({{"x", x}}); }, ErrorCode::kInvalidArgument,
+                    {"thrower", "deliberate failure in the CPU function"});
 }
 
 TEST(CustomOp, UnregisteredOpIsAClearErrorAtBuildAndLoad) {
