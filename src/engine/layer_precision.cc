@@ -90,6 +90,7 @@ std::vector<std::string> mark_all_outputs(ir::Graph& graph) {
     if (n.op_type == "Shape" || n.op_type == "Size") continue;
     bool reads_data = false;
     for (const std::string& in : n.inputs) reads_data |= !in.empty() && data.count(in) != 0;
+    for (const std::string& in : ir::outer_scope_reads(n)) reads_data |= data.count(in) != 0;  // If/Loop/Scan bodies
     if (!reads_data) continue;
     for (const std::string& out : n.outputs) {
       if (out.empty()) continue;

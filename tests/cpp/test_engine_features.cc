@@ -186,6 +186,31 @@ TEST(EngineFeatures, MarkAllOutputsSkipsConstantsAndShapeComputations) {
   EXPECT_EQ(std::count(marked2.begin(), marked2.end(), "nb"), 0);
 }
 
+TEST(EngineFeatures, MarkAllOutputsFollowsOuterScopeReads) {
+  // o = If(c constant) { Identity(x) } else { Neg(x) }: the If reads x only through its bodies, yet o is data.
+  using namespace onnx_test;
+  auto branch = [](const std::string& op, const std::string& out) {
+    GraphSpec b;
+    b.name = out;
+    b.nodes.push_back(NodeSpec{op, {"x"}, {out}});
+    b.outputs.push_back(ValueInfoSpec::tensor(out, kFloat, {DimSpec::named("batch"), 4}));
+    return b;
+  };
+  ModelSpec m;
+  m.graph.inputs.push_back(ValueInfoSpec::tensor("x", kFloat, {DimSpec::named("batch"), 4}));
+  m.graph.initializers.push_back(TensorSpec::raw("c", kBool, {}, std::string(1, '\1')));
+  m.graph.nodes.push_back(NodeSpec{"If", {"c"}, {"o"},
+                                   {AttrSpec::Graph("then_branch", branch("Identity", "t")),
+                                    AttrSpec::Graph("else_branch", branch("Neg", "e"))},
+                                   "if"});
+  m.graph.nodes.push_back(NodeSpec{"Relu", {"o"}, {"y"}, {}, "relu"});
+  m.graph.outputs.push_back(ValueInfoSpec::tensor("y", kFloat, {DimSpec::named("batch"), 4}));
+  const std::string bytes = m.serialize();
+  ir::Graph g = ir::import_onnx_bytes(bytes.data(), bytes.size(), ".", "if.onnx");
+  EXPECT_EQ(engine::mark_all_outputs(g), std::vector<std::string>{"o"});
+  EXPECT_EQ(g.outputs, (std::vector<std::string>{"y", "o"}));
+}
+
 TEST(EngineFeatures, CpuEngineActivationMemory) {
   const std::vector<uint8_t> bytes = build_engine(mlp_file());
   auto engine = Engine::from_bytes(bytes.data(), bytes.size());
