@@ -110,6 +110,8 @@ std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& 
       throw e.with_context(step.node->describe());
     } catch (const std::bad_alloc&) {
       KILNRT_THROW(kOutOfMemory, step.node->describe(), "out of host memory in the CPU kernel of " << step.node->op_type);
+    } catch (const std::exception& e) {  // a kernel bug must still surface as a kilnrt::Error naming the node
+      KILNRT_THROW(kInternal, step.node->describe(), "the CPU kernel of " << step.node->op_type << " failed: " << e.what());
     }
     if (profile) add_timing(profile, si, start, Clock::now());
     for (size_t i = 0; i < step.outputs.size(); ++i) {

@@ -110,7 +110,11 @@ void einsum_cpu(CpuContext& ctx) {
   }
   Shape out_shape;
   std::vector<int64_t> out_st(labels.size(), 0);
-  for (char c : p.output) out_shape.push_back(size.at(c));
+  for (char c : p.output) {
+    KILNRT_CHECK(size.count(c), kInvalidModel, node.describe(),
+                 "Einsum: output label '" << c << "' does not appear in any input term");
+    out_shape.push_back(size.at(c));
+  }
   {
     int64_t s = 1;
     for (size_t d = p.output.size(); d-- > 0;) {
