@@ -93,7 +93,8 @@ py::object tensor_view(const kilnrt::Tensor* t) {
 
 kilnrt::Tensor tensor_from(const py::handle& obj, size_t index) {
   py::module_ np = py::module_::import("numpy");
-  py::array a = np.attr("ascontiguousarray")(obj);
+  // np.require keeps 0-d results 0-d (ascontiguousarray would make them 1-d).
+  py::array a = np.attr("require")(np.attr("asarray")(obj), py::arg("requirements") = "C");
   const kilnrt::DType t = dtype_of(a.dtype());
   kilnrt::Shape shape(a.shape(), a.shape() + a.ndim());
   (void)index;

@@ -180,6 +180,25 @@ def test_python_exceptions_name_the_node(tmp_path):
         kilnrt.build(bad, str(tmp_path / "bad.engine"))
 
 
+def test_scalar_and_non_contiguous_results(tmp_path):
+    # A 0-d result stays 0-d; a transposed (non-contiguous) result is copied in the right order.
+    kilnrt.register_op(DOMAIN, "SumAll", cpu=lambda i, a: np.float32(i[0].sum()),
+                       shape=lambda t, a: [((), t[0][1])])
+    kilnrt.register_op(DOMAIN, "Transposed", cpu=lambda i, a: i[0].T,
+                       shape=lambda t, a: [(tuple(reversed(t[0][0])), t[0][1])])
+    path = save_model(tmp_path / "sum_t.onnx",
+                      [helper.make_node("SumAll", ["x"], ["s"], domain=DOMAIN),
+                       helper.make_node("Transposed", ["x"], ["t"], domain=DOMAIN)],
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                      [helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
+                       helper.make_tensor_value_info("t", TensorProto.FLOAT, [3, 2])])
+    engine = build(path, "cpu", None)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    s, t = engine(x)
+    assert s.shape == () and float(s) == 15.0
+    np.testing.assert_array_equal(t, x.T)
+
+
 def test_engine_with_unregistered_op_is_a_clear_error(tmp_path):
     # Built in a child process that registers "Secret"; this process never does.
     script = (
