@@ -30,6 +30,8 @@
 #                          options such as --no-compile or --compile-max-autotune)
 #   KILNRT_CONF_FILTER     regex on conformance case names; KILNRT_CONF_JOBS worker processes (default: nproc)
 #   KILNRT_CONF_MIN_FP32 / KILNRT_CONF_MIN_FP16 / KILNRT_CONF_MIN_BF16   minimum pass rates (fractions) per precision
+#                          (fp32: none; fp16 / bf16: 0.40 without KILNRT_CONF_FILTER, under the 0.425 measured on an H100 without --freeze-inputs;
+#                          tests/gpu/results/2026-11-22_conformance16.md)
 # Each stage runs under `timeout` (10 minutes at most) so that a hang fails the stage instead of the box.
 # Exit status: 0 when every stage that ran passed.
 set -uo pipefail
@@ -106,7 +108,8 @@ gtest_counts() {  # one line from a gtest log: passed / failed / skipped counts
 python_env() {
   [ $pyenv_done = 1 ] && return 0
   pyenv_done=1
-  export PYTHONPATH="$PWD/$b/python${PYTHONPATH:+:$PYTHONPATH}"
+  local bdir=$b; case $b in /*) ;; *) bdir=$PWD/$b ;; esac
+  export PYTHONPATH="$bdir/python${PYTHONPATH:+:$PYTHONPATH}"
   "$py" -c "import transformers" >/dev/null 2>&1 && return 0
   ls .wheels/*.whl >/dev/null 2>&1 || { echo "transformers missing and no .wheels: BERT will fail"; return 0; }
   local target=${KILNRT_PYDEPS:-/tmp/kilnrt-pydeps} missing
@@ -155,8 +158,9 @@ for st in $stages; do
       precs=${st#conformance}; precs=${precs#:}; precs=${precs:-fp32,fp16,bf16}
       [ -z "$conf_cases" ] && conf_cases=$(mktemp -d /tmp/kilnrt-conf-cases.XXXXXX)
       for prec in ${precs//,/ }; do
-        case $prec in fp32) min=${KILNRT_CONF_MIN_FP32:-};; fp16) min=${KILNRT_CONF_MIN_FP16:-};;
-          bf16) min=${KILNRT_CONF_MIN_BF16:-};; *) echo "unknown precision $prec"; failed=1; continue;; esac
+        floor16=0.40; [ -n "${KILNRT_CONF_FILTER:-}" ] && floor16=  # default floors: whole case set only
+        case $prec in fp32) min=${KILNRT_CONF_MIN_FP32:-};; fp16) min=${KILNRT_CONF_MIN_FP16:-$floor16};;
+          bf16) min=${KILNRT_CONF_MIN_BF16:-$floor16};; *) echo "unknown precision $prec"; failed=1; continue;; esac
         if [ -f "$conf_cases/excluded.json" ]; then src=(--cases "$conf_cases"); else src=(--save-cases "$conf_cases"); fi
         stage "conformance-$prec" 600 "$out/conformance-$prec.log" -- "$py" tests/conformance/run_conformance.py \
           --device cuda --precision "$prec" "${src[@]}" --jobs "${KILNRT_CONF_JOBS:-$(nproc)}" \

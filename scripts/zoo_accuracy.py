@@ -177,7 +177,9 @@ def check_model(spec, args, work):
         torch.cuda.empty_cache()
     if args.keep_onnx:
         os.makedirs(os.path.join(args.out, "onnx"), exist_ok=True)
-        shutil.copy(onnx_path, os.path.join(args.out, "onnx"))
+        for f in os.listdir(work):  # the model and its external data file, if any
+            if f.startswith(spec.name + ".onnx"):
+                shutil.copy(os.path.join(work, f), os.path.join(args.out, "onnx"))
     rec["seconds"] = time.perf_counter() - t_model
     return rec
 
