@@ -229,10 +229,16 @@ def main():
     work = tempfile.mkdtemp(prefix="kilnrt-bench-")
     rows, records = header(args), []
     t0 = time.perf_counter()
-    for spec in zoo_models.select(args.models):
+    specs = zoo_models.select(args.models)
+    for k, spec in enumerate(specs):
         bench_model(spec, args, work, rows, records)
         for f in os.listdir(work):
             os.remove(os.path.join(work, f))
+        # after each model, so that a run stopped by a time limit keeps the rows it has
+        write_report(args, rows, records, t0, final=(k == len(specs) - 1))
+
+
+def write_report(args, rows, records, t0, final):
     notes = ("GPU: %s, torch %s, kilnrt %s, %s. Median of %d runs (CUDA events, inputs on the device, sync after "
              "each run) after warm-up, one process. TF32 off. *CL: channels_last for CNNs (plain layout for ViT / "
              "BERT); torch.compile r-o: mode='reduce-overhead' (channels_last for CNNs). kilnrt / best torch: "
@@ -248,8 +254,9 @@ def main():
         text += "\nCompile times:\n" + "\n".join(compile_notes) + "\n"
     if error_notes:
         text += "\nTorch variants that failed:\n" + "\n".join(error_notes) + "\n"
-    text += "\nTotal %.0f s.\n" % (time.perf_counter() - t0)
-    print(text)
+    text += "\n%s %.0f s.\n" % ("Total" if final else "Partial (run still going), so far", time.perf_counter() - t0)
+    if final:
+        print(text)
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)

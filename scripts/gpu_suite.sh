@@ -150,7 +150,7 @@ for st in $stages; do
       stage "bench$idx" 600 "$out/bench$idx.log" -- "$py" bench/bench_vs_torch.py ${models:+--models "$models"} \
         --batches "${KILNRT_BENCH_BATCHES:-1,32}" --precisions "${KILNRT_BENCH_PRECISIONS:-fp32,fp16}" \
         ${KILNRT_BENCH_ARGS:-} --out "$out/bench$idx.md"
-      add_row "benchmark vs torch (${models:-default models})" "$(grep -E '^Total' "$out/bench$idx.log" | tail -1) (table: bench$idx.md)"
+      add_row "benchmark vs torch (${models:-default models})" "$(grep -E '^(Total|Partial)' "$out/bench$idx.md" 2>/dev/null | tail -1) (table: bench$idx.md)"
       tables+=("$out/bench$idx.md")
       ;;
     conformance|conformance:*)
