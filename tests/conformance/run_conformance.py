@@ -31,7 +31,8 @@ outputs exactly; shapes and dtypes exactly. A failure where the reference exceed
 labelled "[range]" (a limit of the type, not a kernel bug). --freeze-inputs auto (default): when the CUDA build
 refuses a graph input that must be a constant (axes, pads, k, scales ... fed as inputs are data-dependent shapes,
 which the CUDA backend does not run yet), the input becomes an initializer holding the case's value, the build is
-retried, and the CPU reference runs the same frozen model; the summary counts those cases.
+retried, and the CPU reference runs the same frozen model; the summary counts those cases. `--freeze-inputs on` does
+the same in fp32 CUDA runs (compared with ONNX's expected outputs as usual); there `auto` means off.
 The summary also lists the registry ops (`kilnrt ops`) that no runnable case covers, and in 16-bit mode the ops none
 of whose cases passed.
 """
@@ -323,21 +324,41 @@ def _run_cli(engine_path, feeds, work_dir):
     return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir) if f.endswith(".npy")}
 
 
-def run_case(case_dir, device, work_dir, precision="fp32", freeze=True):
-    """Returns (status, message): status "passed" / "failed"."""
+def run_case(case_dir, device, work_dir, precision="fp32", freeze=None):
+    """Returns (status, message): status "passed" / "failed". freeze: see run_case_16bit; None = on in 16-bit mode,
+    off for fp32 (inputs fed as graph inputs stay inputs; --freeze-inputs on turns it on for CUDA fp32 runs too)."""
+    if freeze is None:
+        freeze = precision != "fp32"
     if precision != "fp32":
         return run_case_16bit(case_dir, device, work_dir, precision, freeze)
     import onnx
     import kilnrt
     with open(os.path.join(case_dir, "case.json")) as f:
         meta = json.load(f)
-    model = onnx.load(os.path.join(case_dir, "model.onnx"))
+    model_path = os.path.join(case_dir, "model.onnx")
+    model = onnx.load(model_path)
     inputs = _read_arrays(case_dir, "input")
     outputs = _read_arrays(case_dir, "output")
     engine_path = os.path.join(work_dir, "case.engine")
+    all_feeds = {vi.name: a for vi, a in zip(model.graph.input, inputs)}
+    feeds = dict(all_feeds)
+    elem = {vi.name: vi.type.tensor_type.elem_type for vi in model.graph.input}
+    frozen = []
+    note = ""
     try:
-        kilnrt.build(os.path.join(case_dir, "model.onnx"), engine_path, device=device)
-        feeds = {vi.name: a for vi, a in zip(model.graph.input, inputs)}
+        while True:
+            try:
+                kilnrt.build(model_path, engine_path, device=device)
+                break
+            except kilnrt.Error as e:
+                m = CONST_INPUT_RE.search(str(e))
+                name = m.group(1) if m else None
+                if not (freeze and name in feeds and elem.get(name) != 16 and name not in frozen):
+                    raise
+                frozen.append(name)
+                del feeds[name]
+                model_path = freeze_inputs(model, all_feeds, frozen, os.path.join(work_dir, "frozen.onnx"))
+                note = " (inputs frozen: %s)" % ", ".join(frozen)
         io_types = [vi.type.tensor_type.elem_type for vi in list(model.graph.input) + list(model.graph.output)]
         try:
             engine = kilnrt.Engine(engine_path)
@@ -345,7 +366,7 @@ def run_case(case_dir, device, work_dir, precision="fp32", freeze=True):
                 layers = engine.layers
                 off = [l["name"] + " (" + l["op_type"] + ")" for l in layers if l["placement"] != "cuda"]
                 if off:
-                    return "failed", "layers not placed on cuda: " + ", ".join(off[:5])
+                    return "failed", "layers not placed on cuda: " + ", ".join(off[:5]) + note
             result = _run_engine(engine, feeds)
         except kilnrt.Error as e:
             if not (any(t in CLI_FALLBACK_ELEM_TYPES for t in io_types) and device == "cpu" and
@@ -353,14 +374,15 @@ def run_case(case_dir, device, work_dir, precision="fp32", freeze=True):
                 raise
             result = _run_cli(engine_path, feeds, work_dir)
     except kilnrt.Error as e:
-        return "failed", "kilnrt.Error[%s]: %s" % (getattr(e, "code", "?"), str(e).splitlines()[0] if str(e) else "")
+        return "failed", "kilnrt.Error[%s]: %s%s" % (getattr(e, "code", "?"),
+                                                     str(e).splitlines()[0] if str(e) else "", note)
     for vi, want in zip(model.graph.output, outputs):
         if vi.name not in result:
-            return "failed", "output %s missing" % vi.name
+            return "failed", "output %s missing%s" % (vi.name, note)
         diff = compare(vi.name, result[vi.name], want, meta.get("rtol", 1e-3), meta.get("atol", 1e-7))
         if diff:
-            return "failed", diff
-    return "passed", ""
+            return "failed", diff + note
+    return "passed", ("inputs frozen: " + ", ".join(frozen)) if frozen else ""
 
 
 # ---- 16-bit mode (--precision fp16|bf16) ----------------------------------------------------------------------
@@ -546,6 +568,7 @@ def registry_ops():
 
 def worker_main(args):
     """Runs the cases listed in args.worker (one name per line) and appends JSON lines to args.results."""
+    freeze = args.freeze_inputs == "on" or (args.freeze_inputs == "auto" and args.precision != "fp32")
     with open(args.worker) as f:
         names = [l.strip() for l in f if l.strip()]
     work_dir = tempfile.mkdtemp(prefix="kilnrt-conf-")
@@ -556,7 +579,7 @@ def worker_main(args):
                 out.flush()
                 try:
                     status, msg = run_case(os.path.join(args.cases, name), args.device, work_dir, args.precision,
-                                           args.freeze_inputs == "auto")
+                                           freeze)
                 except Exception as e:  # noqa: BLE001 - a Python-side surprise fails this case only
                     status, msg = "failed", "runner exception %s: %s" % (
                         type(e).__name__, (str(e).splitlines() or [""])[0])
@@ -692,9 +715,10 @@ def main(argv=None):
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (default cpu)")
     p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
                    help="fp16 / bf16 (with --device cuda): 16-bit CUDA engines against the CPU fp32 engine")
-    p.add_argument("--freeze-inputs", default="auto", choices=["auto", "off"],
-                   help="16-bit mode: graph inputs the CUDA build needs as constants (axes, pads, k ...) become "
-                        "initializers with the case's values (auto, default) or fail the case (off)")
+    p.add_argument("--freeze-inputs", default="auto", choices=["auto", "on", "off"],
+                   help="graph inputs the CUDA build needs as constants (axes, pads, k ...) become initializers with "
+                        "the case's values and the build is retried (on), or fail the case (off); auto (default): "
+                        "on in 16-bit mode, off for fp32")
     p.add_argument("--filter", default=None, help="regex on case names")
     p.add_argument("--list-failures", action="store_true", help="print every failing case with its error")
     p.add_argument("--list-exclusions", action="store_true", help="print every excluded case (default: grouped)")
@@ -764,8 +788,8 @@ def main(argv=None):
           % (len(passed), len(failed), len(excluded), " / not run %d" % len(not_run) if not_run else "", total,
              100 * rate, elapsed, t_gen, args.jobs))
     frozen_passed = {n: m for n, (st, m) in results.items() if st == "passed" and m.startswith("inputs frozen")}
-    if args.precision != "fp32":
-        print("16-bit: %d of the passed cases ran with graph inputs frozen as constants (--freeze-inputs %s)" % (
+    if frozen_passed or args.precision != "fp32":
+        print("%d of the passed cases ran with graph inputs frozen as constants (--freeze-inputs %s)" % (
             len(frozen_passed), args.freeze_inputs))
     if not_run:
         print("INTERRUPTED (SIGTERM): %d runnable cases did not run; they count as not passed" % len(not_run))

@@ -112,6 +112,16 @@ def test_16bit_case_freezes_inputs_the_cuda_build_needs_as_constants(rc, tmp_pat
     # without freezing the refusal is the case's failure, named
     status, msg = rc.run_case(str(case_dir), "cuda", str(work), "bf16", freeze=False)
     assert status == "failed" and "input 'axes' must be a constant" in msg
+    # fp32 runs keep graph inputs as inputs unless asked (--freeze-inputs on), then compare with ONNX's outputs
+    status, msg = rc.run_case(str(case_dir), "cuda", str(work), "fp32")
+    assert status == "failed" and "input 'axes' must be a constant" in msg
+
+    class PlacedOnCuda(kilnrt.Engine):  # the fp32 path checks every layer's placement itself
+        @property
+        def layers(self):
+            return [dict(layer, placement="cuda") for layer in super().layers]
+    monkeypatch.setattr(kilnrt, "Engine", PlacedOnCuda)
+    assert rc.run_case(str(case_dir), "cuda", str(work), "fp32", freeze=True) == ("passed", "inputs frozen: axes")
     # a wrong "CUDA" result is caught: the stand-in returns twice the reference
     monkeypatch.setattr(rc, "_run_built", lambda path, feeds, types, device, work: {
         k: v * (2 if device != "cpu" else 1) for k, v in rc._run_engine(kilnrt.Engine(path), feeds).items()})
