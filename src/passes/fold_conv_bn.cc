@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "passes/fusion_control.h"
 #include "passes/value_uses.h"
 
 namespace kilnrt::passes {
@@ -93,6 +94,7 @@ bool try_fold(ir::Graph& g, ir::Node& conv, const ir::Node& bn, const std::unord
 }  // namespace
 
 size_t fold_conv_batchnorm(ir::Graph& graph) {
+  if (!fusion_enabled("conv-bn")) return 0;
   const std::unordered_map<std::string, int> uses = count_value_uses(graph);
   std::unordered_map<std::string, size_t> producer;
   for (size_t i = 0; i < graph.nodes.size(); ++i)

@@ -11,5 +11,6 @@
 
 namespace kilnrt::passes {
 // Returns the number of BatchNormalization nodes folded away. Needs inferred shapes (run infer_shapes first).
+// KILNRT_NO_FUSION=conv-bn (or =all) skips it.
 size_t fold_conv_batchnorm(ir::Graph& graph);
 }  // namespace kilnrt::passes

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/nn/fused_conv.h"
+#include "passes/fusion_control.h"
 #include "passes/value_uses.h"
 
 namespace kilnrt::passes {
@@ -143,6 +144,7 @@ ir::Attribute string_attr(const std::string& s) {
 }  // namespace
 
 size_t fuse_conv_epilogues(ir::Graph& graph) {
+  if (!fusion_enabled("conv-epilogue")) return 0;
   const Index ix = build_index(graph);
   const size_t n_nodes = graph.nodes.size();
   std::vector<bool> removed(n_nodes, false);

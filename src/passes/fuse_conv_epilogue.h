@@ -10,6 +10,6 @@
 #include "ir/graph.h"
 
 namespace kilnrt::passes {
-// Returns the number of FusedConv nodes made. Needs inferred shapes.
+// Returns the number of FusedConv nodes made. Needs inferred shapes. KILNRT_NO_FUSION=conv-epilogue (or =all) skips it.
 size_t fuse_conv_epilogues(ir::Graph& graph);
 }  // namespace kilnrt::passes

@@ -2,7 +2,13 @@
 // gives the same outputs on the CPU backend; edge cases the passes must refuse leave the graph unchanged.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
 #include "conv_fusion_test_util.h"
+#include "kilnrt/engine.h"
+#include "onnx_test_writer.h"
 #include "ops/nn/fused_conv.h"
 #include "passes/fold_conv_bn.h"
 #include "passes/fuse_conv_epilogue.h"
@@ -356,4 +362,90 @@ TEST(FusedConvOp, ClearErrors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("my_fused"), std::string::npos) << e.what();
   }
+}
+
+// ---- through the builder, the engine file and back (CPU engines) ------------------------------------------------
+namespace {
+
+// x[batch,4,8,8] -> Conv -> BN -> Clip(max 6 only) -> Conv -> BN -> + clip output -> Relu -> y, dynamic batch.
+std::string write_block_model() {
+  using namespace kilnrt::onnx_test;
+  ModelSpec m;
+  m.opsets = {{"", 13}};
+  GraphSpec& g = m.graph;
+  g.inputs.push_back(ValueInfoSpec::tensor("x", kFloat, {DimSpec::named("batch"), 4, 8, 8}));
+  g.outputs.push_back(ValueInfoSpec::tensor("y", kFloat, {DimSpec::named("batch"), 4, 8, 8}));
+  uint32_t seed = 40;
+  auto add = [&](const std::string& name, std::vector<int64_t> dims, float lo, float hi) {
+    const Tensor t = random_tensor(dims, seed++, lo, hi);
+    g.initializers.push_back(
+        TensorSpec::float_raw(name, dims, std::vector<float>(t.data<float>(), t.data<float>() + t.numel())));
+  };
+  for (int i : {1, 2}) {
+    const std::string k = std::to_string(i);
+    add("w" + k, {4, 4, 3, 3}, -0.4f, 0.4f);
+    add("scale" + k, {4}, 0.5f, 1.5f);
+    add("beta" + k, {4}, -0.5f, 0.5f);
+    add("mean" + k, {4}, -0.3f, 0.3f);
+    add("var" + k, {4}, 0.5f, 2.f);
+  }
+  g.initializers.push_back(TensorSpec::float_raw("six", {}, {6.f}));
+  const std::vector<AttrSpec> conv_attrs = {AttrSpec::Ints("pads", {1, 1, 1, 1}), AttrSpec::Ints("kernel_shape", {3, 3})};
+  g.nodes.push_back(NodeSpec{"Conv", {"x", "w1"}, {"c1"}, conv_attrs, "conv1"});
+  g.nodes.push_back(NodeSpec{"BatchNormalization", {"c1", "scale1", "beta1", "mean1", "var1"}, {"b1"}, {}, "bn1"});
+  g.nodes.push_back(NodeSpec{"Clip", {"b1", "", "six"}, {"r1"}, {}, "clip1"});
+  g.nodes.push_back(NodeSpec{"Conv", {"r1", "w2"}, {"c2"}, conv_attrs, "conv2"});
+  g.nodes.push_back(NodeSpec{"BatchNormalization", {"c2", "scale2", "beta2", "mean2", "var2"}, {"b2"}, {}, "bn2"});
+  g.nodes.push_back(NodeSpec{"Add", {"b2", "r1"}, {"s"}, {}, "add"});
+  g.nodes.push_back(NodeSpec{"Relu", {"s"}, {"y"}, {}, "relu"});
+  const std::string path = ::testing::TempDir() + "kilnrt_conv_block.onnx";
+  std::ofstream(path, std::ios::binary) << m.serialize();
+  return path;
+}
+
+}  // namespace
+
+TEST(ConvFusionEngine, CpuEngineRoundTripMatchesUnfusedEngine) {
+  const std::string path = write_block_model();
+  BuildOptions opt;
+  opt.profiles = {{parse_shape_spec("x:1x4x8x8/2x4x8x8/3x4x8x8")}};
+  const std::vector<uint8_t> fused_bytes = build_engine(path, opt);
+  setenv("KILNRT_NO_FUSION", "conv-bn,conv-epilogue", 1);
+  const std::vector<uint8_t> plain_bytes = build_engine(path, opt);
+  unsetenv("KILNRT_NO_FUSION");
+  std::remove(path.c_str());
+  auto fused = Engine::from_bytes(fused_bytes.data(), fused_bytes.size());
+  auto plain = Engine::from_bytes(plain_bytes.data(), plain_bytes.size());
+  std::map<std::string, int> fused_ops, plain_ops;
+  for (const LayerInfo& l : fused->layers()) fused_ops[l.op_type]++;
+  for (const LayerInfo& l : plain->layers()) plain_ops[l.op_type]++;
+  // Both convolutions fuse across the dynamic (named) batch dim; the residual is the first fused conv's output.
+  EXPECT_EQ(fused_ops["FusedConv"], 2) << "fused engine layers: " << fused->layers().size();
+  EXPECT_EQ(fused_ops["BatchNormalization"], 0);
+  EXPECT_EQ(fused->layers().size(), 2u);
+  EXPECT_EQ(plain_ops["BatchNormalization"], 2) << "KILNRT_NO_FUSION must leave the graph unfused";
+  EXPECT_EQ(plain_ops["FusedConv"], 0);
+  for (int64_t batch : {1, 3}) {
+    const Tensor x = random_tensor({batch, 4, 8, 8}, 77, -3.f, 3.f);
+    const Tensor got = fused->run({{"x", x}}).at("y");
+    const Tensor want = plain->run({{"x", x}}).at("y");
+    // Clip's absent min is stored as -inf in the fused node: a wrong round trip (0, NaN) changes negative values.
+    EXPECT_LE(max_rel_diff(got, want), 2e-5) << "batch " << batch;
+  }
+}
+
+TEST(ConvFusionEngine, NoFusionEnvSkipsThePasses) {
+  GraphBuilder b;
+  b.input("x", kX);
+  b.conv("x", "c", 4, 4, 3, 1, true);
+  b.batchnorm("c", "bn", 4);
+  b.node("Relu", {"bn"}, {"y"});
+  b.output("y");
+  ir::Graph g = b.finish();
+  setenv("KILNRT_NO_FUSION", "all", 1);
+  EXPECT_EQ(passes::fold_conv_batchnorm(g), 0u);
+  EXPECT_EQ(passes::fuse_conv_epilogues(g), 0u);
+  unsetenv("KILNRT_NO_FUSION");
+  EXPECT_EQ(g.nodes.size(), 3u);
+  check_pass(g, fold, 1);
 }
