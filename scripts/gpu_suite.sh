@@ -28,7 +28,8 @@
 #   KILNRT_ZOO_PRECISIONS  zoo precisions (default fp32,fp16,bf16)
 #   KILNRT_BENCH_BATCHES / KILNRT_BENCH_PRECISIONS / KILNRT_BENCH_ARGS   bench selection (1,32 / fp32,fp16 / extra
 #                          options such as --no-compile or --compile-max-autotune)
-#   KILNRT_CONF_FILTER     regex on conformance case names; KILNRT_CONF_JOBS worker processes (default: nproc)
+#   KILNRT_CONF_FILTER     regex on conformance case names; KILNRT_CONF_JOBS worker processes (default: nproc);
+#                          KILNRT_CONF_FREEZE auto|on|off (run_conformance.py --freeze-inputs; default auto)
 #   KILNRT_CONF_MIN_FP32 / KILNRT_CONF_MIN_FP16 / KILNRT_CONF_MIN_BF16   minimum pass rates (fractions) per precision
 #                          (fp32: none; fp16 / bf16: 0.40 without KILNRT_CONF_FILTER, under the 0.425 measured on an H100 without --freeze-inputs;
 #                          tests/gpu/results/2026-11-22_conformance16.md)
@@ -165,6 +166,7 @@ for st in $stages; do
         stage "conformance-$prec" 600 "$out/conformance-$prec.log" -- "$py" tests/conformance/run_conformance.py \
           --device cuda --precision "$prec" "${src[@]}" --jobs "${KILNRT_CONF_JOBS:-$(nproc)}" \
           --json "$out/conformance-$prec.json" ${KILNRT_CONF_FILTER:+--filter "$KILNRT_CONF_FILTER"} \
+          ${KILNRT_CONF_FREEZE:+--freeze-inputs "$KILNRT_CONF_FREEZE"} \
           ${min:+--min-pass-rate "$min"}
         add_row "CUDA conformance $prec${KILNRT_CONF_FILTER:+ (filter $KILNRT_CONF_FILTER)}" "$(grep -E '^passed [0-9]+ / failed' "$out/conformance-$prec.log" | tail -1)${min:+ (floor $min)} $(grep -E '^16-bit failures by kind' "$out/conformance-$prec.log" | tail -1)"
       done

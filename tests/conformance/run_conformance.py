@@ -50,6 +50,9 @@ import traceback
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from precision16 import (CONST_INPUT_RE, TOL_16BIT, compare_16bit, freeze_inputs, registry_ops,  # noqa: E402
+                         round_to_16bit)
 
 # ---- exclusion policy -------------------------------------------------------------------------------------------
 # (regex on the case name, reason). Ordered; the first match wins. Anything here counts as not passed.
@@ -387,72 +390,6 @@ def run_case(case_dir, device, work_dir, precision="fp32", freeze=None):
 
 # ---- 16-bit mode (--precision fp16|bf16) ----------------------------------------------------------------------
 
-TOL_16BIT = {"fp16": 1e-2, "bf16": 4e-2}
-MAX_16BIT = {"fp16": 65504.0, "bf16": 3.3895313892515355e38}
-
-
-def round_to_16bit(a, precision):
-    """float32 array rounded to the 16-bit type and back (other dtypes unchanged)."""
-    a = np.asarray(a)
-    if a.dtype != np.float32:
-        return a
-    if precision == "fp16":
-        with np.errstate(over="ignore"):
-            return a.astype(np.float16).astype(np.float32)
-    bits = np.ascontiguousarray(a).view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
-    out = rounded.view(np.float32).reshape(a.shape)
-    return np.where(np.isnan(a), a, out).astype(np.float32)
-
-
-def _as_float_values(a, elem_type):
-    """Float64 values of an output: bfloat16 outputs (elem type 16) travel as uint16 bits."""
-    a = np.asarray(a)
-    if elem_type == 16 and a.dtype == np.uint16:
-        return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return a.astype(np.float64)
-
-
-def compare_16bit(name, got, ref, elem_type, precision):
-    """None when the 16-bit output is within tolerance of the float32 reference, else a one-line description."""
-    got = np.asarray(got)
-    ref = np.asarray(ref)
-    if got.shape != ref.shape:
-        return "%s: shape %s, reference %s" % (name, got.shape, ref.shape)
-    if got.dtype != ref.dtype:
-        return "%s: dtype %s, reference %s" % (name, got.dtype, ref.dtype)
-    if ref.dtype.kind not in "fc" and elem_type != 16:
-        return compare(name, got, ref, 0.0, 0.0)
-    g = _as_float_values(got, elem_type)
-    r = _as_float_values(ref, elem_type)
-    nan_g, nan_r = np.isnan(g), np.isnan(r)
-    if not np.array_equal(nan_g, nan_r):
-        return "%s: NaN positions differ (%d NaN, reference %d)" % (name, nan_g.sum(), nan_r.sum())
-    inf_r = np.isinf(r)
-    # An infinite reference matches the same infinity or the same-signed largest finite value of the 16-bit type:
-    # 16-bit engines clamp infinite constants (attention masks) to the finite range (docs/cuda-backend.md).
-    with np.errstate(invalid="ignore"):
-        saturated = (np.sign(g) == np.sign(r)) & (np.abs(g) >= MAX_16BIT[precision] * (1 - 2.0 ** -9))
-    inf_ok = np.where(inf_r, (g == r) | saturated, ~np.isinf(g))
-    if not inf_ok.all():
-        rng = " [range]" if (np.abs(r[np.isfinite(r)]) > MAX_16BIT[precision]).any() else ""
-        return "%s: infinities differ (%d inf, reference %d)%s" % (name, np.isinf(g).sum(), inf_r.sum(), rng)
-    finite = np.isfinite(r)
-    scale = float(np.abs(r[finite]).max()) if finite.any() else 0.0
-    scale = scale if scale > 0 else 1.0
-    tol = TOL_16BIT[precision]
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.where(finite, np.abs(g - r), 0.0)
-    bad = diff > tol * scale + tol * np.abs(np.where(finite, r, 0.0))
-    if bad.any():
-        idx = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
-        rng = " [range]" if scale > MAX_16BIT[precision] else ""
-        return "%s: %d of %d values beyond tol %.0e x (scale %.3g + |ref|) (first at %s: %r, reference %r; max abs " \
-               "err %.3g)%s" % (name, int(bad.sum()), bad.size, tol, scale, tuple(int(i) for i in idx),
-                                g[idx].item(), r[idx].item(), float(diff.max()), rng)
-    return None
-
-
 def _run_built(engine_path, feeds, io_types, device, work_dir):
     """Loads and runs an engine; falls back to the CLI for dtypes the binding cannot map (CPU engines)."""
     import kilnrt
@@ -467,25 +404,6 @@ def _run_built(engine_path, feeds, io_types, device, work_dir):
         if not (any(t in CLI_FALLBACK_ELEM_TYPES for t in io_types) and "no numpy equivalent" in str(e)):
             raise
         return _run_cli(engine_path, feeds, work_dir)
-
-
-CONST_INPUT_RE = re.compile(r"input '([^']+)' must be a constant or computed from shapes")
-
-
-def freeze_inputs(model, feeds, names, path):
-    """Writes a copy of the model in which the graph inputs `names` are initializers holding the case's values."""
-    import onnx
-    from onnx import numpy_helper
-    frozen = onnx.ModelProto()
-    frozen.CopyFrom(model)
-    keep = [vi for vi in frozen.graph.input if vi.name not in names]
-    del frozen.graph.input[:]
-    frozen.graph.input.extend(keep)
-    for name in names:
-        frozen.graph.initializer.append(numpy_helper.from_array(np.asarray(feeds[name]), name))
-    with open(path, "wb") as f:
-        f.write(frozen.SerializeToString())
-    return path
 
 
 def run_case_16bit(case_dir, device, work_dir, precision, freeze=True):
@@ -547,23 +465,6 @@ def run_case_16bit(case_dir, device, work_dir, precision, freeze=True):
         if diff:
             return "failed", diff + note
     return "passed", ("inputs frozen: " + ", ".join(frozen)) if frozen else ""
-
-
-def registry_ops():
-    """Op types of kilnrt's op registry (`kilnrt ops`), or None when the CLI is not there."""
-    import kilnrt
-    cli = kilnrt.cli_path()
-    if not cli:
-        return None
-    proc = subprocess.run([cli, "ops"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None
-    ops = set()
-    for line in proc.stdout.splitlines():
-        m = re.match(r"^(?:([\w.]+)::)?(\w+)\s+opset", line)
-        if m:  # op type only: the node tests name ops without their domain
-            ops.add(m.group(2))
-    return ops
 
 
 def worker_main(args):
