@@ -20,7 +20,10 @@ last_hidden_state + pooler_output.
         tqdm==4.70.1 requests==2.34.2 urllib3==2.8.0 idna==3.20 charset_normalizer==3.5.2 certifi==2026.10.18
     # on the GPU box (python 3.12), when `python3 -c "import transformers"` fails:
     pip install --no-index --no-deps --target /tmp/pydeps .wheels/*.whl && export PYTHONPATH=/tmp/pydeps:$PYTHONPATH
-(tokenizers is not needed: BertModel takes token ids.) scripts/gpu_suite.sh does the second step by itself.
+(tokenizers is not needed: BertModel takes token ids.) scripts/gpu_suite.sh does the second step by itself, for the
+wheels whose distribution the box lacks. The H100 box of 2026-11-22 already had transformers 5.17.0 (used there); the
+carried 4.57.6 set has only been through the suite's install step on a CPU machine (python 3.11, which took the four
+pure-python / abi3 wheels it lacked), never imported next to torch 2.x: check it on the first box that needs it.
 """
 import copy
 
