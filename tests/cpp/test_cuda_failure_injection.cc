@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "core/failure_injection.h"
+#include "cuda/call_injection.h"
 #include "cuda/context_guard.h"
 #include "cuda/driver_api.h"
 #include "failure_injection_models.h"
@@ -130,6 +131,59 @@ class CudaFailureInjection : public testing::TestWithParam<std::string> {
 };
 
 }  // namespace
+
+namespace {
+int g_fake_calls = 0;
+CUresult fake_mem_alloc(CUdeviceptr* p, size_t bytes) {
+  ++g_fake_calls;
+  *p = 0x1000;
+  return CUDA_SUCCESS;
+}
+CUresult fake_launch(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
+                     void**) {
+  ++g_fake_calls;
+  return CUDA_SUCCESS;
+}
+CUresult fake_mem_free(CUdeviceptr) { return CUDA_SUCCESS; }
+cudnnStatus_t fake_cudnn_create(cudnnHandle_t*) {
+  ++g_fake_calls;
+  return CUDNN_STATUS_SUCCESS;
+}
+}  // namespace
+
+// No GPU needed: the trampoline mechanism on stand-in entry points.
+TEST(CudaFailureInjectionHook, TrampolinesCountFailOnceAndLeaveReleasesAlone) {
+  InjectionReset guard;
+  g_fake_calls = 0;
+  auto alloc = KILNRT_INJECTABLE_CALL("cuMemAlloc", &fake_mem_alloc);
+  auto launch = KILNRT_INJECTABLE_CALL("cuLaunchKernel", &fake_launch);
+  auto release = KILNRT_INJECTABLE_CALL("cuMemFree", &fake_mem_free);
+  auto cudnn_create = KILNRT_INJECTABLE_CALL("cudnnCreate", &fake_cudnn_create);
+  EXPECT_NE(alloc, &fake_mem_alloc) << "wrapped";
+  EXPECT_EQ(release, &fake_mem_free) << "release entry points are never wrapped";
+  CUdeviceptr p = 0;
+  EXPECT_EQ(alloc(&p, 16), CUDA_SUCCESS);  // nothing armed: passes through
+  EXPECT_EQ(g_fake_calls, 1);
+  fi::fail_site("cuMemAlloc", 1);  // the second cuMemAlloc from now
+  EXPECT_EQ(alloc(&p, 16), CUDA_SUCCESS);
+  EXPECT_EQ(alloc(&p, 16), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(g_fake_calls, 2) << "the failing call must not reach the library";
+  EXPECT_EQ(alloc(&p, 16), CUDA_SUCCESS) << "fires once";
+  EXPECT_EQ(fi::last_failed_site(), "cuMemAlloc");
+  fi::reset();
+  fi::record_sites(true);
+  fi::fail_call_at(2);  // the third call overall, whatever it is
+  EXPECT_EQ(alloc(&p, 16), CUDA_SUCCESS);
+  EXPECT_EQ(launch(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(launch(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_ERROR_UNKNOWN);
+  cudnnHandle_t h = nullptr;
+  EXPECT_EQ(cudnn_create(&h), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(fi::calls_seen(), 4);
+  EXPECT_EQ(fi::recorded_sites(), (std::vector<std::string>{"cuMemAlloc", "cuLaunchKernel", "cudnnCreate"}));
+  fi::reset();
+  fi::fail_site("cudnnCreate", 0);
+  EXPECT_EQ(cudnn_create(&h), CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED);
+}
 
 TEST(CudaFailureInjectionHook, TrampolinesFailTheArmedCallOnce) {
   KILNRT_FI_SKIP_WITHOUT_GPU();
