@@ -567,7 +567,7 @@ void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vect
     enqueue_with_graph(st, inputs, outputs, stream);
   } else {
     resolve_pointers(st, inputs);
-    if (profiler_) profiler_->start_run(stream);
+    if (profiler_) profiler_->start_run(stream, /*gate=*/st.calls > 0);
     if (st.calls == 0) {
       // The first call with a shape tuple is the warm-up: direct launches, whose first kernels may be loaded lazily
       // (a context-wide synchronisation): not while another thread captures a graph.
