@@ -120,7 +120,12 @@ void rnn_cpu(CpuContext& ctx) {
   const std::vector<double> W = tensor_to_doubles(ctx.input(1), node);
   const std::vector<double> R = tensor_to_doubles(ctx.input(2), node);
   const int64_t G = spec.gates;
+  KILNRT_CHECK(ctx.input(2).rank() == 3, kInvalidArgument, node.describe(),
+               "R must be 3-D, got shape " << shape_to_string(ctx.input(2).shape()));
   const int64_t H = ctx.input(2).shape()[2];
+  KILNRT_CHECK(ctx.input(2).numel() == dirs * G * H * H, kInvalidArgument, node.describe(),
+               "R has shape " << shape_to_string(ctx.input(2).shape()) << ", expected [" << dirs << ", " << G * H
+                              << ", " << H << "]");
   KILNRT_CHECK(ctx.input(1).numel() == dirs * G * H * in, kInvalidArgument, node.describe(),
                "W has shape " << shape_to_string(ctx.input(1).shape()) << ", expected [" << dirs << ", " << G * H
                               << ", " << in << "]");
@@ -128,6 +133,13 @@ void rnn_cpu(CpuContext& ctx) {
   if (ctx.has_input(3)) B = tensor_to_doubles(ctx.input(3), node);
   std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
   if (ctx.has_input(4)) lens = tensor_to_int64s(ctx.input(4));
+  // Every optional input must hold exactly what the loops below read (a hostile model may give any shape).
+  KILNRT_CHECK(B.size() == static_cast<size_t>(dirs * 2 * G * H), kInvalidArgument, node.describe(),
+               "B has " << B.size() << " values, expected " << dirs * 2 * G * H);
+  KILNRT_CHECK(lens.size() == static_cast<size_t>(batch), kInvalidArgument, node.describe(),
+               "sequence_lens has " << lens.size() << " values, expected " << batch);
+  for (int64_t l : lens)  // values above seq are clamped below, as before
+    KILNRT_CHECK(l >= 0, kInvalidArgument, node.describe(), "sequence_lens value " << l << " is negative");
   std::vector<double> H0(static_cast<size_t>(dirs * batch * H), 0.0), C0 = H0;
   // initial states are [dirs, batch, H] (layout 0) or [batch, dirs, H] (layout 1): index via a helper.
   auto state_index = [&](int64_t d, int64_t b, int64_t h) {
@@ -139,6 +151,10 @@ void rnn_cpu(CpuContext& ctx) {
     if (ctx.has_input(6)) C0 = tensor_to_doubles(ctx.input(6), node);
     if (ctx.has_input(7)) P = tensor_to_doubles(ctx.input(7), node);
   }
+  KILNRT_CHECK(H0.size() == static_cast<size_t>(dirs * batch * H) && C0.size() == H0.size(), kInvalidArgument,
+               node.describe(), "initial_h / initial_c must hold " << dirs * batch * H << " values");
+  KILNRT_CHECK(P.size() == static_cast<size_t>(dirs * 3 * H), kInvalidArgument, node.describe(),
+               "P has " << P.size() << " values, expected " << dirs * 3 * H);
   const std::vector<Act> acts = read_activations(node, spec, dirs);
   const double clip = node.attrs.count("clip") ? node.attr_float("clip") : 0.0;
   const bool has_clip = node.attrs.count("clip") > 0;
