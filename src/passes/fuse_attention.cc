@@ -35,6 +35,40 @@ bool identity_reshape(const ir::Graph& g, const ir::Node& r) {
   return true;
 }
 
+// Dims equal and each known or named (an unnamed unknown dim proves nothing).
+bool same_dim(const ir::Dim& a, const ir::Dim& b) { return (a.known() || !a.param.empty()) && a == b; }
+
+// Reshape(Transpose(Reshape(x), last two dims swapped)) where the Reshapes only merge / split the leading dims:
+// dynamo's SDPA writes K^T of a [B, H, S, D] key this way ([B*H, S, D] -> [B*H, D, S] -> [B, H, D, S]). Returns x
+// when `r2` is such a chain, so the caller can read it as x with its last two dims swapped; else "".
+std::string swap_last_two_chain(const ir::Graph& g, const GraphIndex& ix, const ir::Node& r2) {
+  if (r2.op_type != "Reshape" || r2.outputs.size() != 1) return "";
+  const ir::Node* t = ix.producer(r2.inputs[0]);
+  if (!t || !t->domain.empty() || t->op_type != "Transpose") return "";
+  const ir::Node* r1 = ix.producer(t->inputs[0]);
+  if (!r1 || !r1->domain.empty() || r1->op_type != "Reshape") return "";
+  const ir::TensorType* xt = g.type_of(r1->inputs[0]);
+  const ir::TensorType* mt = g.type_of(r1->outputs[0]);
+  const ir::TensorType* ot = g.type_of(r2.outputs[0]);
+  if (!xt || !mt || !ot || !xt->has_shape || !mt->has_shape || !ot->has_shape) return "";
+  const size_t r = xt->shape.size(), rm = mt->shape.size();
+  if (r < 2 || rm < 2 || ot->shape.size() != r) return "";
+  const std::vector<int64_t> tp = t->attr_ints("perm", std::vector<int64_t>{});
+  if (tp.size() != rm) return "";
+  for (size_t i = 0; i < rm; ++i) {
+    const size_t want = i + 2 == rm ? rm - 1 : i + 1 == rm ? rm - 2 : i;
+    if (tp[i] != static_cast<int64_t>(want)) return "";
+  }
+  const auto& xs = xt->shape;
+  const auto& ms = mt->shape;
+  const auto& os = ot->shape;
+  if (!same_dim(ms[rm - 2], xs[r - 2]) || !same_dim(ms[rm - 1], xs[r - 1])) return "";  // r1 keeps [S, D]
+  if (!same_dim(os[r - 2], xs[r - 1]) || !same_dim(os[r - 1], xs[r - 2])) return "";  // r2 gives [D, S]
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (!same_dim(os[i], xs[i])) return "";
+  return r1->inputs[0];
+}
+
 // An operand traced back through Transposes (and scalar Mul / Div when allowed) to its source: the operand equals
 // transpose(src, perm) * scale.
 struct Operand {
@@ -48,6 +82,14 @@ Operand strip(const ir::Graph& g, const GraphIndex& ix, const std::string& value
   for (int i = 0; i < rank; ++i) op.perm.push_back(i);
   for (;;) {
     const ir::Node* p = ix.producer(op.src);
+    if (p && p->domain.empty() && rank >= 2) {
+      const std::string x = swap_last_two_chain(g, ix, *p);
+      if (!x.empty()) {  // value = x with its last two dims swapped
+        for (int64_t& q : op.perm) q = q == rank - 1 ? rank - 2 : q == rank - 2 ? rank - 1 : q;
+        op.src = x;
+        continue;
+      }
+    }
     if (!p || !p->domain.empty() || p->inputs.empty() || rank_of(g, p->inputs[0]) != rank) break;
     if (p->op_type == "Transpose") {
       std::vector<int64_t> tp = p->attr_ints("perm", std::vector<int64_t>{});

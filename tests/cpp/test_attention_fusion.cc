@@ -118,6 +118,47 @@ TEST(AttentionFusion, DynamoBlockScalesBothOperandsAndTransposedKeyInput) {
   EXPECT_FALSE(f->has_attr("out_perm"));
 }
 
+TEST(AttentionFusion, DynamoSdpaKeyTransposeThroughReshapes) {
+  // dynamo's SDPA on a 4-D key: K^T = Reshape(Transpose(Reshape(k, [B*H, S, D]), (0, 2, 1)), [B, H, D, S]), and
+  // Q * s, K^T * s. The chain is read as k itself (no copy left), a broken chain is read through its last Reshape.
+  for (bool broken : {false, true}) {
+    SCOPED_TRACE(broken ? "reinterpreting Reshape" : "leading-dim merge and split");
+    Builder b;
+    b.input("q", {2, 3, 10, 8});
+    b.input("k", {2, 3, 10, 8});
+    b.input("v", {2, 3, 10, 8});
+    b.input("mask", {2, 1, 10, 10}, -5.f, 0.f);
+    // broken: the first Reshape reinterprets [S, D] as [D, S] (not a transpose), so the chain is no swap.
+    b.constant("s1", Tensor::from_vector(broken ? std::vector<int64_t>{6, 8, 10} : std::vector<int64_t>{6, 10, 8},
+                                         DType::kInt64, {3}));
+    b.constant("s2", Tensor::from_vector(std::vector<int64_t>{2, 3, 8, 10}, DType::kInt64, {4}));
+    b.node("Reshape", {"k", "s1"}, "k3");
+    b.transpose("k3", {0, 2, 1}, "k3t");
+    b.node("Reshape", {"k3t", "s2"}, "kt");
+    const float sc = std::pow(8.f, -0.25f);
+    b.scal("Mul", "q", sc, "qs");
+    b.scal("Mul", "kt", sc, "ks");
+    b.node("MatMul", {"qs", "ks"}, "scores");
+    b.node("Add", {"scores", "mask"}, "masked");
+    b.softmax("masked", "p");
+    b.node("MatMul", {"p", "v"}, "ctx");
+    b.transpose("ctx", {0, 2, 1, 3}, "y");
+    b.output("y");
+    ir::Graph after = check_pass(b.finish(), b.feeds, attention, 1);
+    const ir::Node* f = find_op(after, "FusedAttention");
+    ASSERT_NE(f, nullptr);
+    if (broken) {
+      EXPECT_EQ(f->inputs[1], "kt");
+      EXPECT_EQ(f->attr_ints("k_perm"), (std::vector<int64_t>{0, 1, 3, 2}));
+    } else {
+      EXPECT_EQ(f->inputs[1], "k") << "the reshape / transpose / reshape chain is read in place";
+      EXPECT_FALSE(f->has_attr("k_perm"));
+      passes::optimize_graph(after);
+      EXPECT_EQ(after.nodes.size(), 1u) << after.to_string(false);
+    }
+  }
+}
+
 TEST(AttentionFusion, FullyMaskedRowsWithLargeNegativeMask) {
   // -1e9 on every key of some rows: softmax of the (equal) scores is uniform before and after.
   Builder b;
