@@ -59,6 +59,34 @@ void infer_fused_conv(ShapeContext& ctx) {
   ctx.outputs[0] = out;
 }
 
+// One tight loop per activation (the switch outside, so that the compiler vectorises the simple ones).
+template <class F>
+void map_inplace(float* y, int64_t n, F f) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) y[i] = f(y[i]);
+}
+
+void apply_activation_inplace(const FusedEpilogue& e, float* y, int64_t n) {
+  const float a = e.a, b = e.b;
+  switch (e.act) {
+    case FusedActivation::kNone: return;
+    case FusedActivation::kRelu: return map_inplace(y, n, [](float x) { return x < 0.f ? 0.f : x; });
+    case FusedActivation::kClip: return map_inplace(y, n, [a, b](float x) { return x < a ? a : (x > b ? b : x); });
+    case FusedActivation::kLeakyRelu: return map_inplace(y, n, [a](float x) { return x < 0.f ? a * x : x; });
+    case FusedActivation::kHardSigmoid:
+      return map_inplace(y, n, [a, b](float x) {
+        const float v = a * x + b;
+        return v < 0.f ? 0.f : (v > 1.f ? 1.f : v);
+      });
+    case FusedActivation::kHardSwish:
+      return map_inplace(y, n, [](float x) {
+        const float v = x * (1.f / 6.f) + 0.5f;
+        return x * (v < 0.f ? 0.f : (v > 1.f ? 1.f : v));
+      });
+    default: return map_inplace(y, n, [&e](float x) { return apply_fused_activation(e, x); });
+  }
+}
+
 void fused_conv_cpu(CpuContext& ctx) {
   const ir::Node& node = ctx.node;
   const FusedEpilogue e = read_fused_epilogue(node);
@@ -86,10 +114,7 @@ void fused_conv_cpu(CpuContext& ctx) {
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (int64_t i = 0; i < n; ++i) yp[i] += zp[i];
   }
-  if (e.act != FusedActivation::kNone) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) yp[i] = apply_fused_activation(e, yp[i]);
-  }
+  apply_activation_inplace(e, yp, n);
   ctx.outputs[0] = dtype == DType::kFloat32 ? y : from_float32(y, dtype);
 }
 
