@@ -2,6 +2,7 @@
 // Inputs R (learning rate), T (step count), then the tensors to optimize and their gradients and states; outputs
 // the updated tensors and states. Formulas as in the ONNX operator spec; computed in double.
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,16 @@ int64_t group_size(const CpuContext& ctx, int64_t groups) {
   return rest / groups;
 }
 
+// The gradient and state tensors of optimized tensor i must have its size, and the node must have an output for
+// every result (a hostile model may give anything: the loops index them all with x's indices).
+void check_group(const CpuContext& ctx, size_t x_size, std::initializer_list<size_t> sizes, size_t outputs_needed) {
+  for (size_t s : sizes)
+    KILNRT_CHECK(s == x_size, kInvalidModel, ctx.node.describe(),
+                 "a gradient or state has " << s << " values, its optimized tensor " << x_size);
+  KILNRT_CHECK(ctx.outputs.size() >= outputs_needed, kInvalidModel, ctx.node.describe(),
+               "expected " << outputs_needed << " outputs, got " << ctx.outputs.size());
+}
+
 void adagrad_cpu(CpuContext& ctx) {
   const int64_t n = group_size(ctx, 3);
   const double r = tensor_to_doubles(ctx.input(0), ctx.node).at(0);
@@ -34,6 +45,7 @@ void adagrad_cpu(CpuContext& ctx) {
     std::vector<double> x = tensor_to_doubles(xt, ctx.node);
     const std::vector<double> g = tensor_to_doubles(ctx.input(static_cast<size_t>(2 + n + i)), ctx.node);
     std::vector<double> h = tensor_to_doubles(ctx.input(static_cast<size_t>(2 + 2 * n + i)), ctx.node);
+    check_group(ctx, x.size(), {g.size(), h.size()}, static_cast<size_t>(2 * n));
     for (size_t k = 0; k < x.size(); ++k) {
       const double gr = norm * x[k] + g[k];
       h[k] += gr * gr;
@@ -59,6 +71,7 @@ void momentum_cpu(CpuContext& ctx) {
     std::vector<double> x = tensor_to_doubles(xt, ctx.node);
     const std::vector<double> g = tensor_to_doubles(ctx.input(static_cast<size_t>(2 + n + i)), ctx.node);
     std::vector<double> v = tensor_to_doubles(ctx.input(static_cast<size_t>(2 + 2 * n + i)), ctx.node);
+    check_group(ctx, x.size(), {g.size(), v.size()}, static_cast<size_t>(2 * n));
     for (size_t k = 0; k < x.size(); ++k) {
       const double gr = norm * x[k] + g[k];
       v[k] = alpha * v[k] + b * gr;
@@ -85,6 +98,7 @@ void adam_cpu(CpuContext& ctx) {
     const std::vector<double> g = tensor_to_doubles(ctx.input(static_cast<size_t>(2 + n + i)), ctx.node);
     std::vector<double> v = tensor_to_doubles(ctx.input(static_cast<size_t>(2 + 2 * n + i)), ctx.node);
     std::vector<double> h = tensor_to_doubles(ctx.input(static_cast<size_t>(2 + 3 * n + i)), ctx.node);
+    check_group(ctx, x.size(), {g.size(), v.size(), h.size()}, static_cast<size_t>(3 * n));
     for (size_t k = 0; k < x.size(); ++k) {
       const double gr = norm * x[k] + g[k];
       v[k] = alpha * v[k] + (1 - alpha) * gr;
