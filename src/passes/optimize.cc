@@ -6,6 +6,7 @@
 #include "passes/fuse_attention.h"
 #include "passes/fuse_gelu.h"
 #include "passes/fuse_gemm_epilogue.h"
+#include "passes/fuse_layernorm.h"
 #include "passes/fold_conv_bn.h"
 #include "passes/fuse_conv_epilogue.h"
 #include "passes/shape_inference.h"
@@ -37,11 +38,12 @@ OptimizeReport optimize_graph(ir::Graph& graph) {
     infer_shapes(graph);
   }
   // Pattern fusions (issue 7), on folded constants (scales, epsilons) and known ranks.
-  const size_t attention = fuse_attention(graph), gelu = fuse_gelu(graph), gemm = fuse_gemm_epilogues(graph);
-  if (attention + gelu + gemm > 0) {
+  const size_t attention = fuse_attention(graph), gelu = fuse_gelu(graph), gemm = fuse_gemm_epilogues(graph),
+               layernorm = fuse_layernorm(graph);
+  if (attention + gelu + gemm + layernorm > 0) {
     infer_shapes(graph);
     KILNRT_LOG(kInfo, "fused " << attention << " attention block(s), " << gelu << " GELU(s), " << gemm
-                               << " GEMM epilogue(s)");
+                               << " GEMM epilogue(s), " << layernorm << " LayerNorm(s)");
   }
   r.removed = eliminate_dead_code(graph);
   r.nodes_after = graph.nodes.size();

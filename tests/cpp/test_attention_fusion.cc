@@ -13,6 +13,7 @@
 #include "passes/fuse_attention.h"
 #include "passes/fuse_gelu.h"
 #include "passes/fuse_gemm_epilogue.h"
+#include "passes/fuse_layernorm.h"
 #include "passes/optimize.h"
 
 using namespace kilnrt;
@@ -385,6 +386,60 @@ TEST(GemmEpilogueFusion, MatMulBiasGeluAndGemmBias) {
     EXPECT_EQ(count_ops(after, "FusedMatMul"), left);
     if (left) EXPECT_EQ(after.nodes.size(), 1u);
   }
+}
+
+// ---- decomposed LayerNorm (exports below opset 17) ----------------------------------------------------------
+namespace {
+ir::Graph decomposed_layernorm(Builder& b, bool pow, int affine, int64_t axis = -1) {
+  b.input("x", {3, 5, 16}, -3.f, 5.f);
+  ir::Attribute axes;
+  axes.kind = ir::Attribute::Kind::kInts;
+  axes.ints = {axis};
+  b.node("ReduceMean", {"x"}, "mean").attrs["axes"] = axes;
+  b.node("Sub", {"x", "mean"}, "d");
+  if (pow) {
+    b.constant("two", scalar(2.f));
+    b.node("Pow", {"d", "two"}, "d2");
+  } else {
+    b.node("Mul", {"d", "d"}, "d2");
+  }
+  b.node("ReduceMean", {"d2"}, "var").attrs["axes"] = axes;
+  b.scal("Add", "var", 1e-5f, "ve");
+  b.node("Sqrt", {"ve"}, "sd");
+  b.node("Div", {"d", "sd"}, affine ? "n" : "y");
+  if (affine >= 1) {
+    b.constant("gamma", random_tensor({16}, 21, 0.5f, 1.5f));
+    b.node("Mul", {"n", "gamma"}, affine == 2 ? "ng" : "y");
+  }
+  if (affine == 2) {
+    b.constant("beta", random_tensor({16}, 22));
+    b.node("Add", {"ng", "beta"}, "y");
+  }
+  b.output("y");
+  return b.finish();
+}
+}  // namespace
+
+TEST(LayerNormFusion, TorchOpset14PatternWithAndWithoutAffine) {
+  for (int affine = 0; affine < 3; ++affine) {
+    for (bool pow : {true, false}) {
+      SCOPED_TRACE(std::to_string(affine) + (pow ? " Pow" : " Mul"));
+      Builder b(14);
+      const ir::Graph g = decomposed_layernorm(b, pow, affine);
+      ir::Graph after = check_pass(g, b.feeds, passes::fuse_layernorm, 1, 1e-5);
+      ASSERT_EQ(after.nodes.size(), 1u) << after.to_string(false);
+      EXPECT_EQ(after.nodes[0].op_type, "LayerNormalization");
+      EXPECT_EQ(after.nodes[0].domain, "com.kilnrt");
+      EXPECT_EQ(after.nodes[0].inputs.size(), size_t(1 + affine));
+      EXPECT_NEAR(after.nodes[0].attr_float("epsilon"), 1e-5, 1e-12);
+    }
+  }
+}
+
+TEST(LayerNormFusion, OtherAxisIsLeftAlone) {
+  Builder b(14);
+  ir::Graph g = decomposed_layernorm(b, true, 2, 1);
+  EXPECT_EQ(passes::fuse_layernorm(g), 0u);
 }
 
 // ---- end to end -------------------------------------------------------------------------------------------------

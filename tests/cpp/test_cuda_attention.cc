@@ -198,6 +198,33 @@ TEST(CudaAttention, FusedMatMulEpiloguesMatchCpu) {
   }
 }
 
+TEST(CudaAttention, FusedLayerNormMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const Prec& p : kPrecs) {
+    for (int affine = 0; affine < 2; ++affine) {
+      SCOPED_TRACE(std::string(*p.name ? p.name : "fp32") + (affine ? " affine" : ""));
+      attntest::Builder b;
+      b.input("x", {7, 3, 768}, -2.f, 3.f);
+      std::vector<std::string> ins = {"x"};
+      if (affine) {
+        ins.push_back(b.constant("g", rounded(random_tensor({768}, 31, 0.5f, 1.5f), p.dt)));
+        ins.push_back(b.constant("bb", rounded(random_tensor({768}, 32), p.dt)));
+      }
+      ir::Node& n = b.node("LayerNormalization", ins, "y");
+      n.domain = "com.kilnrt";
+      n.attrs["epsilon"].kind = ir::Attribute::Kind::kFloat;
+      n.attrs["epsilon"].f = 1e-5f;
+      b.g.opsets["com.kilnrt"] = 1;
+      b.output("y");
+      ir::Graph g = b.finish();
+      set_precision(g, p);
+      std::map<std::string, Tensor> feeds = {{"x", rounded(b.feeds["x"], p.dt)}};
+      const double tol = p.u == 0 ? 2e-5 : 8 * p.u;
+      expect_tensors_close(run_cuda(g, feeds).at("y"), run_cpu(g, feeds).at("y"), tol, tol);
+    }
+  }
+}
+
 TEST(CudaAttention, EncoderFixtureEnginesDirectCaptureReplay) {
   KILNRT_SKIP_WITHOUT_GPU();
   const std::string dir = std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/";
