@@ -19,6 +19,8 @@ int rank_of(const ir::Graph& g, const std::string& v) {
   return t && t->has_shape ? static_cast<int>(t->shape.size()) : -1;
 }
 
+constexpr int64_t kMaxFusedHead = 128;  // kilnrt::cuda::kernels::kAttentionMaxHead
+
 bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
 
 // A Reshape whose output has its input's shape: every dim known or named, and equal.
@@ -208,6 +210,12 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m
     if (!is_float(g.type_of(o->src) ? g.type_of(o->src)->dtype : DType::kUndefined) ||
         g.type_of(o->src)->dtype != xt->dtype)
       return false;
+  // Head sizes above what the CUDA kernel takes stay unfused (the plain MatMul / Softmax path handles any size).
+  const ir::TensorType* qt = g.type_of(m1->inputs[0]);
+  const ir::TensorType* vt = g.type_of(m2->inputs[1]);
+  if ((qt->shape.back().known() && qt->shape.back().value > kMaxFusedHead) ||
+      (vt->shape.back().known() && vt->shape.back().value > kMaxFusedHead))
+    return false;
   std::string out = m2->outputs[0];
   std::vector<int64_t> out_perm;
   const ir::Node* t = ix.sole_consumer(out);

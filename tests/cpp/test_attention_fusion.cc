@@ -216,6 +216,11 @@ TEST(AttentionFusion, LeavesOtherGraphsAlone) {
     ir::Graph g = b.finish();
     EXPECT_EQ(passes::fuse_attention(g), 0u);
   }
+  {  // head size above the CUDA kernel's 128: left to MatMul / Softmax
+    Builder b;
+    ir::Graph g = bert_block(b, 1, 4, 1, 160, false);
+    EXPECT_EQ(passes::fuse_attention(g), 0u);
+  }
   {  // KILNRT_NO_FUSION=attention
     Builder b;
     ir::Graph g = bert_block(b, 1, 5, 2, 4, false);
