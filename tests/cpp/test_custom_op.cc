@@ -338,5 +338,17 @@ TEST(CustomOpCuda, LaunchFunctionSeesShapes) {
   }
 }
 
+// An op registered without a CUDA implementation: a CUDA build fails naming the node (never a silent CPU fallback).
+TEST(CustomOpCuda, OpWithoutCudaImplementationFailsCudaBuild) {
+  SKIP_WITHOUT_GPU();
+  register_test_ops();
+  const std::string model = write_model(tmp("throws_cuda.onnx"), {custom_node("Throws", {"x"}, {"y"}, {}, "no_cuda_impl")},
+                                        "y", {2}, {2});
+  BuildOptions opt;
+  opt.device = "cuda";
+  expect_error_with([&] { build_engine(model, opt); }, ErrorCode::kUnsupported,
+                    {"no_cuda_impl", "without a CUDA implementation"});
+}
+
 }  // namespace
 }  // namespace kilnrt
