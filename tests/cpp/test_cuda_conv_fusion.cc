@@ -137,3 +137,69 @@ TEST(CudaConvFusion, ResNetBlockThroughPassPipeline) {
     cudatest::expect_tensors_close(got.at("y"), want.at("y"), 2 * p.atol, 2 * p.rtol);
   }
 }
+
+// ---- NHWC storage (KILNRT_CUDA_NHWC=1, opt-in; backends/cuda/layout_plan.h) -------------------------------------
+namespace {
+
+struct NhwcOptIn {
+  NhwcOptIn() { setenv("KILNRT_CUDA_NHWC", "1", 1); }
+  ~NhwcOptIn() { unsetenv("KILNRT_CUDA_NHWC"); }
+};
+
+// stem conv+relu -> MaxPool -> conv-bn-relu -> conv-bn + pooled residual -> relu -> squeeze-excite (GAP, 1x1 conv,
+// HardSigmoid, Mul) -> 1x1 conv to 6 channels -> 3x3 conv -> y. Reformats in both directions, residual reformat,
+// NHWC epilogues with 16 and with 6 channels.
+ir::Graph nhwc_model() {
+  GraphBuilder b;
+  b.input("x", {2, 8, 16, 16});
+  b.conv("x", "c0", 8, 16, 3, 1, true);
+  b.node("Relu", {"c0"}, {"r0"});
+  ir::Node& pool = b.node("MaxPool", {"r0"}, {"p"});
+  pool.attrs["kernel_shape"] = ints_attr({2, 2});
+  pool.attrs["strides"] = ints_attr({2, 2});
+  b.conv("p", "c1", 16, 16, 3, 1, false);
+  b.batchnorm("c1", "b1", 16);
+  b.node("Relu", {"b1"}, {"r1"});
+  b.conv("r1", "c2", 16, 16, 3, 1, false);
+  b.batchnorm("c2", "b2", 16);
+  b.node("Add", {"b2", "p"}, {"s"});
+  b.node("Relu", {"s"}, {"y1"});
+  b.node("GlobalAveragePool", {"y1"}, {"g"});
+  b.conv("g", "e", 16, 16, 1, 1, true);
+  b.node("HardSigmoid", {"e"}, {"hs"});
+  b.node("Mul", {"y1", "hs"}, {"m"});
+  b.conv("m", "c3", 16, 6, 1, 1, true);
+  b.node("Relu", {"c3"}, {"r3"});
+  b.conv("r3", "y", 6, 4, 3, 1, true);
+  b.output("y");
+  return b.finish();
+}
+
+}  // namespace
+
+TEST(CudaConvFusion, NhwcStorageMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  NhwcOptIn opt_in;
+  for (const Prec& p : kPrecs) {
+    if (!*p.name) continue;  // float32 engines stay NCHW
+    SCOPED_TRACE(p.name);
+    const ir::Graph original = nhwc_model();
+    ir::Graph g = original;
+    passes::optimize_graph(g);
+    set_precision(g, p.name);
+    const auto feeds = feeds_for(g);
+    const auto want = cudatest::run_cpu(original, feeds);
+    const auto got = cudatest::run_cuda(g, feeds);
+    // Five convolutions deep.
+    cudatest::expect_tensors_close(got.at("y"), want.at("y"), 4 * p.atol, 4 * p.rtol);
+    const std::string tactics = tactics_of(g);
+    EXPECT_NE(tactics.find("+nhwc"), std::string::npos) << tactics;
+    EXPECT_NE(tactics.find("+reformat"), std::string::npos) << tactics;
+  }
+  // Without the opt-in nothing is NHWC.
+  unsetenv("KILNRT_CUDA_NHWC");
+  ir::Graph g = nhwc_model();
+  passes::optimize_graph(g);
+  set_precision(g, "fp16");
+  EXPECT_EQ(tactics_of(g).find("nhwc"), std::string::npos);
+}

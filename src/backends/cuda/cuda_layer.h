@@ -38,6 +38,7 @@ struct LayerTensor {
   Shape shape;
   const Tensor* host = nullptr;  // host value when known (constants, shape computations), else null
   bool present = false;
+  bool nhwc = false;  // 4-D value stored N,H,W,C (shape stays N,C,H,W): only for layers that supports_nhwc()
   int64_t numel() const { return shape_numel(shape); }
 };
 
@@ -46,6 +47,7 @@ struct LayerOutput {
   DType dtype = DType::kUndefined;
   Shape shape;
   bool present = false;
+  bool nhwc = false;  // see LayerTensor::nhwc
   int64_t numel() const { return shape_numel(shape); }
 };
 
@@ -72,6 +74,9 @@ class CudaLayer {
   // kBFloat16 where the graph says float32) in --fp16 / --bf16 engines. Layers that do not are run as a float32
   // island: the plan converts their 16-bit inputs to float32 scratch and their outputs back.
   virtual bool supports_16bit() const { return false; }
+  // True when the layer can run with input 0 (and input 3, a residual) and output 0 4-D and stored NHWC; the plan
+  // (layout_plan.h, 16-bit engines with KILNRT_CUDA_NHWC=1) then sets LayerTensor / LayerOutput::nhwc.
+  virtual bool supports_nhwc() const { return false; }
   // True when output 0 is input 0's memory reinterpreted (Reshape, Flatten, Squeeze ...): no kernel runs.
   virtual bool is_alias() const { return false; }
   // Enqueues the node on launch.stream. Throws kilnrt::Error naming the node on failure.

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "backends/cuda/runner_profiling.h"
+#include "backends/cuda/layout_plan.h"
 #include "backends/cuda/memory_plan.h"
 #include "core/logging.h"
 #include "cuda/capture_safety.h"
@@ -197,6 +198,8 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
                    (st.node->has_attr(kPrecisionAttr) && node_precision(*st.node) == Precision::kFp32));
       st.host_in = st.layer->host_inputs();
     }
+    const char* nhwc_env = std::getenv("KILNRT_CUDA_NHWC");  // opt-in until validated on a GPU
+    if (nhwc_env && std::string(nhwc_env) == "1") plan_layouts(graph);
   }
   for (const std::string& name : device_constants) {
     const Tensor& t = graph.constants.at(name);
@@ -209,10 +212,46 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
 
 CudaPlan::~CudaPlan() = default;
 
+void CudaPlan::plan_layouts(const ir::Graph& graph) {
+  LayoutProblem p;
+  const size_t nslots = slot_names_.size();
+  p.rank4.assign(nslots, 0);
+  p.pinned_nchw.assign(nslots, 0);
+  for (size_t s = 0; s < nslots; ++s) {
+    const ir::TensorType* t = graph.type_of(slot_names_[s]);
+    p.rank4[s] = t && t->has_shape && t->shape.size() == 4;
+    p.pinned_nchw[s] = host_slot_[s] || graph.is_constant(slot_names_[s]);
+  }
+  for (int s : input_slots_) p.pinned_nchw[s] = 1;
+  for (int s : output_slots_) p.pinned_nchw[s] = 1;
+  for (const Step& st : steps_) {
+    LayoutStep ls;
+    ls.device = !st.host;
+    ls.nhwc_capable = !st.host && st.layer->supports_nhwc();
+    ls.alias = !st.host && st.layer->is_alias();
+    ls.island = st.island;
+    ls.inputs = st.inputs;
+    ls.outputs = st.outputs;
+    p.steps.push_back(std::move(ls));
+  }
+  LayoutDecision d = decide_layouts(p);
+  nhwc_slot_ = std::move(d.nhwc_slot);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    steps_[i].nhwc = d.step_nhwc[i] != 0;
+    bool any = false;
+    for (int8_t r : d.reformat[i]) any |= r != 0;
+    if (any) steps_[i].reformat = std::move(d.reformat[i]);
+  }
+  KILNRT_LOG(kInfo, "NHWC storage: " << std::count(nhwc_slot_.begin(), nhwc_slot_.end(), 1) << " values, "
+                                     << d.reformats << " reformatted layer inputs");
+}
+
 std::vector<std::pair<std::string, std::string>> CudaPlan::tactics() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const Step& s : steps_)
-    out.emplace_back(s.node->name, s.host ? "host:shape-computation" : "cuda:" + s.layer->tactic());
+    out.emplace_back(s.node->name, s.host ? "host:shape-computation"
+                                          : "cuda:" + s.layer->tactic() + (s.nhwc ? "+nhwc" : "") +
+                                                (s.reformat.empty() ? "" : "+reformat"));
   return out;
 }
 
@@ -476,6 +515,19 @@ std::unique_ptr<CudaRunner::ShapeState> CudaRunner::layout_for(const std::vector
         items.push_back({i, i, size_t(shape_numel(st->shapes[s])) * 4, nullptr});
         items.back().offset = &sc[k];  // sc is not resized again
       }
+    }
+  }
+  // Reformatted inputs (layout_plan.h): a copy in the other layout, live during the step only.
+  for (int i = 0; i < nsteps; ++i) {
+    const CudaPlan::Step& step = plan_.steps_[i];
+    if (step.host || step.reformat.empty()) continue;
+    std::vector<int64_t>& sc = st->scratch[i];
+    sc.assign(step.inputs.size() + step.outputs.size(), -1);
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      if (step.reformat[k] == 0 || step.inputs[k] < 0) continue;
+      const int s = step.inputs[k];
+      items.push_back({i, i, size_t(shape_numel(st->shapes[s])) * dtype_size(st->storage[s]), nullptr});
+      items.back().offset = &sc[k];  // sc is not resized again
     }
   }
   std::vector<ArenaItem> arena_items;
@@ -758,6 +810,15 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
       t.dtype = st.storage[in];
       t.host = st.host_values[in].defined() ? &st.host_values[in] : nullptr;
       t.data = plan_.graph_.is_constant(plan_.slot_names_[in]) ? plan_.const_ptr_[in] : ptrs_[in];
+      if (!plan_.nhwc_slot_.empty()) t.nhwc = plan_.nhwc_slot_[in] != 0;
+      if (!step.reformat.empty() && step.reformat[i] != 0 && !sc.empty() && sc[i] >= 0) {
+        void* copy = arena + sc[i];
+        const bool to_nhwc = step.reformat[i] > 0;
+        check_launch(reformat_4d(t.data, copy, t.shape, dtype_size(t.dtype), to_nhwc, stream), node.describe(),
+                     "reformat_4d");
+        t.data = copy;
+        t.nhwc = to_nhwc;
+      }
       if (step.island && st.dtypes[in] != st.storage[in]) {
         t.dtype = st.dtypes[in];  // the layer sees float32
         if (!sc.empty() && sc[i] >= 0) {
@@ -777,6 +838,7 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
       const int os = step.outputs[o];
       if (os < 0) continue;
       launch.outputs[o] = LayerOutput{ptrs_[os], st.storage[os], st.shapes[os], true};
+      if (!plan_.nhwc_slot_.empty()) launch.outputs[o].nhwc = plan_.nhwc_slot_[os] != 0;
       const size_t k = step.inputs.size() + o;
       if (step.island && !sc.empty() && sc[k] >= 0)
         launch.outputs[o] = LayerOutput{arena + sc[k], st.dtypes[os], st.shapes[os], true};

@@ -71,6 +71,8 @@ class CudaPlan {
 
  private:
   friend class CudaRunner;
+  // KILNRT_CUDA_NHWC=1 in 16-bit engines: NHWC storage for conv chains, reformats at boundaries (layout_plan.h).
+  void plan_layouts(const ir::Graph& graph);
   class Weights;
   struct Step {
     const ir::Node* node = nullptr;
@@ -81,6 +83,8 @@ class CudaPlan {
     std::vector<int> inputs, outputs;  // slots, -1 omitted
     bool island = false;               // 16-bit engine, layer runs in float32: converted in / out around it
     std::vector<int> host_in;          // inputs the layer reads on the host (never converted)
+    bool nhwc = false;                 // runs with NHWC storage (layout_plan.h)
+    std::vector<int8_t> reformat;      // per input: +1 reformat to NHWC, -1 to NCHW, 0 none (empty: none)
   };
   // 16-bit activation dtype of --fp16 / --bf16 engines (kUndefined: float32 activations).
   DType act16_ = DType::kUndefined;
@@ -94,6 +98,7 @@ class CudaPlan {
   std::vector<uint8_t> upload_slot_;   // 1: host value (non-constant) a device layer or output reads on the device
   std::vector<int> input_slots_, output_slots_;
   std::vector<const void*> const_ptr_;  // per slot: device copy of a constant (null: not uploaded / not constant)
+  std::vector<uint8_t> nhwc_slot_;      // per slot: stored NHWC (empty: everything NCHW); layout_plan.h
 };
 
 class LayerProfiler;  // runner_profiling.h

@@ -311,6 +311,8 @@ class ConvLayer final : public CudaLayer {
     const char* env = std::getenv("KILNRT_CUDA_CONV");
     std::string why;
     use_cudnn_ = !(env && std::string(env) == "direct") && cudnn_usable(&why);
+    const char* nhwc = std::getenv("KILNRT_CUDA_NHWC");  // opt-in NHWC storage (layout_plan.h)
+    if (use_cudnn_ && p16_ && nhwc && std::string(nhwc) == "1") upload_nhwc_weights(a);
   }
   ~ConvLayer() override {
     if (!kilnrt::cuda::cleanup_allowed()) return;
@@ -333,25 +335,30 @@ class ConvLayer final : public CudaLayer {
     return (tf32_ ? "cudnn:conv-fwd-tf32" : "cudnn:conv-fwd-fp32") + epi;
   }
   bool supports_16bit() const override { return true; }
+  bool supports_nhwc() const override { return nhwc_w_ != nullptr; }
 
   void enqueue(LayerLaunch& l) override {
     const ConvGeometry geo = geometry(l);
+    const bool nhwc = l.inputs[0].nhwc;
+    KILNRT_CHECK(nhwc == l.outputs[0].nhwc && (!nhwc || nhwc_w_), kInternal, name_,
+                 "NHWC convolution with input " << (nhwc ? "NHWC" : "NCHW") << " and output "
+                                                << (l.outputs[0].nhwc ? "NHWC" : "NCHW"));
     const void* bias = l.inputs.size() > 2 && l.inputs[2].present ? l.inputs[2].data : nullptr;
     if (fused_) check_epilogue_operands(l);
     const bool symmetric = geo.pad_end_h == geo.p.ph && geo.pad_end_w == geo.p.pw;
     if (use_cudnn_ && symmetric) {
-      Cached* c = cached(l, geo);
+      Cached* c = cached(l, geo, nhwc);
       if (c->ok) {
         const CudnnApi& api = cudnn_api();
         cudnnHandle_t h = l.libs->get_cudnn();
         KILNRT_CUDNN_CHECK(api, api.cudnnSetStream(h, reinterpret_cast<cudaStream_t>(l.stream)), name_);
         const float one = 1.f, zero = 0.f;
         KILNRT_CUDNN_CHECK(api,
-                           api.cudnnConvolutionForward(h, &one, c->x, l.inputs[0].data, c->w, l.inputs[1].data, c->conv,
+                           api.cudnnConvolutionForward(h, &one, c->x, l.inputs[0].data, c->w, nhwc ? nhwc_w_ : l.inputs[1].data, c->conv,
                                                        c->algo, l.workspace, c->workspace, &zero, c->y,
                                                        l.outputs[0].data),
                            name_);
-        if (fused_) {
+        if (fused_ || nhwc) {  // NHWC: the bias through the epilogue kernel too (channel = innermost index)
           run_epilogue(l, geo, bias);
         } else if (bias) {
           KILNRT_CUDNN_CHECK(api, api.cudnnAddTensor(h, &one, c->bias, bias, &one, c->y, l.outputs[0].data), name_);
@@ -359,6 +366,9 @@ class ConvLayer final : public CudaLayer {
         return;
       }
     }
+    KILNRT_CHECK(!nhwc, kUnsupported, name_,
+                 "no cuDNN algorithm for this NHWC convolution (the direct kernels are NCHW): build without "
+                 "KILNRT_CUDA_NHWC=1");
     if (l.inputs[0].dtype != DType::kFloat32) {
       direct_16(l, geo, bias);
     } else {
@@ -380,6 +390,33 @@ class ConvLayer final : public CudaLayer {
     bool ok = false;
   };
 
+  // KILNRT_CUDA_NHWC=1: a K,R,S,C copy of constant 2-D weights in the engine's 16-bit type, for cuDNN NHWC
+  // convolutions. Left null (NCHW only) for what NHWC does not cover: non-constant or non-float32 weights, 1-D
+  // convolutions, auto_pad SAME_* or asymmetric pads.
+  void upload_nhwc_weights(const LayerCreateArgs& a) {
+    const ir::Node& n = a.node;
+    if (n.inputs.size() < 2 || !a.graph.is_constant(n.inputs[1])) return;
+    const Tensor& w = a.graph.constants.at(n.inputs[1]);
+    if (w.dtype() != DType::kFloat32 || w.rank() != 4) return;
+    const std::string auto_pad = n.attr_string("auto_pad", std::string("NOTSET"));
+    const std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(4, 0));
+    if ((auto_pad != "NOTSET" && auto_pad != "VALID") || pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
+      return;
+    const int64_t kk = w.dim(0), cg = w.dim(1), r = w.dim(2), sdim = w.dim(3);
+    const bool bf = precision_ == Precision::kBf16;
+    Tensor out = Tensor::empty(bf ? DType::kBFloat16 : DType::kFloat16, w.shape());
+    const float* src = w.data<float>();
+    uint16_t* dst = out.data<uint16_t>();
+    for (int64_t o = 0; o < kk; ++o)
+      for (int64_t c = 0; c < cg; ++c)
+        for (int64_t y = 0; y < r; ++y)
+          for (int64_t x = 0; x < sdim; ++x) {
+            const float v = src[((o * cg + c) * r + y) * sdim + x];
+            dst[((o * r + y) * sdim + x) * cg + c] = bf ? float_to_bfloat16(v) : float_to_half(v);
+          }
+    nhwc_w_ = a.weights.upload(n.name + "/nhwc_W", out);
+  }
+
   // FusedConv: the residual (input 3) and bias have the output's storage dtype and the residual its shape.
   void check_epilogue_operands(const LayerLaunch& l) const {
     const LayerOutput& y = l.outputs[0];
@@ -400,7 +437,7 @@ class ConvLayer final : public CudaLayer {
     const void* z = l.inputs.size() > 3 && l.inputs[3].present ? l.inputs[3].data : nullptr;
     if (!bias && !z && epilogue_.act == ops::nn::FusedActivation::kNone) return;
     const LayerOutput& y = l.outputs[0];
-    check_launch(k::conv_epilogue(float_code(y.dtype), y.data, bias, z, y.numel(), int64_t(geo.p.oh) * geo.p.ow,
+    check_launch(k::conv_epilogue(float_code(y.dtype), y.data, bias, z, y.numel(), l.outputs[0].nhwc ? 1 : int64_t(geo.p.oh) * geo.p.ow,
                                   geo.p.k, static_cast<int>(epilogue_.act), epilogue_.a, epilogue_.b, l.stream),
                  name_, "conv_epilogue");
   }
@@ -477,9 +514,10 @@ class ConvLayer final : public CudaLayer {
     return g;
   }
 
-  Cached* cached(LayerLaunch& l, const ConvGeometry& geo) {
+  Cached* cached(LayerLaunch& l, const ConvGeometry& geo, bool nhwc) {
     std::lock_guard<std::mutex> lock(mu_);
-    const Shape key = l.inputs[0].shape;
+    Shape key = l.inputs[0].shape;
+    if (nhwc) key.push_back(-1);  // NHWC descriptors
     auto it = cache_.find(key);
     if (it != cache_.end()) return &it->second;
     Cached& c = cache_[key];
@@ -487,6 +525,7 @@ class ConvLayer final : public CudaLayer {
     cudnnHandle_t h = l.libs->get_cudnn();
     const k::Conv2d& p = geo.p;
     auto i32 = [](int64_t v) { return static_cast<int>(v); };
+    const cudnnTensorFormat_t fmt = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     KILNRT_CUDNN_CHECK(api, api.cudnnCreateTensorDescriptor(&c.x), name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnCreateTensorDescriptor(&c.y), name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnCreateTensorDescriptor(&c.bias), name_);
@@ -497,10 +536,10 @@ class ConvLayer final : public CudaLayer {
     const bool h16 = sd == DType::kFloat16 || sd == DType::kBFloat16;
     const cudnnDataType_t dt = sd == DType::kFloat16 ? CUDNN_DATA_HALF
                                : sd == DType::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW, dt, i32(p.n), i32(p.c), i32(p.h), i32(p.w)), name_);
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NCHW, dt, i32(p.n), i32(p.k), i32(p.oh), i32(p.ow)), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.x, fmt, dt, i32(p.n), i32(p.c), i32(p.h), i32(p.w)), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.y, fmt, dt, i32(p.n), i32(p.k), i32(p.oh), i32(p.ow)), name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.bias, CUDNN_TENSOR_NCHW, dt, 1, i32(p.k), 1, 1), name_);
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetFilter4dDescriptor(c.w, dt, CUDNN_TENSOR_NCHW, i32(p.k), i32(p.c / p.groups), p.kh, p.kw), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetFilter4dDescriptor(c.w, dt, fmt, i32(p.k), i32(p.c / p.groups), p.kh, p.kw), name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolution2dDescriptor(c.conv, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionGroupCount(c.conv, p.groups), name_);
     // Strict fp32: FMA math forbids TF32 tensor-core paths (DEFAULT_MATH would allow TF32 on Ampere and newer).
@@ -534,6 +573,7 @@ class ConvLayer final : public CudaLayer {
   bool tf32_ = false;
   bool p16_ = false;
   bool use_cudnn_ = false;
+  const void* nhwc_w_ = nullptr;  // 16-bit weights in K,R,S,C order for NHWC convolutions (null: NCHW only)
   bool fused_ = false;
   ops::nn::FusedEpilogue epilogue_;
   std::mutex mu_;

@@ -1,6 +1,7 @@
 // The fused convolution epilogue (see conv_kernels.h): one pass over the convolution's output adding the bias and
-// the residual and applying the activation. 16-bit storage is loaded four elements at a time when a group of four
-// stays within one channel (inner % 4 == 0) and the pointers are 8-byte aligned.
+// the residual and applying the activation. 16-bit storage is loaded four elements at a time when the pointers are
+// 8-byte aligned and a group of four lies within one channel (NCHW, inner % 4 == 0) or is four channels (NHWC,
+// inner == 1).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -47,20 +48,28 @@ __global__ void epilogue_scalar(T* y, const T* bias, const T* z, int64_t n, int6
   }
 }
 
-// Four 16-bit elements per step (8 bytes); inner % 4 == 0 so they share one channel.
+// Four 16-bit elements per step (8 bytes): one channel (inner % 4 == 0) or four consecutive channels (inner == 1).
 template <class T>
 __global__ void epilogue_vec4(T* y, const T* bias, const T* z, int64_t n4, int64_t inner, int64_t channels, int act,
                               float a, float b) {
   KILNRT_GRID_LOOP(i, n4) {
     uint2 yv = reinterpret_cast<uint2*>(y)[i];
     T* ye = reinterpret_cast<T*>(&yv);
-    const float bv = bias ? to_f(bias[(i * 4 / inner) % channels]) : 0.f;
+    float bv[4] = {0.f, 0.f, 0.f, 0.f};
+    if (bias) {
+      if (inner == 1) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) bv[k] = to_f(bias[(i * 4 + k) % channels]);
+      } else {
+        bv[0] = bv[1] = bv[2] = bv[3] = to_f(bias[(i * 4 / inner) % channels]);
+      }
+    }
     uint2 zv = make_uint2(0, 0);
     if (z) zv = reinterpret_cast<const uint2*>(z)[i];
     const T* ze = reinterpret_cast<const T*>(&zv);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      float v = to_f(ye[k]) + bv;
+      float v = to_f(ye[k]) + bv[k];
       if (z) v += to_f(ze[k]);
       ye[k] = from_f<T>(activate(act, v, a, b));
     }
@@ -76,7 +85,7 @@ int launch(void* y, const void* bias, const void* z, int64_t n, int64_t inner, i
   const T* bp = static_cast<const T*>(bias);
   const T* zp = static_cast<const T*>(z);
   const bool aligned = (reinterpret_cast<uintptr_t>(y) % 8 == 0) && (reinterpret_cast<uintptr_t>(z) % 8 == 0);
-  if (sizeof(T) == 2 && inner % 4 == 0 && n % 4 == 0 && aligned) {
+  if (sizeof(T) == 2 && (inner % 4 == 0 || inner == 1) && n % 4 == 0 && aligned) {
     epilogue_vec4<T><<<blocks_for(n / 4), kThreads, 0, s>>>(yp, bp, zp, n / 4, inner, channels, act, a, b);
   } else {
     epilogue_scalar<T><<<blocks_for(n), kThreads, 0, s>>>(yp, bp, zp, n, inner, channels, act, a, b);

@@ -1,0 +1,89 @@
+// Layout choice of 16-bit CUDA engines (backends/cuda/layout_plan.h): which values are stored NHWC and where the
+// plan reformats. Pure host logic: runs without a GPU.
+#include <gtest/gtest.h>
+
+#include "backends/cuda/layout_plan.h"
+
+using namespace kilnrt::backends::cuda;
+
+namespace {
+
+// Steps are added with their slots; slots are numbered as they appear.
+struct Problem {
+  LayoutProblem p;
+  void slots(size_t n, bool rank4 = true) {
+    p.rank4.assign(n, rank4 ? 1 : 0);
+    p.pinned_nchw.assign(n, 0);
+  }
+  size_t step(std::vector<int> in, std::vector<int> out, bool capable, bool alias = false, bool island = false) {
+    LayoutStep s;
+    s.device = true;
+    s.nhwc_capable = capable;
+    s.alias = alias;
+    s.island = island;
+    s.inputs = std::move(in);
+    s.outputs = std::move(out);
+    p.steps.push_back(s);
+    return p.steps.size() - 1;
+  }
+};
+
+}  // namespace
+
+TEST(CudaLayoutPlan, ResNetStemBlockAndHead) {
+  // 0 x (input) -conv-> 1 -maxpool-> 2 -conv-> 3 -fusedconv(X=3, W=7, B=-1, Z=2)-> 4 -gap-> 5 -flatten(alias)-> 6
+  Problem t;
+  t.slots(8);
+  t.p.pinned_nchw[0] = 1;  // graph input
+  t.p.pinned_nchw[7] = 1;  // constant weights
+  t.p.rank4[6] = 0;
+  t.p.pinned_nchw[6] = 1;  // graph output
+  const size_t stem = t.step({0, 7}, {1}, true);
+  const size_t pool = t.step({1}, {2}, false);
+  const size_t c2 = t.step({2, 7}, {3}, true);
+  const size_t c3 = t.step({3, 7, -1, 2}, {4}, true);
+  const size_t gap = t.step({4}, {5}, false);
+  t.step({5}, {6}, false, /*alias=*/true);
+  const LayoutDecision d = decide_layouts(t.p);
+  EXPECT_EQ(d.nhwc_slot, (std::vector<uint8_t>{0, 1, 0, 1, 1, 0, 0, 0}));
+  EXPECT_TRUE(d.step_nhwc[stem] && d.step_nhwc[c2] && d.step_nhwc[c3]);
+  EXPECT_FALSE(d.step_nhwc[pool] || d.step_nhwc[gap]);
+  EXPECT_EQ(d.reformat[stem], (std::vector<int8_t>{1, 0}));         // graph input -> NHWC
+  EXPECT_EQ(d.reformat[pool], (std::vector<int8_t>{-1}));           // MaxPool reads NCHW
+  EXPECT_EQ(d.reformat[c2], (std::vector<int8_t>{1, 0}));           // pooled value -> NHWC
+  EXPECT_EQ(d.reformat[c3], (std::vector<int8_t>{0, 0, 0, 1}));     // the residual too; weights never
+  EXPECT_EQ(d.reformat[gap], (std::vector<int8_t>{-1}));
+  EXPECT_EQ(d.reformats, 5u);
+}
+
+TEST(CudaLayoutPlan, AliasIslandOutputsAndRanksStayNchw) {
+  // 0 in -conv-> 1 -reshape(alias)-> 2 ; 0 -conv-> 3 -island-> 4 ; 0 -conv-> 5 (graph output) ; 6 (rank 3) -conv-> 7
+  Problem t;
+  t.slots(8);
+  t.p.pinned_nchw[0] = t.p.pinned_nchw[5] = 1;
+  t.p.rank4[6] = t.p.rank4[7] = 0;
+  const size_t a = t.step({0}, {1}, true);
+  t.step({1}, {2}, false, /*alias=*/true);
+  const size_t b = t.step({0}, {3}, true);
+  t.step({3}, {4}, false, false, /*island=*/true);
+  const size_t c = t.step({0}, {5}, true);
+  const size_t d1 = t.step({6}, {7}, true);
+  const LayoutDecision d = decide_layouts(t.p);
+  for (uint8_t v : d.nhwc_slot) EXPECT_EQ(v, 0);
+  for (size_t s : {a, b, c, d1}) EXPECT_FALSE(d.step_nhwc[s]) << "step " << s;
+  EXPECT_EQ(d.reformats, 0u) << "nothing is NHWC, so nothing is reformatted";
+}
+
+TEST(CudaLayoutPlan, ChainOfConvsNeedsReformatsOnlyAtTheEnds) {
+  // in 0 -> conv -> 1 -> conv -> 2 -> conv -> 3 -> conv -> 4 (output)
+  Problem t;
+  t.slots(5);
+  t.p.pinned_nchw[0] = t.p.pinned_nchw[4] = 1;
+  for (int i = 0; i < 4; ++i) t.step({i}, {i + 1}, true);
+  const LayoutDecision d = decide_layouts(t.p);
+  EXPECT_EQ(d.nhwc_slot, (std::vector<uint8_t>{0, 1, 1, 1, 0}));
+  EXPECT_EQ(d.reformats, 2u);
+  EXPECT_EQ(d.reformat[0][0], 1);   // input -> NHWC
+  EXPECT_EQ(d.reformat[3][0], -1);  // the last conv writes the NCHW output, so it runs NCHW on a reformatted input
+  EXPECT_FALSE(d.step_nhwc[3]);
+}
