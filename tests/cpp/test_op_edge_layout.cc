@@ -1,5 +1,5 @@
 // Edge cases of the layout ops DepthToSpace / SpaceToDepth against element-by-element references written from the
-// ONNX spec's reshape-transpose-reshape definitions (DCR and CRD for DepthToSpace; SpaceToDepth has no mode), plus
+// ONNX spec's reshape-transpose-reshape definitions (DCR and CRD for both; SpaceToDepth's mode is newer), plus
 // bad attributes that must be clear errors naming the node.
 #include "ops/math/op_test_util.h"
 
@@ -88,6 +88,32 @@ TEST(OpEdgeLayout, SpaceToDepthMatchesSpecAndKeepsDtype) {
             (std::vector<int64_t>{INT64_MIN, INT64_MAX, -1, 0}));
   Tensor empty = Tensor::empty(DType::kFloat32, {0, 2, 4, 4});
   EXPECT_EQ(run1(s2d.node, {&empty}).shape(), (Shape{0, 8, 2, 2}));
+}
+
+// SpaceToDepth with mode CRD (newer ONNX; onnx 1.23's test_spacetodepth_crd_mode_example): the output channel is
+// c * bs * bs + i * bs + j, so DepthToSpace CRD inverts it; DCR (explicit) equals the default.
+TEST(OpEdgeLayout, SpaceToDepthCrdModeInvertsDepthToSpaceCrd) {
+  Tensor x = ramp({2, 3, 4, 6}, -3.f, 3.f, 11);
+  Node crd("SpaceToDepth", 1), dcr("SpaceToDepth", 1), dflt("SpaceToDepth", 1);
+  crd.i("blocksize", 2).s("mode", "CRD");
+  dcr.i("blocksize", 2).s("mode", "DCR");
+  dflt.i("blocksize", 2);
+  Tensor y = run1(crd.node, {&x});
+  ASSERT_EQ(y.shape(), (Shape{2, 12, 2, 3}));
+  const std::vector<double> xv = values(x), yv = values(y);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 2; ++j)
+          for (int64_t h = 0; h < 2; ++h)
+            for (int64_t w = 0; w < 3; ++w)
+              ASSERT_EQ(yv[(((b * 12) + c * 4 + i * 2 + j) * 2 + h) * 3 + w],
+                        xv[((b * 3 + c) * 4 + h * 2 + i) * 6 + w * 2 + j]);
+  Node d2s("DepthToSpace", 1);
+  d2s.i("blocksize", 2).s("mode", "CRD");
+  expect_values(run1(d2s.node, {&y}), xv);
+  expect_values(run1(dcr.node, {&x}), values(run1(dflt.node, {&x})));
+  EXPECT_NE(values(run1(dcr.node, {&x})), yv);
 }
 
 TEST(OpEdgeLayout, BadBlocksizeAndModeAreErrors) {

@@ -231,8 +231,9 @@ void eyelike_cpu(CpuContext& ctx) {
 }
 
 // ---- DepthToSpace, SpaceToDepth --------------------------------------------------------------------------------
-// Both are a reshape to 6-D, a transpose and a reshape back: done as one strided copy. Only DepthToSpace has a
-// mode (DCR, the default, or CRD); SpaceToDepth has one layout (ONNX defines no mode for it).
+// Both are a reshape to 6-D, a transpose and a reshape back: done as one strided copy. DepthToSpace has a mode
+// (DCR, the default, or CRD); newer SpaceToDepth definitions have one too (onnx 1.23's test data:
+// test_spacetodepth_crd_mode_example): without it, or with DCR, the original layout.
 int64_t depth_space_blocksize(const ir::Node& node) {
   const int64_t bs = node.attr_int("blocksize");
   KILNRT_CHECK(bs >= 1, kInvalidModel, node.describe(), node.op_type << ": blocksize must be >= 1, got " << bs);
@@ -242,7 +243,7 @@ int64_t depth_space_blocksize(const ir::Node& node) {
 bool depth_to_space_crd(const ir::Node& node) {
   const std::string mode = node.attr_string("mode", "DCR");
   KILNRT_CHECK(mode == "DCR" || mode == "CRD", kInvalidModel, node.describe(),
-               "DepthToSpace: mode must be DCR or CRD, got '" << mode << "'");
+               node.op_type << ": mode must be DCR or CRD, got '" << mode << "'");
   return mode == "CRD";
 }
 
@@ -251,7 +252,7 @@ void depth_space_cpu(CpuContext& ctx, bool to_space) {
   KILNRT_CHECK(x.rank() == 4, kInvalidArgument, ctx.node.describe(), ctx.node.op_type << ": input must be 4-D");
   const int64_t bs = depth_space_blocksize(ctx.node);
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
-  const bool crd = to_space && depth_to_space_crd(ctx.node);
+  const bool crd = depth_to_space_crd(ctx.node);
   Shape in6, perm_shape;
   std::vector<int64_t> perm;
   Shape out_shape;
@@ -264,7 +265,8 @@ void depth_space_cpu(CpuContext& ctx, bool to_space) {
   } else {
     KILNRT_CHECK(h % bs == 0 && w % bs == 0, kInvalidArgument, ctx.node.describe(), "SpaceToDepth: H/W not divisible");
     in6 = {n, c, h / bs, bs, w / bs, bs};
-    perm = {0, 3, 5, 1, 2, 4};
+    // DCR: output channel = (row * bs + col) * C + c; CRD: c * bs * bs + row * bs + col.
+    perm = crd ? std::vector<int64_t>{0, 1, 3, 5, 2, 4} : std::vector<int64_t>{0, 3, 5, 1, 2, 4};
     out_shape = {n, c * bs * bs, h / bs, w / bs};
   }
   const std::vector<int64_t> s6 = contiguous_strides(in6);
@@ -282,7 +284,7 @@ void depth_space_cpu(CpuContext& ctx, bool to_space) {
 void depth_space_infer(ShapeContext& ctx, bool to_space) {
   const ir::TensorType& x = ctx.input(0);
   const int64_t bs = depth_space_blocksize(ctx.node);
-  if (to_space) depth_to_space_crd(ctx.node);  // validates the mode
+  depth_to_space_crd(ctx.node);  // validates the mode
   if (!x.has_shape || x.shape.size() != 4) {
     ctx.set_output_rank_unknown(0, x.dtype);
     return;
