@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 7 GPU check (one device call): build, fused-conv GPU tests, bench vs torch, per-layer profile of resnet50
 # b32 fp16. Logs under $OUT; a short summary on stdout. Each stage is skipped when the time budget (BUDGET s) is
-# nearly spent. Usage: OUT=dir BUDGET=280 bench/conv_gpu_check.sh [bench models]
+# nearly spent. Usage: OUT=dir BUDGET=280 [KILNRT_CUDA_NHWC=1] bench/conv_gpu_check.sh [bench models]
 set -u
 B=build-gpu-conv
 BUDGET=${BUDGET:-280}
@@ -12,7 +12,7 @@ cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILNRT_BUILD_PYTHON=ON -D
 echo "build rc=$? at ${SECONDS}s"; grep -E "error|FAILED" "$OUT/build.log" | head -5
 if [ -x $B/tests/kilnrt_tests ]; then
   timeout $(( $(left) > 70 ? 60 : 20 )) $B/tests/kilnrt_tests \
-    --gtest_filter='CudaConvFusion*:ConvBnFold*:ConvEpilogueFusion*:FusedConvOp*:*CudaFixture*:CudaBackendPrecision*' \
+    --gtest_filter='CudaConvFusion*:CudaLayoutPlan*:ConvBnFold*:ConvEpilogueFusion*:FusedConvOp*:*CudaFixture*:CudaBackendPrecision*' \
     >"$OUT/tests.log" 2>&1
   echo "tests rc=$? at ${SECONDS}s"
   grep -E "^\[  PASSED|^\[  FAILED|^\[  SKIPPED \] [0-9]|Failure$" "$OUT/tests.log" | head -12
