@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/checksum.h"
+#include "core/failure_injection.h"
 #include "core/logging.h"
 #include "engine/activation_memory.h"
 #include "engine/cuda_engine.h"
@@ -48,6 +49,10 @@ int parse_device(const std::string& device) {
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   KILNRT_CHECK(f.good(), kIo, path, "cannot open file");
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  f.seekg(0);
+  failure_injection::on_host_allocation(size > 0 ? static_cast<size_t>(size) : 0, "model file");
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
@@ -159,7 +164,9 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   // Debug outputs are marked before the passes, so that they keep the model's names and no fusion hides them.
   const std::vector<std::string> marked =
       options.mark_all_outputs ? engine::mark_all_outputs(graph) : std::vector<std::string>{};
-  passes::optimize_graph(graph);
+  passes::OptimizeOptions passes_options;
+  passes_options.fuse_attention = !cuda || options.fp16 || options.bf16;  // float32 CUDA: MatMul + Softmax is faster
+  passes::optimize_graph(graph, passes_options);
   if (options.mark_all_outputs) engine::prune_marked_outputs(graph, marked);
   // Precision is an attribute of the plan, stored per layer (the CPU oracle ignores it).
   engine::assign_layer_precisions(graph, options, cuda);

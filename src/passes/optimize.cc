@@ -18,7 +18,7 @@ std::string OptimizeReport::summary() const {
          " folded, " + std::to_string(removed) + " dead)";
 }
 
-OptimizeReport optimize_graph(ir::Graph& graph) {
+OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) {
   OptimizeReport r;
   r.nodes_before = graph.nodes.size();
   infer_shapes(graph);
@@ -38,7 +38,7 @@ OptimizeReport optimize_graph(ir::Graph& graph) {
     infer_shapes(graph);
   }
   // Pattern fusions (issue 7), on folded constants (scales, epsilons) and known ranks.
-  const size_t attention = fuse_attention(graph), gelu = fuse_gelu(graph), gemm = fuse_gemm_epilogues(graph),
+  const size_t attention = options.fuse_attention ? fuse_attention(graph) : 0, gelu = fuse_gelu(graph), gemm = fuse_gemm_epilogues(graph),
                layernorm = fuse_layernorm(graph);
   if (attention + gelu + gemm + layernorm > 0) {
     infer_shapes(graph);

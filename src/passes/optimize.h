@@ -10,5 +10,10 @@ struct OptimizeReport {
   size_t nodes_before = 0, nodes_after = 0, folded = 0, removed = 0;
   std::string summary() const;
 };
-OptimizeReport optimize_graph(ir::Graph& graph);
+struct OptimizeOptions {
+  // fuse_attention (issue 7). The builder turns it off for float32 CUDA engines: there the fused kernel's float32
+  // path was measured slower than cuBLAS MatMul + Softmax (H100, vit_b_16; bench/results/h100_2026-11-22_attention.md).
+  bool fuse_attention = true;
+};
+OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options = {});
 }  // namespace kilnrt::passes

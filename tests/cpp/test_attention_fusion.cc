@@ -9,6 +9,7 @@
 
 #include "attention_test_util.h"
 #include "ir/onnx_import.h"
+#include "kilnrt/engine.h"
 #include "kilnrt/npy.h"
 #include "passes/fuse_attention.h"
 #include "passes/fuse_gelu.h"
@@ -458,4 +459,24 @@ TEST(AttentionFusion, DynamoEncoderLayerFusesAndMatchesTorch) {
   const Tensor want = load_npy(dir + "transformer_encoder_layer.expected.npy");
   const auto got = run_cpu(g, {{"x", x}});
   EXPECT_LE(max_rel_diff(got.at("y"), want), 1e-4);
+  // The builder's float32 CUDA setting keeps MatMul + Softmax; the other fusions still run.
+  ir::Graph plain = ir::import_onnx_file(dir + "transformer_encoder_layer.onnx");
+  passes::OptimizeOptions no_attention;
+  no_attention.fuse_attention = false;
+  passes::optimize_graph(plain, no_attention);
+  EXPECT_EQ(count_ops(plain, "FusedAttention"), 0u);
+  EXPECT_EQ(count_ops(plain, "Softmax"), 1u);
+  EXPECT_LE(max_rel_diff(run_cpu(plain, {{"x", x}}).at("y"), want), 1e-4);
+}
+
+TEST(AttentionFusion, BuilderKeepsAttentionFusionForCpuEngines) {
+  const std::string dir = std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/";
+  const std::vector<uint8_t> bytes = build_engine(dir + "transformer_encoder_layer.onnx");
+  auto engine = Engine::from_bytes(bytes.data(), bytes.size());
+  size_t fused = 0;
+  for (const LayerInfo& l : engine->layers()) fused += l.op_type == "FusedAttention";
+  EXPECT_EQ(fused, 1u);
+  const Tensor x = load_npy(dir + "transformer_encoder_layer.input.npy");
+  const Tensor want = load_npy(dir + "transformer_encoder_layer.expected.npy");
+  EXPECT_LE(max_rel_diff(engine->create_context()->run({{"x", x}}).at("y"), want), 1e-4);
 }

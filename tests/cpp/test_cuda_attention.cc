@@ -240,7 +240,8 @@ TEST(CudaAttention, EncoderFixtureEnginesDirectCaptureReplay) {
     auto engine = Engine::from_bytes(bytes.data(), bytes.size());
     bool fused = false;
     for (const LayerInfo& l : engine->layers()) fused |= l.tactic.find("fused-attention") != std::string::npos;
-    EXPECT_TRUE(fused) << "the encoder's attention runs as one fused layer";
+    // float32 CUDA engines keep MatMul + Softmax (faster there than the fused kernel's float32 path).
+    EXPECT_EQ(fused, std::string(prec) != "fp32") << "the encoder's attention runs as one fused layer in 16-bit engines";
     auto ctx = engine->create_context();
     const double tol = std::string(prec) == "fp32" ? 1e-4 : std::string(prec) == "fp16" ? 2e-2 : 8e-2;
     for (int call = 0; call < 3; ++call) {  // direct, graph capture, graph replay
