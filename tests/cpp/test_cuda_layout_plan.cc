@@ -87,3 +87,36 @@ TEST(CudaLayoutPlan, ChainOfConvsNeedsReformatsOnlyAtTheEnds) {
   EXPECT_EQ(d.reformat[3][0], -1);  // the last conv writes the NCHW output, so it runs NCHW on a reformatted input
   EXPECT_FALSE(d.step_nhwc[3]);
 }
+
+namespace {
+// What strided_copy does, on the host.
+std::vector<int> apply_strided(const kilnrt::cuda::kernels::Strided& s, const std::vector<int>& src) {
+  std::vector<int> dst(src.size(), -1);
+  for (int64_t a = 0; a < s.dims[0]; ++a)
+    for (int64_t b = 0; b < s.dims[1]; ++b)
+      for (int64_t c = 0; c < s.dims[2]; ++c)
+        for (int64_t d = 0; d < s.dims[3]; ++d) {
+          const int64_t o = s.out_offset + a * s.out_strides[0] + b * s.out_strides[1] + c * s.out_strides[2] +
+                            d * s.out_strides[3];
+          const int64_t i = s.in_offset + a * s.in_strides[0] + b * s.in_strides[1] + c * s.in_strides[2] +
+                            d * s.in_strides[3];
+          dst.at(o) = src.at(i);
+        }
+  return dst;
+}
+}  // namespace
+
+TEST(CudaLayoutPlan, ReformatStridesTransposeAndRoundTrip) {
+  const int64_t n = 2, c = 3, h = 4, w = 5;
+  std::vector<int> nchw(n * c * h * w);
+  for (size_t i = 0; i < nchw.size(); ++i) nchw[i] = static_cast<int>(i);
+  const auto s = reformat_strides({n, c, h, w}, true);
+  EXPECT_EQ(s.rank, 4);
+  const std::vector<int> nhwc = apply_strided(s, nchw);
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < c; ++b)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x)
+          ASSERT_EQ(nhwc[((a * h + y) * w + x) * c + b], nchw[((a * c + b) * h + y) * w + x]);
+  EXPECT_EQ(apply_strided(reformat_strides({n, c, h, w}, false), nhwc), nchw);
+}

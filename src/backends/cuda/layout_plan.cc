@@ -40,8 +40,7 @@ LayoutDecision decide_layouts(const LayoutProblem& p) {
   return d;
 }
 
-int reformat_4d(const void* src, void* dst, const Shape& nchw, size_t elem_size, bool to_nhwc,
-                kilnrt::cuda::kernels::StreamT stream) {
+kilnrt::cuda::kernels::Strided reformat_strides(const Shape& nchw, bool to_nhwc) {
   kilnrt::cuda::kernels::Strided s;
   s.rank = 4;
   const int64_t n = nchw[0], c = nchw[1], h = nchw[2], w = nchw[3];
@@ -53,7 +52,12 @@ int reformat_4d(const void* src, void* dst, const Shape& nchw, size_t elem_size,
     s.in_strides[d] = to_nhwc ? planar[d] : packed[d];
     s.out_strides[d] = to_nhwc ? packed[d] : planar[d];
   }
-  return kilnrt::cuda::kernels::strided_copy(dst, src, s, elem_size, stream);
+  return s;
+}
+
+int reformat_4d(const void* src, void* dst, const Shape& nchw, size_t elem_size, bool to_nhwc,
+                kilnrt::cuda::kernels::StreamT stream) {
+  return kilnrt::cuda::kernels::strided_copy(dst, src, reformat_strides(nchw, to_nhwc), elem_size, stream);
 }
 
 }  // namespace kilnrt::backends::cuda

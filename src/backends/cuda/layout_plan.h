@@ -40,6 +40,9 @@ struct LayoutDecision {
 
 LayoutDecision decide_layouts(const LayoutProblem& p);
 
+// The strided_copy description of that reformat (dst[sum i_d*out_strides_d] = src[sum i_d*in_strides_d] over the
+// logical index (n, c, h, w)).
+kilnrt::cuda::kernels::Strided reformat_strides(const Shape& nchw, bool to_nhwc);
 // Copies a 4-D tensor of logical shape `nchw` (N, C, H, W) from NCHW to NHWC storage (to_nhwc) or back, on
 // `stream`; returns the launch status like the kernels. elem_size 2 or 4.
 int reformat_4d(const void* src, void* dst, const Shape& nchw, size_t elem_size, bool to_nhwc,
