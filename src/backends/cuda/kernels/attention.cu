@@ -37,11 +37,12 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float
 // Copies `rows` x `cols` elements (row stride rs, element stride cs, in T) into shared memory as S (row stride ld),
 // zero-filling rows >= valid. vec: 16-byte loads (cs == 1, aligned rows; only when S == T).
 template <class T, class S>
-__device__ void load_tile(S* dst, int ld, const T* src, int64_t rs, int64_t cs, int valid, int cols, bool vec) {
+__device__ void load_tile(S* dst, int ld, const T* src, int64_t rs, int64_t cs, int valid, int cols, bool vec,
+                          int rows = kRows) {
   constexpr int kE = 16 / sizeof(T);
   if (vec) {
     const int cv = cols / kE;
-    for (int idx = threadIdx.x; idx < kRows * cv; idx += kBlock) {
+    for (int idx = threadIdx.x; idx < rows * cv; idx += blockDim.x) {
       const int r = idx / cv, c = (idx - r * cv) * kE;
       uint4 x = make_uint4(0, 0, 0, 0);
       if (r < valid) x = *reinterpret_cast<const uint4*>(src + r * rs + c);
@@ -51,48 +52,50 @@ __device__ void load_tile(S* dst, int ld, const T* src, int64_t rs, int64_t cs, 
   }
   // Consecutive threads walk the unit-stride dim (rows when the tile is stored transposed, e.g. K from K^T).
   const bool by_rows = rs == 1 && cs != 1;
-  for (int idx = threadIdx.x; idx < kRows * cols; idx += kBlock) {
-    const int r = by_rows ? idx % kRows : idx / cols;
-    const int c = by_rows ? idx / kRows : idx - r * cols;
+  for (int idx = threadIdx.x; idx < rows * cols; idx += blockDim.x) {
+    const int r = by_rows ? idx % rows : idx / cols;
+    const int c = by_rows ? idx / rows : idx - r * cols;
     const float x = r < valid ? to_f(src[r * rs + c * cs]) : 0.f;
     dst[r * ld + c] = from_f<S>(x);
   }
 }
 
-// Scale, mask and online-softmax update of this thread's 32 scores of one row (the other 32 are held by lane ^ 1).
-// On return s[] holds the unnormalised weights, alpha the factor for the running output. While every score seen so
-// far is -inf, the weights are 1 for valid keys (a fully masked row becomes uniform).
-template <class T>
-__device__ __forceinline__ void softmax_step(float (&s)[32], int key0, int sk, const T* mrow, int64_t mcs, float scale,
+// Scale, mask and online-softmax update of this thread's kN scores of one row (the row's other scores are held by
+// the kLanes - 1 neighbouring lanes). On return s[] holds the unnormalised weights, alpha the factor for the running
+// output. While every score seen so far is -inf, the weights are 1 for valid keys (a fully masked row is uniform).
+template <int kN, int kLanes, class T>
+__device__ __forceinline__ void softmax_step(float (&s)[kN], int key0, int sk, const T* mrow, int64_t mcs, float scale,
                                              float& m, float& l, float& alpha) {
   float mt = -INFINITY;
 #pragma unroll
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < kN; ++i) {
     const int key = key0 + i;
     float x = s[i] * scale;
     if (mrow && key < sk) x += to_f(mrow[key * mcs]);
     s[i] = key < sk ? x : -INFINITY;
     mt = fmaxf(mt, s[i]);
   }
-  mt = fmaxf(mt, __shfl_xor_sync(kFull, mt, 1));
+#pragma unroll
+  for (int o = 1; o < kLanes; o <<= 1) mt = fmaxf(mt, __shfl_xor_sync(kFull, mt, o));
   const float mn = fmaxf(m, mt);
   float sum = 0.f;
   if (mn == -INFINITY) {
     alpha = 1.f;
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
+    for (int i = 0; i < kN; ++i) {
       s[i] = key0 + i < sk ? 1.f : 0.f;
       sum += s[i];
     }
   } else {
     alpha = m == -INFINITY ? 0.f : expf(m - mn);
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
+    for (int i = 0; i < kN; ++i) {
       s[i] = expf(s[i] - mn);
       sum += s[i];
     }
   }
-  sum += __shfl_xor_sync(kFull, sum, 1);
+#pragma unroll
+  for (int o = 1; o < kLanes; o <<= 1) sum += __shfl_xor_sync(kFull, sum, o);
   l = l * alpha + sum;
   m = mn;
 }
@@ -101,10 +104,10 @@ struct BlockPos {
   int64_t q0;  // first query row of the block
   int64_t b0, b1;
 };
-__device__ __forceinline__ BlockPos block_pos(const AttentionArgs& a, int64_t qtiles) {
+__device__ __forceinline__ BlockPos block_pos(const AttentionArgs& a, int64_t qtiles, int rows) {
   const int64_t blk = blockIdx.x;
   const int64_t bb = blk / qtiles;
-  return {(blk - bb * qtiles) * kRows, bb / a.b1, bb % a.b1};
+  return {(blk - bb * qtiles) * rows, bb / a.b1, bb % a.b1};
 }
 
 // ---- tensor cores (16-bit storage, D and Dv multiples of 16) ------------------------------------------------------
@@ -118,7 +121,7 @@ __global__ void __launch_bounds__(kBlock) attention_wmma(AttentionArgs a, int64_
   T* vs = ks + kKeys * ldq;
   float* ss = reinterpret_cast<float*>(vs + kKeys * ldv);  // scores; P (T) is written over each row's start
   float* os = ss + kRows * lds;
-  const BlockPos p = block_pos(a, qtiles);
+  const BlockPos p = block_pos(a, qtiles, kRows);
   const T* q = static_cast<const T*>(a.q) + p.b0 * a.qs[0] + p.b1 * a.qs[1];
   const T* k = static_cast<const T*>(a.k) + p.b0 * a.ks[0] + p.b1 * a.ks[1];
   const T* v = static_cast<const T*>(a.v) + p.b0 * a.vs[0] + p.b1 * a.vs[1];
@@ -157,7 +160,7 @@ __global__ void __launch_bounds__(kBlock) attention_wmma(AttentionArgs a, int64_
 #pragma unroll
     for (int i = 0; i < 32; ++i) s[i] = srow[i];
     float alpha;
-    softmax_step(s, static_cast<int>(kt) + h * 32, static_cast<int>(a.sk), mrow, a.ms[3], a.scale, m, l, alpha);
+    softmax_step<32, 2>(s, static_cast<int>(kt) + h * 32, static_cast<int>(a.sk), mrow, a.ms[3], a.scale, m, l, alpha);
     __syncwarp();  // both threads of the row have read their scores before P overwrites them
     T* prow = reinterpret_cast<T*>(ss + row * lds) + h * 32;
 #pragma unroll
@@ -188,34 +191,35 @@ __global__ void __launch_bounds__(kBlock) attention_wmma(AttentionArgs a, int64_
 }
 
 // ---- SIMT (float32 math in shared memory; any storage dtype, D and Dv <= 128) -------------------------------------
+// 32 query rows per block (more blocks for small batches), 4 threads per row: 16 scores and Dv / 4 outputs each.
+constexpr int kSimtRows = 32;
 template <class T>
-__global__ void __launch_bounds__(kBlock) attention_simt(AttentionArgs a, int64_t qtiles, bool /*qvec*/, bool kvec,
-                                                         bool vvec) {
+__global__ void __launch_bounds__(kBlock) attention_simt(AttentionArgs a, int64_t qtiles, bool /*qvec*/, bool /*kvec*/,
+                                                         bool /*vvec*/) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int d = static_cast<int>(a.d), dv = static_cast<int>(a.dv);
   const int ldq = d + 1, ldv = dv + 1, ldp = kKeys + 1;
   float* qs = reinterpret_cast<float*>(smem);
-  float* ks = qs + kRows * ldq;
+  float* ks = qs + kSimtRows * ldq;
   float* vs = ks + kKeys * ldq;
   float* ps = vs + kKeys * ldv;
-  const BlockPos p = block_pos(a, qtiles);
+  const BlockPos p = block_pos(a, qtiles, kSimtRows);
   const T* q = static_cast<const T*>(a.q) + p.b0 * a.qs[0] + p.b1 * a.qs[1];
   const T* k = static_cast<const T*>(a.k) + p.b0 * a.ks[0] + p.b1 * a.ks[1];
   const T* v = static_cast<const T*>(a.v) + p.b0 * a.vs[0] + p.b1 * a.vs[1];
-  const int tid = threadIdx.x, lane = tid & 31;
-  const int row = (tid >> 5) * 16 + (lane >> 1), h = lane & 1;
+  const int tid = threadIdx.x;
+  const int row = tid >> 2, qh = tid & 3;
   const int64_t qi = p.q0 + row;
   const T* mrow = a.mask && qi < a.sq
                       ? static_cast<const T*>(a.mask) + p.b0 * a.ms[0] + p.b1 * a.ms[1] + qi * a.ms[2]
                       : nullptr;
-  (void)kvec;
-  (void)vvec;
-  load_tile<T, float>(qs, ldq, q + p.q0 * a.qs[2], a.qs[2], a.qs[3], static_cast<int>(imin64(kRows, a.sq - p.q0)),
-                      d, false);
-  const int half = (dv + 1) / 2, c0 = h * half;
-  float o[64];
+  load_tile<T, float>(qs, ldq, q + p.q0 * a.qs[2], a.qs[2], a.qs[3],
+                      static_cast<int>(imin64(kSimtRows, a.sq - p.q0)), d, false, kSimtRows);
+  const int quarter = (dv + 3) / 4, c0 = qh * quarter;
+  const int nout = max(0, min(quarter, dv - c0));
+  float o[32];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) o[i] = 0.f;
+  for (int i = 0; i < 32; ++i) o[i] = 0.f;
   float m = -INFINITY, l = 0.f;
   for (int64_t kt = 0; kt < a.sk; kt += kKeys) {
     __syncthreads();
@@ -223,39 +227,40 @@ __global__ void __launch_bounds__(kBlock) attention_simt(AttentionArgs a, int64_
     load_tile<T, float>(ks, ldq, k + kt * a.ks[2], a.ks[2], a.ks[3], valid, d, false);
     load_tile<T, float>(vs, ldv, v + kt * a.vs[2], a.vs[2], a.vs[3], valid, dv, false);
     __syncthreads();
-    float s[32];
+    float s[16];
 #pragma unroll
-    for (int i = 0; i < 32; ++i) s[i] = 0.f;
+    for (int i = 0; i < 16; ++i) s[i] = 0.f;
     const float* qrow = qs + row * ldq;
-    const float* kb = ks + h * 32 * ldq;
+    const float* kb = ks + qh * 16 * ldq;
     for (int c = 0; c < d; ++c) {
       const float x = qrow[c];
 #pragma unroll
-      for (int i = 0; i < 32; ++i) s[i] = fmaf(x, kb[i * ldq + c], s[i]);
+      for (int i = 0; i < 16; ++i) s[i] = fmaf(x, kb[i * ldq + c], s[i]);
     }
     float alpha;
-    softmax_step(s, static_cast<int>(kt) + h * 32, static_cast<int>(a.sk), mrow, a.ms[3], a.scale, m, l, alpha);
-    float* prow = ps + row * ldp + h * 32;
+    softmax_step<16, 4>(s, static_cast<int>(kt) + qh * 16, static_cast<int>(a.sk), mrow, a.ms[3], a.scale, m, l,
+                        alpha);
+    float* prow = ps + row * ldp + qh * 16;
 #pragma unroll
-    for (int i = 0; i < 32; ++i) prow[i] = s[i];
+    for (int i = 0; i < 16; ++i) prow[i] = s[i];
 #pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] *= alpha;
-    __syncwarp();  // the other half of the row's weights is written by lane ^ 1
+    for (int i = 0; i < 32; ++i) o[i] *= alpha;
+    __syncwarp();  // the row's other weights are written by its neighbouring lanes
     const float* pr = ps + row * ldp;
     for (int j = 0; j < valid; ++j) {
       const float w = pr[j];
       const float* vr = vs + j * ldv + c0;
 #pragma unroll
-      for (int i = 0; i < 64; ++i)
-        if (i < half && c0 + i < dv) o[i] = fmaf(w, vr[i], o[i]);
+      for (int i = 0; i < 32; ++i)
+        if (i < nout) o[i] = fmaf(w, vr[i], o[i]);
     }
   }
   if (qi >= a.sq) return;
   const float inv = l > 0.f ? 1.f / l : 0.f;
   T* out = static_cast<T*>(a.o) + p.b0 * a.os[0] + p.b1 * a.os[1] + qi * a.os[2];
 #pragma unroll
-  for (int i = 0; i < 64; ++i)
-    if (i < half && c0 + i < dv) out[(c0 + i) * a.os[3]] = from_f<T>(o[i] * inv);
+  for (int i = 0; i < 32; ++i)
+    if (i < nout) out[(c0 + i) * a.os[3]] = from_f<T>(o[i] * inv);
 }
 
 bool aligned16(const void* p, int64_t offset_elems, size_t es) {
@@ -269,10 +274,6 @@ bool vec_ok(const void* p, const int64_t (&s)[4], int64_t cols, size_t es) {
 
 template <class T>
 int launch(const AttentionArgs& a, bool wmma_path, StreamT stream) {
-  const int64_t qtiles = (a.sq + kRows - 1) / kRows;
-  const int64_t blocks = a.b0 * a.b1 * qtiles;
-  if (blocks == 0) return 0;
-  if (blocks > 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
   size_t bytes;
   void (*kernel)(AttentionArgs, int64_t, bool, bool, bool);
   bool tc = false;
@@ -285,9 +286,15 @@ int launch(const AttentionArgs& a, bool wmma_path, StreamT stream) {
     }
   }
   if (!tc) {
-    bytes = sizeof(float) * size_t(kRows * (a.d + 1) + kKeys * (a.d + 1) + kKeys * (a.dv + 1) + kRows * (kKeys + 1));
+    bytes = sizeof(float) *
+            size_t(kSimtRows * (a.d + 1) + kKeys * (a.d + 1) + kKeys * (a.dv + 1) + kSimtRows * (kKeys + 1));
     kernel = attention_simt<T>;
   }
+  const int rows = tc ? kRows : kSimtRows;
+  const int64_t qtiles = (a.sq + rows - 1) / rows;
+  const int64_t blocks = a.b0 * a.b1 * qtiles;
+  if (blocks == 0) return 0;
+  if (blocks > 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
   const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (st != cudaSuccess) return static_cast<int>(st);

@@ -1,0 +1,11 @@
+// Fast path of kernels::strided_copy (strided_copy_fast.cu): merged dims, 32-bit index math, 16-byte vectors.
+#pragma once
+#include <cstddef>
+
+#include "backends/cuda/kernels/kernels.h"
+
+namespace kilnrt::cuda::kernels {
+// Launches the copy and returns its status (0 = success), or -1 when the fast path does not apply (indices beyond
+// 32 bits, unusual element size): the caller then runs the generic kernel.
+int strided_copy_fast(void* dst, const void* src, const Strided& s, size_t elem_size, StreamT stream);
+}  // namespace kilnrt::cuda::kernels
