@@ -139,6 +139,36 @@ struct Match {
   std::vector<std::string> erase;
 };
 
+// dynamo's SDPA guard after the Softmax: Where(IsNaN(p), 0, p) (a row masked everywhere with -inf is NaN, the guard
+// makes it 0). Returns the Where when `p` has exactly these two readers, adding both nodes to `names`.
+const ir::Node* nan_guard(const ir::Graph& g, const GraphIndex& ix, const std::string& p,
+                          std::vector<std::string>* names) {
+  if (ix.uses(p) != 2) return nullptr;
+  const ir::Node *isnan = nullptr, *where = nullptr;
+  for (const ir::Node& n : g.nodes) {
+    for (const std::string& in : n.inputs)
+      if (in == p) {
+        if (is_op(&n, "IsNaN") && !isnan)
+          isnan = &n;
+        else if (is_op(&n, "Where") && !where)
+          where = &n;
+        else
+          return nullptr;
+        break;
+      }
+  }
+  if (!isnan || !where || isnan->outputs.size() != 1 || where->inputs.size() != 3 || where->outputs.size() != 1)
+    return nullptr;
+  if (ix.sole_consumer(isnan->outputs[0]) != where || where->inputs[0] != isnan->outputs[0] ||
+      where->inputs[2] != p)
+    return nullptr;
+  const std::optional<double> zero = scalar_constant(g, where->inputs[1]);
+  if (!zero || *zero != 0.0 || rank_of(g, where->outputs[0]) != rank_of(g, p)) return nullptr;
+  names->push_back(isnan->name);
+  names->push_back(where->name);
+  return where;
+}
+
 // Tries to fuse around Softmax node `s`; fills `m` on success.
 bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m) {
   if (!is_op(&s, "Softmax") || s.inputs.size() != 1 || s.outputs.size() != 1) return false;
@@ -151,10 +181,20 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m
   int64_t axis = s.attr_int("axis", opset >= 13 ? -1 : 1);
   if (axis < 0) axis += r;
   if (axis != r - 1) return false;
-  const ir::Node* m2 = ix.sole_consumer(s.outputs[0]);
-  if (!is_op(m2, "MatMul") || m2->inputs[0] != s.outputs[0] || rank_of(g, m2->inputs[1]) != r) return false;
+  std::vector<std::string> erase = {s.name};
+  std::string probs = s.outputs[0];
+  bool zero_masked_rows = false;
+  const ir::Node* m2 = ix.sole_consumer(probs);
+  if (!m2) {
+    if (const ir::Node* guard = nan_guard(g, ix, probs, &erase)) {
+      probs = guard->outputs[0];
+      m2 = ix.sole_consumer(probs);
+      zero_masked_rows = true;
+    }
+  }
+  if (!is_op(m2, "MatMul") || m2->inputs[0] != probs || rank_of(g, m2->inputs[1]) != r) return false;
   if (ix.uses(x) != 1) return false;
-  std::vector<std::string> erase = {s.name, m2->name};
+  erase.push_back(m2->name);
   // Scores side: [Add(scores, mask)] <- [Mul/Div scalar] <- MatMul.
   std::string mask;
   auto trace_scores = [&](const std::string& v, double* post, std::vector<std::string>* names) -> const ir::Node* {
@@ -189,13 +229,21 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m
     chain.push_back(add->name);
     const ir::TensorType* mt = g.type_of(mask);
     const ir::TensorType* st = g.type_of(m1->outputs[0]);
-    if (!mt || !mt->has_shape || mt->dtype != xt->dtype || static_cast<int>(mt->shape.size()) > r) return false;
-    const size_t mr = mt->shape.size();
-    for (size_t i = 0; i < mr; ++i) {
+    if (!mt || mt->dtype != xt->dtype) return false;
+    // The mask must not broadcast the scores to a larger shape: each of its dims is 1 or the scores' dim, or (mask
+    // shape unknown, e.g. computed by GatherND) the Add's output has the scores' shape.
+    bool fits = mt->has_shape && st && st->has_shape && static_cast<int>(mt->shape.size()) <= r;
+    for (size_t i = 0; fits && i < mt->shape.size(); ++i) {
       const ir::Dim& md = mt->shape[i];
-      const ir::Dim& sd = st->shape[r - mr + i];
-      if (!(md.known() && md.value == 1) && !(md == sd)) return false;
+      const ir::Dim& sd = st->shape[r - mt->shape.size() + i];
+      fits = (md.known() && md.value == 1) || md == sd;
     }
+    if (!fits) {
+      const ir::TensorType* at = g.type_of(x);
+      fits = st && st->has_shape && at && at->has_shape && at->shape.size() == st->shape.size();
+      for (size_t i = 0; fits && i < st->shape.size(); ++i) fits = same_dim(at->shape[i], st->shape[i]);
+    }
+    if (!fits) return false;
   } else {
     m1 = trace_scores(x, &post, &chain);
     if (!m1) return false;
@@ -244,6 +292,12 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m
   if (!identity(k.perm)) f.attrs["k_perm"] = ints_attr(k.perm);
   if (!identity(v.perm)) f.attrs["v_perm"] = ints_attr(v.perm);
   if (!out_perm.empty() && !identity(out_perm)) f.attrs["out_perm"] = ints_attr(out_perm);
+  if (zero_masked_rows) {
+    ir::Attribute z;
+    z.kind = ir::Attribute::Kind::kInt;
+    z.i = 1;
+    f.attrs["zero_masked_rows"] = z;
+  }
   m->erase = std::move(erase);
   return true;
 }

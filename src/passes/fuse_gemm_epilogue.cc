@@ -60,7 +60,10 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& mm, Match* 
   }
   std::string activation = "none", approximate = "none";
   const ir::Node* act = ix.sole_consumer(out);
-  if (act && act->domain == ops::nn::kKilnrtDomain && act->op_type == "Gelu") {
+  // com.kilnrt:Gelu (fuse_gelu's) or ONNX Gelu-20 (what torch 2.x dynamo writes for nn.GELU at opset >= 20); both
+  // have the attribute approximate ("none" / "tanh").
+  if (act && (act->domain == ops::nn::kKilnrtDomain || act->domain.empty()) && act->op_type == "Gelu" &&
+      act->inputs.size() == 1 && act->outputs.size() == 1) {
     activation = "gelu";
     approximate = act->attr_string("approximate", std::string("none"));
     erase.push_back(act->name);

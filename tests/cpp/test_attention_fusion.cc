@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "attention_test_util.h"
+#include "sdpa_test_util.h"
 #include "ir/onnx_import.h"
 #include "kilnrt/engine.h"
 #include "kilnrt/npy.h"
@@ -168,6 +169,70 @@ TEST(AttentionFusion, FullyMaskedRowsWithLargeNegativeMask) {
   Tensor& m = b.feeds["mask"];
   for (int64_t i = 0; i < m.numel(); ++i) m.data<float>()[i] = i < 7 ? -1e9f : 0.f;  // batch 0 fully masked
   check_pass(g, b.feeds, attention, 1, 1e-5);
+}
+
+TEST(AttentionFusion, BertSdpaDynamoPatternWithNanGuardAndBooleanMask) {
+  // transformers' BertModel (sdpa) through torch 2.x dynamo: head Reshape + Transpose, K^T through Reshape /
+  // Transpose / Reshape, Q and K^T each scaled by sqrt(s), Where(bool, 0, -inf) mask, Where(IsNaN(p), 0, p) guard.
+  // Batch entry 1 is padding everywhere: the guard's zeros there, before and after.
+  for (bool unknown_mask_shape : {false, true}) {
+    SCOPED_TRACE(unknown_mask_shape ? "mask shape unknown (GatherND-made)" : "mask shape known");
+    Builder b;
+    ir::Graph g = sdpa_dynamo_block(b, 3, 11, 2, 8, {1});
+    if (unknown_mask_shape) {
+      g.types["mask"].has_shape = false;
+      g.types["mask"].shape.clear();
+    }
+    ir::Graph after = check_pass(g, b.feeds, attention, 1);
+    const ir::Node* f = find_op(after, "FusedAttention");
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->inputs, (std::vector<std::string>{"xq4", "xk4", "xv4", "mask"}))
+        << "head transposes and the K^T chain are read in place";
+    EXPECT_EQ(f->attr_ints("q_perm"), (std::vector<int64_t>{0, 2, 1, 3}));
+    EXPECT_EQ(f->attr_ints("k_perm"), (std::vector<int64_t>{0, 2, 1, 3}));
+    EXPECT_EQ(f->attr_ints("v_perm"), (std::vector<int64_t>{0, 2, 1, 3}));
+    EXPECT_EQ(f->attr_ints("out_perm"), (std::vector<int64_t>{0, 2, 1, 3}));
+    EXPECT_NEAR(f->attr_float("scale"), 1.0 / std::sqrt(8.0), 1e-6) << "the two sqrt(s) factors become one scale";
+    EXPECT_EQ(f->attr_int("zero_masked_rows", 0), 1);
+    EXPECT_EQ(count_ops(after, "IsNaN"), 0u);
+    EXPECT_EQ(count_ops(after, "Where"), 1u) << "only the mask's Where is left";
+    const Tensor y = run_cpu(after, b.feeds).at("y");
+    ASSERT_EQ(y.shape(), (Shape{3, 11, 16}));
+    const float* yp = y.data<float>();
+    for (int64_t i = 0; i < y.numel(); ++i) ASSERT_FALSE(std::isnan(yp[i])) << "NaN at " << i;
+    double padded = 0.0, kept = 0.0;
+    for (int64_t i = 0; i < 11 * 16; ++i) {
+      padded = std::max(padded, double(std::fabs(yp[11 * 16 + i])));
+      kept = std::max(kept, double(std::fabs(yp[i])));
+    }
+    EXPECT_EQ(padded, 0.0) << "fully masked rows are zeros (the NaN guard)";
+    EXPECT_GT(kept, 0.0);
+    passes::optimize_graph(after);
+    EXPECT_EQ(count_ops(after, "Transpose"), 0u) << after.to_string(false);
+    EXPECT_EQ(count_ops(after, "Mul"), 0u);
+  }
+}
+
+TEST(AttentionFusion, SdpaGuardLookalikesAreLeftAlone) {
+  {  // the guard writes 0.5, not 0
+    Builder b;
+    ir::Graph g = sdpa_dynamo_block(b, 2, 5, 2, 4);
+    g.constants["guard_zero"] = scalar(0.5f);
+    check_pass(g, b.feeds, attention, 0);
+  }
+  {  // the guard's Where selects the other way round: Where(IsNaN(p), p, 0)
+    Builder b;
+    ir::Graph g = sdpa_dynamo_block(b, 2, 5, 2, 4);
+    for (ir::Node& n : g.nodes)
+      if (n.op_type == "Where" && n.inputs[0] == "p_nan") std::swap(n.inputs[1], n.inputs[2]);
+    check_pass(g, b.feeds, attention, 0);
+  }
+  {  // the probabilities have a third reader (a graph output)
+    Builder b;
+    ir::Graph g = sdpa_dynamo_block(b, 2, 5, 2, 4);
+    g.outputs.push_back("p");
+    check_pass(g, b.feeds, attention, 0);
+  }
 }
 
 TEST(AttentionFusion, LeavesOtherGraphsAlone) {
@@ -391,6 +456,42 @@ TEST(GemmEpilogueFusion, MatMulBiasGeluAndGemmBias) {
     ir::Graph after = check_pass(b.finish(), b.feeds, passes::fuse_gemm_epilogues, left, 1e-5);
     EXPECT_EQ(count_ops(after, "FusedMatMul"), left);
     if (left) EXPECT_EQ(after.nodes.size(), 1u);
+  }
+}
+
+TEST(GemmEpilogueFusion, OnnxGelu20AfterMatMulBias) {
+  // torch 2.x dynamo at opset >= 20 writes nn.GELU as ONNX Gelu (domain ""), both approximations.
+  for (const char* approx : {"none", "tanh"}) {
+    SCOPED_TRACE(approx);
+    Builder b(20);
+    b.input("x", {2, 5, 12}, -2.f, 2.f);
+    b.constant("w", random_tensor({12, 7}, 3));
+    b.constant("bias", random_tensor({7}, 5));
+    b.node("MatMul", {"x", "w"}, "mm");
+    b.node("Add", {"mm", "bias"}, "lin");
+    ir::Node& g = b.node("Gelu", {"lin"}, "y");
+    g.attrs["approximate"].kind = ir::Attribute::Kind::kString;
+    g.attrs["approximate"].s = approx;
+    b.output("y");
+    ir::Graph after = check_pass(b.finish(), b.feeds, passes::fuse_gemm_epilogues, 1, 1e-5);
+    ASSERT_EQ(after.nodes.size(), 1u);
+    const ir::Node& f = after.nodes[0];
+    EXPECT_EQ(f.op_type, "FusedMatMul");
+    EXPECT_EQ(f.attr_string("activation", std::string()), "gelu");
+    EXPECT_EQ(f.attr_string("approximate", std::string()), approx);
+  }
+  {  // a Gelu whose input has another reader keeps its own node (the MatMul + bias still fuse)
+    Builder b(20);
+    b.input("x", {4, 12});
+    b.constant("w", random_tensor({12, 7}, 3));
+    b.constant("bias", random_tensor({7}, 5));
+    b.node("MatMul", {"x", "w"}, "mm");
+    b.node("Add", {"mm", "bias"}, "lin");
+    b.node("Gelu", {"lin"}, "y");
+    b.output("y");
+    b.output("lin");
+    ir::Graph after = check_pass(b.finish(), b.feeds, passes::fuse_gemm_epilogues, 1, 1e-5);
+    EXPECT_EQ(count_ops(after, "Gelu"), 1u);
   }
 }
 

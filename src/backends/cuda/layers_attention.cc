@@ -38,7 +38,8 @@ std::string attention_supports(const ir::Node& n, const ir::Graph& g) {
 
 class AttentionLayer final : public CudaLayer {
  public:
-  explicit AttentionLayer(const ir::Node& n) : node_(n), name_(n.describe()), scale_(n.attr_float("scale", 1.f)) {}
+  explicit AttentionLayer(const ir::Node& n) : node_(n), name_(n.describe()), scale_(n.attr_float("scale", 1.f)),
+        zero_masked_rows_(n.attr_int("zero_masked_rows", 0) != 0) {}
   std::string tactic() const override { return "kernel:fused-attention"; }
   bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
@@ -75,6 +76,7 @@ class AttentionLayer final : public CudaLayer {
       a.os[i] = g.o[i];
     }
     a.scale = scale_;
+    a.zero_masked_rows = zero_masked_rows_ ? 1 : 0;
     if (l.outputs[0].numel() == 0) return;
     check_launch(k::attention(a, l.stream), name_, "attention");
   }
@@ -83,6 +85,7 @@ class AttentionLayer final : public CudaLayer {
   const ir::Node& node_;
   std::string name_;
   float scale_;
+  bool zero_masked_rows_;
 };
 
 const LayerRegistrar kAttention({"FusedAttention", attention_supports, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {

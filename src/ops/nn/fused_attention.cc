@@ -149,6 +149,7 @@ void attention_cpu(CpuContext& ctx) {
   const AttentionGeometry g =
       attention_geometry(node, q.shape(), k.shape(), v.shape(), mask.defined() ? &mask.shape() : nullptr);
   const float scale = node.attr_float("scale", 1.0f);
+  const bool zero_masked_rows = node.attr_int("zero_masked_rows", 0) != 0;
   Tensor y = Tensor::empty(DType::kFloat32, g.out_shape);
   const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
   const float* mp = mask.defined() ? mask.data<float>() : nullptr;
@@ -172,9 +173,15 @@ void attention_cpu(CpuContext& ctx) {
       if (x > mx) mx = x;
     }
     double sum = 0.0;
+    const bool masked_row = std::isinf(mx) && mx < 0;
+    if (masked_row && zero_masked_rows) {  // the NaN guard's zeros
+      float* yr = yp + b0 * g.o[0] + b1 * g.o[1] + i * g.o[2];
+      for (int64_t c = 0; c < g.dv; ++c) yr[c * g.o[3]] = 0.f;
+      continue;
+    }
     for (int64_t j = 0; j < g.sk; ++j) {
       // A fully masked row (max -inf) is uniform.
-      s[j] = std::isinf(mx) && mx < 0 ? 1.0 : std::exp(s[j] - mx);
+      s[j] = masked_row ? 1.0 : std::exp(s[j] - mx);
       sum += s[j];
     }
     float* yr = yp + b0 * g.o[0] + b1 * g.o[1] + i * g.o[2];

@@ -7,7 +7,8 @@
 // Vl = transpose(V, v_perm) [batch..., Sk, Dv] (logical rank 2 to 4, equal batch dims). The mask (any float dtype,
 // optional) broadcasts to [batch..., Sq, Sk]. O = softmax(scale * Ql Kl^T + mask) Vl, Y = transpose(O, out_perm).
 // A row whose scores are all -inf (fully masked) gets uniform weights (the mean of V), never NaN: the convention of
-// kilnrt's CUDA Softmax for such rows.
+// kilnrt's CUDA Softmax for such rows; with zero_masked_rows = 1 (int attribute, made from dynamo's SDPA NaN guard
+// Where(IsNaN(softmax), 0, softmax)) such a row outputs zeros instead.
 #pragma once
 #include <cstdint>
 #include <vector>

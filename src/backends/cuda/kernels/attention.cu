@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(kBlock) attention_wmma(AttentionArgs a, int64_
     __syncwarp();
   }
   if (qi >= a.sq) return;
-  const float inv = l > 0.f ? 1.f / l : 0.f;
+  const float inv = l > 0.f && !(a.zero_masked_rows && m == -INFINITY) ? 1.f / l : 0.f;
   T* o = static_cast<T*>(a.o) + p.b0 * a.os[0] + p.b1 * a.os[1] + qi * a.os[2];
   const float* orow = os + row * ldo;
   for (int c = c0; c < c1; ++c) o[c * a.os[3]] = from_f<T>(orow[c] * inv);
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kBlock) attention_simt(AttentionArgs a, int64_
     }
   }
   if (qi >= a.sq) return;
-  const float inv = l > 0.f ? 1.f / l : 0.f;
+  const float inv = l > 0.f && !(a.zero_masked_rows && m == -INFINITY) ? 1.f / l : 0.f;
   T* out = static_cast<T*>(a.o) + p.b0 * a.os[0] + p.b1 * a.os[1] + qi * a.os[2];
 #pragma unroll
   for (int i = 0; i < 32; ++i)

@@ -18,6 +18,7 @@ struct AttentionArgs {
   // Strides in elements over (b0, b1, row, col); the mask's over (b0, b1, query, key), 0 where it broadcasts.
   int64_t qs[4] = {}, ks[4] = {}, vs[4] = {}, ms[4] = {}, os[4] = {};
   float scale = 1.f;
+  int zero_masked_rows = 0;  // 1: a row whose scores are all -inf outputs zeros (else uniform weights)
 };
 
 constexpr int64_t kAttentionMaxHead = 128;  // largest D / Dv the kernels take

@@ -1,0 +1,59 @@
+// The attention block torch 2.x's dynamo exporter writes for transformers' BertModel with sdpa attention (issue 7),
+// built by hand on typed graph inputs (shared by the CPU fusion tests and the GPU tests):
+//   heads: Reshape([B, S, H*D] -> [B, S, H, D]) -> Transpose(0, 2, 1, 3), for Q, K and V;
+//   K^T:   Reshape([B*H, S, D]) -> Transpose(0, 2, 1) -> Reshape([B, H, D, S]);
+//   scale: Q * sqrt(s) and K^T * sqrt(s) separately (s = 1 / sqrt(D));
+//   mask:  Where(Greater(attention_mask, 0.5) as [B, 1, 1, S], 0, -inf), added to the scores;
+//   guard: Where(IsNaN(Softmax(.)), 0, Softmax(.)) (a fully masked row: NaN -> 0);
+//   out:   MatMul(., V) -> Transpose(0, 2, 1, 3) -> Reshape([B, S, H*D]).
+// Batch entries listed in `masked_batches` have attention_mask 0 everywhere (every row fully masked).
+#pragma once
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "attention_test_util.h"
+
+namespace kilnrt::attntest {
+
+inline Tensor shape_const(const std::vector<int64_t>& v) {
+  return Tensor::from_vector(v, DType::kInt64, {static_cast<int64_t>(v.size())});
+}
+
+inline ir::Graph sdpa_dynamo_block(Builder& b, int64_t B, int64_t S, int64_t H, int64_t D,
+                                   const std::vector<int64_t>& masked_batches = {}) {
+  const int64_t E = H * D;
+  for (const char* x : {"xq", "xk", "xv"}) {
+    b.input(x, {B, S, E});
+    b.node("Reshape", {x, b.constant(std::string(x) + "_s4", shape_const({B, S, H, D}))}, std::string(x) + "4");
+    b.transpose(std::string(x) + "4", {0, 2, 1, 3}, std::string(x) + "h");
+  }
+  b.node("Reshape", {"xkh", b.constant("k3_shape", shape_const({B * H, S, D}))}, "k3");
+  b.transpose("k3", {0, 2, 1}, "k3t");
+  b.node("Reshape", {"k3t", b.constant("kt_shape", shape_const({B, H, D, S}))}, "kt");
+  const float root = std::sqrt(1.f / std::sqrt(static_cast<float>(D)));
+  b.scal("Mul", "xqh", root, "qs");
+  b.scal("Mul", "kt", root, "ks");
+  b.input("attention_mask", {B, S}, 0.f, 1.f);
+  Tensor& am = b.feeds["attention_mask"];
+  for (int64_t i = 0; i < am.numel(); ++i) am.data<float>()[i] = am.data<float>()[i] < 0.25f ? 0.f : 1.f;
+  for (int64_t mb : masked_batches)
+    for (int64_t j = 0; j < S; ++j) am.data<float>()[mb * S + j] = 0.f;
+  b.node("Greater", {"attention_mask", b.constant("half", scalar(0.5f))}, "keep");
+  b.node("Reshape", {"keep", b.constant("m4_shape", shape_const({B, 1, 1, S}))}, "keep4");
+  b.node("Where", {"keep4", b.constant("mask_zero", scalar(0.f)),
+                   b.constant("mask_ninf", scalar(-std::numeric_limits<float>::infinity()))},
+         "mask");
+  b.node("MatMul", {"qs", "ks"}, "scores");
+  b.node("Add", {"scores", "mask"}, "masked");
+  b.softmax("masked", "p");
+  b.node("IsNaN", {"p"}, "p_nan");
+  b.node("Where", {"p_nan", b.constant("guard_zero", scalar(0.f)), "p"}, "p_safe");
+  b.node("MatMul", {"p_safe", "xvh"}, "ctx");
+  b.transpose("ctx", {0, 2, 1, 3}, "ctx_t");
+  b.node("Reshape", {"ctx_t", b.constant("y_shape", shape_const({B, S, E}))}, "y");
+  b.output("y");
+  return b.finish();
+}
+
+}  // namespace kilnrt::attntest
