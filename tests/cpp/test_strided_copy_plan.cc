@@ -14,12 +14,14 @@ namespace k = kilnrt::cuda::kernels;
 
 TEST(StridedCopyPlan, MatchesTheGenericMapping) {
   std::mt19937 rng(1);
-  int vectorised = 0;
+  int vectorised = 0, tiled = 0;
   for (int iter = 0; iter < 5000; ++iter) {
     const int r = 1 + static_cast<int>(rng() % 5);
     const size_t es = size_t(1) << (rng() % 4);
     int64_t d[8], pad[8], sst[8], od[8], ost[8];
     for (int i = 0; i < r; ++i) d[i] = 1 + rng() % 5;
+    if (rng() % 3 == 0) d[rng() % r] = 8 + rng() % 30;  // large enough for the tiled transpose
+    if (rng() % 3 == 0) d[rng() % r] = 8 + rng() % 30;
     if (rng() % 3 == 0) d[r - 1] = 8 * (1 + rng() % 3);
     std::vector<int> perm(r);
     for (int i = 0; i < r; ++i) perm[i] = i;
@@ -64,8 +66,21 @@ TEST(StridedCopyPlan, MatchesTheGenericMapping) {
       for (int64_t e = 0; e < v; ++e) got[int64_t(o) * v + e] = int64_t(in) * v + e;
     }
     ASSERT_EQ(got, want) << "iteration " << iter << ", rank " << r << ", element size " << es << ", unit " << p.unit;
+    if (p.tiled) {  // what the tiled transpose kernel copies: (batch, a, b) over the whole index space
+      ++tiled;
+      std::map<int64_t, int64_t> t;
+      for (uint32_t bi = 0; bi < p.t.batches; ++bi) {
+        int32_t ob = 0, ib = 0;
+        k::tiled_transpose_batch(p.t.batch, bi, &ob, &ib);
+        for (uint32_t a = 0; a < p.t.a; ++a)
+          for (uint32_t b = 0; b < p.t.b; ++b)
+            t[int64_t(ob) + int64_t(a) * p.t.out_a_stride + b] = int64_t(ib) + a + int64_t(b) * p.t.in_b_stride;
+      }
+      ASSERT_EQ(t, want) << "tiled, iteration " << iter << ", rank " << r;
+    }
   }
   EXPECT_GT(vectorised, 100) << "the 16-byte path is exercised";
+  EXPECT_GT(tiled, 50) << "the tiled transpose is exercised";
 }
 
 TEST(StridedCopyPlan, RefusesWhatDoesNotFit32Bits) {
@@ -82,4 +97,55 @@ TEST(StridedCopyPlan, RefusesWhatDoesNotFit32Bits) {
   s.dims[1] = 0;  // empty: nothing to copy, handled by the fast path
   EXPECT_TRUE(k::plan_strided_copy(s, 4, 0, 0, &p));
   EXPECT_EQ(p.n, 0u);
+}
+
+namespace {
+k::Strided transpose_of(const std::vector<int64_t>& in, const std::vector<int>& perm) {
+  const int r = static_cast<int>(in.size());
+  std::vector<int64_t> ist(r, 1), od(r), ost(r, 1);
+  for (int i = r - 2; i >= 0; --i) ist[i] = ist[i + 1] * in[i + 1];
+  for (int i = 0; i < r; ++i) od[i] = in[perm[i]];
+  for (int i = r - 2; i >= 0; --i) ost[i] = ost[i + 1] * od[i + 1];
+  k::Strided s;
+  s.rank = r;
+  for (int i = 0; i < r; ++i) {
+    s.dims[i] = od[i];
+    s.in_strides[i] = ist[perm[i]];
+    s.out_strides[i] = ost[i];
+  }
+  return s;
+}
+}  // namespace
+
+// The profiled transposes take the intended path: attention's head split [B,S,H,D] -> [B,H,S,D] copies rows of D as
+// 16-byte vectors; K^T (last two swapped) and NCHW <-> NHWC run as tiled transposes.
+TEST(StridedCopyPlan, ProfiledTransposesTakeTheFastKernels) {
+  k::StridedCopyPlan p;
+  ASSERT_TRUE(k::plan_strided_copy(transpose_of({32, 128, 12, 64}, {0, 2, 1, 3}), 2, 4096, 8192, &p));
+  EXPECT_EQ(p.unit, 16u);
+  EXPECT_FALSE(p.tiled);
+  EXPECT_EQ(p.n, 32u * 128 * 12 * 64 / 8);
+  ASSERT_TRUE(k::plan_strided_copy(transpose_of({32, 12, 128, 64}, {0, 1, 3, 2}), 2, 4096, 8192, &p));
+  ASSERT_TRUE(p.tiled);
+  EXPECT_EQ(p.t.a, 64u);
+  EXPECT_EQ(p.t.b, 128u);
+  EXPECT_EQ(p.t.batches, 32u * 12);
+  EXPECT_EQ(p.t.in_b_stride, 64);
+  EXPECT_EQ(p.t.out_a_stride, 128);
+  ASSERT_TRUE(k::plan_strided_copy(transpose_of({32, 96, 56, 56}, {0, 2, 3, 1}), 2, 4096, 8192, &p));  // -> NHWC
+  ASSERT_TRUE(p.tiled);
+  EXPECT_EQ(p.t.a, 56u * 56);
+  EXPECT_EQ(p.t.b, 96u);
+  EXPECT_EQ(p.t.batches, 32u);
+  ASSERT_TRUE(k::plan_strided_copy(transpose_of({32, 56, 56, 96}, {0, 3, 1, 2}), 2, 4096, 8192, &p));  // -> NCHW
+  ASSERT_TRUE(p.tiled);
+  EXPECT_EQ(p.t.a, 96u);
+  EXPECT_EQ(p.t.b, 56u * 56);
+  // ViT's [B,S,3,E] -> [3,B,S,E] moves rows of E: vectors, not tiles.
+  ASSERT_TRUE(k::plan_strided_copy(transpose_of({32, 197, 3, 768}, {2, 0, 1, 3}), 2, 4096, 8192, &p));
+  EXPECT_EQ(p.unit, 16u);
+  EXPECT_FALSE(p.tiled);
+  // A 2-D transpose too narrow for tiles copies element by element.
+  ASSERT_TRUE(k::plan_strided_copy(transpose_of({4, 1000}, {1, 0}), 4, 4096, 8192, &p));
+  EXPECT_FALSE(p.tiled);
 }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "backends/cuda/kernels/elementwise_fast.h"
+#include "backends/cuda/kernels/elementwise_math.cuh"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/strided_copy_fast.h"
@@ -30,9 +32,6 @@ __global__ void strided_copy_kernel(T* dst, const T* src, Strided s, int64_t n) 
   }
 }
 
-__device__ __forceinline__ float clamp01(float v) { return v < 0.f ? 0.f : (v > 1.f ? 1.f : v); }
-__device__ __forceinline__ float softplus_f(float x) { return x > 20.f ? x : log1pf(expf(x)); }
-
 __device__ __forceinline__ float ldf(const float* p, int64_t i) { return p[i]; }
 __device__ __forceinline__ float ldf(const __half* p, int64_t i) { return __half2float(p[i]); }
 __device__ __forceinline__ float ldf(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
@@ -40,48 +39,11 @@ __device__ __forceinline__ void stf(float* p, int64_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void stf(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
 __device__ __forceinline__ void stf(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
+// Generic unary: only for more than 2^31 elements (unary_fast covers the rest).
 template <typename T>
 __global__ void unary_kernel(UnaryOp op, const T* x, T* y, int64_t n, float a, float b) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float v = ldf(x, i);
-    float r;
-    switch (op) {
-      case UnaryOp::kIdentity: r = v; break;
-      case UnaryOp::kRelu: r = v < 0.f ? 0.f : v; break;
-      case UnaryOp::kSigmoid: r = v >= 0.f ? 1.f / (1.f + expf(-v)) : expf(v) / (1.f + expf(v)); break;
-      case UnaryOp::kTanh: r = tanhf(v); break;
-      case UnaryOp::kHardSigmoid: r = clamp01(a * v + b); break;
-      case UnaryOp::kHardSwish: r = v * clamp01(v * (1.f / 6.f) + 0.5f); break;
-      case UnaryOp::kErf: r = erff(v); break;
-      case UnaryOp::kExp: r = expf(v); break;
-      case UnaryOp::kLog: r = logf(v); break;
-      case UnaryOp::kSqrt: r = sqrtf(v); break;
-      case UnaryOp::kNeg: r = -v; break;
-      case UnaryOp::kAbs: r = fabsf(v); break;
-      case UnaryOp::kReciprocal: r = 1.f / v; break;
-      case UnaryOp::kLeakyRelu: r = v < 0.f ? a * v : v; break;
-      case UnaryOp::kElu: r = v < 0.f ? a * expm1f(v) : v; break;
-      case UnaryOp::kSoftplus: r = softplus_f(v); break;
-      case UnaryOp::kFloor: r = floorf(v); break;
-      case UnaryOp::kCeil: r = ceilf(v); break;
-      case UnaryOp::kClip: r = v < a ? a : (v > b ? b : v); break;
-      case UnaryOp::kGeluErf: r = 0.5f * v * (1.f + erff(v * 0.70710678118654752f)); break;
-      case UnaryOp::kGeluTanh:
-        r = 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-        break;
-      case UnaryOp::kSin: r = sinf(v); break;
-      case UnaryOp::kCos: r = cosf(v); break;
-      case UnaryOp::kRound: r = nearbyintf(v); break;
-      case UnaryOp::kSign: r = v > 0.f ? 1.f : (v < 0.f ? -1.f : v); break;
-      case UnaryOp::kSelu: r = v <= 0.f ? b * (a * expf(v) - a) : b * v; break;
-      case UnaryOp::kSoftsign: r = v / (1.f + fabsf(v)); break;
-      case UnaryOp::kMish: r = v * tanhf(softplus_f(v)); break;
-      case UnaryOp::kThresholdedRelu: r = v > a ? v : (v != v ? v : 0.f); break;
-      case UnaryOp::kCelu: r = v > 0.f ? v : a * expm1f(v / a); break;
-      default: r = v; break;
-    }
-    stf(y, i, r);
-  }
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    stf(y, i, elementwise_math::unary_math(op, ldf(x, i), a, b));
 }
 
 __device__ __forceinline__ void offsets3(const Broadcast3& bc, int64_t i, int64_t& o0, int64_t& o1, int64_t& o2) {
@@ -292,6 +254,7 @@ int strided_copy(void* dst, const void* src, const Strided& s, size_t elem_size,
 
 int unary(UnaryOp op, int dt, const void* x, void* y, int64_t n, float a, float b, StreamT stream) {
   if (n == 0) return 0;
+  if (const int fast = unary_fast(op, dt, x, y, n, a, b, stream); fast >= 0) return fast;  // issue 7
   cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
   switch (dt) {
     case 0: unary_kernel<float><<<blocks_for(n), kThreads, 0, st>>>(op, (const float*)x, (float*)y, n, a, b); break;
@@ -311,6 +274,7 @@ int unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b,
 int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc,
            StreamT stream) {
   if (n == 0) return 0;
+  if (const int fast = binary_fast(op, dtype, a, b, y, n, bc, stream); fast >= 0) return fast;  // issue 7
   const unsigned g = blocks_for(n);
   cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
   if (dtype == 0 && (op == BinaryOp::kPow || op == BinaryOp::kMod || op == BinaryOp::kFmod)) {
@@ -335,6 +299,7 @@ int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_
 int where(const uint8_t* cond, const void* x, const void* z, void* y, int64_t n, const Broadcast3& bc,
           size_t elem_size, StreamT stream) {
   if (n == 0) return 0;
+  if (const int fast = where_fast(cond, x, z, y, n, bc, elem_size, stream); fast >= 0) return fast;  // issue 7
   const unsigned g = blocks_for(n);
   cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
   switch (elem_size) {
@@ -349,6 +314,10 @@ int where(const uint8_t* cond, const void* x, const void* z, void* y, int64_t n,
 
 int cast(const void* x, int from, void* y, int to, int64_t n, StreamT stream) {
   if (n == 0) return 0;
+  // float32 <-> 16-bit floats: the direct conversion kernels (same rounding as the generic path's double detour,
+  // which is exact for float32 sources), no per-element type switch.
+  if (from == 0 && (to == 7 || to == 8)) return f32_to_16(static_cast<const float*>(x), y, n, to == 8, stream);
+  if ((from == 7 || from == 8) && to == 0) return f16_to_32(x, static_cast<float*>(y), n, from == 8, stream);
   cast_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(x, from, y, to, n);
   return launch_status();
 }

@@ -7,6 +7,14 @@
 
 #include "backends/cuda/kernels/kernels.h"
 
+#ifndef KILNRT_HOST_DEVICE
+#if defined(__CUDACC__)
+#define KILNRT_HOST_DEVICE __host__ __device__
+#else
+#define KILNRT_HOST_DEVICE
+#endif
+#endif
+
 namespace kilnrt::cuda::kernels {
 
 struct Strided32 {
@@ -16,11 +24,28 @@ struct Strided32 {
   int32_t out_offset = 0, in_offset = 0;
 };
 
+// A batch of 2-D transposes, for copies whose innermost source dim is not the innermost destination dim (true
+// transposes such as K^T [0,1,3,2] or NCHW <-> NHWC): 32x32 tiles through shared memory, so that both the reads
+// (along a, contiguous in the source) and the writes (along b, contiguous in the destination) are coalesced.
+// Element (batch, a, b): src[in_offset + batch_in + a + b * in_b_stride] -> dst[out_offset + batch_out + a *
+// out_a_stride + b], batch_in / batch_out from `batch` (dims and strides of the remaining dims; rank 0: one batch).
+struct TiledTransposePlan {
+  uint32_t a = 0, b = 0;  // sizes of the source-contiguous and destination-contiguous dims
+  int32_t out_a_stride = 0, in_b_stride = 0;
+  Strided32 batch;        // the other dims (rank may be 0); offsets here are the copy's offsets
+  uint32_t batches = 1;
+};
+
 struct StridedCopyPlan {
   Strided32 s;            // in units of `unit` bytes
   size_t unit = 0;        // 1, 2, 4, 8 or 16 (vectorised)
   uint32_t n = 0;         // units to copy (0: nothing to do)
+  bool tiled = false;     // run as tiled transposes (`t`), unit = element size
+  TiledTransposePlan t;
 };
+
+// Minimum sizes of both transposed dims for the tiled kernel (smaller ones copy element by element).
+constexpr int64_t kMinTiledTransposeDim = 8;
 
 // Fills `plan` and returns true when the fast path applies (element size 1/2/4/8, indices within 32 bits).
 inline bool plan_strided_copy(const Strided& in, size_t elem_size, uintptr_t dst, uintptr_t src, StridedCopyPlan* plan) {
@@ -30,6 +55,7 @@ inline bool plan_strided_copy(const Strided& in, size_t elem_size, uintptr_t dst
     if (in.dims[d] == 1) continue;
     if (in.dims[d] == 0) {
       plan->n = 0;
+      plan->tiled = false;
       return true;
     }
     if (s.rank > 0) {
@@ -90,7 +116,50 @@ inline bool plan_strided_copy(const Strided& in, size_t elem_size, uintptr_t dst
   t.in_offset = static_cast<int32_t>(s.in_offset);
   plan->unit = unit;
   plan->n = static_cast<uint32_t>(n);
+  plan->tiled = false;
+  // True transpose: the destination's innermost dim is strided in the source and another dim is the source's
+  // contiguous one.
+  if (unit == elem_size && t.rank >= 2 && t.out_strides[last] == 1 && t.in_strides[last] > 1 &&
+      t.dims[last] >= kMinTiledTransposeDim) {
+    int a = -1;
+    for (int d = 0; d < last; ++d)
+      if (t.in_strides[d] == 1 && t.out_strides[d] > 1 && t.dims[d] >= kMinTiledTransposeDim) a = d;
+    if (a >= 0) {
+      TiledTransposePlan& tp = plan->t;
+      tp = TiledTransposePlan{};
+      tp.a = t.dims[a];
+      tp.b = t.dims[last];
+      tp.out_a_stride = t.out_strides[a];
+      tp.in_b_stride = t.in_strides[last];
+      tp.batch.out_offset = t.out_offset;
+      tp.batch.in_offset = t.in_offset;
+      for (int d = 0; d < last; ++d) {
+        if (d == a) continue;
+        const int q = tp.batch.rank++;
+        tp.batch.dims[q] = t.dims[d];
+        tp.batch.out_strides[q] = t.out_strides[d];
+        tp.batch.in_strides[q] = t.in_strides[d];
+        tp.batches *= t.dims[d];
+      }
+      plan->tiled = true;
+    }
+  }
   return true;
+}
+
+// (destination, source) batch offsets of batch index i of a tiled plan: what the kernel computes per block.
+KILNRT_HOST_DEVICE inline void tiled_transpose_batch(const Strided32& s, uint32_t i, int32_t* out, int32_t* in) {
+  int32_t o = s.out_offset, x = s.in_offset;
+  uint32_t rem = i;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    const uint32_t q = rem / s.dims[d];
+    const uint32_t idx = rem - q * s.dims[d];
+    rem = q;
+    o += int32_t(idx) * s.out_strides[d];
+    x += int32_t(idx) * s.in_strides[d];
+  }
+  *out = o;
+  *in = x;
 }
 
 // The (destination, source) unit offsets of unit i of a plan: what the kernel computes per thread.
