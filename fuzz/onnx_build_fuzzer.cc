@@ -5,6 +5,7 @@
 // Caps, so that one input cannot take seconds or gigabytes:
 //   - single host allocations above 32 MiB fail with kOutOfMemory (failure_injection::set_host_allocation_limit):
 //     a model may legitimately ask for more, but here it only slows fuzzing down;
+//   - ONNX Loop stops with an error after 100000 iterations (failure_injection::set_loop_iteration_limit);
 //   - inference runs only when every input has a fixed shape with at most 64 Ki elements in total, and with
 //     dynamic dims set to 1 (at most 4 dims dynamic).
 // The model is written to a private temporary directory and built through the public API (build_engine on a path),
@@ -41,6 +42,7 @@ kilnrt::Tensor zeros_for(const kilnrt::TensorInfo& info, int64_t* budget) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   kilnrt::failure_injection::set_host_allocation_limit(size_t(32) << 20);
+  kilnrt::failure_injection::set_loop_iteration_limit(100000);  // a trip count of 2^62 must not hang
   kilnrt::set_log_level(kilnrt::LogLevel::kError);  // opset / precision warnings would flood the output
   const auto dir = std::filesystem::temp_directory_path() / ("kilnrt-onnx-fuzz-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);

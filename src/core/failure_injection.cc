@@ -16,6 +16,8 @@ std::atomic<int64_t> g_host_seen{0};
 std::atomic<bool> g_host_fired{false};
 std::atomic<size_t> g_host_limit{0};
 
+std::atomic<int64_t> g_loop_limit{0};
+
 // Other calls (CUDA driver / libraries).
 std::atomic<bool> g_call_active{false};
 std::atomic<int64_t> g_call_fail_at{-1};
@@ -66,6 +68,9 @@ void set_host_allocation_limit(size_t bytes) {
   g_host_limit.store(bytes);
   update_host_active();
 }
+
+void set_loop_iteration_limit(int64_t iterations) { g_loop_limit.store(iterations); }
+int64_t loop_iteration_limit() { return g_loop_limit.load(std::memory_order_relaxed); }
 
 bool should_fail_call(const char* site) {
   if (!g_call_active.load(std::memory_order_relaxed)) return false;
@@ -133,6 +138,7 @@ void reset() {
   g_host_fired.store(false);
   g_host_limit.store(0);
   g_host_active.store(false);
+  g_loop_limit.store(0);
   g_call_fail_at.store(-1);
   g_call_seen.store(0);
   g_call_fired.store(false);

@@ -38,6 +38,11 @@ bool host_failure_fired();
 // Allocations larger than `bytes` fail with kOutOfMemory (0 = no limit).
 void set_host_allocation_limit(size_t bytes);
 
+// Loop (ONNX) iterations beyond this fail with kInvalidArgument naming the node (0 = no limit, the default): the
+// fuzzers use it so that a model with a trip count of 2^62 or a condition that stays true cannot run for hours.
+void set_loop_iteration_limit(int64_t iterations);
+int64_t loop_iteration_limit();
+
 // Generic countdown for other kinds of calls (the CUDA wrappers use it). `site` names the call site for tests that
 // enumerate sites. Returns true when this call must fail (and disarms).
 bool should_fail_call(const char* site);

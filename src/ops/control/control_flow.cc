@@ -11,6 +11,7 @@
 
 #include "backends/cpu/cpu_executor.h"
 #include "core/check.h"
+#include "core/failure_injection.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::ops {
@@ -232,7 +233,10 @@ void loop_cpu(CpuContext& ctx) {
   }
   std::vector<std::vector<Tensor>> scans(n_scan);
   const Shape iter_shape = scalar_shape(g, 0), cond_shape = scalar_shape(g, 1);
+  const int64_t iteration_limit = failure_injection::loop_iteration_limit();  // 0 (none) outside fuzzing
   for (int64_t it = 0; (!has_max || it < max_trips) && cond; ++it) {
+    KILNRT_CHECK(iteration_limit == 0 || it < iteration_limit, kInvalidArgument, node.describe(),
+                 "Loop exceeded " << iteration_limit << " iterations (limit set by failure_injection)");
     std::vector<Tensor> args;
     args.push_back(Tensor::from_vector(std::vector<int64_t>{it}, DType::kInt64, iter_shape));
     Tensor c = Tensor::empty(DType::kBool, cond_shape);
