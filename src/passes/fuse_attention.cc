@@ -71,19 +71,65 @@ std::string swap_last_two_chain(const ir::Graph& g, const GraphIndex& ix, const 
   return r1->inputs[0];
 }
 
+// torch's MultiheadAttention head split (torchvision ViT through dynamo):
+//   Reshape(Transpose(Reshape(x [S, B, H*D] -> [S, B*H, D]), (1, 0, 2)) -> [B, H, S, D]).
+// When `r2` is such a chain, returns x and sets H, D: the value is transpose(Reshape(x, [S, B, H, D]), (1, 2, 0, 3)),
+// a view of x (no copy). Else "".
+std::string head_split_chain(const ir::Graph& g, const GraphIndex& ix, const ir::Node& r2, int64_t* heads,
+                             int64_t* head_size) {
+  if (!is_op(&r2, "Reshape") || r2.outputs.size() != 1) return "";
+  const ir::Node* t = ix.producer(r2.inputs[0]);
+  if (!is_op(t, "Transpose") || t->attr_ints("perm", std::vector<int64_t>{}) != std::vector<int64_t>{1, 0, 2})
+    return "";
+  const ir::Node* r1 = ix.producer(t->inputs[0]);
+  if (!is_op(r1, "Reshape") || r1->outputs.size() != 1) return "";
+  const ir::TensorType* xt = g.type_of(r1->inputs[0]);
+  const ir::TensorType* mt = g.type_of(r1->outputs[0]);
+  const ir::TensorType* ot = g.type_of(r2.outputs[0]);
+  if (!xt || !mt || !ot || !xt->has_shape || !mt->has_shape || !ot->has_shape || xt->shape.size() != 3 ||
+      mt->shape.size() != 3 || ot->shape.size() != 4)
+    return "";
+  const auto& xs = xt->shape;  // [S, B, E]
+  const auto& ms = mt->shape;  // [S, B*H, D]
+  const auto& os = ot->shape;  // [B, H, S, D]
+  if (!os[1].known() || !os[3].known() || !xs[2].known() || !ms[2].known()) return "";
+  const int64_t h = os[1].value, d = os[3].value;
+  if (h <= 0 || d <= 0 || ms[2].value != d || xs[2].value != h * d) return "";
+  if (!same_dim(ms[0], xs[0]) || !same_dim(os[2], xs[0]) || !same_dim(os[0], xs[1])) return "";
+  *heads = h;
+  *head_size = d;
+  return r1->inputs[0];
+}
+
 // An operand traced back through Transposes (and scalar Mul / Div when allowed) to its source: the operand equals
-// transpose(src, perm) * scale.
+// transpose(src, perm) * scale. When split_from is set, src is a new value Reshape(split_from, [0, 0, heads,
+// head_size]) that the fusion adds (a view).
 struct Operand {
   std::string src;
   std::vector<int64_t> perm;
   double scale = 1.0;
+  std::string split_from;
+  int64_t heads = 0, head_size = 0;
 };
 
 Operand strip(const ir::Graph& g, const GraphIndex& ix, const std::string& value, int rank, bool allow_scale) {
-  Operand op{value, {}, 1.0};
+  Operand op{value, {}, 1.0, "", 0, 0};
   for (int i = 0; i < rank; ++i) op.perm.push_back(i);
   for (;;) {
     const ir::Node* p = ix.producer(op.src);
+    if (p && rank == 4) {
+      int64_t heads = 0, head_size = 0;
+      const std::string x = head_split_chain(g, ix, *p, &heads, &head_size);
+      if (!x.empty()) {  // value = transpose(x as [S, B, H, D], (1, 2, 0, 3))
+        static const int64_t kSplit[4] = {1, 2, 0, 3};
+        for (int64_t& q : op.perm) q = kSplit[q];
+        op.split_from = x;
+        op.heads = heads;
+        op.head_size = head_size;
+        op.src = p->outputs[0] + "/heads";
+        break;
+      }
+    }
     if (p && p->domain.empty() && rank >= 2) {
       const std::string x = swap_last_two_chain(g, ix, *p);
       if (!x.empty()) {  // value = x with its last two dims swapped
@@ -137,6 +183,8 @@ ir::Attribute ints_attr(const std::vector<int64_t>& v) {
 struct Match {
   ir::Node fused;
   std::vector<std::string> erase;
+  std::vector<ir::Node> views;                      // head-split Reshapes the fused node reads (Operand::split_from)
+  std::vector<std::pair<std::string, Tensor>> shapes;  // their shape constants
 };
 
 // dynamo's SDPA guard after the Softmax: Where(IsNaN(p), 0, p) (a row masked everywhere with -inf is NaN, the guard
@@ -254,10 +302,10 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m
   Operand k = strip(g, ix, m1->inputs[1], r, true);
   std::swap(k.perm[r - 1], k.perm[r - 2]);  // K^T -> K
   const Operand v = strip(g, ix, m2->inputs[1], r, false);
-  for (const Operand* o : {&q, static_cast<const Operand*>(&k), &v})
-    if (!is_float(g.type_of(o->src) ? g.type_of(o->src)->dtype : DType::kUndefined) ||
-        g.type_of(o->src)->dtype != xt->dtype)
-      return false;
+  for (const Operand* o : {&q, static_cast<const Operand*>(&k), &v}) {
+    const ir::TensorType* ot = g.type_of(o->split_from.empty() ? o->src : o->split_from);
+    if (!ot || !is_float(ot->dtype) || ot->dtype != xt->dtype) return false;
+  }
   // Head sizes above what the CUDA kernel takes stay unfused (the plain MatMul / Softmax path handles any size).
   const ir::TensorType* qt = g.type_of(m1->inputs[0]);
   const ir::TensorType* vt = g.type_of(m2->inputs[1]);
@@ -298,6 +346,18 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m
     z.i = 1;
     f.attrs["zero_masked_rows"] = z;
   }
+  for (const Operand* o : {&q, static_cast<const Operand*>(&k), &v}) {
+    if (o->split_from.empty() || (o != &q && o->src == q.src) || (o == &v && v.src == k.src)) continue;
+    const std::string shape = o->src + "_shape";
+    m->shapes.emplace_back(shape, Tensor::from_vector(std::vector<int64_t>{0, 0, o->heads, o->head_size},
+                                                      DType::kInt64, {4}));
+    ir::Node r;
+    r.name = o->src;
+    r.op_type = "Reshape";
+    r.inputs = {o->split_from, shape};
+    r.outputs = {o->src};
+    m->views.push_back(std::move(r));
+  }
   m->erase = std::move(erase);
   return true;
 }
@@ -322,6 +382,8 @@ size_t fuse_attention(ir::Graph& graph) {
     if (!found) break;
     KILNRT_LOG(kDebug, "fused attention " << m.fused.name << " (" << m.erase.size() << " nodes)");
     erase_nodes(graph, m.erase);
+    for (auto& [name, t] : m.shapes) graph.constants[name] = std::move(t);
+    for (ir::Node& n : m.views) graph.nodes.push_back(std::move(n));
     graph.nodes.push_back(std::move(m.fused));
     use_kilnrt_domain(graph);
     graph.topo_sort();

@@ -7,6 +7,7 @@
 //   guard: Where(IsNaN(Softmax(.)), 0, Softmax(.)) (a fully masked row: NaN -> 0);
 //   out:   MatMul(., V) -> Transpose(0, 2, 1, 3) -> Reshape([B, S, H*D]).
 // Batch entries listed in `masked_batches` have attention_mask 0 everywhere (every row fully masked).
+// mha_dynamo_block below: torchvision ViT's attention, the same way.
 #pragma once
 #include <cmath>
 #include <limits>
@@ -52,6 +53,37 @@ inline ir::Graph sdpa_dynamo_block(Builder& b, int64_t B, int64_t S, int64_t H, 
   b.node("MatMul", {"p_safe", "xvh"}, "ctx");
   b.transpose("ctx", {0, 2, 1, 3}, "ctx_t");
   b.node("Reshape", {"ctx_t", b.constant("y_shape", shape_const({B, S, E}))}, "y");
+  b.output("y");
+  return b.finish();
+}
+
+// torchvision ViT's nn.MultiheadAttention (batch_first, need_weights=False) through torch 2.x dynamo: the packed
+// projection [3, S, B, E] (graph input "proj") split with Gather(index 0 / 1 / 2, axis 0); heads
+// Reshape([S, B*H, D]) -> Transpose(1, 0, 2) -> Reshape([B, H, S, D]); SDPA without a mask (K^T chain, two scales);
+// out: Transpose(2, 0, 1, 3) -> Reshape([S*B, E]).
+inline ir::Graph mha_dynamo_block(Builder& b, int64_t B, int64_t S, int64_t H, int64_t D) {
+  const int64_t E = H * D;
+  b.input("proj", {3, S, B, E});
+  const char* names[3] = {"q", "k", "v"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = names[i];
+    b.node("Gather", {"proj", b.constant(n + "_index", Tensor::from_vector(std::vector<int64_t>{i}, DType::kInt64, {}))},
+           n + "_sbe");
+    b.node("Reshape", {n + "_sbe", b.constant(n + "_s3", shape_const({S, B * H, D}))}, n + "_3");
+    b.transpose(n + "_3", {1, 0, 2}, n + "_t");
+    b.node("Reshape", {n + "_t", b.constant(n + "_s4", shape_const({B, H, S, D}))}, n + "_4");
+  }
+  b.node("Reshape", {"k_4", b.constant("k3_shape", shape_const({B * H, S, D}))}, "k3");
+  b.transpose("k3", {0, 2, 1}, "k3t");
+  b.node("Reshape", {"k3t", b.constant("kt_shape", shape_const({B, H, D, S}))}, "kt");
+  const float root = std::sqrt(1.f / std::sqrt(static_cast<float>(D)));
+  b.scal("Mul", "q_4", root, "qs");
+  b.scal("Mul", "kt", root, "ks");
+  b.node("MatMul", {"qs", "ks"}, "scores");
+  b.softmax("scores", "p");
+  b.node("MatMul", {"p", "v_4"}, "ctx");
+  b.transpose("ctx", {2, 0, 1, 3}, "ctx_t");
+  b.node("Reshape", {"ctx_t", b.constant("y_shape", shape_const({S * B, E}))}, "y");
   b.output("y");
   return b.finish();
 }

@@ -213,6 +213,34 @@ TEST(AttentionFusion, BertSdpaDynamoPatternWithNanGuardAndBooleanMask) {
   }
 }
 
+TEST(AttentionFusion, VitMultiheadAttentionHeadSplitIsReadInPlace) {
+  // The head split Reshape -> Transpose(1, 0, 2) -> Reshape of Q, K and V becomes a Reshape view of the Gather's
+  // [S, B, E] output read with perm (1, 2, 0, 3): no Transpose copy is left.
+  Builder b;
+  const ir::Graph g = mha_dynamo_block(b, 3, 13, 2, 8);
+  ir::Graph after = check_pass(g, b.feeds, attention, 1);
+  const ir::Node* f = find_op(after, "FusedAttention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->inputs, (std::vector<std::string>{"q_4/heads", "k_4/heads", "v_4/heads"}));
+  for (const char* a : {"q_perm", "k_perm", "v_perm"}) EXPECT_EQ(f->attr_ints(a), (std::vector<int64_t>{1, 2, 0, 3})) << a;
+  EXPECT_EQ(f->attr_ints("out_perm"), (std::vector<int64_t>{2, 0, 1, 3}));
+  EXPECT_NEAR(f->attr_float("scale"), 1.0 / std::sqrt(8.0), 1e-6);
+  passes::optimize_graph(after);
+  EXPECT_EQ(count_ops(after, "Transpose"), 0u) << after.to_string(false);
+  EXPECT_EQ(count_ops(after, "Gather"), 3u);
+  const auto ref = run_cpu(g, b.feeds);
+  EXPECT_LE(max_rel_diff(run_cpu(after, b.feeds).at("y"), ref.at("y")), 1e-5);
+  {  // a head split whose Transpose is not (1, 0, 2) keeps its copy
+    Builder b2;
+    ir::Graph g2 = mha_dynamo_block(b2, 2, 4, 2, 2);  // B = H = 2, S = 4, D = 2: shapes alone cannot tell
+    for (ir::Node& n : g2.nodes)
+      if (n.outputs[0] == "v_t") n.attrs["perm"].ints = {1, 2, 0};
+    g2.constants["v_s4"] = shape_const({2, 2, 4, 2});
+    ir::Graph after2 = check_pass(g2, b2.feeds, attention, 1);
+    EXPECT_EQ(find_op(after2, "FusedAttention")->inputs[2], "v_4");
+  }
+}
+
 TEST(AttentionFusion, SdpaGuardLookalikesAreLeftAlone) {
   {  // the guard writes 0.5, not 0
     Builder b;

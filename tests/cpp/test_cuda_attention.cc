@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "attention_test_util.h"
+#include "sdpa_test_util.h"
 #include "cuda_backend_test_util.h"
 #include "kilnrt/engine.h"
 #include "kilnrt/npy.h"
@@ -144,6 +145,33 @@ TEST(CudaAttention, FusedGraphMatchesUnfusedCpuGraph) {
     for (const auto& [name, t] : b.feeds) feeds[name] = rounded(t, p.dt);
     expect_tensors_close(run_cuda(fused, feeds).at("y"), run_cpu(unfused, feeds).at("y"), atol_for(p), rtol_for(p));
   }
+}
+
+TEST(CudaAttention, DynamoSdpaAndMhaBlocksFusedMatchUnfusedCpu) {
+  // transformers' BertModel (sdpa: boolean mask -> -inf, NaN guard; batch entry 1 is all padding, so its rows are
+  // zeros) and torchvision ViT's MultiheadAttention (head split read in place from the Gather's [S, B, E] output),
+  // exported by dynamo, fused, on the GPU in fp32 / fp16 / bf16, against the unfused graph on the CPU.
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (bool bert : {true, false})
+    for (const Prec& p : kPrecs) {
+      SCOPED_TRACE(std::string(bert ? "bert sdpa " : "vit mha ") + (*p.name ? p.name : "fp32"));
+      attntest::Builder b;
+      const ir::Graph unfused = bert ? attntest::sdpa_dynamo_block(b, 3, 128, 4, 64, {1})
+                                     : attntest::mha_dynamo_block(b, 2, 197, 4, 64);
+      ir::Graph fused = unfused;
+      ASSERT_EQ(passes::fuse_attention(fused), 1u);
+      passes::infer_shapes(fused);
+      set_precision(fused, p);
+      std::map<std::string, Tensor> feeds;
+      for (const auto& [name, t] : b.feeds) feeds[name] = rounded(t, p.dt);
+      const Tensor y = run_cuda(fused, feeds).at("y");
+      for (int64_t i = 0; i < y.numel(); ++i) ASSERT_FALSE(std::isnan(y.data<float>()[i])) << "NaN at " << i;
+      expect_tensors_close(y, run_cpu(unfused, feeds).at("y"), atol_for(p), rtol_for(p));
+      if (bert) {
+        const int64_t row = 128 * 256;  // batch entry 1: [S, H*D]
+        for (int64_t i = 0; i < row; ++i) ASSERT_EQ(y.data<float>()[row + i], 0.f) << "padded entry, index " << i;
+      }
+    }
 }
 
 TEST(CudaAttention, GeluFusedMatchesCpu) {
