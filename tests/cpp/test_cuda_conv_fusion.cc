@@ -196,10 +196,98 @@ TEST(CudaConvFusion, NhwcStorageMatchesCpu) {
     EXPECT_NE(tactics.find("+nhwc"), std::string::npos) << tactics;
     EXPECT_NE(tactics.find("+reformat"), std::string::npos) << tactics;
   }
-  // Without the opt-in nothing is NHWC.
-  unsetenv("KILNRT_CUDA_NHWC");
+  // KILNRT_CUDA_NHWC=0: nothing is NHWC. Unset: the plan's prediction (2 reformats for 7 NHWC layers: a win).
+  setenv("KILNRT_CUDA_NHWC", "0", 1);
   ir::Graph g = nhwc_model();
   passes::optimize_graph(g);
   set_precision(g, "fp16");
   EXPECT_EQ(tactics_of(g).find("nhwc"), std::string::npos);
+  unsetenv("KILNRT_CUDA_NHWC");
+  EXPECT_NE(tactics_of(g).find("+nhwc"), std::string::npos);
+}
+
+namespace {
+
+// Pooling, depthwise conv, squeeze-excite (ReduceMean over H,W, 1x1 convs, Sigmoid, Mul), a ConvNeXt-style
+// Transpose(0,2,3,1) -> per-channel Mul -> Transpose(0,3,1,2), a [C,1,1] layer scale and a residual Add, then three
+// heads: a conv, ReduceMean without keepdims, GlobalAveragePool.
+ir::Graph nhwc_cnn_model() {
+  GraphBuilder b;
+  b.input("x", {2, 8, 16, 16});
+  b.conv("x", "c0", 8, 16, 3, 1, true);
+  b.node("Relu", {"c0"}, {"r0"});
+  ir::Node& mp = b.node("MaxPool", {"r0"}, {"p"});
+  mp.attrs["kernel_shape"] = ints_attr({3, 3});
+  mp.attrs["strides"] = ints_attr({2, 2});
+  mp.attrs["pads"] = ints_attr({1, 1, 1, 1});
+  b.conv("p", "dw", 16, 16, 3, 16, true);
+  b.node("Sigmoid", {"dw"}, {"dws"});
+  b.node("Mul", {"dw", "dws"}, {"d"});
+  ir::Node& mean = b.node("ReduceMean", {"d"}, {"m"});
+  mean.attrs["axes"] = ints_attr({2, 3});
+  b.conv("m", "e1", 16, 4, 1, 1, true);
+  b.node("Relu", {"e1"}, {"e1r"});
+  b.conv("e1r", "e2", 4, 16, 1, 1, true);
+  b.node("Sigmoid", {"e2"}, {"s"});
+  b.node("Mul", {"d", "s"}, {"se"});
+  ir::Node& ap = b.node("AveragePool", {"se"}, {"a"});
+  ap.attrs["kernel_shape"] = ints_attr({2, 2});
+  ap.attrs["strides"] = ints_attr({2, 2});
+  b.node("Transpose", {"a"}, {"t1"}).attrs["perm"] = ints_attr({0, 2, 3, 1});
+  b.node("Mul", {"t1", b.random_constant("gamma", {16})}, {"t2"});
+  b.node("Transpose", {"t2"}, {"t3"}).attrs["perm"] = ints_attr({0, 3, 1, 2});
+  b.node("Mul", {"t3", b.random_constant("scale", {16, 1, 1})}, {"t4"});
+  b.node("Add", {"t4", "a"}, {"t5"});
+  b.conv("t5", "y", 16, 8, 3, 1, true);
+  ir::Node& m2 = b.node("ReduceMean", {"t5"}, {"y2"});
+  m2.attrs["axes"] = ints_attr({2, 3});
+  m2.attrs["keepdims"] = int_attr(0);
+  b.node("GlobalAveragePool", {"t5"}, {"y3"});
+  b.output("y");
+  b.output("y2");
+  b.output("y3");
+  return b.finish();
+}
+
+// The tactics of the plan's nodes of one op type, joined.
+std::string tactics_of_op(const ir::Graph& g, const std::string& op) {
+  kilnrt::cuda::ContextGuard guard(0);
+  backends::cuda::CudaPlan plan(g, 0);
+  std::map<std::string, std::string> op_of;
+  for (const ir::Node& n : g.nodes) op_of[n.name] = n.op_type;
+  std::string s;
+  for (const auto& [node, t] : plan.tactics())
+    if (op_of[node] == op) s += t + " ";
+  return s;
+}
+
+}  // namespace
+
+TEST(CudaConvFusion, NhwcPoolingReductionsSqueezeExciteAndTransposesMatchCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  NhwcOptIn opt_in;
+  for (const Prec& p : kPrecs) {
+    if (!*p.name) continue;
+    SCOPED_TRACE(p.name);
+    const ir::Graph original = nhwc_cnn_model();
+    ir::Graph g = original;
+    passes::optimize_graph(g);
+    set_precision(g, p.name);
+    const auto feeds = feeds_for(g);
+    const auto want = cudatest::run_cpu(original, feeds);
+    const auto got = cudatest::run_cuda(g, feeds);
+    for (const char* o : {"y", "y2", "y3"}) {
+      SCOPED_TRACE(o);
+      cudatest::expect_tensors_close(got.at(o), want.at(o), 4 * p.atol, 4 * p.rtol);
+    }
+    EXPECT_NE(tactics_of_op(g, "MaxPool").find("+nhwc"), std::string::npos) << tactics_of(g);
+    EXPECT_NE(tactics_of_op(g, "AveragePool").find("+nhwc"), std::string::npos) << tactics_of(g);
+    EXPECT_NE(tactics_of_op(g, "ReduceMean").find("+nhwc"), std::string::npos) << tactics_of(g);
+    EXPECT_NE(tactics_of_op(g, "GlobalAveragePool").find("+nhwc"), std::string::npos) << tactics_of(g);
+    const std::string tr = tactics_of_op(g, "Transpose");
+    const size_t first_view = tr.find("+nhwc-view");
+    ASSERT_NE(first_view, std::string::npos) << tr;
+    EXPECT_NE(tr.find("+nhwc-view", first_view + 1), std::string::npos) << "both Transposes are views: " << tr;
+    EXPECT_NE(tactics_of_op(g, "Add").find("+nhwc"), std::string::npos) << tactics_of(g);
+  }
 }

@@ -5,6 +5,7 @@
 #include "backends/cuda/layout_plan.h"
 
 using namespace kilnrt::backends::cuda;
+using kilnrt::Shape;
 
 namespace {
 
@@ -25,6 +26,11 @@ struct Problem {
     s.outputs = std::move(out);
     p.steps.push_back(s);
     return p.steps.size() - 1;
+  }
+  size_t kind(LayoutKind k, std::vector<int> in, std::vector<int> out) {
+    const size_t i = step(std::move(in), std::move(out), false);
+    p.steps[i].kind = k;
+    return i;
   }
 };
 
@@ -86,6 +92,136 @@ TEST(CudaLayoutPlan, ChainOfConvsNeedsReformatsOnlyAtTheEnds) {
   EXPECT_EQ(d.reformat[0][0], 1);   // input -> NHWC
   EXPECT_EQ(d.reformat[3][0], -1);  // the last conv writes the NCHW output, so it runs NCHW on a reformatted input
   EXPECT_FALSE(d.step_nhwc[3]);
+}
+
+TEST(CudaLayoutPlan, SqueezeExciteStaysNhwcWithoutReformats) {
+  // EfficientNet block: 0 in -conv-> 1 -ReduceMean(H,W)-> 2 [N,C,1,1] -conv-> 3 -conv+sigmoid-> 4 ; Mul(1, 4) -> 5
+  // -conv-> 6 -conv-> 7 (output). The pooled values are layout-free: no reformat around the squeeze-excite.
+  Problem t;
+  t.slots(8);
+  t.p.layout_free.assign(8, 0);
+  t.p.layout_free[2] = t.p.layout_free[3] = t.p.layout_free[4] = 1;
+  t.p.pinned_nchw[0] = t.p.pinned_nchw[7] = 1;
+  const size_t stem = t.step({0}, {1}, true);
+  const size_t mean = t.kind(LayoutKind::kReader, {1}, {2});
+  const size_t se1 = t.step({2}, {3}, true);
+  const size_t se2 = t.step({3}, {4}, true);
+  const size_t mul = t.kind(LayoutKind::kElementwise, {1, 4}, {5});
+  const size_t c6 = t.step({5}, {6}, true);
+  t.step({6}, {7}, true);
+  const LayoutDecision d = decide_layouts(t.p);
+  EXPECT_EQ(d.nhwc_slot, (std::vector<uint8_t>{0, 1, 0, 0, 0, 1, 1, 0}));
+  EXPECT_TRUE(d.step_nhwc[stem] && d.step_nhwc[mean] && d.step_nhwc[mul] && d.step_nhwc[c6]);
+  EXPECT_FALSE(d.step_nhwc[se1] || d.step_nhwc[se2]) << "the 1x1 convs on [N,C,1,1] read plain storage";
+  EXPECT_EQ(d.reformat[mean], (std::vector<int8_t>{0}));
+  EXPECT_EQ(d.reformat[mul], (std::vector<int8_t>{0, 0}));
+  EXPECT_EQ(d.reformats, 2u) << "graph input in, graph output out";
+  EXPECT_TRUE(predict_nhwc_win(d));
+}
+
+TEST(CudaLayoutPlan, ProducerWithLayoutFreeOutputFollowsItsInput) {
+  // 0 in -conv-> 1 (NHWC) -conv 7x7 valid-> 2 [N,K,1,1] -> 3 (output via a reshape view)
+  Problem t;
+  t.slots(4);
+  t.p.layout_free.assign(4, 0);
+  t.p.layout_free[2] = 1;
+  t.p.rank4[3] = 0;
+  t.p.pinned_nchw[0] = t.p.pinned_nchw[3] = 1;
+  t.step({0}, {1}, true);
+  const size_t last = t.step({1}, {2}, true);
+  t.step({2}, {3}, false, /*alias=*/true);
+  const LayoutDecision d = decide_layouts(t.p);
+  EXPECT_TRUE(d.step_nhwc[last]) << "NHWC in, layout-free out: no reformat of the big input";
+  EXPECT_EQ(d.nhwc_slot[2], 0) << "layout-free values are never marked NHWC";
+  EXPECT_EQ(d.reformat[last], (std::vector<int8_t>{0}));
+  EXPECT_EQ(d.reformats, 1u);
+}
+
+TEST(CudaLayoutPlan, ConvNextTransposesBecomeViews) {
+  // 0 in -conv-> 1 ; Transpose(0,2,3,1) 1 -> 2 ; LayerNorm 2 -> 3 ; MatMul 3 -> 4 ; Transpose(0,3,1,2) 4 -> 5 ;
+  // Mul(5, gamma 6 [C,1,1] constant) -> 7 ; Add(7, 1) -> 8 ; conv 8 -> 9 (output)
+  Problem t;
+  t.slots(10);
+  t.p.layout_free.assign(10, 0);
+  t.p.rank4[6] = 0;
+  t.p.layout_free[6] = 1;
+  t.p.pinned_nchw[0] = t.p.pinned_nchw[6] = t.p.pinned_nchw[9] = 1;
+  t.step({0}, {1}, true);
+  const size_t to_nhwc_order = t.kind(LayoutKind::kFromNhwcView, {1}, {2});
+  const size_t ln = t.step({2}, {3}, false);
+  t.step({3}, {4}, false);
+  const size_t back = t.kind(LayoutKind::kToNhwcView, {4}, {5});
+  const size_t mul = t.kind(LayoutKind::kElementwise, {5, 6}, {7});
+  const size_t add = t.kind(LayoutKind::kElementwise, {7, 1}, {8});
+  t.step({8}, {9}, true);
+  const LayoutDecision d = decide_layouts(t.p);
+  EXPECT_TRUE(d.view[to_nhwc_order] && d.view[back]);
+  EXPECT_EQ(d.nhwc_slot, (std::vector<uint8_t>{0, 1, 0, 0, 0, 1, 0, 1, 1, 0}));
+  EXPECT_EQ(d.reformat[ln], (std::vector<int8_t>{0})) << "LayerNorm reads the view's plain [N,H,W,C]";
+  EXPECT_TRUE(d.step_nhwc[mul] && d.step_nhwc[add]);
+  EXPECT_EQ(d.reformats, 2u);
+}
+
+TEST(CudaLayoutPlan, TransposesStayCopiesWhereAViewWouldBeWrong) {
+  // Transpose(0,2,3,1) of an NCHW value: a copy. Transpose(0,3,1,2) whose output a reshape view reads, or of a
+  // graph input: a copy.
+  Problem t;
+  t.slots(7);
+  t.p.layout_free.assign(7, 0);
+  t.p.pinned_nchw[0] = 1;
+  t.p.rank4[6] = 0;
+  const size_t a = t.kind(LayoutKind::kFromNhwcView, {0}, {1});
+  const size_t b = t.kind(LayoutKind::kToNhwcView, {0}, {2});
+  const size_t c = t.kind(LayoutKind::kToNhwcView, {1}, {3});
+  t.step({3}, {6}, false, /*alias=*/true);
+  const size_t e = t.kind(LayoutKind::kToNhwcView, {1}, {4});
+  const LayoutDecision d = decide_layouts(t.p);
+  EXPECT_FALSE(d.view[a] || d.view[b] || d.view[c]);
+  EXPECT_TRUE(d.view[e]);
+  EXPECT_EQ(d.nhwc_slot[4], 1);
+  EXPECT_EQ(d.reformats, 0u);
+}
+
+TEST(CudaLayoutPlan, ElementwiseNeedsAnNhwcInputAndPermutableOperands) {
+  // 0 in -conv-> 1 (NHWC) ; Add(1, 2 rank-2 [H,W] bias, not layout-free) -> 3 : runs NCHW, 1 reformatted back ;
+  // Relu(0) -> 4 : NCHW (no NHWC input) ; Relu(1) -> 5 (NHWC) -> fixed op -> 6 : reformatted
+  Problem t;
+  t.slots(7);
+  t.p.layout_free.assign(7, 0);
+  t.p.rank4[2] = 0;
+  t.p.pinned_nchw[0] = t.p.pinned_nchw[2] = 1;
+  t.step({0}, {1}, true);
+  const size_t add = t.kind(LayoutKind::kElementwise, {1, 2}, {3});
+  const size_t relu0 = t.kind(LayoutKind::kElementwise, {0}, {4});
+  const size_t relu1 = t.kind(LayoutKind::kElementwise, {1}, {5});
+  const size_t fixed = t.step({5}, {6}, false);
+  const LayoutDecision d = decide_layouts(t.p);
+  EXPECT_FALSE(d.step_nhwc[add] || d.step_nhwc[relu0]);
+  EXPECT_EQ(d.reformat[add], (std::vector<int8_t>{-1, 0}));
+  EXPECT_TRUE(d.step_nhwc[relu1]);
+  EXPECT_EQ(d.reformat[fixed], (std::vector<int8_t>{-1}));
+  EXPECT_EQ(d.reformats, 3u);
+}
+
+TEST(CudaLayoutPlan, PredictedWinNeedsFewReformats) {
+  LayoutDecision d;
+  EXPECT_FALSE(predict_nhwc_win(d)) << "nothing NHWC";
+  d.nhwc_steps = 50;
+  d.reformats = 5;
+  EXPECT_TRUE(predict_nhwc_win(d));
+  d.reformats = 40;  // a reformat around every block (efficientnet under the first plan)
+  EXPECT_FALSE(predict_nhwc_win(d));
+  d.nhwc_steps = 4;
+  d.reformats = 3;
+  EXPECT_FALSE(predict_nhwc_win(d));
+}
+
+TEST(CudaLayoutPlan, NhwcLogicalShapesPadThenPermute) {
+  EXPECT_EQ(nhwc_logical_shape({2, 3, 4, 5}), (Shape{2, 4, 5, 3}));
+  EXPECT_EQ(nhwc_logical_shape({3, 1, 1}), (Shape{1, 1, 1, 3}));
+  EXPECT_EQ(nhwc_logical_shape({2, 3, 1, 1}), (Shape{2, 1, 1, 3}));
+  EXPECT_EQ(nhwc_logical_shape({7}), (Shape{1, 1, 7, 1}));
+  EXPECT_EQ(nhwc_logical_shape(Shape{}), (Shape{1, 1, 1, 1}));
 }
 
 namespace {

@@ -198,8 +198,8 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
                    (st.node->has_attr(kPrecisionAttr) && node_precision(*st.node) == Precision::kFp32));
       st.host_in = st.layer->host_inputs();
     }
-    const char* nhwc_env = std::getenv("KILNRT_CUDA_NHWC");  // opt-in until validated on a GPU
-    if (nhwc_env && std::string(nhwc_env) == "1") plan_layouts(graph);
+    const char* nhwc_env = std::getenv("KILNRT_CUDA_NHWC");  // 1: NHWC, 0: NCHW, unset: where predicted to win
+    if (!nhwc_env || std::string(nhwc_env) != "0") plan_layouts(graph, nhwc_env && std::string(nhwc_env) == "1");
   }
   for (const std::string& name : device_constants) {
     const Tensor& t = graph.constants.at(name);
@@ -212,15 +212,17 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
 
 CudaPlan::~CudaPlan() = default;
 
-void CudaPlan::plan_layouts(const ir::Graph& graph) {
+void CudaPlan::plan_layouts(const ir::Graph& graph, bool forced) {
   LayoutProblem p;
   const size_t nslots = slot_names_.size();
   p.rank4.assign(nslots, 0);
   p.pinned_nchw.assign(nslots, 0);
+  p.layout_free.assign(nslots, 0);
   for (size_t s = 0; s < nslots; ++s) {
     const ir::TensorType* t = graph.type_of(slot_names_[s]);
     p.rank4[s] = t && t->has_shape && t->shape.size() == 4;
     p.pinned_nchw[s] = host_slot_[s] || graph.is_constant(slot_names_[s]);
+    p.layout_free[s] = layout_free_type(t);
   }
   for (int s : input_slots_) p.pinned_nchw[s] = 1;
   for (int s : output_slots_) p.pinned_nchw[s] = 1;
@@ -230,14 +232,23 @@ void CudaPlan::plan_layouts(const ir::Graph& graph) {
     ls.nhwc_capable = !st.host && st.layer->supports_nhwc();
     ls.alias = !st.host && st.layer->is_alias();
     ls.island = st.island;
+    if (ls.device && !ls.alias && !ls.island && !ls.nhwc_capable) ls.kind = layout_kind_of(*st.node, graph);
     ls.inputs = st.inputs;
     ls.outputs = st.outputs;
     p.steps.push_back(std::move(ls));
   }
   LayoutDecision d = decide_layouts(p);
+  if (!forced && !predict_nhwc_win(d)) {
+    KILNRT_LOG(kInfo, "NHWC storage not predicted to win (" << d.reformats << " reformats for " << d.nhwc_steps
+                                                            << " NHWC layers): NCHW");
+    return;
+  }
   nhwc_slot_ = std::move(d.nhwc_slot);
   for (size_t i = 0; i < steps_.size(); ++i) {
     steps_[i].nhwc = d.step_nhwc[i] != 0;
+    steps_[i].view = d.view[i] != 0;
+    steps_[i].nhwc_shapes = steps_[i].nhwc && p.steps[i].kind == LayoutKind::kElementwise;
+    steps_[i].nhwc_native = steps_[i].nhwc && p.steps[i].nhwc_capable;
     bool any = false;
     for (int8_t r : d.reformat[i]) any |= r != 0;
     if (any) steps_[i].reformat = std::move(d.reformat[i]);
@@ -250,7 +261,7 @@ std::vector<std::pair<std::string, std::string>> CudaPlan::tactics() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const Step& s : steps_)
     out.emplace_back(s.node->name, s.host ? "host:shape-computation"
-                                          : "cuda:" + s.layer->tactic() + (s.nhwc ? "+nhwc" : "") +
+                                          : "cuda:" + s.layer->tactic() + (s.view ? "+nhwc-view" : s.nhwc ? "+nhwc" : "") +
                                                 (s.reformat.empty() ? "" : "+reformat"));
   return out;
 }
@@ -471,7 +482,7 @@ std::unique_ptr<CudaRunner::ShapeState> CudaRunner::layout_for(const std::vector
     const CudaPlan::Step& step = plan_.steps_[i];
     if (step.host) continue;
     for (int in : step.inputs) if (in >= 0) last[root[in]] = std::max(last[root[in]], i);
-    if (step.layer->is_alias() && step.inputs[0] >= 0 && step.outputs[0] >= 0) {
+    if ((step.layer->is_alias() || step.view) && step.inputs[0] >= 0 && step.outputs[0] >= 0) {
       root[step.outputs[0]] = root[step.inputs[0]];
       continue;
     }
@@ -798,7 +809,7 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
     if (step.host) continue;
     const ir::Node& node = *step.node;
     const std::vector<int64_t>& sc = st.scratch[si];
-    const bool timed = profiler_ && profiler_->armed() && !step.layer->is_alias();
+    const bool timed = profiler_ && profiler_->armed() && !step.layer->is_alias() && !step.view;
     if (timed) profiler_->begin(si, stream);
     launch.inputs.assign(step.inputs.size(), LayerTensor{});
     for (size_t i = 0; i < step.inputs.size(); ++i) {
@@ -819,6 +830,8 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
         t.data = copy;
         t.nhwc = to_nhwc;
       }
+      if (step.nhwc_native && (i == 0 || i == 3) && t.shape.size() == 4) t.nhwc = true;  // layout-free ones too
+      if (step.nhwc_shapes && t.shape.size() <= 4) t.shape = nhwc_logical_shape(t.shape);  // layout_plan.h
       if (step.island && st.dtypes[in] != st.storage[in]) {
         t.dtype = st.dtypes[in];  // the layer sees float32
         if (!sc.empty() && sc[i] >= 0) {
@@ -829,7 +842,7 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
         }
       }
     }
-    if (step.layer->is_alias()) {
+    if (step.layer->is_alias() || step.view) {
       if (step.outputs[0] >= 0) ptrs_[step.outputs[0]] = const_cast<void*>(launch.inputs[0].data);
       continue;
     }
@@ -839,6 +852,8 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
       if (os < 0) continue;
       launch.outputs[o] = LayerOutput{ptrs_[os], st.storage[os], st.shapes[os], true};
       if (!plan_.nhwc_slot_.empty()) launch.outputs[o].nhwc = plan_.nhwc_slot_[os] != 0;
+      if (o == 0 && step.nhwc_native && st.shapes[os].size() == 4) launch.outputs[o].nhwc = true;
+      if (o == 0 && step.nhwc_shapes) launch.outputs[o].shape = nhwc_logical_shape(st.shapes[os]);
       const size_t k = step.inputs.size() + o;
       if (step.island && !sc.empty() && sc[k] >= 0)
         launch.outputs[o] = LayerOutput{arena + sc[k], st.dtypes[os], st.shapes[os], true};

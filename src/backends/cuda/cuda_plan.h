@@ -71,8 +71,9 @@ class CudaPlan {
 
  private:
   friend class CudaRunner;
-  // KILNRT_CUDA_NHWC=1 in 16-bit engines: NHWC storage for conv chains, reformats at boundaries (layout_plan.h).
-  void plan_layouts(const ir::Graph& graph);
+  // 16-bit engines: NHWC storage for conv chains, reformats at boundaries (layout_plan.h); unless `forced`
+  // (KILNRT_CUDA_NHWC=1) only when predict_nhwc_win says so.
+  void plan_layouts(const ir::Graph& graph, bool forced);
   class Weights;
   struct Step {
     const ir::Node* node = nullptr;
@@ -85,6 +86,9 @@ class CudaPlan {
     std::vector<int> host_in;          // inputs the layer reads on the host (never converted)
     bool nhwc = false;                 // runs with NHWC storage (layout_plan.h)
     std::vector<int8_t> reformat;      // per input: +1 reformat to NHWC, -1 to NCHW, 0 none (empty: none)
+    bool view = false;                 // a Transpose between NCHW and NHWC that is a view of its input
+    bool nhwc_shapes = false;          // NHWC elementwise step: the layer sees permuted logical shapes
+    bool nhwc_native = false;          // NHWC-capable layer running NHWC (layout-free X / Z / Y flagged NHWC too)
   };
   // 16-bit activation dtype of --fp16 / --bf16 engines (kUndefined: float32 activations).
   DType act16_ = DType::kUndefined;

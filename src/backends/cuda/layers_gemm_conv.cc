@@ -311,8 +311,8 @@ class ConvLayer final : public CudaLayer {
     const char* env = std::getenv("KILNRT_CUDA_CONV");
     std::string why;
     use_cudnn_ = !(env && std::string(env) == "direct") && cudnn_usable(&why);
-    const char* nhwc = std::getenv("KILNRT_CUDA_NHWC");  // opt-in NHWC storage (layout_plan.h)
-    if (use_cudnn_ && p16_ && nhwc && std::string(nhwc) == "1") upload_nhwc_weights(a);
+    const char* nhwc = std::getenv("KILNRT_CUDA_NHWC");  // NHWC storage unless =0 (layout_plan.h decides)
+    if (use_cudnn_ && p16_ && !(nhwc && std::string(nhwc) == "0")) upload_nhwc_weights(a);
   }
   ~ConvLayer() override {
     if (!kilnrt::cuda::cleanup_allowed()) return;
@@ -331,6 +331,7 @@ class ConvLayer final : public CudaLayer {
   std::string tactic() const override {
     const std::string epi = fused_ ? "+kernel:conv-epilogue(" + ops::nn::describe_epilogue(epilogue_) + ")" : "";
     if (!use_cudnn_) return "kernel:conv2d-direct" + epi;
+    if (p16_ && dw_w_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32|nhwc:kernel:depthwise" + epi;
     if (p16_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32" + epi;
     return (tf32_ ? "cudnn:conv-fwd-tf32" : "cudnn:conv-fwd-fp32") + epi;
   }
@@ -346,6 +347,14 @@ class ConvLayer final : public CudaLayer {
     const void* bias = l.inputs.size() > 2 && l.inputs[2].present ? l.inputs[2].data : nullptr;
     if (fused_) check_epilogue_operands(l);
     const bool symmetric = geo.pad_end_h == geo.p.ph && geo.pad_end_w == geo.p.pw;
+    if (nhwc && dw_w_ && geo.p.groups == geo.p.c && geo.p.k == geo.p.c && l.inputs[0].dtype != DType::kFloat32) {
+      // Own NHWC depthwise kernel (kernels/nhwc_depthwise.cu), then bias / residual / activation.
+      check_launch(k::depthwise_conv2d_nhwc(float_code(l.inputs[0].dtype), l.inputs[0].data, dw_w_,
+                                            l.outputs[0].data, geo.p, l.stream),
+                   name_, "depthwise_conv2d_nhwc");
+      run_epilogue(l, geo, bias);
+      return;
+    }
     if (use_cudnn_ && symmetric) {
       Cached* c = cached(l, geo, nhwc);
       if (c->ok) {
@@ -415,6 +424,14 @@ class ConvLayer final : public CudaLayer {
             dst[((o * r + y) * sdim + x) * cg + c] = bf ? float_to_bfloat16(v) : float_to_half(v);
           }
     nhwc_w_ = a.weights.upload(n.name + "/nhwc_W", out);
+    // Depthwise (group == C == K, one input channel per group): also [KH][KW][C] for the own NHWC kernel.
+    if (cg == 1 && n.attr_int("group", 1) == kk && r > 0) {
+      Tensor dw = Tensor::empty(out.dtype(), {r, sdim, kk});
+      uint16_t* d = dw.data<uint16_t>();
+      for (int64_t o = 0; o < kk; ++o)
+        for (int64_t t = 0; t < r * sdim; ++t) d[t * kk + o] = dst[o * r * sdim + t];
+      dw_w_ = a.weights.upload(n.name + "/nhwc_dw_W", dw);
+    }
   }
 
   // FusedConv: the residual (input 3) and bias have the output's storage dtype and the residual its shape.
@@ -574,6 +591,7 @@ class ConvLayer final : public CudaLayer {
   bool p16_ = false;
   bool use_cudnn_ = false;
   const void* nhwc_w_ = nullptr;  // 16-bit weights in K,R,S,C order for NHWC convolutions (null: NCHW only)
+  const void* dw_w_ = nullptr;    // depthwise only: 16-bit weights [R,S,K] for kernels/nhwc_depthwise.cu
   bool fused_ = false;
   ops::nn::FusedEpilogue epilogue_;
   std::mutex mu_;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/kernels/conv_kernels.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
@@ -23,6 +24,10 @@ class PoolLayer final : public CudaLayer {
   explicit PoolLayer(const ir::Node& n) : node_(n), name_(n.describe()) {}
   std::string tactic() const override { return "kernel:pool2d"; }
   bool supports_16bit() const override { return true; }
+  // 2-D pooling over NHWC storage (kernels/nhwc_pool.cu; layout_plan.h); not with MaxPool's Indices output.
+  bool supports_nhwc() const override {
+    return node_.outputs.size() == 1 && node_.attr_ints("kernel_shape", std::vector<int64_t>{}).size() == 2;
+  }
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
     const Shape& ys = l.outputs[0].shape;
@@ -67,6 +72,12 @@ class PoolLayer final : public CudaLayer {
       p.pw = static_cast<int>(pads[1]);
     }
     p.count_include_pad = node_.attr_int("count_include_pad", 0) != 0;
+    KILNRT_CHECK(l.inputs[0].nhwc == l.outputs[0].nhwc, kInternal, name_, "pooling between NHWC and NCHW storage");
+    if (l.inputs[0].nhwc) {
+      check_launch(k::pool2d_nhwc(float_code(l.inputs[0].dtype), l.inputs[0].data, l.outputs[0].data, p, l.stream),
+                   name_, "pool2d_nhwc");
+      return;
+    }
     check_launch(k::pool2d(float_code(l.inputs[0].dtype), l.inputs[0].data, l.outputs[0].data, p, l.stream), name_,
                  "pool2d");
   }
@@ -101,7 +112,7 @@ class ReduceLayer final : public CudaLayer {
   bool supports_16bit() const override { return true; }
   std::vector<int> host_inputs() const override { return {1}; }
   void enqueue(LayerLaunch& l) override {
-    const Shape& xs = l.inputs[0].shape;
+    Shape xs = l.inputs[0].shape;
     const int rank = static_cast<int>(xs.size());
     std::vector<int64_t> axes;
     if (global_) {
@@ -117,6 +128,12 @@ class ReduceLayer final : public CudaLayer {
       if (!noop) std::fill(reduced.begin(), reduced.end(), true);
     }
     for (int64_t a : axes) reduced[ops::normalize_axis(a, rank, node_)] = true;
+    if (l.inputs[0].nhwc && rank == 4) {
+      // NHWC storage (layout_plan.h kReader: the plan checked that the result's memory is the same): reduce the
+      // stored [N,H,W,C] over the same logical axes.
+      xs = {xs[0], xs[2], xs[3], xs[1]};
+      reduced = {reduced[0], reduced[2], reduced[3], reduced[1]};
+    }
     const void* x = l.inputs[0].data;
     void* y = l.outputs[0].data;
     const size_t es = dtype_size(l.inputs[0].dtype);

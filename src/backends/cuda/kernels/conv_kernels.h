@@ -13,4 +13,12 @@ namespace kilnrt::cuda::kernels {
 int conv_epilogue(int dt, void* y, const void* bias, const void* z, int64_t n, int64_t inner, int64_t channels,
                   int act, float a, float b, StreamT stream);
 
+// 2-D max / average pooling over NHWC storage (nhwc_pool.cu): same parameters and semantics as pool2d (kernels.h),
+// x is [N,H,W,C], y is [N,OH,OW,C]; dt as above.
+int pool2d_nhwc(int dt, const void* x, void* y, const Pool2d& p, StreamT stream);
+
+// Depthwise 2-D convolution (p.groups == p.c == p.k) over NHWC 16-bit storage (nhwc_depthwise.cu): x [N,H,W,C],
+// w [KH,KW,C] in x's dtype, y [N,OH,OW,C]; no bias (the epilogue adds it). dt 1 float16, 2 bfloat16.
+int depthwise_conv2d_nhwc(int dt, const void* x, const void* w, void* y, const Conv2d& p, StreamT stream);
+
 }  // namespace kilnrt::cuda::kernels
