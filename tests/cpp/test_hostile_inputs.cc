@@ -160,7 +160,7 @@ TEST(HostileInputsCuda, EnqueueRejectsBadPointersAndBuffersBeforeLaunching) {
   kc::Stream stream(0);
   const Tensor xh = floats({2, 4});
   const std::vector<int64_t> iv = {3, 0, 1};
-  kc::DeviceBuffer x(0, 64 * 4), idx(0, 3 * 8), y(0, 6 * 4), small(0, 4);
+  kc::DeviceBuffer x(0, 64 * 4), idx(0, 3 * 8), y(0, 6 * 4), tail(0, 1024);
   x.copy_from_host_async(xh.raw(), xh.nbytes(), stream.get());
   idx.copy_from_host_async(iv.data(), 3 * 8, stream.get());
   stream.synchronize();
@@ -184,8 +184,9 @@ TEST(HostileInputsCuda, EnqueueRejectsBadPointersAndBuffersBeforeLaunching) {
   expect_invalid([&] { ctx->enqueue(in(x.data(), idx.data()), {}, s); }, "output 'y'", "missing output");
   expect_invalid([&] { ctx->enqueue(in(x.data(), idx.data()), {{"z", {y.data(), DType::kFloat32, {2, 3}, 0}}}, s); },
                  "output 'z'", "no output named");
-  // A 4-byte allocation claimed as a 2x3 float output (24 bytes).
-  expect_invalid([&] { ctx->enqueue(in(x.data(), idx.data()), out(small.data()), s); }, "output 'y'", "too small");
+  // The last 8 bytes of a 1 KiB allocation claimed as a 2x3 float output (24 bytes).
+  expect_invalid([&] { ctx->enqueue(in(x.data(), idx.data()), out(static_cast<char*>(tail.data()) + 1016), s); },
+                 "output 'y'", "too small");
   // After all that, the context still works.
   ctx->enqueue(in(x.data(), idx.data()), out(y.data()), s);
   std::vector<float> got(6);
