@@ -69,13 +69,38 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& mm, Match* 
     erase.push_back(act->name);
     out = act->outputs[0];
   }
-  if (bias.empty() && activation == "none") return false;  // nothing to fuse
+  // A skip connection after a linear layer without activation: Add(Y, R) with R of Y's exact shape and dtype -> the
+  // GEMM's C operand (beta = 1). Not after an activation (the epilogue would apply it to the sum).
+  std::string residual;
+  if (activation == "none") {
+    const ir::Node* add = ix.sole_consumer(out);
+    if (add && add->domain.empty() && add->op_type == "Add" && add->inputs.size() == 2 && add->outputs.size() == 1 &&
+        add->inputs[0] != add->inputs[1]) {
+      const std::string other = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
+      const ir::TensorType* yt = g.type_of(out);
+      const ir::TensorType* rt = g.type_of(other);
+      const ir::TensorType* st = g.type_of(add->outputs[0]);
+      bool same = yt && rt && st && yt->has_shape && rt->has_shape && st->has_shape && rt->dtype == at->dtype &&
+                  rt->shape.size() == yt->shape.size() && st->shape.size() == yt->shape.size();
+      for (size_t i = 0; same && i < yt->shape.size(); ++i) {
+        const ir::Dim& d = yt->shape[i];
+        same = (d.known() || !d.param.empty()) && rt->shape[i] == d && st->shape[i] == d;
+      }
+      if (same) {
+        residual = other;
+        erase.push_back(add->name);
+        out = add->outputs[0];
+      }
+    }
+  }
+  if (bias.empty() && activation == "none" && residual.empty()) return false;  // nothing to fuse
   ir::Node& f = m->fused;
   f.name = mm.name + "/fused_matmul";
   f.op_type = "FusedMatMul";
   f.domain = ops::nn::kKilnrtDomain;
   f.inputs = {mm.inputs[0], mm.inputs[1]};
-  if (!bias.empty()) f.inputs.push_back(bias);
+  if (!bias.empty() || !residual.empty()) f.inputs.push_back(bias);
+  if (!residual.empty()) f.inputs.push_back(residual);
   f.outputs = {out};
   ir::Attribute tb;
   tb.kind = ir::Attribute::Kind::kInt;

@@ -523,6 +523,43 @@ TEST(GemmEpilogueFusion, OnnxGelu20AfterMatMulBias) {
   }
 }
 
+TEST(GemmEpilogueFusion, ResidualAddBecomesTheGemmC) {
+  // BERT's dense -> + input_tensor (before LayerNorm): Add(Linear(x), r) with r of the output's shape.
+  for (int variant = 0; variant < 5; ++variant) {
+    SCOPED_TRACE(variant);
+    Builder b;
+    b.input("x", {2, 5, 12}, -2.f, 2.f);
+    b.input("r", variant == 3 ? Shape{1, 5, 7} : Shape{2, 5, 7});
+    b.constant("w", random_tensor({12, 7}, 3));
+    b.constant("bias", random_tensor({7}, 5));
+    b.node("MatMul", {"x", "w"}, "mm");
+    std::string lin = "mm";
+    if (variant != 2) lin = b.node("Add", {"bias", "mm"}, "lin").outputs[0];
+    if (variant == 4) {  // GELU first: the residual stays a separate Add
+      ir::Node& g = b.node("Gelu", {lin}, "act");
+      g.domain = "com.kilnrt";
+      b.g.opsets["com.kilnrt"] = 1;
+      lin = "act";
+    }
+    if (variant == 1)
+      b.node("Add", {"r", lin}, "y");  // residual first
+    else
+      b.node("Add", {lin, "r"}, "y");
+    b.output("y");
+    ir::Graph after = check_pass(b.finish(), b.feeds, passes::fuse_gemm_epilogues, 1, 1e-5);
+    const ir::Node* f = find_op(after, "FusedMatMul");
+    ASSERT_NE(f, nullptr);
+    const bool fused = variant <= 2;  // 3: r broadcasts (a [1, 5, 7] skip), 4: after the activation
+    EXPECT_EQ(count_ops(after, "Add"), fused ? 0u : 1u);
+    if (fused) {
+      ASSERT_EQ(f->inputs.size(), 4u);
+      EXPECT_EQ(f->inputs[2], variant == 2 ? "" : "bias");
+      EXPECT_EQ(f->inputs[3], "r");
+      EXPECT_EQ(f->outputs[0], "y");
+    }
+  }
+}
+
 // ---- decomposed LayerNorm (exports below opset 17) ----------------------------------------------------------
 namespace {
 ir::Graph decomposed_layernorm(Builder& b, bool pow, int affine, int64_t axis = -1) {

@@ -226,6 +226,36 @@ TEST(CudaAttention, FusedMatMulEpiloguesMatchCpu) {
   }
 }
 
+TEST(CudaAttention, FusedMatMulResidualMatchesCpu) {
+  // The skip connection as cuBLASLt's C operand (beta = 1), with and without bias, in three precisions.
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (bool bias : {true, false})
+    for (const Prec& p : kPrecs) {
+      SCOPED_TRACE(std::string(bias ? "bias " : "no bias ") + (*p.name ? p.name : "fp32"));
+      attntest::Builder b;
+      b.input("a", {3, 37, 96}, -1.f, 1.f);
+      b.input("res", {3, 37, 80}, -1.f, 1.f);
+      b.constant("w", rounded(random_tensor({96, 80}, 11, -0.2f, 0.2f), p.dt));
+      b.constant("bias", rounded(random_tensor({80}, 12), p.dt));
+      ir::Node& n = b.node("FusedMatMul", {"a", "w", bias ? "bias" : "", "res"}, "y");
+      n.domain = "com.kilnrt";
+      b.g.opsets["com.kilnrt"] = 1;
+      b.output("y");
+      ir::Graph g = b.finish();
+      set_precision(g, p);
+      std::map<std::string, Tensor> feeds = {{"a", rounded(b.feeds["a"], p.dt)}, {"res", rounded(b.feeds["res"], p.dt)}};
+      const double tol = p.u == 0 ? 2e-5 : 8 * p.u;
+      const Tensor y = run_cuda(g, feeds).at("y");
+      expect_tensors_close(y, run_cpu(g, feeds).at("y"), tol, tol);
+      // The residual really is added: the result differs from the GEMM (+ bias) alone by |res| ~ 0.5 on average.
+      ir::Graph plain = g;
+      plain.nodes[0].inputs.resize(bias ? 3 : 2);
+      plain.nodes[0].attrs["activation"].kind = ir::Attribute::Kind::kString;
+      plain.nodes[0].attrs["activation"].s = "none";
+      EXPECT_GT(attntest::max_rel_diff(y, run_cpu(plain, feeds).at("y")), 0.1);
+    }
+}
+
 TEST(CudaAttention, FusedLayerNormMatchesCpu) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (const Prec& p : kPrecs) {

@@ -1,5 +1,6 @@
 // CUDA layer of com.kilnrt:FusedMatMul (made by passes/fuse_gemm_epilogue): A [..., K] x W [K, N] (or [N, K] with
-// trans_b) + bias, then GELU, as ONE cuBLASLt call with an epilogue: BIAS, GELU_BIAS or GELU. cuBLASLt's GELU is
+// trans_b) + bias [+ residual: the C operand with beta = 1], then GELU, as ONE cuBLASLt call with an epilogue: BIAS,
+// GELU_BIAS or GELU. cuBLASLt's GELU is
 // the tanh approximation: it is used for approximate="tanh", and in 16-bit engines for the erf form too (the two
 // differ by < 5e-4, under a quarter of an fp16 unit at the values where they differ most); a float32 engine with the
 // erf form takes the BIAS epilogue and one GELU kernel in place. Float32 (strict or --tf32), float16, bfloat16.
@@ -20,7 +21,7 @@ struct Lt {  // RAII for one cuBLASLt descriptor
 
 std::string fused_supports(const ir::Node& n, const ir::Graph& g) {
   if (n.domain != "com.kilnrt") return "FusedMatMul belongs to the com.kilnrt domain";
-  if (n.inputs.size() < 2 || n.inputs.size() > 3) return "needs A, W and an optional bias";
+  if (n.inputs.size() < 2 || n.inputs.size() > 4) return "needs A, W, an optional bias and an optional residual";
   const DType dt = value_dtype(g, n.inputs[0]);
   if (dt != DType::kFloat32) return std::string("dtype ") + dtype_name(dt) + " (the graph's A must be float32)";
   if (!g.is_constant(n.inputs[1])) return "W must be a constant";
@@ -58,6 +59,11 @@ class FusedMatMulLayer final : public CudaLayer {
     if (has_bias)
       KILNRT_CHECK(l.inputs[2].numel() == n && l.inputs[2].dtype == st, kInvalidArgument, name_,
                    "bias must have N = " << n << " elements of A's dtype");
+    const bool has_res = l.inputs.size() > 3 && l.inputs[3].present;
+    if (has_res)
+      KILNRT_CHECK(l.inputs[3].shape == l.outputs[0].shape && l.inputs[3].dtype == st, kInvalidArgument, name_,
+                   "residual " << shape_to_string(l.inputs[3].shape) << " must have the output's shape "
+                               << shape_to_string(l.outputs[0].shape) << " and dtype");
     const bool st16 = st == DType::kFloat16 || st == DType::kBFloat16;
     const bool lt_gelu = gelu_ && (tanh_ || st16);
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
@@ -101,9 +107,10 @@ class FusedMatMulLayer final : public CudaLayer {
                           name_);
     KILNRT_CHECK(returned > 0, kCuda, name_,
                  "cuBLASLt found no algorithm for a " << m << "x" << n << "x" << kk << " GEMM with epilogue " << int(epi));
-    const float alpha = 1.f, beta = 0.f;
+    const float alpha = 1.f, beta = has_res ? 1.f : 0.f;
+    const void* c = has_res ? l.inputs[3].data : l.outputs[0].data;
     KILNRT_CUBLASLT_CHECK(api.cublasLtMatmul(handle, desc.h, &alpha, l.inputs[1].data, lw.h, l.inputs[0].data, la.h,
-                                             &beta, l.outputs[0].data, ly.h, l.outputs[0].data, ly.h, &result.algo,
+                                             &beta, c, ly.h, l.outputs[0].data, ly.h, &result.algo,
                                              l.workspace, l.workspace_bytes, reinterpret_cast<cudaStream_t>(l.stream)),
                           name_);
     if (gelu_ && !lt_gelu)  // float32 erf GELU: exact, in place

@@ -44,7 +44,9 @@ void gelu_cpu(CpuContext& ctx) {
 KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain, "Gelu", 1, 1000, infer_same, gelu_cpu, float_dtypes(),
                             "x*Phi(x), approximate none|tanh (made by fuse_gelu)"});
 
-// ---- FusedMatMul(A [..., K], W [K, N] (trans_b: [N, K]) [, bias [N]]) -> [..., N], then the activation -----------
+// ---- FusedMatMul(A [..., K], W [K, N] (trans_b: [N, K]) [, bias [N] [, residual [..., N]]]) -> [..., N] -----------
+// Y = act(A W + bias + residual); the residual (a tensor of Y's shape, e.g. a transformer's skip connection) is the
+// GEMM's C operand with beta = 1 on CUDA.
 void infer_fused_matmul(ShapeContext& ctx) {
   const ir::TensorType& a = ctx.input(0);
   const ir::TensorType& w = ctx.input(1);
@@ -82,6 +84,13 @@ void fused_matmul_cpu(CpuContext& ctx) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) yp[i * n + j] += b.data<float>()[j];
   }
+  if (ctx.has_input(3)) {
+    const Tensor r = to_float32(ctx.input(3), node, "residual");
+    KILNRT_CHECK(r.shape() == os, kInvalidArgument, node.describe(),
+                 "residual of shape " << shape_to_string(r.shape()) << " differs from the output " << shape_to_string(os));
+    const float* rp = r.data<float>();
+    for (int64_t i = 0; i < y.numel(); ++i) yp[i] += rp[i];
+  }
   const std::string act = node.attr_string("activation", std::string("none"));
   KILNRT_CHECK(act == "none" || act == "gelu", kInvalidModel, node.describe(), "unknown activation '" << act << "'");
   if (act == "gelu") {
@@ -92,7 +101,7 @@ void fused_matmul_cpu(CpuContext& ctx) {
 }
 
 KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain, "FusedMatMul", 1, 1000, infer_fused_matmul, fused_matmul_cpu,
-                            float_dtypes(), "A W + bias, then GELU or nothing (made by fuse_gemm_epilogue)"});
+                            float_dtypes(), "A W + bias [+ residual], then GELU or nothing (made by fuse_gemm_epilogue)"});
 
 // ---- LayerNormalization (fuse_layernorm, exports below opset 17): over the dims from `axis` on ----------------------
 void layernorm_cpu(CpuContext& ctx) {
