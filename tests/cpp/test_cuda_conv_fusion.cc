@@ -291,3 +291,44 @@ TEST(CudaConvFusion, NhwcPoolingReductionsSqueezeExciteAndTransposesMatchCpu) {
     EXPECT_NE(tactics_of_op(g, "Add").find("+nhwc"), std::string::npos) << tactics_of(g);
   }
 }
+
+namespace {
+
+// Spatial reductions of a wide NHWC value (40 channels, 16 x 16): the [N, H*W, C] kernel of kernels/nhwc_reduce.cu
+// (mean, max, sum), 40 channels leaving a partial 32-channel tile.
+ir::Graph nhwc_reduction_model() {
+  GraphBuilder b;
+  b.input("x", {3, 8, 16, 16});
+  b.conv("x", "c", 8, 40, 3, 1, true);
+  b.node("Relu", {"c"}, {"r"});
+  b.node("ReduceMean", {"r"}, {"mean"}).attrs["axes"] = ints_attr({2, 3});
+  b.node("GlobalMaxPool", {"r"}, {"max"});
+  const std::string axes = b.constant("axes", Tensor::from_vector(std::vector<int64_t>{-1, -2}, DType::kInt64, {2}));
+  b.node("ReduceSum", {"r", axes}, {"sum"}).attrs["keepdims"] = int_attr(0);
+  for (const char* o : {"mean", "max", "sum"}) b.output(o);
+  return b.finish();
+}
+
+}  // namespace
+
+TEST(CudaConvFusion, NhwcWideSpatialReductionsMatchCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  NhwcOptIn opt_in;
+  for (const Prec& p : kPrecs) {
+    if (!*p.name) continue;
+    SCOPED_TRACE(p.name);
+    const ir::Graph original = nhwc_reduction_model();
+    ir::Graph g = original;
+    passes::optimize_graph(g);
+    set_precision(g, p.name);
+    const auto feeds = feeds_for(g);
+    const auto want = cudatest::run_cpu(original, feeds);
+    const auto got = cudatest::run_cuda(g, feeds);
+    for (const char* o : {"mean", "max", "sum"}) {
+      SCOPED_TRACE(o);
+      cudatest::expect_tensors_close(got.at(o), want.at(o), 4 * p.atol, 4 * p.rtol);
+    }
+    for (const char* op : {"ReduceMean", "GlobalMaxPool", "ReduceSum"})
+      EXPECT_NE(tactics_of_op(g, op).find("+nhwc"), std::string::npos) << op << ": " << tactics_of(g);
+  }
+}

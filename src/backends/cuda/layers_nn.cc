@@ -171,6 +171,14 @@ class ReduceLayer final : public CudaLayer {
       x = l.workspace;
       for (int d = 0; d < rank; ++d) (reduced[d] ? r : outer) *= xs[d];
     }
+    const int wide_op = op_ == k::ReduceOp::kSum ? 0 : op_ == k::ReduceOp::kMean ? 1
+                      : op_ == k::ReduceOp::kMax ? 2 : op_ == k::ReduceOp::kMin ? 3 : -1;
+    if (l.inputs[0].nhwc && wide_op >= 0 && inner >= 32 && r >= 32 && outer <= 65535) {
+      // Spatial reduction of NHWC storage ([N, H*W, C]): kernels/nhwc_reduce.cu.
+      check_launch(k::reduce_mid_wide(wide_op, float_code(l.inputs[0].dtype), x, y, outer, r, inner, l.stream), name_,
+                   "reduce_mid_wide");
+      return;
+    }
     check_launch(k::reduce(op_, float_code(l.inputs[0].dtype), x, y, outer, r, inner, l.stream), name_, "reduce");
   }
 

@@ -21,4 +21,8 @@ int pool2d_nhwc(int dt, const void* x, void* y, const Pool2d& p, StreamT stream)
 // w [KH,KW,C] in x's dtype, y [N,OH,OW,C]; no bias (the epilogue adds it). dt 1 float16, 2 bfloat16.
 int depthwise_conv2d_nhwc(int dt, const void* x, const void* w, void* y, const Conv2d& p, StreamT stream);
 
+// Sum (op 0), mean (1), max (2) or min (3) over the middle dim of [outer, r, inner] for inner >= 32, e.g. a spatial
+// reduction over NHWC storage (nhwc_reduce.cu); outer <= 65535; dt as above.
+int reduce_mid_wide(int op, int dt, const void* x, void* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
+
 }  // namespace kilnrt::cuda::kernels
