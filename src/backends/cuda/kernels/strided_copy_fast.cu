@@ -15,20 +15,12 @@ namespace {
 
 using namespace launch_common;
 
+// Unit offsets from strided_copy_unit (strided_copy_plan.h, the function the CPU test checks).
 template <typename T>
 __global__ void strided_copy32_kernel(T* dst, const T* src, Strided32 s, uint32_t n) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    uint32_t rem = i;
-    int32_t o = s.out_offset, in = s.in_offset;
-    for (int d = s.rank - 1; d > 0; --d) {
-      const uint32_t q = rem / s.dims[d];
-      const uint32_t idx = rem - q * s.dims[d];
-      rem = q;
-      o += int32_t(idx) * s.out_strides[d];
-      in += int32_t(idx) * s.in_strides[d];
-    }
-    o += int32_t(rem) * s.out_strides[0];
-    in += int32_t(rem) * s.in_strides[0];
+    int32_t o, in;
+    strided_copy_unit(s, i, &o, &in);
     dst[o] = src[in];
   }
 }
