@@ -1,7 +1,8 @@
 // The fast elementwise / copy kernels (issue 7: elementwise_fast.cu, strided_copy_fast.cu, the Cast shortcut) called
 // directly on the GPU and compared with a host reference: float32 / float16 / bfloat16, odd sizes (scalar tails),
 // misaligned pointers (no vectors), same-shape / scalar / bias / per-channel / mask / generic broadcasts, NaN and inf,
-// head-split and tiled transposes with partial tiles, slices at offsets. Skips with the reason without a GPU.
+// head-split and tiled transposes with partial tiles, slices at offsets, Gather rows (16-byte units) and elements.
+// Skips with the reason without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -388,4 +389,31 @@ TEST_F(CudaFastKernels, CastBetweenFloat32And16Bit) {
     expect_close(decode(dt, down(dy)), want, 0, 0, std::string("to ") + fname(dt));
     expect_close(decode(0, down(back)), want, 0, 0, std::string("back from ") + fname(dt));
   }
+}
+
+TEST_F(CudaFastKernels, GatherRowsAndElements) {
+  std::mt19937 rng(17);
+  const std::vector<int64_t> idx_host = {2, -1, 0, 6, 9, -8, 3};  // 9 and -8 are out of range: zeros
+  for (size_t es : {size_t(1), size_t(2), size_t(4), size_t(8)})
+    for (int64_t inner : {int64_t(1), int64_t(5), int64_t(64), int64_t(768)}) {
+      const int64_t outer = 3, axis = 7, n_idx = static_cast<int64_t>(idx_host.size());
+      std::vector<uint8_t> x(outer * axis * inner * es);
+      for (auto& v : x) v = 1 + rng() % 255;
+      std::vector<uint8_t> idx_bytes(idx_host.size() * 8);
+      std::memcpy(idx_bytes.data(), idx_host.data(), idx_bytes.size());
+      Dev dx = up(x), di = up(idx_bytes), dy(outer * n_idx * inner * es, 0);
+      ASSERT_EQ(k::gather(dx.ptr(), static_cast<const int64_t*>(di.ptr()), dy.ptr(), outer, axis, n_idx, inner, es,
+                          st()),
+                0);
+      const std::vector<uint8_t> got = down(dy);
+      const std::vector<uint8_t> zero(es, 0);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < n_idx; ++j)
+          for (int64_t i = 0; i < inner; ++i) {
+            int64_t kk = idx_host[j] < 0 ? idx_host[j] + axis : idx_host[j];
+            const uint8_t* want = kk >= 0 && kk < axis ? &x[((o * axis + kk) * inner + i) * es] : zero.data();
+            ASSERT_EQ(std::memcmp(&got[((o * n_idx + j) * inner + i) * es], want, es), 0)
+                << "element size " << es << " inner " << inner << " at " << o << "," << j << "," << i;
+          }
+    }
 }

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "backends/cuda/kernels/gather_plan.h"
 #include "backends/cuda/kernels/strided_copy_plan.h"
 
 namespace k = kilnrt::cuda::kernels;
@@ -148,4 +149,48 @@ TEST(StridedCopyPlan, ProfiledTransposesTakeTheFastKernels) {
   // A 2-D transpose too narrow for tiles copies element by element.
   ASSERT_TRUE(k::plan_strided_copy(transpose_of({4, 1000}, {1, 0}), 4, 4096, 8192, &p));
   EXPECT_FALSE(p.tiled);
+}
+
+// kernels::gather's fast path (gather_plan.h): for random shapes, element sizes, alignments and indices (negative
+// and out of range included), the units map every output element to the generic kernel's source element (or zero).
+TEST(GatherPlan, MatchesTheGenericMapping) {
+  std::mt19937 rng(3);
+  int vectorised = 0;
+  for (int iter = 0; iter < 2000; ++iter) {
+    const int64_t outer = 1 + rng() % 4, axis = 1 + rng() % 6, n_idx = 1 + rng() % 5;
+    const int64_t inner = rng() % 2 ? 8 * (1 + rng() % 6) : 1 + rng() % 13;
+    const size_t es = size_t(1) << (rng() % 4);
+    std::vector<int64_t> idx(n_idx);
+    for (auto& k : idx) k = static_cast<int64_t>(rng() % (2 * axis + 2)) - axis - 1;  // [-axis-1, axis]
+    const uintptr_t x = rng() % 4 ? 4096 : 4096 + es, y = 8192;
+    k::GatherPlan p;
+    ASSERT_TRUE(k::plan_gather(outer, axis, n_idx, inner, es, x, y, &p));
+    const int64_t v = static_cast<int64_t>(p.unit / es);
+    vectorised += p.unit == 16;
+    ASSERT_EQ(int64_t(p.units) * v, outer * n_idx * inner) << "iteration " << iter;
+    for (uint32_t u = 0; u < p.units; ++u) {
+      int64_t kk = idx[k::gather_index_position(p, u)];
+      if (kk < 0) kk += axis;
+      const bool valid = kk >= 0 && kk < axis;
+      for (int64_t e = 0; e < v; ++e) {
+        const int64_t i = int64_t(u) * v + e;  // output element
+        const int64_t in = i % inner, j = (i / inner) % n_idx, o = i / (inner * n_idx);
+        int64_t want_k = idx[j];
+        if (want_k < 0) want_k += axis;
+        const bool want_valid = want_k >= 0 && want_k < axis;
+        ASSERT_EQ(valid, want_valid) << "iteration " << iter << " element " << i;
+        if (valid) {
+          ASSERT_EQ(int64_t(k::gather_source_unit(p, u, uint32_t(kk))) * v + e, (o * axis + want_k) * inner + in)
+              << "iteration " << iter << " element " << i;
+        }
+      }
+    }
+  }
+  EXPECT_GT(vectorised, 200) << "the 16-byte path is exercised";
+  k::GatherPlan p;
+  EXPECT_FALSE(k::plan_gather(1, int64_t(1) << 20, 1, (int64_t(1) << 12) + 1, 2, 0, 0, &p)) << "source beyond 2^31 units";
+  // ViT's select (q / k / v from [3, S, B, E]): one 16-byte unit per 8 halves, 32-bit.
+  ASSERT_TRUE(k::plan_gather(1, 3, 1, 197 * 32 * 768, 2, 4096, 8192, &p));
+  EXPECT_EQ(p.unit, 16u);
+  EXPECT_EQ(p.units, 197u * 32 * 768 / 8);
 }

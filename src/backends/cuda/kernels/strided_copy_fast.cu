@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/kernels/gather_plan.h"
 #include "backends/cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/strided_copy_fast.h"
 #include "backends/cuda/kernels/strided_copy_plan.h"
@@ -70,7 +71,43 @@ int launch_tiled(void* dst, const void* src, const TiledTransposePlan& p, cudaSt
   return launch_status();
 }
 
+// Gather: one unit per thread, index read as int64 (negative wraps once, out of range writes zeros, as the generic
+// kernel does).
+template <typename T>
+__global__ void gather_fast_kernel(const T* x, const int64_t* idx, T* y, GatherPlan p) {
+  for (uint32_t u = blockIdx.x * blockDim.x + threadIdx.x; u < p.units; u += gridDim.x * blockDim.x) {
+    int64_t k = idx[gather_index_position(p, u)];
+    if (k < 0) k += p.axis_dim;
+    T v{};
+    if (k >= 0 && k < int64_t(p.axis_dim)) v = x[gather_source_unit(p, u, uint32_t(k))];
+    y[u] = v;
+  }
+}
+
+template <typename T>
+int launch_gather(const void* x, const int64_t* idx, void* y, const GatherPlan& p, cudaStream_t st) {
+  gather_fast_kernel<T><<<blocks_for(p.units), kThreads, 0, st>>>(static_cast<const T*>(x), idx, static_cast<T*>(y), p);
+  return launch_status();
+}
+
 }  // namespace
+
+int gather_fast(const void* x, const int64_t* indices, void* y, int64_t outer, int64_t axis_dim, int64_t n_idx,
+                int64_t inner, size_t elem_size, StreamT stream) {
+  GatherPlan p;
+  if (!plan_gather(outer, axis_dim, n_idx, inner, elem_size, reinterpret_cast<uintptr_t>(x),
+                   reinterpret_cast<uintptr_t>(y), &p))
+    return -1;
+  if (p.units == 0) return 0;
+  cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
+  switch (p.unit) {
+    case 1: return launch_gather<uint8_t>(x, indices, y, p, st);
+    case 2: return launch_gather<uint16_t>(x, indices, y, p, st);
+    case 4: return launch_gather<uint32_t>(x, indices, y, p, st);
+    case 8: return launch_gather<uint64_t>(x, indices, y, p, st);
+    default: return launch_gather<uint4>(x, indices, y, p, st);
+  }
+}
 
 int strided_copy_fast(void* dst, const void* src, const Strided& in, size_t elem_size, StreamT stream) {
   StridedCopyPlan p;
