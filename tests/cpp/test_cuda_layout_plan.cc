@@ -216,6 +216,28 @@ TEST(CudaLayoutPlan, PredictedWinNeedsFewReformats) {
   EXPECT_FALSE(predict_nhwc_win(d));
 }
 
+TEST(CudaLayoutPlan, DepthwiseConvsInNhwcPredictALoss) {
+  // MobileNet-like: 0 in -conv-> 1 -depthwise-> 2 -conv-> 3 -conv-> 4 (output). Planned NHWC (the forced mode),
+  // but not the default: the NHWC depthwise kernel is the slow part (layout_plan.h).
+  Problem t;
+  t.slots(5);
+  t.p.pinned_nchw[0] = t.p.pinned_nchw[4] = 1;
+  t.step({0}, {1}, true);
+  const size_t dw = t.step({1}, {2}, true);
+  t.p.steps[dw].depthwise = true;
+  t.step({2}, {3}, true);
+  t.step({3}, {4}, true);
+  LayoutDecision d = decide_layouts(t.p);
+  EXPECT_TRUE(d.step_nhwc[dw]);
+  EXPECT_EQ(d.nhwc_depthwise, 1u);
+  EXPECT_EQ(d.reformats, 2u);
+  EXPECT_FALSE(predict_nhwc_win(d));
+  t.p.steps[dw].depthwise = false;
+  d = decide_layouts(t.p);
+  EXPECT_EQ(d.nhwc_depthwise, 0u);
+  EXPECT_TRUE(predict_nhwc_win(d));
+}
+
 TEST(CudaLayoutPlan, NhwcLogicalShapesPadThenPermute) {
   EXPECT_EQ(nhwc_logical_shape({2, 3, 4, 5}), (Shape{2, 4, 5, 3}));
   EXPECT_EQ(nhwc_logical_shape({3, 1, 1}), (Shape{1, 1, 1, 3}));

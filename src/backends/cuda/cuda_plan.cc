@@ -233,13 +233,15 @@ void CudaPlan::plan_layouts(const ir::Graph& graph, bool forced) {
     ls.alias = !st.host && st.layer->is_alias();
     ls.island = st.island;
     if (ls.device && !ls.alias && !ls.island && !ls.nhwc_capable) ls.kind = layout_kind_of(*st.node, graph);
+    ls.depthwise = ls.nhwc_capable && depthwise_conv(*st.node, graph);
     ls.inputs = st.inputs;
     ls.outputs = st.outputs;
     p.steps.push_back(std::move(ls));
   }
   LayoutDecision d = decide_layouts(p);
   if (!forced && !predict_nhwc_win(d)) {
-    KILNRT_LOG(kInfo, "NHWC storage not predicted to win (" << d.reformats << " reformats for " << d.nhwc_steps
+    KILNRT_LOG(kInfo, "NHWC storage not predicted to win (" << d.reformats << " reformats, " << d.nhwc_depthwise
+                                                            << " depthwise convs among " << d.nhwc_steps
                                                             << " NHWC layers): NCHW");
     return;
   }

@@ -38,6 +38,7 @@ struct LayoutStep {
   bool nhwc_capable = false;  // CudaLayer::supports_nhwc() (same as kind kProducer)
   bool alias = false;         // CudaLayer::is_alias()
   bool island = false;        // float32 island of a 16-bit engine
+  bool depthwise = false;     // a depthwise convolution (group == C == K > 1): slow in NHWC (predict_nhwc_win)
   LayoutKind kind = LayoutKind::kFixed;
   std::vector<int> inputs, outputs;  // slots, -1 omitted
 };
@@ -56,13 +57,17 @@ struct LayoutDecision {
   std::vector<std::vector<int8_t>> reformat;  // per step, per input: +1 NCHW -> NHWC, -1 NHWC -> NCHW, 0 none
   size_t reformats = 0;                      // number of reformatted step inputs
   size_t nhwc_steps = 0;                     // steps that run NHWC (views included)
+  size_t nhwc_depthwise = 0;                 // depthwise convolutions among them
 };
 
 LayoutDecision decide_layouts(const LayoutProblem& p);
 
 // Default policy when KILNRT_CUDA_NHWC is unset: NHWC only when the reformats are few compared with the work that
-// runs NHWC (each reformat is a full read + write of an activation; the probe on the H100 showed models with a
-// reformat around every block losing 2-3x while a ResNet with 5 won 20%).
+// runs NHWC (each reformat is a full read + write of an activation; the first H100 probe showed models with a
+// reformat around every block losing 2-3x while a ResNet with 5 won 20%) and no depthwise convolution runs NHWC
+// (H100, fp16 b32: the own NHWC depthwise kernel takes 1.0 ms where cuDNN's NCHW one takes 0.36 ms for convnext's
+// 7x7 stage-1 layers, 2.5-6x slower on efficientnet_b0 / mobilenet_v3_large, so those models lose 35-55% in NHWC
+// while resnet50 wins 2x; docs/conv-fusion.md).
 bool predict_nhwc_win(const LayoutDecision& d);
 
 // The logical shape an NHWC elementwise step presents to its layer for an operand of logical shape `s` (rank <= 4):
@@ -91,6 +96,8 @@ namespace kilnrt::backends::cuda {
 // The layout kind of a node that is not a float32 island, alias or NHWC-capable layer (those the plan knows from
 // the layer): kElementwise, kReader, kToNhwcView, kFromNhwcView or kFixed.
 LayoutKind layout_kind_of(const ir::Node& node, const ir::Graph& graph);
+// True for a Conv / FusedConv with constant weights [K, 1, ...] and group == K > 1.
+bool depthwise_conv(const ir::Node& node, const ir::Graph& graph);
 // True when a value of this type (rank <= 4, padded with leading 1s) has C == 1 or H == W == 1 (static dims).
 bool layout_free_type(const ir::TensorType* t);
 

@@ -69,6 +69,14 @@ LayoutKind layout_kind_of(const ir::Node& n, const ir::Graph& g) {
   return LayoutKind::kFixed;
 }
 
+bool depthwise_conv(const ir::Node& n, const ir::Graph& g) {
+  if (n.op_type != "Conv" && n.op_type != "FusedConv") return false;
+  if (n.inputs.size() < 2 || !g.is_constant(n.inputs[1])) return false;
+  const Tensor& w = g.constants.at(n.inputs[1]);
+  const int64_t group = n.attr_int("group", 1);
+  return w.rank() >= 3 && group > 1 && w.dim(0) == group && w.dim(1) == 1;
+}
+
 bool layout_free_type(const ir::TensorType* t) {
   if (!t || !t->has_shape || t->shape.size() > 4) return false;
   std::vector<ir::Dim> p(4, ir::Dim(1));
