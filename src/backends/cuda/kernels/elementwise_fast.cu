@@ -30,12 +30,17 @@ __device__ __forceinline__ void unit_offsets(const ElementwisePlan& p, uint32_t 
   uint32_t rem = u;
 #pragma unroll
   for (int k = 0; k < N; ++k) off[k] = 0;
-  for (int d = last; d > 0; --d) {
-    const uint32_t q = rem / p.dims[d];
-    const int32_t idx = int32_t(rem - q * p.dims[d]) * (d == last ? V : 1);
-    rem = q;
+  // Fixed bound + rank guard (unrolled: constant indices into the plan; a runtime-rank loop can make nvcc copy the
+  // plan into per-thread local memory, as it did for the strided copy).
 #pragma unroll
-    for (int k = 0; k < N; ++k) off[k] += idx * p.strides[k][d];
+  for (int d = kMaxDims - 1; d > 0; --d) {
+    if (d <= last) {
+      const uint32_t q = rem / p.dims[d];
+      const int32_t idx = int32_t(rem - q * p.dims[d]) * (d == last ? V : 1);
+      rem = q;
+#pragma unroll
+      for (int k = 0; k < N; ++k) off[k] += idx * p.strides[k][d];
+    }
   }
   const int32_t idx0 = int32_t(rem) * (last == 0 ? V : 1);
 #pragma unroll
