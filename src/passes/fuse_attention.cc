@@ -8,6 +8,8 @@
 #include "ops/op_registry.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"
+#include "passes/select_packed_qkv.h"
+#include "passes/shape_inference.h"
 
 namespace kilnrt::passes {
 namespace {
@@ -366,6 +368,8 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m
 
 size_t fuse_attention(ir::Graph& graph) {
   if (!fusion_enabled("attention")) return 0;
+  // MultiheadAttention's packed q / k / v selects first: Slice of the projection instead of Transpose + Gather.
+  if (select_packed_qkv(graph) > 0) infer_shapes(graph);
   // One match at a time: a match erases values a later match's operands might have been traced through.
   size_t fused = 0;
   for (bool found = true; found;) {

@@ -60,10 +60,24 @@ inline ir::Graph sdpa_dynamo_block(Builder& b, int64_t B, int64_t S, int64_t H, 
 // torchvision ViT's nn.MultiheadAttention (batch_first, need_weights=False) through torch 2.x dynamo: the packed
 // projection [3, S, B, E] (graph input "proj") split with Gather(index 0 / 1 / 2, axis 0); heads
 // Reshape([S, B*H, D]) -> Transpose(1, 0, 2) -> Reshape([B, H, S, D]); SDPA without a mask (K^T chain, two scales);
-// out: Transpose(2, 0, 1, 3) -> Reshape([S*B, E]).
-inline ir::Graph mha_dynamo_block(Builder& b, int64_t B, int64_t S, int64_t H, int64_t D) {
+// out: Transpose(2, 0, 1, 3) -> Reshape([S*B, E]). packed: "proj" is made from the in-projection's output
+// "proj_sbe" [S, B, 3E] as torch writes it: Reshape([S, B, 3, E]) -> Unsqueeze(0) -> Transpose(3, 1, 2, 0, 4) ->
+// Squeeze(-2).
+inline void packed_projection(Builder& b, const std::string& in, const std::string& out, int64_t S, int64_t B,
+                              int64_t E, std::vector<int64_t> perm = {3, 1, 2, 0, 4}) {
+  b.input(in, {S, B, 3 * E});
+  b.node("Reshape", {in, b.constant(in + "_s4", shape_const({S, B, 3, E}))}, in + "_4");
+  b.node("Unsqueeze", {in + "_4", b.constant(in + "_ax0", shape_const({0}))}, in + "_5");
+  b.transpose(in + "_5", std::move(perm), in + "_t");
+  b.node("Squeeze", {in + "_t", b.constant(in + "_ax3", shape_const({-2}))}, out);
+}
+
+inline ir::Graph mha_dynamo_block(Builder& b, int64_t B, int64_t S, int64_t H, int64_t D, bool packed = false) {
   const int64_t E = H * D;
-  b.input("proj", {3, S, B, E});
+  if (packed)
+    packed_projection(b, "proj_sbe", "proj", S, B, E);
+  else
+    b.input("proj", {3, S, B, E});
   const char* names[3] = {"q", "k", "v"};
   for (int i = 0; i < 3; ++i) {
     const std::string n = names[i];

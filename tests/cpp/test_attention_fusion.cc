@@ -16,7 +16,9 @@
 #include "passes/fuse_gelu.h"
 #include "passes/fuse_gemm_epilogue.h"
 #include "passes/fuse_layernorm.h"
+#include "passes/dead_code.h"
 #include "passes/optimize.h"
+#include "passes/select_packed_qkv.h"
 
 using namespace kilnrt;
 using namespace kilnrt::attntest;
@@ -216,20 +218,25 @@ TEST(AttentionFusion, BertSdpaDynamoPatternWithNanGuardAndBooleanMask) {
 TEST(AttentionFusion, VitMultiheadAttentionHeadSplitIsReadInPlace) {
   // The head split Reshape -> Transpose(1, 0, 2) -> Reshape of Q, K and V becomes a Reshape view of the Gather's
   // [S, B, E] output read with perm (1, 2, 0, 3): no Transpose copy is left.
-  Builder b;
-  const ir::Graph g = mha_dynamo_block(b, 3, 13, 2, 8);
-  ir::Graph after = check_pass(g, b.feeds, attention, 1);
-  const ir::Node* f = find_op(after, "FusedAttention");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->inputs, (std::vector<std::string>{"q_4/heads", "k_4/heads", "v_4/heads"}));
-  for (const char* a : {"q_perm", "k_perm", "v_perm"}) EXPECT_EQ(f->attr_ints(a), (std::vector<int64_t>{1, 2, 0, 3})) << a;
-  EXPECT_EQ(f->attr_ints("out_perm"), (std::vector<int64_t>{2, 0, 1, 3}));
-  EXPECT_NEAR(f->attr_float("scale"), 1.0 / std::sqrt(8.0), 1e-6);
-  passes::optimize_graph(after);
-  EXPECT_EQ(count_ops(after, "Transpose"), 0u) << after.to_string(false);
-  EXPECT_EQ(count_ops(after, "Gather"), 3u);
-  const auto ref = run_cpu(g, b.feeds);
-  EXPECT_LE(max_rel_diff(run_cpu(after, b.feeds).at("y"), ref.at("y")), 1e-5);
+  // packed: from the in-projection's [S, B, 3E] output, the Gathers become Slices (select_packed_qkv) first.
+  for (bool packed : {false, true}) {
+    SCOPED_TRACE(packed ? "packed projection" : "q / k / v picked from an input");
+    Builder b;
+    const ir::Graph g = mha_dynamo_block(b, 3, 13, 2, 8, packed);
+    ir::Graph after = check_pass(g, b.feeds, attention, 1);
+    const ir::Node* f = find_op(after, "FusedAttention");
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->inputs, (std::vector<std::string>{"q_4/heads", "k_4/heads", "v_4/heads"}));
+    for (const char* a : {"q_perm", "k_perm", "v_perm"})
+      EXPECT_EQ(f->attr_ints(a), (std::vector<int64_t>{1, 2, 0, 3})) << a;
+    EXPECT_EQ(f->attr_ints("out_perm"), (std::vector<int64_t>{2, 0, 1, 3}));
+    EXPECT_NEAR(f->attr_float("scale"), 1.0 / std::sqrt(8.0), 1e-6);
+    passes::optimize_graph(after);
+    EXPECT_EQ(count_ops(after, "Transpose"), 0u) << after.to_string(false);
+    EXPECT_EQ(count_ops(after, "Gather"), packed ? 0u : 3u);
+    const auto ref = run_cpu(g, b.feeds);
+    EXPECT_LE(max_rel_diff(run_cpu(after, b.feeds).at("y"), ref.at("y")), 1e-5);
+  }
   {  // a head split whose Transpose is not (1, 0, 2) keeps its copy
     Builder b2;
     ir::Graph g2 = mha_dynamo_block(b2, 2, 4, 2, 2);  // B = H = 2, S = 4, D = 2: shapes alone cannot tell
@@ -238,6 +245,45 @@ TEST(AttentionFusion, VitMultiheadAttentionHeadSplitIsReadInPlace) {
     g2.constants["v_s4"] = shape_const({2, 2, 4, 2});
     ir::Graph after2 = check_pass(g2, b2.feeds, attention, 1);
     EXPECT_EQ(find_op(after2, "FusedAttention")->inputs[2], "v_4");
+  }
+}
+
+TEST(AttentionFusion, PackedProjectionSelectsBecomeSlices) {
+  // torch's in-projection split: Reshape -> Unsqueeze(0) -> Transpose(3, 1, 2, 0, 4) -> Squeeze(-2) -> Gather(0 / 1 /
+  // -1): three Slices of the projection, the Transpose copy dead.
+  {
+    Builder b;
+    packed_projection(b, "p", "x", 5, 2, 8);
+    for (int64_t i : {0, 1, -1}) {
+      const std::string o = "sel" + std::to_string(i);
+      b.node("Gather", {"x", b.constant(o + "_i", Tensor::from_vector(std::vector<int64_t>{i}, DType::kInt64, {}))}, o);
+      b.output(o);
+    }
+    ir::Graph after = check_pass(b.finish(), b.feeds, passes::select_packed_qkv, 3);
+    passes::eliminate_dead_code(after);
+    EXPECT_EQ(count_ops(after, "Gather"), 0u);
+    EXPECT_EQ(count_ops(after, "Transpose"), 0u) << after.to_string(false);
+    EXPECT_EQ(count_ops(after, "Slice"), 3u);
+    EXPECT_EQ(after.type_of("sel-1")->shape, ir::shape_to_sym({5, 2, 8}));
+  }
+  {  // the other axes change order (Transpose(3, 2, 1, 0, 4)): a real transpose is needed, left alone
+    Builder b;
+    packed_projection(b, "p", "x", 5, 2, 8, {3, 2, 1, 0, 4});
+    b.node("Gather", {"x", b.constant("i", Tensor::from_vector(std::vector<int64_t>{1}, DType::kInt64, {}))}, "y");
+    b.output("y");
+    check_pass(b.finish(), b.feeds, passes::select_packed_qkv, 0);
+  }
+  {  // another reader of the chain's end (the Transpose stays needed), and a 1-D index: left alone
+    for (bool other_reader : {true, false}) {
+      Builder b;
+      packed_projection(b, "p", "x", 5, 2, 8);
+      b.node("Gather", {"x", b.constant("i", Tensor::from_vector(std::vector<int64_t>{1}, DType::kInt64,
+                                                                 other_reader ? Shape{} : Shape{1}))},
+             "y");
+      b.output("y");
+      if (other_reader) b.node("Neg", {"x"}, "z"), b.output("z");
+      check_pass(b.finish(), b.feeds, passes::select_packed_qkv, 0);
+    }
   }
 }
 

@@ -163,8 +163,8 @@ TEST(CudaAttention, FusedGraphMatchesUnfusedCpuGraph) {
 }
 
 TEST(CudaAttention, DynamoSdpaAndMhaBlocksFusedMatchUnfusedCpu) {
-  // transformers' BertModel (sdpa: boolean mask -> -inf, NaN guard) and torchvision ViT's MultiheadAttention (head
-  // split read in place from the Gather's [S, B, E] output), exported by dynamo, fused, on the GPU in fp32 / fp16 /
+  // transformers' BertModel (sdpa: boolean mask -> -inf, NaN guard) and torchvision ViT's MultiheadAttention (packed
+  // projection selects as Slices, head split read in place from their [S, B, E] output), exported by dynamo, fused, on the GPU in fp32 / fp16 /
   // bf16, against the unfused graph on the CPU. In float32 batch entry 1 is all padding: its rows are zeros (the
   // guard). 16-bit engines clamp constants to the finite range (cuda_plan.cc: the mask's -inf becomes the lowest
   // finite value, so no row is ever fully -inf and the guard never fires, fused or not), so there every entry keeps
@@ -177,7 +177,7 @@ TEST(CudaAttention, DynamoSdpaAndMhaBlocksFusedMatchUnfusedCpu) {
       const bool padded = bert && p.u == 0.0;
       const ir::Graph unfused = bert ? attntest::sdpa_dynamo_block(b, 3, 128, 4, 64, padded ? std::vector<int64_t>{1}
                                                                                                 : std::vector<int64_t>{})
-                                     : attntest::mha_dynamo_block(b, 2, 197, 4, 64);
+                                     : attntest::mha_dynamo_block(b, 2, 197, 4, 64, /*packed=*/true);
       ir::Graph fused = unfused;
       ASSERT_EQ(passes::fuse_attention(fused), 1u);
       passes::infer_shapes(fused);
