@@ -164,7 +164,27 @@ void stft_cpu(CpuContext& ctx) {
 }
 
 void infer_stft(ShapeContext& ctx) {
-  ctx.set_output(0, ctx.input(0).dtype, {ir::Dim(), ir::Dim(), ir::Dim(), ir::Dim(2)});
+  // Known dims where the signal's shape and frame_step / frame_length (or the window's length) are known.
+  const ir::TensorType& x = ctx.input(0);
+  ir::Dim b, frames, bins;
+  const bool x3 = x.has_shape && x.shape.size() == 3;
+  if (x3) b = x.shape[0];
+  int64_t flen = -1;
+  if (ctx.has_input(3)) {
+    if (const Tensor* v = ctx.value(3)) flen = scalar_int(*v);
+  } else if (ctx.has_input(2) && ctx.input(2).has_shape && ctx.input(2).shape.size() == 1 &&
+             ctx.input(2).shape[0].known()) {
+    flen = ctx.input(2).shape[0].value;
+  }
+  if (flen > 0) {
+    bins = ir::Dim(ctx.node.attr_int("onesided", 1) != 0 ? flen / 2 + 1 : flen);
+    const Tensor* step = ctx.value(1);
+    if (step && x3 && x.shape[1].known()) {
+      const int64_t s = scalar_int(*step), len = x.shape[1].value;
+      if (s > 0 && flen <= len) frames = ir::Dim(1 + (len - flen) / s);
+    }
+  }
+  ctx.set_output(0, x.dtype, {b, frames, bins, ir::Dim(2)});
 }
 
 KILNRT_REGISTER_OP(OpSchema{"", "STFT", 17, 1000, infer_stft, stft_cpu, {DType::kFloat32, DType::kFloat64},

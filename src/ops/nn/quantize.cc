@@ -277,15 +277,41 @@ void infer_matmul_like(ShapeContext& ctx, size_t b_index, DType t) {
     return;
   }
   const size_t rank = std::max(a.shape.size(), b.shape.size()) - (a.shape.size() == 1 || b.shape.size() == 1 ? 1 : 0);
-  ctx.set_output(0, t, ir::SymShape(rank, ir::Dim()));
+  if (!ir::sym_shape_known(a.shape) || !ir::sym_shape_known(b.shape) || a.shape.empty() || b.shape.empty()) {
+    ctx.set_output(0, t, ir::SymShape(rank, ir::Dim()));
+    return;
+  }
+  // Concrete dims when both shapes are known (the CUDA backend needs them): numpy matmul broadcasting.
+  Shape as = ir::sym_shape_to_shape(a.shape), bs = ir::sym_shape_to_shape(b.shape);
+  const bool a1 = as.size() == 1, b1 = bs.size() == 1;
+  if (a1) as.insert(as.begin(), 1);
+  if (b1) bs.push_back(1);
+  Shape out = broadcast_shapes(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2), ctx.node);
+  if (!a1) out.push_back(as[as.size() - 2]);
+  if (!b1) out.push_back(bs.back());
+  ctx.set_output(0, t, ir::shape_to_sym(out));
 }
-void infer_conv_like(ShapeContext& ctx, DType t) {
+void infer_conv_like(ShapeContext& ctx, DType t, size_t w_index) {
   const ir::TensorType& x = ctx.input(0);
   if (!x.has_shape) {
     ctx.set_output_rank_unknown(0, t);
     return;
   }
-  ctx.set_output(0, t, ir::SymShape(x.shape.size(), ir::Dim()));
+  ir::SymShape out(x.shape.size(), ir::Dim());
+  const ir::TensorType& w = ctx.input(w_index);
+  // Known dims when W's shape is known (the CUDA backend needs them): N, M, the convolution's spatial dims.
+  if (x.shape.size() >= 3 && x.shape.size() <= 5 && w.has_shape && w.shape.size() == x.shape.size() &&
+      ir::sym_shape_known(w.shape)) {
+    const int nd = static_cast<int>(x.shape.size()) - 2;
+    std::vector<int64_t> k;
+    for (size_t i = 2; i < w.shape.size(); ++i) k.push_back(w.shape[i].value);
+    const SpatialParams p = read_spatial_params(ctx.node, nd, k, false);
+    const ir::SymShape sp = pooled_output_sym_dims(p, ir::SymShape(x.shape.begin() + 2, x.shape.end()), ctx.node);
+    out[0] = x.shape[0];
+    out[1] = w.shape[0];
+    for (size_t i = 0; i < sp.size(); ++i) out[2 + i] = sp[i];
+  }
+  ctx.set_output(0, t, out);
 }
 
 const std::vector<DType> kQuantIn = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kInt32};
@@ -302,11 +328,11 @@ KILNRT_REGISTER_OP(OpSchema{"", "MatMulInteger", 10, 1000,
 KILNRT_REGISTER_OP(OpSchema{"", "QLinearMatMul", 10, 1000,
                             [](ShapeContext& c) { infer_matmul_like(c, 3, c.input(7).dtype); }, qlinear_matmul_cpu,
                             {DType::kUInt8, DType::kInt8}, "quantized matmul with requantization to y_scale/y_zp"});
-KILNRT_REGISTER_OP(OpSchema{"", "ConvInteger", 10, 1000, [](ShapeContext& c) { infer_conv_like(c, DType::kInt32); },
+KILNRT_REGISTER_OP(OpSchema{"", "ConvInteger", 10, 1000, [](ShapeContext& c) { infer_conv_like(c, DType::kInt32, 1); },
                             conv_integer_cpu, {DType::kUInt8, DType::kInt8},
                             "convolution of (x - x_zero_point) and (w - w_zero_point) in int32"});
 KILNRT_REGISTER_OP(OpSchema{"", "QLinearConv", 10, 1000,
-                            [](ShapeContext& c) { infer_conv_like(c, c.input(7).dtype); }, qlinear_conv_cpu,
+                            [](ShapeContext& c) { infer_conv_like(c, c.input(7).dtype, 3); }, qlinear_conv_cpu,
                             {DType::kUInt8, DType::kInt8}, "quantized convolution with int32 bias, requantized"});
 
 }  // namespace
