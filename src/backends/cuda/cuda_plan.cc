@@ -5,6 +5,8 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "backends/cuda/data_dependent_layer.h"
+#include "backends/cuda/plan_internal.h"
 #include "backends/cuda/runner_profiling.h"
 #include "backends/cuda/layout_plan.h"
 #include "backends/cuda/memory_plan.h"
@@ -13,48 +15,7 @@
 #include "cuda/context_guard.h"
 
 namespace kilnrt::backends::cuda {
-namespace {
-
-constexpr size_t kAlign = 256;
-size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-CUdeviceptr dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
-
-bool always_host(const std::string& op) { return op == "Shape" || op == "Size"; }
-
-// Shape / Size on the host from the input's shape alone.
-Tensor shape_value(const ir::Node& node, const Shape& in, int64_t opset) {
-  if (node.op_type == "Size") return Tensor::from_vector(std::vector<int64_t>{shape_numel(in)}, DType::kInt64, {});
-  const int64_t r = static_cast<int64_t>(in.size());
-  int64_t start = opset >= 15 ? node.attr_int("start", 0) : 0;
-  int64_t end = opset >= 15 ? node.attr_int("end", r) : r;
-  if (start < 0) start += r;
-  if (end < 0) end += r;
-  start = std::clamp<int64_t>(start, 0, r);
-  end = std::clamp<int64_t>(end, start, r);
-  std::vector<int64_t> v(in.begin() + start, in.begin() + end);
-  return Tensor::from_vector(v, DType::kInt64, {static_cast<int64_t>(v.size())});
-}
-
-bool is_16(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
-
-// float32 host values -> 16-bit (round to nearest even). Infinite and out-of-range values are clamped to the
-// dtype's finite range (NaN kept): attention-mask constants (-inf, -1e9) become the finite minimum, so that a fully
-// masked softmax row stays finite instead of turning into NaN.
-void convert_16(const float* src, uint16_t* dst, int64_t n, DType t) {
-  const float lim = t == DType::kFloat16 ? 65504.f : 3.3895313892515355e38f;
-  for (int64_t i = 0; i < n; ++i) {
-    float v = src[i];
-    if (v == v) v = std::min(std::max(v, -lim), lim);
-    dst[i] = t == DType::kFloat16 ? float_to_half(v) : float_to_bfloat16(v);
-  }
-}
-Tensor to_16(const Tensor& t, DType d) {
-  Tensor h = Tensor::empty(d, t.shape());
-  convert_16(t.data<float>(), static_cast<uint16_t*>(h.raw()), t.numel(), d);
-  return h;
-}
-
-}  // namespace
+using namespace plan_detail;  // plan_internal.h
 
 // ---- weights ---------------------------------------------------------------------------------------------------
 
@@ -161,15 +122,16 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
         const bool wants_host = std::find(host_in.begin(), host_in.end(), static_cast<int>(i)) != host_in.end();
         const int is = s.inputs[i];
         if (wants_host) {
-          KILNRT_CHECK(host_slot_[is], kUnsupported, node.describe(),
-                       "input '" << node.inputs[i] << "' must be a constant or computed from shapes: data-dependent "
-                                 << "shapes are not supported by the CUDA backend yet");
+          // A device value the layer reads on the host: a sync point (copied to the host mid-run).
+          if (!host_slot_[is]) s.sync_in.push_back(static_cast<int>(i));
         } else if (graph.is_constant(node.inputs[i])) {
           device_constants.insert(node.inputs[i]);
         } else if (host_slot_[is]) {
           upload_slot_[is] = 1;
         }
       }
+      s.data_dependent = dynamic_cast<const DataDependentLayer*>(s.layer.get()) != nullptr;
+      sync_points_ += static_cast<int>(s.sync_in.size()) + (s.data_dependent ? 1 : 0);
     }
     steps_.push_back(std::move(s));
   }
@@ -186,6 +148,14 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
     const Precision p = node_precision(*st.node);
     if (p == Precision::kFp16) act16_ = DType::kFloat16;
     if (p == Precision::kBf16) act16_ = DType::kBFloat16;
+  }
+  if (act16_ != DType::kUndefined && sync_points_ > 0) {
+    for (const Step& st : steps_) {
+      const bool dd = st.data_dependent || !st.sync_in.empty();
+      KILNRT_CHECK(!dd, kUnsupported, st.node->describe(),
+                   (st.data_dependent ? "output shape depends on data" : "reads a device-computed value on the host")
+                       << ": data-dependent shapes are supported in float32 CUDA engines only (not --fp16 / --bf16)");
+    }
   }
   if (act16_ != DType::kUndefined) {
     for (Step& st : steps_) {
@@ -270,25 +240,6 @@ std::vector<std::pair<std::string, std::string>> CudaPlan::tactics() const {
 
 // ---- runner ----------------------------------------------------------------------------------------------------
 
-struct CudaRunner::ShapeState {
-  std::vector<Shape> shapes;          // per slot
-  std::vector<DType> dtypes;          // per slot (the graph's)
-  std::vector<DType> storage;         // per slot: device storage dtype (16-bit for float values in 16-bit engines)
-  std::vector<int64_t> in32_offset, out32_offset;  // per graph input / output: float32 staging, -1 none
-  std::vector<std::vector<int64_t>> scratch;       // per step (islands): float32 copies of inputs then outputs
-  std::vector<Tensor> host_values;    // per slot (host slots)
-  std::vector<int64_t> arena_offset;  // per slot: offset of its storage in the arena, -1 none
-  size_t arena_bytes = 0;
-  kilnrt::cuda::DeviceBuffer uploads;  // host values read on the device
-  std::vector<int64_t> upload_offset;  // per slot, -1 none
-  // CUDA graph of this shape tuple (inputs / outputs in the arena), captured on the second call.
-  std::string label;                   // "[1x3x224x224]" for logs
-  uint64_t calls = 0;
-  int capture_failures = 0;
-  bool graph_failed() const { return capture_failures >= kMaxCaptureAttempts; }
-  std::unique_ptr<kilnrt::cuda::CudaGraph> graph;
-};
-
 const char* CudaRunner::mode_name(Mode m) {
   switch (m) {
     case Mode::kNone: return "none";
@@ -361,6 +312,7 @@ void CudaRunner::grow_arena(size_t bytes, StreamT stream, bool capturing) {
 }
 
 size_t CudaRunner::prepared_arena_bytes() const {
+  if (plan_.sync_points_ > 0) return 0;  // segmented runs use their own pool (runner_segments.cc)
   KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
   return current_->arena_bytes;
 }
@@ -371,6 +323,7 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
                "the stream's CUDA graph capture was already invalidated by an earlier operation (not by kilnrt): "
                "end the capture (cuStreamEndCapture / leave torch.cuda.graph) and remove the operation that is not "
                "allowed while capturing (a synchronisation, an allocation, work on the legacy default stream)");
+  if (plan_.sync_points_ > 0) return prepare_segmented(input_shapes, stream);
   const bool capturing = capture == kilnrt::cuda::CaptureStatus::kActive;
   auto found = states_.find(input_shapes);
   if (found != states_.end() && workspace_.data() && arena_size() >= found->second->arena_bytes) {
@@ -388,169 +341,6 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
     return;
   }
   finish_prepare(layout_for(input_shapes), input_shapes, stream, capturing);
-}
-
-size_t CudaRunner::arena_bytes_for(const std::vector<Shape>& input_shapes) const {
-  return layout_for(input_shapes)->arena_bytes;
-}
-
-std::unique_ptr<CudaRunner::ShapeState> CudaRunner::layout_for(const std::vector<Shape>& input_shapes) const {
-  // Host only (no CUDA call): concrete shapes, host values and the arena layout of one input-shape tuple.
-  const ir::Graph& g = plan_.graph_;
-  const size_t nslots = plan_.slot_names_.size();
-  auto st = std::make_unique<ShapeState>();
-  st->shapes.resize(nslots);
-  st->dtypes.assign(nslots, DType::kUndefined);
-  st->host_values.resize(nslots);
-  std::vector<uint8_t> known(nslots, 0);
-  for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
-    const int s = plan_.input_slots_[i];
-    st->shapes[s] = input_shapes.at(i);
-    st->dtypes[s] = g.type_of(g.inputs[i])->dtype;
-    known[s] = 1;
-  }
-  for (const auto& [name, t] : g.constants) {
-    auto it = plan_.slot_of_.find(name);
-    if (it == plan_.slot_of_.end()) continue;
-    st->shapes[it->second] = t.shape();
-    st->dtypes[it->second] = t.dtype();
-    st->host_values[it->second] = t;
-    known[it->second] = 1;
-  }
-  // Concrete shapes, host values of the shape computations.
-  for (const CudaPlan::Step& step : plan_.steps_) {
-    const ir::Node& node = *step.node;
-    try {
-      if (step.host && always_host(node.op_type)) {
-        st->host_values[step.outputs[0]] = shape_value(node, st->shapes[step.inputs[0]], step.opset);
-      } else if (step.host) {
-        ops::CpuContext ctx{node, step.opset, {}, {}};
-        for (int in : step.inputs) ctx.inputs.push_back(in >= 0 ? &st->host_values[in] : nullptr);
-        ctx.outputs.resize(step.outputs.size());
-        step.schema->cpu(ctx);
-        for (size_t o = 0; o < step.outputs.size(); ++o)
-          if (step.outputs[o] >= 0) st->host_values[step.outputs[o]] = ctx.outputs[o].clone();
-      } else {
-        std::vector<ir::TensorType> types(step.inputs.size());
-        ops::ShapeContext ctx{node, step.opset, {}, {}, {}};
-        for (size_t i = 0; i < step.inputs.size(); ++i) {
-          const int in = step.inputs[i];
-          if (in < 0) { ctx.inputs.push_back(nullptr); ctx.values.push_back(nullptr); continue; }
-          types[i].dtype = st->dtypes[in];
-          types[i].has_shape = true;
-          types[i].shape = ir::shape_to_sym(st->shapes[in]);
-          ctx.inputs.push_back(&types[i]);
-          ctx.values.push_back(st->host_values[in].defined() ? &st->host_values[in] : nullptr);
-        }
-        ctx.outputs.resize(step.outputs.size());
-        KILNRT_CHECK(static_cast<bool>(step.schema->infer), kInternal, node.describe(), "op has no shape function");
-        step.schema->infer(ctx);
-        for (size_t o = 0; o < step.outputs.size(); ++o) {
-          const int os = step.outputs[o];
-          if (os < 0) continue;
-          const ir::TensorType& t = ctx.outputs[o];
-          KILNRT_CHECK(t.has_shape && ir::sym_shape_known(t.shape), kUnsupported, node.describe(),
-                       "output '" << node.outputs[o] << "' has no concrete shape for these input shapes ("
-                                  << (t.has_shape ? ir::sym_shape_to_string(t.shape) : "rank unknown") << ")");
-          st->shapes[os] = ir::sym_shape_to_shape(t.shape);
-          st->dtypes[os] = t.dtype;
-        }
-      }
-    } catch (const Error& e) {
-      if (e.where().find(node.name) != std::string::npos) throw;
-      throw e.with_context(node.describe());
-    }
-    for (int os : step.outputs) {
-      if (os < 0) continue;
-      if (st->host_values[os].defined()) {
-        st->shapes[os] = st->host_values[os].shape();
-        st->dtypes[os] = st->host_values[os].dtype();
-      }
-      known[os] = 1;
-    }
-  }
-  const DType a16 = plan_.act16_;
-  st->storage = st->dtypes;
-  if (a16 != DType::kUndefined)
-    for (size_t s = 0; s < nslots; ++s)
-      if (st->dtypes[s] == DType::kFloat32) st->storage[s] = a16;
-  // Storage roots (aliases share their input's storage) and lifetimes.
-  std::vector<int> root(nslots);
-  for (size_t s = 0; s < nslots; ++s) root[s] = static_cast<int>(s);
-  const int nsteps = static_cast<int>(plan_.steps_.size());
-  std::vector<int> first(nslots, -1), last(nslots, -1);
-  for (int s : plan_.input_slots_) { first[s] = 0; last[s] = nsteps; }
-  for (int i = 0; i < nsteps; ++i) {
-    const CudaPlan::Step& step = plan_.steps_[i];
-    if (step.host) continue;
-    for (int in : step.inputs) if (in >= 0) last[root[in]] = std::max(last[root[in]], i);
-    if ((step.layer->is_alias() || step.view) && step.inputs[0] >= 0 && step.outputs[0] >= 0) {
-      root[step.outputs[0]] = root[step.inputs[0]];
-      continue;
-    }
-    for (int os : step.outputs)
-      if (os >= 0 && first[os] < 0) { first[os] = i; last[os] = std::max(last[os], i); }
-  }
-  for (int os : plan_.output_slots_) last[root[os]] = nsteps;
-  // Greedy first-fit by definition order over the arena-backed roots (device values that are not host / constants),
-  // plus, in 16-bit engines, float32 staging of graph I/O and float32 scratch of float32 islands.
-  st->arena_offset.assign(nslots, -1);
-  struct Item { int first, last; size_t bytes; int64_t* offset; };
-  std::vector<Item> items;
-  for (size_t s = 0; s < nslots; ++s)
-    if (root[s] == static_cast<int>(s) && first[s] >= 0 && !plan_.host_slot_[s])
-      items.push_back({first[s], last[s], shape_numel(st->shapes[s]) * dtype_size(st->storage[s]),
-                       &st->arena_offset[s]});
-  st->in32_offset.assign(plan_.input_slots_.size(), -1);
-  st->out32_offset.assign(plan_.output_slots_.size(), -1);
-  st->scratch.assign(plan_.steps_.size(), {});
-  if (a16 != DType::kUndefined) {
-    for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
-      const int s = plan_.input_slots_[i];
-      if (st->storage[s] != st->dtypes[s]) items.push_back({0, 0, size_t(shape_numel(st->shapes[s])) * 4, &st->in32_offset[i]});
-    }
-    for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
-      const int s = plan_.output_slots_[i];
-      if (st->storage[s] != st->dtypes[s])
-        items.push_back({nsteps, nsteps, size_t(shape_numel(st->shapes[s])) * 4, &st->out32_offset[i]});
-    }
-    for (int i = 0; i < nsteps; ++i) {
-      const CudaPlan::Step& step = plan_.steps_[i];
-      if (step.host || !step.island) continue;
-      std::vector<int64_t>& sc = st->scratch[i];
-      sc.assign(step.inputs.size() + step.outputs.size(), -1);
-      for (size_t k = 0; k < sc.size(); ++k) {
-        const bool in = k < step.inputs.size();
-        const int s = in ? step.inputs[k] : step.outputs[k - step.inputs.size()];
-        if (s < 0 || st->storage[s] == st->dtypes[s]) continue;
-        if (in && std::find(step.host_in.begin(), step.host_in.end(), static_cast<int>(k)) != step.host_in.end())
-          continue;
-        items.push_back({i, i, size_t(shape_numel(st->shapes[s])) * 4, nullptr});
-        items.back().offset = &sc[k];  // sc is not resized again
-      }
-    }
-  }
-  // Reformatted inputs (layout_plan.h): a copy in the other layout, live during the step only.
-  for (int i = 0; i < nsteps; ++i) {
-    const CudaPlan::Step& step = plan_.steps_[i];
-    if (step.host || step.reformat.empty()) continue;
-    std::vector<int64_t>& sc = st->scratch[i];
-    sc.assign(step.inputs.size() + step.outputs.size(), -1);
-    for (size_t k = 0; k < step.inputs.size(); ++k) {
-      if (step.reformat[k] == 0 || step.inputs[k] < 0) continue;
-      const int s = step.inputs[k];
-      items.push_back({i, i, size_t(shape_numel(st->shapes[s])) * dtype_size(st->storage[s]), nullptr});
-      items.back().offset = &sc[k];  // sc is not resized again
-    }
-  }
-  std::vector<ArenaItem> arena_items;
-  for (const Item& item : items) arena_items.push_back({item.first, item.last, item.bytes});
-  const ArenaLayout layout = layout_arena(arena_items);  // memory_plan.h: the layout the builder reports too
-  for (size_t i = 0; i < items.size(); ++i) *items[i].offset = static_cast<int64_t>(layout.offsets[i]);
-  st->arena_bytes = layout.bytes;
-  for (size_t s = 0; s < nslots; ++s)
-    if (root[s] != static_cast<int>(s)) st->arena_offset[s] = -2 - root[s];  // alias marker (resolved at enqueue)
-  return st;
 }
 
 void CudaRunner::finish_prepare(std::unique_ptr<ShapeState> st, const std::vector<Shape>& input_shapes,
@@ -593,6 +383,7 @@ void CudaRunner::finish_prepare(std::unique_ptr<ShapeState> st, const std::vecto
 }
 
 std::vector<Shape> CudaRunner::output_shapes() const {
+  if (plan_.sync_points_ > 0) return segmented_output_shapes();
   KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
   std::vector<Shape> out;
   for (int s : plan_.output_slots_) out.push_back(current_->shapes[s]);
@@ -600,6 +391,7 @@ std::vector<Shape> CudaRunner::output_shapes() const {
 }
 
 void* CudaRunner::input_device_ptr(size_t i) {
+  if (plan_.sync_points_ > 0) return segmented_input_ptr(i);
   KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
   const int64_t off32 = current_->in32_offset.at(i);
   return arena_data() + (off32 >= 0 ? off32 : current_->arena_offset[plan_.input_slots_.at(i)]);
@@ -615,6 +407,7 @@ void* CudaRunner::io_out(size_t i) const {
 }
 
 void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, StreamT stream) {
+  if (plan_.sync_points_ > 0) return enqueue_segmented(inputs, outputs, stream);
   KILNRT_CHECK(current_, kInternal, "CudaRunner", "prepare() was not called");
   ShapeState& st = *current_;
   if (kilnrt::cuda::stream_is_capturing(stream, plan_.device_)) {

@@ -89,6 +89,10 @@ class CudaPlan {
     bool view = false;                 // a Transpose between NCHW and NHWC that is a view of its input
     bool nhwc_shapes = false;          // NHWC elementwise step: the layer sees permuted logical shapes
     bool nhwc_native = false;          // NHWC-capable layer running NHWC (layout-free X / Z / Y flagged NHWC too)
+    // Sync points (runner_segments.cc): inputs the layer reads on the host that are device values (copied to the
+    // host after a stream sync), and layers whose output shapes depend on data (DataDependentLayer).
+    std::vector<int> sync_in;
+    bool data_dependent = false;
   };
   // 16-bit activation dtype of --fp16 / --bf16 engines (kUndefined: float32 activations).
   DType act16_ = DType::kUndefined;
@@ -103,6 +107,12 @@ class CudaPlan {
   std::vector<int> input_slots_, output_slots_;
   std::vector<const void*> const_ptr_;  // per slot: device copy of a constant (null: not uploaded / not constant)
   std::vector<uint8_t> nhwc_slot_;      // per slot: stored NHWC (empty: everything NCHW); layout_plan.h
+  int sync_points_ = 0;                 // data-dependent layers + device values read on the host (0: static plan)
+
+ public:
+  // Number of sync points: > 0 means the engine runs segment by segment, synchronising its stream at each
+  // (docs/cuda-backend.md, "Data-dependent shapes"); CUDA graphs and caller captures are then not available.
+  int sync_points() const { return sync_points_; }
 };
 
 class LayerProfiler;  // runner_profiling.h
@@ -130,6 +140,11 @@ class CudaRunner {
   bool graphs_enabled() const { return graphs_enabled_; }
   Mode last_mode() const { return last_mode_; }
   const Stats& stats() const { return stats_; }
+  // True for plans with sync points: output_shapes() tells the shapes of the last enqueue() (they are known once it
+  // returns; before the first run: the shapes known without running, 0-sized where data decides).
+  bool data_dependent() const { return plan_.sync_points_ > 0; }
+  // Stream synchronisations made by sync points so far (segmented runs only).
+  uint64_t sync_count() const;
   size_t cached_graphs() const { return graph_lru_.size(); }
 
   // Infers shapes for these input shapes (cached per tuple), evaluates host nodes, uploads host values and makes
@@ -199,6 +214,19 @@ class CudaRunner {
   // stream (arena inputs zeroed) and waits for it, so that libraries initialise outside the capture.
   void warm_up_privately(ShapeState& st);
   StreamT aux_stream();
+  // Per-step shape helpers shared by layout_for and the segmented run (runner_layout.cc).
+  static void eval_host_step(const CudaPlan::Step& step, std::vector<Shape>& shapes, std::vector<DType>& dtypes,
+                             std::vector<Tensor>& host_values);
+  static void infer_device_step(const CudaPlan::Step& step, std::vector<Shape>& shapes, std::vector<DType>& dtypes,
+                                const std::vector<Tensor>& host_values);
+  // Plans with sync points (runner_segments.cc): prepare stages the inputs only; enqueue runs step by step, sizing
+  // every value once its inputs are known, with one stream sync per sync point reached.
+  struct Segmented;
+  void prepare_segmented(const std::vector<Shape>& input_shapes, StreamT stream);
+  void enqueue_segmented(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, StreamT stream);
+  std::vector<Shape> segmented_output_shapes() const;
+  void* segmented_input_ptr(size_t i);
+  std::unique_ptr<Segmented> seg_;
   const CudaPlan& plan_;
   LibraryHandles handles_;
   kilnrt::cuda::DeviceBuffer arena_, workspace_;

@@ -1,0 +1,225 @@
+// Segmented runs of CUDA plans with sync points (docs/cuda-backend.md, "Data-dependent shapes"): a layer whose
+// output shape depends on data (DataDependentLayer: NonZero, Compress), or a device value that a layer reads on the
+// host (Reshape's shape, Range's limits, TopK's k ... computed on the GPU). Such a plan cannot be laid out per input
+// shape tuple ahead of the run, so enqueue() walks the steps in order: host steps are evaluated on the host, device
+// layers are sized by their shape functions from what is known so far and launched on the caller's stream; at a
+// sync point the stream is synchronised once (a device value copied to the host, or a data-dependent layer reading
+// its count) and the rest of the run is sized from there. Values live in a pool of chunks kept across runs. No CUDA
+// graph is captured for these plans, and a caller's capture is refused with a clear error (a sync cannot be
+// captured). Plans without sync points never come here: their path (cuda_plan.cc) is unchanged.
+#include <algorithm>
+
+#include "backends/cuda/data_dependent_layer.h"
+#include "backends/cuda/plan_internal.h"
+#include "core/logging.h"
+#include "cuda/capture_safety.h"
+
+namespace kilnrt::backends::cuda {
+using namespace plan_detail;
+
+namespace {
+
+constexpr size_t kMinChunkBytes = size_t(16) << 20;
+
+void check_not_capturing(StreamT stream, int device, int sync_points) {
+  KILNRT_CHECK(!kilnrt::cuda::stream_is_capturing(stream, device), kUnsupported, "stream",
+               "this engine has data-dependent shapes (" << sync_points << " sync point(s): NonZero / Compress, or a "
+               "GPU-computed value read on the host such as a Reshape shape): it synchronises its stream mid-run, "
+               "which a CUDA graph capture cannot record; run it outside the capture");
+}
+
+}  // namespace
+
+void* CudaRunner::Segmented::alloc(int device, size_t bytes) {
+  bytes = align_up(std::max<size_t>(bytes, 1));
+  while (chunk < chunks.size() && used + bytes > chunks[chunk].size()) {
+    ++chunk;
+    used = 0;
+  }
+  if (chunk == chunks.size()) {
+    size_t total = 0;
+    for (const auto& c : chunks) total += c.size();
+    chunks.emplace_back(device, std::max({bytes, kMinChunkBytes, total}));
+    used = 0;
+  }
+  void* p = static_cast<char*>(chunks[chunk].data()) + used;
+  used += bytes;
+  return p;
+}
+
+uint64_t CudaRunner::sync_count() const { return seg_ ? seg_->syncs : 0; }
+
+void CudaRunner::prepare_segmented(const std::vector<Shape>& input_shapes, StreamT stream) {
+  check_not_capturing(stream, plan_.device_, plan_.sync_points_);
+  ensure_resources();
+  if (!seg_) seg_ = std::make_unique<Segmented>();
+  Segmented& sg = *seg_;
+  const ir::Graph& g = plan_.graph_;
+  KILNRT_CHECK(input_shapes.size() == plan_.input_slots_.size(), kInternal, "CudaRunner",
+               "expected " << plan_.input_slots_.size() << " input shapes, got " << input_shapes.size());
+  sg.staged.resize(input_shapes.size());
+  for (size_t i = 0; i < input_shapes.size(); ++i) {
+    const size_t bytes = shape_numel(input_shapes[i]) * dtype_size(g.type_of(g.inputs[i])->dtype);
+    if (sg.staged[i].size() >= std::max<size_t>(bytes, 1)) continue;
+    if (arena_used_ && done_) done_.synchronize();  // an earlier run may still read the old staging
+    sg.staged[i] = kilnrt::cuda::DeviceBuffer();
+    sg.staged[i] = kilnrt::cuda::DeviceBuffer(plan_.device_, std::max<size_t>(bytes, 1));
+  }
+  if (!sg.ran || sg.input_shapes != input_shapes) {
+    // Before a run with these shapes the outputs' shapes are unknown (data decides): 0-sized placeholders.
+    sg.out_shapes.assign(plan_.output_slots_.size(), Shape{0});
+    sg.ran = false;
+  }
+  sg.input_shapes = input_shapes;
+}
+
+std::vector<Shape> CudaRunner::segmented_output_shapes() const {
+  KILNRT_CHECK(seg_, kInternal, "CudaRunner", "prepare() was not called");
+  return seg_->out_shapes;
+}
+
+void* CudaRunner::segmented_input_ptr(size_t i) {
+  KILNRT_CHECK(seg_, kInternal, "CudaRunner", "prepare() was not called");
+  return seg_->staged.at(i).data();
+}
+
+void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                                   StreamT stream) {
+  KILNRT_CHECK(seg_, kInternal, "CudaRunner", "prepare() was not called");
+  check_not_capturing(stream, plan_.device_, plan_.sync_points_);
+  Segmented& sg = *seg_;
+  kilnrt::cuda::ContextGuard guard(plan_.device_);
+  const auto& api = guard.api();
+  if (arena_used_ && done_) done_.synchronize();  // the previous run (maybe on another stream) may read the pool
+  const ir::Graph& g = plan_.graph_;
+  const size_t nslots = plan_.slot_names_.size();
+  sg.shapes.assign(nslots, Shape{});
+  sg.dtypes.assign(nslots, DType::kUndefined);
+  sg.host_values.assign(nslots, Tensor());
+  ptrs_.assign(nslots, nullptr);
+  in32_.clear();
+  out32_.clear();
+  sg.chunk = 0;
+  sg.used = 0;
+  for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
+    const int s = plan_.input_slots_[i];
+    sg.shapes[s] = sg.input_shapes.at(i);
+    sg.dtypes[s] = g.type_of(g.inputs[i])->dtype;
+    ptrs_[s] = i < inputs.size() && inputs[i] ? const_cast<void*>(inputs[i]) : sg.staged.at(i).data();
+  }
+  for (const auto& [name, t] : g.constants) {
+    auto it = plan_.slot_of_.find(name);
+    if (it == plan_.slot_of_.end()) continue;
+    sg.shapes[it->second] = t.shape();
+    sg.dtypes[it->second] = t.dtype();
+    sg.host_values[it->second] = t;
+    ptrs_[it->second] = const_cast<void*>(plan_.const_ptr_[it->second]);
+  }
+  auto bytes_of = [&](int s) { return shape_numel(sg.shapes[s]) * dtype_size(sg.dtypes[s]); };
+  LayerLaunch launch;
+  launch.stream = stream;
+  launch.libs = &handles_;
+  launch.workspace = workspace_.data();
+  launch.workspace_bytes = workspace_.size();
+  for (const CudaPlan::Step& step : plan_.steps_) {
+    const ir::Node& node = *step.node;
+    if (step.host) {
+      eval_host_step(step, sg.shapes, sg.dtypes, sg.host_values);
+      for (int os : step.outputs) {
+        if (os < 0 || !plan_.upload_slot_[os]) continue;
+        // A host value a device layer (or the caller) reads on the device. Pageable source: the copy is staged
+        // before the call returns, and the tensor outlives the run anyway.
+        const Tensor& hv = sg.host_values[os];
+        ptrs_[os] = sg.alloc(plan_.device_, hv.nbytes());
+        if (hv.nbytes() > 0)
+          KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(ptrs_[os]), hv.raw(), hv.nbytes(), stream), node.describe());
+      }
+      continue;
+    }
+    // Sync point: device values this layer reads on the host.
+    for (int i : step.sync_in) {
+      const int in = step.inputs[i];
+      Tensor hv = Tensor::empty(sg.dtypes[in], sg.shapes[in]);
+      if (hv.nbytes() > 0) {
+        KILNRT_CU_CHECK(api, api.MemcpyDtoHAsync(hv.raw(), dptr(ptrs_[in]), hv.nbytes(), stream), node.describe());
+        KILNRT_CU_CHECK(api, api.StreamSynchronize(stream), node.describe() + " (sync point)");
+        ++sg.syncs;
+      }
+      sg.host_values[in] = std::move(hv);
+    }
+    launch.inputs.assign(step.inputs.size(), LayerTensor{});
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      const int in = step.inputs[i];
+      if (in < 0) continue;
+      LayerTensor& t = launch.inputs[i];
+      t.present = true;
+      t.shape = sg.shapes[in];
+      t.dtype = sg.dtypes[in];
+      t.host = sg.host_values[in].defined() ? &sg.host_values[in] : nullptr;
+      t.data = ptrs_[in];
+    }
+    const auto* dd = step.data_dependent ? dynamic_cast<const DataDependentLayer*>(step.layer.get()) : nullptr;
+    try {
+      if (dd) {
+        const std::vector<Shape> max = dd->max_output_shapes(launch.inputs);
+        const std::vector<DType> types = dd->output_dtypes(launch.inputs);
+        for (size_t o = 0; o < step.outputs.size(); ++o) {
+          if (step.outputs[o] < 0) continue;
+          sg.shapes[step.outputs[o]] = max.at(o);
+          sg.dtypes[step.outputs[o]] = types.at(o);
+        }
+      } else {
+        infer_device_step(step, sg.shapes, sg.dtypes, sg.host_values);
+      }
+    } catch (const Error& e) {
+      if (e.where().find(node.name) != std::string::npos) throw;
+      throw e.with_context(node.describe());
+    }
+    if (step.layer->is_alias()) {
+      if (step.outputs[0] >= 0) ptrs_[step.outputs[0]] = const_cast<void*>(launch.inputs[0].data);
+      continue;
+    }
+    launch.outputs.assign(step.outputs.size(), LayerOutput{});
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      const int os = step.outputs[o];
+      if (os < 0) continue;
+      ptrs_[os] = sg.alloc(plan_.device_, bytes_of(os));
+      launch.outputs[o] = LayerOutput{ptrs_[os], sg.dtypes[os], sg.shapes[os], true};
+    }
+    try {
+      step.layer->enqueue(launch);
+    } catch (const Error& e) {
+      if (e.where().find(node.name) != std::string::npos) throw;
+      throw e.with_context(node.describe());
+    }
+    if (dd) {
+      ++sg.syncs;  // the layer read its count on the host
+      for (size_t o = 0; o < step.outputs.size(); ++o) {
+        const int os = step.outputs[o];
+        if (os < 0) continue;
+        const Shape& got = launch.outputs[o].shape;
+        KILNRT_CHECK(shape_numel(got) <= shape_numel(sg.shapes[os]), kInternal, node.describe(),
+                     "output " << o << " of shape " << shape_to_string(got) << " exceeds its bound "
+                               << shape_to_string(sg.shapes[os]));
+        sg.shapes[os] = got;  // a view of the counted prefix
+      }
+    }
+  }
+  sg.out_shapes.clear();
+  for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
+    const int s = plan_.output_slots_[i];
+    sg.out_shapes.push_back(sg.shapes[s]);
+    if (i >= outputs.size() || !outputs[i]) continue;
+    const size_t bytes = bytes_of(s);
+    if (bytes > 0 && outputs[i] != ptrs_[s])
+      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(ptrs_[s]), bytes, stream),
+                      "output '" + plan_.slot_names_[s] + "'");
+  }
+  sg.ran = true;
+  arena_used_ = true;
+  done_.record(stream);
+  last_mode_ = Mode::kDirect;
+  ++stats_.direct;
+}
+
+}  // namespace kilnrt::backends::cuda
