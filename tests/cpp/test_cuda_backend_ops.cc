@@ -191,7 +191,7 @@ TEST(CudaBackendOps, PoolingReductionsNormalization) {
 
 TEST(CudaBackendOps, UnsupportedNodeIsANamedError) {
   // Placement check only: no GPU needed.
-  ir::Node n = Op("NonZero", 1, 1, "nz").node;
+  ir::Node n = Op("NoSuchOp", 1, 1, "nz").node;
   ir::Graph g;
   g.opsets[""] = 17;
   g.nodes.push_back(n);
