@@ -148,7 +148,7 @@ class CudaExecutionContext final : public ExecutionContext {
     kc::StreamHandle s = own_stream();
     runner_->prepare(shapes, s);
     check_activation_memory();
-    const std::vector<Shape> out_shapes = runner_->output_shapes();
+    std::vector<Shape> out_shapes = runner_->output_shapes();
     size_t total = 0;
     for (const TensorInfo& info : in_infos) total += align(inputs.at(info.name).nbytes());
     std::vector<size_t> out_bytes;
@@ -170,6 +170,21 @@ class CudaExecutionContext final : public ExecutionContext {
     }
     runner_->enqueue(std::vector<const void*>(in_infos.size(), nullptr),
                      std::vector<void*>(out_infos.size(), nullptr), s);
+    if (runner_->data_dependent()) {
+      // Data-dependent shapes (issue 6): the outputs are sized by the run itself, which synchronised the stream at
+      // its sync points; the staging grows after the stream's work (the input copies) is done.
+      out_shapes = runner_->output_shapes();
+      size_t need = off;
+      for (size_t i = 0; i < out_infos.size(); ++i) {
+        out_bytes[i] = shape_numel(out_shapes[i]) * dtype_size(out_infos[i].dtype);
+        need += align(out_bytes[i]);
+      }
+      if (staging_.size() < need) {
+        KILNRT_CU_CHECK(api, api.StreamSynchronize(s), "ExecutionContext::run");
+        staging_ = kc::PinnedBuffer(device_, need);
+        pinned = static_cast<char*>(staging_.data());
+      }
+    }
     std::vector<size_t> out_off;
     for (size_t i = 0; i < out_infos.size(); ++i) {
       out_off.push_back(off);
