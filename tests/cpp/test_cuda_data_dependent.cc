@@ -1,0 +1,275 @@
+// Data-dependent shapes on the CUDA backend (issue 6): NonZero / Compress layers and plans with sync points
+// (runner_segments.cc) against the CPU reference — chains after a data-dependent op, device values read on the host
+// (Reshape shape, Range limits, TopK k, ConstantOfShape shape), one runner called with inputs of different counts,
+// the refusal of a caller's capture, and a plan without sync points still capturing its CUDA graph. GPU tests skip
+// with a message without a GPU.
+#include <cmath>
+#include <limits>
+
+#include "cuda_backend_test_util.h"
+#include "dd_test_graph.h"
+#include "ops/nn/nn_test_util.h"
+
+using kilnrt::ops::nn::testing::Op;
+using kilnrt::ops::nn::testing::random_tensor;
+namespace kilnrt::cudatest {
+namespace {
+
+using backends::cuda::CudaPlan;
+using backends::cuda::CudaRunner;
+using ddtest::Net;
+namespace kc = kilnrt::cuda;
+
+Tensor i64(const std::vector<int64_t>& v, const Shape& s) { return Tensor::from_vector(v, DType::kInt64, s); }
+Tensor f32(const std::vector<float>& v, const Shape& s) { return Tensor::from_vector(v, DType::kFloat32, s); }
+Tensor boolean(const std::vector<uint8_t>& v, const Shape& s) { return Tensor::from_vector(v, DType::kBool, s); }
+
+// Random float32 data where every `every`-th element (from `phase`) is zero.
+Tensor sparse(const Shape& s, uint32_t seed, int every, int phase) {
+  Tensor t = random_tensor(s, seed);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (i % every == phase) t.data<float>()[i] = 0.f;
+  return t;
+}
+
+// One plan and runner kept across calls (run_cuda in cuda_backend_test_util.h builds new ones each time).
+struct CudaSession {
+  kc::ContextGuard guard{0};
+  CudaPlan plan;
+  CudaRunner runner;
+  kc::Stream stream{0};
+  explicit CudaSession(const ir::Graph& g) : plan(g, 0), runner(plan) {}
+  std::map<std::string, Tensor> run(const ir::Graph& g, const std::map<std::string, Tensor>& feeds) {
+    std::vector<Shape> shapes;
+    for (const std::string& in : g.inputs) shapes.push_back(feeds.at(in).shape());
+    runner.prepare(shapes, stream.get());
+    std::vector<kc::DeviceBuffer> ins;
+    std::vector<const void*> ptrs;
+    for (const std::string& in : g.inputs) {
+      const Tensor& t = feeds.at(in);
+      ins.emplace_back(0, std::max<size_t>(t.nbytes(), 1));
+      if (t.nbytes()) ins.back().copy_from_host_async(t.raw(), t.nbytes(), stream.get());
+      ptrs.push_back(ins.back().data());
+    }
+    runner.enqueue(ptrs, std::vector<void*>(g.outputs.size(), nullptr), stream.get());
+    const std::vector<Shape> out_shapes = runner.output_shapes();
+    std::map<std::string, Tensor> out;
+    const auto& api = guard.api();
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      Tensor t = Tensor::empty(g.type_of(g.outputs[i])->dtype, out_shapes[i]);
+      if (t.nbytes())
+        EXPECT_EQ(api.MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(runner.output_device_ptr(i)),
+                                      t.nbytes(), stream.get()),
+                  CUDA_SUCCESS);
+      out[g.outputs[i]] = t;
+    }
+    stream.synchronize();
+    return out;
+  }
+};
+
+void expect_same(const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, t] : want) {
+    SCOPED_TRACE("output " + name);
+    expect_tensors_close(got.at(name), t, 1e-6, 1e-6);
+  }
+}
+
+// x [6, 7] -> NonZero -> row 1 (column indices) -> Gather(x, cols, axis 1) -> Relu; outputs the Relu and NonZero.
+Net nonzero_chain(const Tensor& x) {
+  Net net;
+  net.input("x", x);
+  net.constant("one", i64({1}, {}));
+  net.node("NonZero", "nz", {"x"}, {"idx"});
+  ddtest::set_int(net.node("Gather", "cols", {"idx", "one"}, {"c"}), "axis", 0);
+  ddtest::set_int(net.node("Gather", "pick", {"x", "c"}, {"g"}), "axis", 1);
+  net.node("Relu", "relu", {"g"}, {"y"});
+  net.output("y").output("idx");
+  net.done();
+  return net;
+}
+
+TEST(CudaDataDependent, NonZeroMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  compare_node(Op("NonZero", 1).node, {f32({0.f, -0.f, 1.f, nan, 0.f, -2.f}, {2, 3})});
+  compare_node(Op("NonZero", 1).node, {sparse({50, 50}, 1, 3, 0)});  // 2500 elements: several scan tiles
+  compare_node(Op("NonZero", 1).node, {sparse({4, 5, 6}, 2, 2, 1)});
+  compare_node(Op("NonZero", 1).node, {i64({0, 3, 0, -1, 0, 0, 9}, {7})});
+  compare_node(Op("NonZero", 1).node, {boolean({1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 1, 1}, {3, 4})});
+  compare_node(Op("NonZero", 1).node, {f32({2.5f}, {})});        // scalar: [1, 1]
+  compare_node(Op("NonZero", 1).node, {Tensor::zeros(DType::kFloat32, {8})});  // no hit: [1, 0]
+}
+
+TEST(CudaDataDependent, CompressMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({5, 3}, 3);
+  compare_node(Op("Compress", 2).i("axis", 0).node, {x, boolean({1, 0, 1, 1, 0}, {5})});
+  compare_node(Op("Compress", 2).i("axis", 1).node, {x, boolean({0, 1}, {2})});  // shorter condition
+  compare_node(Op("Compress", 2).i("axis", -1).node, {x, boolean({1, 0, 1}, {3})});
+  compare_node(Op("Compress", 2).node, {x, boolean({1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 1, 1, 0, 1, 0}, {15})});
+  compare_node(Op("Compress", 2).i("axis", 0).node, {x, boolean({0, 0, 0, 0, 0}, {5})});  // empty result
+  compare_node(Op("Compress", 2).i("axis", 0).node, {i64({1, 2, 3, 4, 5, 6}, {3, 2}), boolean({0, 1, 1}, {3})});
+}
+
+TEST(CudaDataDependent, NonZeroGatherChainMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  Net net = nonzero_chain(sparse({6, 7}, 4, 4, 2));
+  CudaSession s(net.g);
+  EXPECT_EQ(s.plan.sync_points(), 1);
+  expect_same(s.run(net.g, net.feeds), run_cpu(net.g, net.feeds));
+  EXPECT_EQ(s.runner.sync_count(), 1u);
+  EXPECT_EQ(s.runner.last_mode(), CudaRunner::Mode::kDirect);
+}
+
+TEST(CudaDataDependent, OneRunnerWithDifferentCounts) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  Net net = nonzero_chain(sparse({6, 7}, 5, 2, 0));
+  CudaSession s(net.g);
+  const Tensor dense = sparse({6, 7}, 6, 1000, 999);  // no zero
+  const Tensor few = sparse({6, 7}, 7, 1, 0) ;        // all zero but what we set below
+  Tensor some = few.clone();
+  some.data<float>()[3] = 1.5f;
+  some.data<float>()[40] = -2.f;
+  std::vector<int64_t> counts;
+  for (const Tensor& x : {net.feeds.at("x"), dense, some, few, net.feeds.at("x")}) {
+    std::map<std::string, Tensor> feeds{{"x", x}};
+    const auto got = s.run(net.g, feeds);
+    expect_same(got, run_cpu(net.g, feeds));
+    counts.push_back(got.at("idx").shape().at(1));
+  }
+  EXPECT_EQ(counts[0], 21);
+  EXPECT_EQ(counts[1], 42);
+  EXPECT_EQ(counts[2], 2);
+  EXPECT_EQ(counts[3], 0);
+  EXPECT_EQ(counts[4], 21);
+  EXPECT_EQ(s.runner.sync_count(), 5u);  // one sync point per run
+  EXPECT_EQ(s.runner.stats().captures, 0u);
+}
+
+TEST(CudaDataDependent, ReshapeWithDeviceComputedShape) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 4}, std::vector<int64_t>{-1, 3}}) {
+    Net net;
+    net.input("x", random_tensor({2, 6}, 8));
+    net.input("s", i64(shape, {2}));
+    net.constant("zero", i64({0, 0}, {2}));
+    net.node("Add", "shape_on_gpu", {"s", "zero"}, {"s2"});
+    net.node("Reshape", "rs", {"x", "s2"}, {"r"});
+    net.node("Relu", "relu", {"r"}, {"y"});
+    net.output("y");
+    net.done();
+    CudaSession s(net.g);
+    EXPECT_EQ(s.plan.sync_points(), 1);
+    const auto got = s.run(net.g, net.feeds);
+    expect_same(got, run_cpu(net.g, net.feeds));
+    EXPECT_EQ(got.at("y").shape(), (Shape{shape[0] < 0 ? 4 : 3, shape[1]}));
+  }
+}
+
+TEST(CudaDataDependent, RangeAndConstantOfShapeFromDeviceValues) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  {
+    Net net;
+    net.input("a", f32({1.f}, {}));
+    net.input("b", f32({7.5f}, {}));
+    net.input("d", f32({1.5f}, {}));
+    net.constant("two", f32({2.f}, {}));
+    net.node("Range", "range", {"a", "b", "d"}, {"r"});
+    net.node("Mul", "twice", {"r", "two"}, {"y"});
+    net.output("y");
+    net.done();
+    const auto got = run_cuda(net.g, net.feeds);
+    expect_same(got, run_cpu(net.g, net.feeds));
+    EXPECT_EQ(got.at("y").shape(), (Shape{5}));
+  }
+  {
+    Net net;
+    net.input("a", i64({10}, {}));
+    net.input("b", i64({0}, {}));
+    net.input("d", i64({-3}, {}));
+    net.node("Range", "range", {"a", "b", "d"}, {"y"});
+    net.output("y");
+    net.done();
+    expect_same(run_cuda(net.g, net.feeds), run_cpu(net.g, net.feeds));
+  }
+  {
+    Net net;
+    net.input("s", i64({2, 3}, {2}));
+    net.input("x", random_tensor({2, 3}, 9));
+    net.node("ConstantOfShape", "fill", {"s"}, {"z"});
+    net.node("Add", "add", {"z", "x"}, {"y"});
+    net.output("y").output("z");
+    net.done();
+    expect_same(run_cuda(net.g, net.feeds), run_cpu(net.g, net.feeds));
+  }
+}
+
+TEST(CudaDataDependent, TopKWithDeviceK) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (int64_t k : {1, 4, 10}) {
+    Net net;
+    net.input("x", random_tensor({3, 10}, 10));
+    net.input("k", i64({k}, {1}));
+    net.node("TopK", "topk", {"x", "k"}, {"v", "i"});
+    net.output("v").output("i");
+    net.done();
+    const auto got = run_cuda(net.g, net.feeds);
+    expect_same(got, run_cpu(net.g, net.feeds));
+    EXPECT_EQ(got.at("v").shape(), (Shape{3, k}));
+  }
+}
+
+TEST(CudaDataDependent, CallerCaptureIsAClearError) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  Net net = nonzero_chain(sparse({6, 7}, 11, 3, 1));
+  CudaSession s(net.g);
+  s.runner.prepare({{6, 7}}, s.stream.get());
+  const auto& api = s.guard.api();
+  ASSERT_EQ(api.StreamBeginCapture(s.stream.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  std::string message;
+  ErrorCode code = ErrorCode::kInternal;
+  try {
+    s.runner.enqueue({nullptr}, {nullptr, nullptr}, s.stream.get());
+  } catch (const Error& e) {
+    message = e.what();
+    code = e.code();
+  }
+  CUgraph captured = nullptr;
+  EXPECT_EQ(api.StreamEndCapture(s.stream.get(), &captured), CUDA_SUCCESS);  // nothing invalidated the capture
+  if (captured) api.GraphDestroy(captured);
+  EXPECT_EQ(code, ErrorCode::kUnsupported) << message;
+  EXPECT_NE(message.find("data-dependent"), std::string::npos) << message;
+  EXPECT_NE(message.find("capture"), std::string::npos) << message;
+  // Outside the capture the runner works as before.
+  expect_same(s.run(net.g, net.feeds), run_cpu(net.g, net.feeds));
+}
+
+TEST(CudaDataDependent, PlanWithoutSyncPointsStillCapturesItsGraph) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  Net net;
+  net.input("x", random_tensor({4, 8}, 12));
+  net.node("Relu", "relu", {"x"}, {"r"});
+  net.node("Shape", "shape", {"x"}, {"s"});
+  net.node("Reshape", "rs", {"r", "s"}, {"y"});
+  net.output("y");
+  net.done();
+  CudaSession s(net.g);
+  s.runner.set_graphs_enabled(true);
+  EXPECT_EQ(s.plan.sync_points(), 0);
+  EXPECT_FALSE(s.runner.data_dependent());
+  const auto want = run_cpu(net.g, net.feeds);
+  std::vector<CudaRunner::Mode> modes;
+  for (int i = 0; i < 3; ++i) {
+    expect_same(s.run(net.g, net.feeds), want);
+    modes.push_back(s.runner.last_mode());
+  }
+  EXPECT_EQ(modes[0], CudaRunner::Mode::kDirect);
+  EXPECT_EQ(modes[1], CudaRunner::Mode::kGraphCapture);
+  EXPECT_EQ(modes[2], CudaRunner::Mode::kGraphReplay);
+  EXPECT_EQ(s.runner.sync_count(), 0u);
+}
+
+}  // namespace
+}  // namespace kilnrt::cudatest
