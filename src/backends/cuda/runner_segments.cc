@@ -66,8 +66,17 @@ void CudaRunner::prepare_segmented(const std::vector<Shape>& input_shapes, Strea
     sg.staged[i] = kilnrt::cuda::DeviceBuffer(plan_.device_, std::max<size_t>(bytes, 1));
   }
   if (!sg.ran || sg.input_shapes != input_shapes) {
-    // Before a run with these shapes the outputs' shapes are unknown (data decides): 0-sized placeholders.
-    sg.out_shapes.assign(plan_.output_slots_.size(), Shape{0});
+    // Before a run with these shapes the data decides the outputs' shapes: the graph's static dims, 0 elsewhere.
+    sg.out_shapes.clear();
+    for (const std::string& out : g.outputs) {
+      const ir::TensorType* t = g.type_of(out);
+      Shape shape{0};
+      if (t && t->has_shape) {
+        shape.clear();
+        for (const ir::Dim& d : t->shape) shape.push_back(d.known() ? d.value : 0);
+      }
+      sg.out_shapes.push_back(shape);
+    }
     sg.ran = false;
   }
   sg.input_shapes = input_shapes;
