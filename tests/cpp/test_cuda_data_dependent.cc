@@ -113,6 +113,52 @@ TEST(CudaDataDependent, CompressMatchesCpu) {
   compare_node(Op("Compress", 2).i("axis", 0).node, {i64({1, 2, 3, 4, 5, 6}, {3, 2}), boolean({0, 1, 1}, {3})});
 }
 
+TEST(CudaDataDependent, UniqueMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor flat = f32({2.f, 1.f, 1.f, 3.f, 4.f, 3.f, -0.f, 0.f, 2.f}, {9});
+  compare_node(Op("Unique", 1, 4).node, {flat}, {}, 11);
+  compare_node(Op("Unique", 1, 4).i("sorted", 0).node, {flat}, {}, 11);
+  compare_node(Op("Unique", 1, 1).node, {i64({5, -1, 5, 7, -1, 0}, {2, 3})}, {}, 11);  // Y only, flattened
+  const Tensor rows = f32({1, 0, 0, 1, 0, 0, 2, 3, 4, 2, 3, 4, 0, 0, 1}, {5, 3});
+  compare_node(Op("Unique", 1, 4).i("axis", 0).node, {rows}, {}, 11);
+  compare_node(Op("Unique", 1, 4).i("axis", 0).i("sorted", 0).node, {rows}, {}, 11);
+  compare_node(Op("Unique", 1, 4).i("axis", -1).node, {f32({1, 1, 0, 2, 2, 1, 0, 2}, {2, 4})}, {}, 11);
+  // Many repeats over several blocks of the pairwise kernels.
+  std::vector<int64_t> many(3000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int64_t>((i * 7919) % 97) - 40;
+  compare_node(Op("Unique", 1, 4).node, {i64(many, {3000})}, {}, 11);
+}
+
+TEST(CudaDataDependent, NonMaxSuppressionMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  // The ONNX documentation's example: boxes 3, 0, 5 are kept (corner format).
+  const Tensor boxes = f32({0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f,
+                            0, 100, 1, 101}, {1, 6, 4});
+  const Tensor scores = f32({0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f}, {1, 1, 6});
+  const std::vector<bool> consts = {false, false, true, true, true};
+  const ir::Node nms = Op("NonMaxSuppression", 5).node;
+  compare_node(nms, {boxes, scores, i64({3}, {1}), f32({0.5f}, {1}), f32({0.f}, {1})}, consts, 11);
+  {
+    OneNode one(nms, {boxes, scores, i64({3}, {1}), f32({0.5f}, {1}), f32({0.f}, {1})}, consts, 11);
+    const Tensor got = run_cuda(one.g, one.feeds).at("out0");
+    ASSERT_EQ(got.shape(), (Shape{3, 3}));
+    const std::vector<int64_t> want = {0, 0, 3, 0, 0, 0, 0, 0, 5};
+    EXPECT_EQ(std::vector<int64_t>(got.data<int64_t>(), got.data<int64_t>() + 9), want);
+  }
+  compare_node(nms, {boxes, scores, i64({2}, {1}), f32({0.5f}, {1}), f32({0.f}, {1})}, consts, 11);   // max 2
+  compare_node(nms, {boxes, scores, i64({0}, {1}), f32({0.5f}, {1}), f32({0.f}, {1})}, consts, 11);   // none
+  compare_node(nms, {boxes, scores, i64({10}, {1}), f32({0.5f}, {1}), f32({0.4f}, {1})}, consts, 11); // threshold
+  // center_point_box 1: the same boxes as (x_center, y_center, width, height).
+  const Tensor centers = f32({0.5f, 0.5f, 1, 1, 0.5f, 0.6f, 1, 1, 0.5f, 0.4f, 1, 1, 0.5f, 10.5f, 1, 1,
+                              0.5f, 10.6f, 1, 1, 0.5f, 100.5f, 1, 1}, {1, 6, 4});
+  compare_node(Op("NonMaxSuppression", 5).i("center_point_box", 1).node,
+               {centers, scores, i64({3}, {1}), f32({0.5f}, {1}), f32({0.f}, {1})}, consts, 11);
+  // Two batches, three classes, random boxes with overlaps.
+  Tensor rb = random_tensor({2, 40, 4}, 13, 0.f, 10.f);
+  compare_node(nms, {rb, random_tensor({2, 3, 40}, 14, 0.f, 1.f), i64({5}, {1}), f32({0.3f}, {1}), f32({0.2f}, {1})},
+               consts, 11);
+}
+
 TEST(CudaDataDependent, NonZeroGatherChainMatchesCpu) {
   KILNRT_SKIP_WITHOUT_GPU();
   Net net = nonzero_chain(sparse({6, 7}, 4, 4, 2));

@@ -1,0 +1,204 @@
+// Unique and NonMaxSuppression on CUDA: data-dependent layers (data_dependent_layer.h) whose counts are read on the
+// host once per layer (the plan's sync point), then the outputs are written at their exact sizes into upper-bound
+// storage. Kernels: kernels/unique_nms.cu. Scratch lives in the context workspace: inputs too large for it are a
+// clear error naming the node.
+#include <algorithm>
+
+#include "backends/cuda/data_dependent_layer.h"
+#include "backends/cuda/kernels/data_dependent.h"
+#include "backends/cuda/kernels/unique_nms.h"
+
+namespace kilnrt::backends::cuda {
+namespace {
+
+namespace dd = kilnrt::cuda::kernels::dd;
+namespace un = kilnrt::cuda::kernels::un;
+
+int unique_code(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 0;
+    case DType::kInt64: return 1;
+    case DType::kInt32: return 2;
+    case DType::kUInt8: case DType::kBool: return 3;
+    case DType::kInt8: return 4;
+    case DType::kFloat64: return 5;
+    default: return -1;
+  }
+}
+
+class UniqueLayer final : public DataDependentLayer {
+ public:
+  explicit UniqueLayer(const ir::Node& n)
+      : name_(n.describe()), sorted_(n.attr_int("sorted", 1) != 0), has_axis_(n.has_attr("axis")) {
+    if (has_axis_) axis_ = n.attr_int("axis");
+  }
+  std::string tactic() const override { return "kernel:unique-pairwise"; }
+  // [outer, n, inner] view of x.
+  void view(const Shape& x, Shape* shape, int64_t* axis, int64_t* outer, int64_t* inner) const {
+    *shape = has_axis_ ? x : Shape{shape_numel(x)};
+    const int64_t r = static_cast<int64_t>(shape->size());
+    *axis = has_axis_ ? (axis_ < 0 ? axis_ + r : axis_) : 0;
+    KILNRT_CHECK(*axis >= 0 && *axis < r, kInvalidArgument, name_,
+                 "axis " << axis_ << " is out of range for an input of rank " << r);
+    *outer = 1;
+    *inner = 1;
+    for (int64_t d = 0; d < *axis; ++d) *outer *= (*shape)[d];
+    for (size_t d = *axis + 1; d < shape->size(); ++d) *inner *= (*shape)[d];
+  }
+  std::vector<Shape> max_output_shapes(const std::vector<LayerTensor>& in) const override {
+    Shape shape;
+    int64_t axis, outer, inner;
+    view(in.at(0).shape, &shape, &axis, &outer, &inner);
+    const int64_t n = shape[axis];
+    return {shape, Shape{n}, Shape{n}, Shape{n}};
+  }
+  std::vector<DType> output_dtypes(const std::vector<LayerTensor>& in) const override {
+    return {in.at(0).dtype, DType::kInt64, DType::kInt64, DType::kInt64};
+  }
+  void enqueue(LayerLaunch& l) override {
+    const LayerTensor& x = l.inputs.at(0);
+    Shape shape;
+    int64_t axis, outer, inner;
+    view(x.shape, &shape, &axis, &outer, &inner);
+    const int64_t n = shape[axis];
+    // Workspace: count | firsts | first | pos | slot_of | indices | inverse | counts (n int64 each) | flags (n bytes).
+    const size_t need = 256 + size_t(n) * (7 * sizeof(int64_t) + 1);
+    KILNRT_CHECK(need <= l.workspace_bytes, kUnsupported, name_,
+                 "Unique over " << n << " slices needs " << need << " bytes of scratch, more than the context's "
+                                << l.workspace_bytes << "-byte workspace");
+    auto* count_dev = static_cast<int64_t*>(l.workspace);
+    auto* firsts = reinterpret_cast<int64_t*>(static_cast<char*>(l.workspace) + 256);
+    int64_t* first = firsts + n;
+    int64_t* pos = first + n;
+    int64_t* slot_of = pos + n;
+    int64_t* indices = slot_of + n;
+    int64_t* inverse = indices + n;
+    int64_t* counts = inverse + n;
+    auto* flags = reinterpret_cast<uint8_t*>(counts + n);
+    auto out_or = [&](size_t o, int64_t* scratch) {
+      return o < l.outputs.size() && l.outputs[o].present ? static_cast<int64_t*>(l.outputs[o].data) : scratch;
+    };
+    indices = out_or(1, indices);
+    inverse = out_or(2, inverse);
+    counts = out_or(3, counts);
+    un::UniqueView v{x.data, unique_code(x.dtype), outer, n, inner};
+    check_launch(un::unique_first(v, first, flags, l.stream), name_, "unique_first");
+    int64_t u = 0;
+    if (n > 0)
+      check_launch(dd::nonzero_flat(flags, n, 1, false, firsts, count_dev, &u, l.stream), name_, "nonzero_flat");
+    KILNRT_CHECK(u >= 0 && u <= n, kInternal, name_, "device count " << u << " out of range");
+    check_launch(un::unique_place(v, firsts, u, sorted_, pos, slot_of, indices, counts, l.stream), name_,
+                 "unique_place");
+    check_launch(un::unique_inverse(n, first, pos, slot_of, inverse, counts, l.stream), name_, "unique_inverse");
+    LayerOutput& y = l.outputs.at(0);
+    Shape yshape = shape;
+    yshape[axis] = u;
+    y.shape = yshape;
+    check_launch(dd::gather_axis(x.data, indices, u, outer, n, inner, dtype_size(x.dtype), y.data, l.stream), name_,
+                 "gather_axis");
+    if (l.outputs.size() > 1) l.outputs[1].shape = Shape{u};
+    if (l.outputs.size() > 2) l.outputs[2].shape = Shape{n};
+    if (l.outputs.size() > 3) l.outputs[3].shape = Shape{u};
+  }
+
+ private:
+  std::string name_;
+  bool sorted_, has_axis_;
+  int64_t axis_ = 0;
+};
+
+class NmsLayer final : public DataDependentLayer {
+ public:
+  explicit NmsLayer(const ir::Node& n) : name_(n.describe()), center_(n.attr_int("center_point_box", 0) != 0) {}
+  std::string tactic() const override { return "kernel:nms-greedy"; }
+  std::vector<int> host_inputs() const override { return {2, 3, 4}; }
+  // Boxes kept per (batch, class): max_output_boxes_per_class, at most N.
+  static int64_t keep_of(const std::vector<LayerTensor>& in, int64_t N) {
+    int64_t max_out = 0;
+    if (in.size() > 2 && in[2].present && in[2].host && in[2].host->numel() > 0) {
+      const Tensor& t = *in[2].host;
+      max_out = t.dtype() == DType::kInt32 ? t.data<int32_t>()[0] : t.data<int64_t>()[0];
+    }
+    return std::clamp<int64_t>(max_out, 0, N);
+  }
+  static double scalar(const LayerTensor& t) {
+    return t.host->dtype() == DType::kFloat64 ? t.host->data<double>()[0] : t.host->data<float>()[0];
+  }
+  void dims(const std::vector<LayerTensor>& in, int64_t* B, int64_t* C, int64_t* N) const {
+    const Shape& b = in.at(0).shape;
+    const Shape& s = in.at(1).shape;
+    KILNRT_CHECK(b.size() == 3 && b[2] == 4 && s.size() == 3 && s[0] == b[0] && s[2] == b[1], kInvalidArgument,
+                 name_, "boxes must be [B, N, 4] and scores [B, C, N], got " << shape_to_string(b) << " and "
+                                                                             << shape_to_string(s));
+    *B = b[0];
+    *N = b[1];
+    *C = s[1];
+  }
+  std::vector<Shape> max_output_shapes(const std::vector<LayerTensor>& in) const override {
+    int64_t B, C, N;
+    dims(in, &B, &C, &N);
+    return {Shape{B * C * keep_of(in, N), 3}};
+  }
+  std::vector<DType> output_dtypes(const std::vector<LayerTensor>&) const override { return {DType::kInt64}; }
+  void enqueue(LayerLaunch& l) override {
+    int64_t B, C, N;
+    dims(l.inputs, &B, &C, &N);
+    const int64_t keep = keep_of(l.inputs, N);
+    LayerOutput& y = l.outputs.at(0);
+    y.shape = Shape{0, 3};
+    if (keep == 0 || B * C == 0) return;
+    double iou_th = 0, score_th = 0;
+    bool has_score_th = false;
+    if (l.inputs.size() > 3 && l.inputs[3].present && l.inputs[3].host && l.inputs[3].host->numel() > 0)
+      iou_th = scalar(l.inputs[3]);
+    if (l.inputs.size() > 4 && l.inputs[4].present && l.inputs[4].host && l.inputs[4].host->numel() > 0) {
+      has_score_th = true;
+      score_th = scalar(l.inputs[4]);
+    }
+    const int64_t pairs = B * C;
+    // Workspace: counts (pairs) | selected (pairs * keep) | order (pairs * N) int64 | suppressed (pairs * N bytes).
+    const size_t need = size_t(pairs) * (1 + keep + N) * sizeof(int64_t) + size_t(pairs) * N;
+    KILNRT_CHECK(need <= l.workspace_bytes, kUnsupported, name_,
+                 "NonMaxSuppression of " << pairs << " (batch, class) pairs over " << N << " boxes needs " << need
+                                         << " bytes of scratch, more than the context's " << l.workspace_bytes
+                                         << "-byte workspace");
+    auto* counts = static_cast<int64_t*>(l.workspace);
+    int64_t* selected = counts + pairs;
+    int64_t* order = selected + pairs * keep;
+    auto* suppressed = reinterpret_cast<uint8_t*>(order + pairs * N);
+    check_launch(un::nms_select(static_cast<const float*>(l.inputs[0].data), static_cast<const float*>(l.inputs[1].data),
+                                B, C, N, center_, keep, iou_th, has_score_th, score_th, order, suppressed, selected,
+                                counts, l.stream),
+                 name_, "nms_select");
+    std::vector<int64_t> host_counts(pairs, 0);
+    check_launch(un::copy_counts(counts, pairs, host_counts.data(), l.stream), name_, "copy_counts");
+    int64_t total = 0;
+    for (int64_t c : host_counts) {
+      KILNRT_CHECK(c >= 0 && c <= keep, kInternal, name_, "device count " << c << " out of range");
+      total += c;
+    }
+    y.shape = Shape{total, 3};
+    check_launch(un::nms_compact(selected, counts, B, C, keep, static_cast<int64_t*>(y.data), l.stream), name_,
+                 "nms_compact");
+  }
+
+ private:
+  std::string name_;
+  bool center_;
+};
+
+KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"Unique", [](const ir::Node& n, const ir::Graph& g) -> std::string {
+  const DType t = value_dtype(g, n.inputs.at(0));
+  if (t != DType::kUndefined && unique_code(t) < 0) return "dtype " + std::string(dtype_name(t));
+  return "";
+}, [](const LayerCreateArgs& a) { return std::unique_ptr<CudaLayer>(new UniqueLayer(a.node)); }});
+KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"NonMaxSuppression", [](const ir::Node& n, const ir::Graph& g) -> std::string {
+  for (size_t i = 0; i < 2 && i < n.inputs.size(); ++i) {
+    const DType t = value_dtype(g, n.inputs[i]);
+    if (t != DType::kUndefined && t != DType::kFloat32) return "dtype " + std::string(dtype_name(t));
+  }
+  return n.inputs.size() < 2 ? "needs boxes and scores" : "";
+}, [](const LayerCreateArgs& a) { return std::unique_ptr<CudaLayer>(new NmsLayer(a.node)); }});
+
+}  // namespace
+}  // namespace kilnrt::backends::cuda
