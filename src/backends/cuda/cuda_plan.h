@@ -3,7 +3,9 @@
 // CudaPlan, built at engine load: classifies every node as a host shape computation (Shape/Size, or a node whose
 // inputs are all constants or host values: evaluated on the host with the CPU kernels, never as GPU kernels with a
 // sync) or a device layer (from the LayerRegistry; an op without a CUDA layer is an error naming the node — a CUDA
-// engine never runs a tensor op on the CPU); uploads the constants device layers read, once.
+// engine never runs a tensor op on the CPU); uploads the constants device layers read, once. Sync points (a layer
+// whose output shape depends on data, or a device value a layer reads on the host) make the runner execute the plan
+// segment by segment instead (runner_segments.cc; docs/cuda-backend.md, "Data-dependent shapes").
 //
 // CudaRunner, one per execution context: for each tuple of input shapes (cached) it infers every value's concrete
 // shape with the ops' shape functions, evaluates the host nodes, uploads host values that device layers read, and

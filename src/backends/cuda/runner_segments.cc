@@ -97,6 +97,8 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
   KILNRT_CHECK(seg_, kInternal, "CudaRunner", "prepare() was not called");
   check_not_capturing(stream, plan_.device_, plan_.sync_points_);
   Segmented& sg = *seg_;
+  // Lazy kernel loading, allocations and syncs happen mid-run: not while another thread captures a CUDA graph.
+  kilnrt::cuda::CaptureGate gate(plan_.device_, kilnrt::cuda::CaptureGate::Kind::kExclusive);
   kilnrt::cuda::ContextGuard guard(plan_.device_);
   const auto& api = guard.api();
   if (arena_used_ && done_) done_.synchronize();  // the previous run (maybe on another stream) may read the pool
