@@ -4,10 +4,13 @@
 // the refusal of a caller's capture, and a plan without sync points still capturing its CUDA graph. GPU tests skip
 // with a message without a GPU.
 #include <cmath>
+#include <fstream>
 #include <limits>
 
 #include "cuda_backend_test_util.h"
 #include "dd_test_graph.h"
+#include "kilnrt/engine.h"
+#include "onnx_test_writer.h"
 #include "ops/nn/nn_test_util.h"
 
 using kilnrt::ops::nn::testing::Op;
@@ -315,6 +318,40 @@ TEST(CudaDataDependent, PlanWithoutSyncPointsStillCapturesItsGraph) {
   EXPECT_EQ(modes[1], CudaRunner::Mode::kGraphCapture);
   EXPECT_EQ(modes[2], CudaRunner::Mode::kGraphReplay);
   EXPECT_EQ(s.runner.sync_count(), 0u);
+}
+
+TEST(CudaDataDependent, EngineRunSizesOutputsFromTheRun) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  // Through the public API: build -> load -> run(); the output sizes come from each run (cuda_engine.cc re-reads
+  // them after the segmented run), compared with the CPU engine of the same model.
+  using namespace kilnrt::onnx_test;
+  ModelSpec m;
+  m.graph.inputs.push_back(ValueInfoSpec::tensor("x", kFloat, {6, 7}));
+  m.graph.nodes.push_back(NodeSpec{"NonZero", {"x"}, {"idx"}, {}, "nz"});
+  m.graph.nodes.push_back(NodeSpec{"Transpose", {"idx"}, {"y"}, {}, "tr"});
+  m.graph.nodes.push_back(NodeSpec{"Relu", {"x"}, {"z"}, {}, "relu"});
+  m.graph.outputs.push_back(ValueInfoSpec::tensor("y", kInt64, {DimSpec::named("n"), 2}));
+  m.graph.outputs.push_back(ValueInfoSpec::tensor("z", kFloat, {6, 7}));
+  const std::string path = ::testing::TempDir() + "kilnrt_dd_engine.onnx";
+  std::ofstream(path, std::ios::binary) << m.serialize();
+  BuildOptions opt;
+  opt.device = "cuda";
+  const std::vector<uint8_t> gpu_bytes = build_engine(path, opt);
+  const std::vector<uint8_t> cpu_bytes = build_engine(path);
+  auto gpu = Engine::from_bytes(gpu_bytes.data(), gpu_bytes.size());
+  auto cpu = Engine::from_bytes(cpu_bytes.data(), cpu_bytes.size());
+  auto gctx = gpu->create_context();
+  auto cctx = cpu->create_context();
+  std::vector<int64_t> counts;
+  for (const Tensor& x : {sparse({6, 7}, 21, 3, 0), sparse({6, 7}, 22, 1, 0), sparse({6, 7}, 23, 7, 5)}) {
+    const auto got = gctx->run({{"x", x}});
+    const auto want = cctx->run({{"x", x}});
+    expect_tensors_close(got.at("y"), want.at("y"), 0, 0);
+    expect_tensors_close(got.at("z"), want.at("z"), 0, 0);
+    counts.push_back(got.at("y").shape().at(0));
+    EXPECT_EQ(gctx->last_execution_mode(), "direct");
+  }
+  EXPECT_EQ(counts, (std::vector<int64_t>{28, 0, 36}));
 }
 
 }  // namespace
