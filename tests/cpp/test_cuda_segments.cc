@@ -49,6 +49,24 @@ TEST(CudaSegments, CompressIsASyncPoint) {
   EXPECT_EQ(plan.sync_points(), 1);
 }
 
+TEST(CudaSegments, UniqueAndNmsAreSyncPoints) {
+  Net net(11);
+  net.input("x", f32({6}));
+  net.input("boxes", f32({1, 5, 4}));
+  net.input("scores", f32({1, 2, 5}));
+  net.constant("max", i64({2}, {1}));
+  net.constant("iou", Tensor::from_vector(std::vector<float>{0.5f}, DType::kFloat32, {1}));
+  net.node("Unique", "uniq", {"x"}, {"u", "", "inv", "cnt"});
+  net.node("NonMaxSuppression", "nms", {"boxes", "scores", "max", "iou"}, {"sel"});
+  net.output("u").output("inv").output("cnt").output("sel");
+  const ir::Graph& g = net.done();
+  EXPECT_NO_THROW(CudaPlan::check_supported(g));
+  CudaPlan plan(g, 0);  // NMS reads its constant limits on the host: nothing to upload
+  EXPECT_EQ(plan.sync_points(), 2);
+  EXPECT_EQ(tactic_of(plan, "uniq"), "cuda:kernel:unique-pairwise");
+  EXPECT_EQ(tactic_of(plan, "nms"), "cuda:kernel:nms-greedy");
+}
+
 TEST(CudaSegments, DeviceValueReadOnTheHostIsASyncPoint) {
   // Reshape's shape is a graph input (a device value): read on the host mid-run.
   Net net;
