@@ -99,6 +99,12 @@ void roialign_cpu(CpuContext& ctx) {
   KILNRT_CHECK(ctx.input(1).numel() == R * 4, kInvalidArgument, node.describe(), "rois must be [num_rois, 4]");
   const int64_t oh = node.attr_int("output_height", 1), ow = node.attr_int("output_width", 1);
   const int64_t sr = node.attr_int("sampling_ratio", 0);
+  KILNRT_CHECK(oh >= 1 && ow >= 1 && oh <= (1 << 16) && ow <= (1 << 16) && sr >= 0 && sr <= (1 << 10), kInvalidModel,
+               node.describe(), "RoiAlign: output size " << oh << "x" << ow << " or sampling_ratio " << sr
+                                                        << " out of range");
+  for (int64_t b : bidx)
+    KILNRT_CHECK(b >= 0 && b < xt.shape()[0], kInvalidArgument, node.describe(),
+                 "RoiAlign: batch index " << b << " is outside [0, " << xt.shape()[0] << ")");
   const double scale = node.attr_float("spatial_scale", 1.f);
   const std::string mode = node.attr_string("mode", "avg");
   const std::string ctm =
@@ -114,6 +120,9 @@ void roialign_cpu(CpuContext& ctx) {
       rw = std::max(rw, 1.0);
       rh = std::max(rh, 1.0);
     }
+    // A hostile roi (inf / NaN / 1e300) would make the sampling grid undefined or astronomically large.
+    KILNRT_CHECK(std::isfinite(rw) && std::isfinite(rh) && std::fabs(rw) < 1e7 && std::fabs(rh) < 1e7,
+                 kInvalidArgument, node.describe(), "RoiAlign: roi " << r << " is not finite or too large");
     const double bh = rh / static_cast<double>(oh), bw = rw / static_cast<double>(ow);
     const int64_t gh = sr > 0 ? sr : static_cast<int64_t>(std::ceil(rh / static_cast<double>(oh)));
     const int64_t gw = sr > 0 ? sr : static_cast<int64_t>(std::ceil(rw / static_cast<double>(ow)));

@@ -186,6 +186,11 @@ std::vector<double> conv_zp(const Tensor& xt, double xzp, const Tensor& wt, cons
   const Geometry3 g = make_geometry3(p, in_sp, out_sp, node);
   const int64_t N = xt.shape()[0], C = xt.shape()[1], M = wt.shape()[0];
   const int64_t group = node.attr_int("group", 1);
+  KILNRT_CHECK(group >= 1 && C % group == 0 && M % group == 0 && wt.shape()[1] == C / group, kInvalidModel,
+               node.describe(), "weight shape " << shape_to_string(wt.shape()) << " does not fit " << C
+                                                << " input channels in " << group << " groups");
+  KILNRT_CHECK(wzp.size() == 1 || wzp.size() == static_cast<size_t>(M), kInvalidArgument, node.describe(),
+               "weight zero point has " << wzp.size() << " values, expected 1 or " << M);
   const int64_t cg = C / group, mg = M / group;
   const std::vector<double> x = tensor_to_doubles(xt, node), w = tensor_to_doubles(wt, node);
   std::vector<double> y(static_cast<size_t>(N * M * g.out_size()), 0.0);
@@ -236,6 +241,9 @@ void qlinear_conv_cpu(CpuContext& ctx) {
   std::vector<double> y = conv_zp(ctx.input(0), xzp, ctx.input(3), wzp, ctx.node, &out);
   const std::vector<double> bias = ctx.has_input(8) ? tensor_to_doubles(ctx.input(8), ctx.node) : std::vector<double>{};
   const int64_t M = out[1];
+  KILNRT_CHECK((ws.size() == 1 || ws.size() == static_cast<size_t>(M)) &&
+                   (bias.empty() || bias.size() == static_cast<size_t>(M)),
+               kInvalidArgument, ctx.node.describe(), "w_scale / bias must hold 1 or " << M << " values");
   int64_t sp = 1;
   for (size_t d = 2; d < out.size(); ++d) sp *= out[d];
   const DType t = ctx.input(7).dtype();
