@@ -172,6 +172,21 @@ TEST(CudaDataDependent, NonZeroGatherChainMatchesCpu) {
   EXPECT_EQ(s.runner.last_mode(), CudaRunner::Mode::kDirect);
 }
 
+TEST(CudaDataDependent, ProfilingTimesTheLayersOfASegmentedRun) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  Net net = nonzero_chain(sparse({6, 7}, 15, 3, 2));
+  CudaSession s(net.g);
+  s.runner.set_profiling(true);
+  for (int i = 0; i < 2; ++i) expect_same(s.run(net.g, net.feeds), run_cpu(net.g, net.feeds));
+  const std::vector<LayerTiming> timings = s.runner.layer_timings();
+  ASSERT_EQ(timings.size(), s.plan.graph().nodes.size());
+  for (size_t i = 0; i < timings.size(); ++i) {
+    SCOPED_TRACE(s.plan.graph().nodes[i].name);
+    EXPECT_EQ(timings[i].calls, 2u);  // NonZero, both Gathers and Relu are device layers
+    EXPECT_GE(timings[i].total_ms, 0.0);
+  }
+}
+
 TEST(CudaDataDependent, OneRunnerWithDifferentCounts) {
   KILNRT_SKIP_WITHOUT_GPU();
   Net net = nonzero_chain(sparse({6, 7}, 5, 2, 0));

@@ -11,6 +11,7 @@
 
 #include "backends/cuda/data_dependent_layer.h"
 #include "backends/cuda/plan_internal.h"
+#include "backends/cuda/runner_profiling.h"
 #include "core/logging.h"
 #include "cuda/capture_safety.h"
 
@@ -132,7 +133,10 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
   launch.libs = &handles_;
   launch.workspace = workspace_.data();
   launch.workspace_bytes = workspace_.size();
-  for (const CudaPlan::Step& step : plan_.steps_) {
+  // Profiling: per-layer events as in direct launches (no gate kernel: the run synchronises anyway).
+  if (profiler_) profiler_->start_run(stream, /*gate=*/false);
+  for (size_t si = 0; si < plan_.steps_.size(); ++si) {
+    const CudaPlan::Step& step = plan_.steps_[si];
     const ir::Node& node = *step.node;
     if (step.host) {
       eval_host_step(step, sg.shapes, sg.dtypes, sg.host_values);
@@ -197,12 +201,15 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       ptrs_[os] = sg.alloc(plan_.device_, bytes_of(os));
       launch.outputs[o] = LayerOutput{ptrs_[os], sg.dtypes[os], sg.shapes[os], true};
     }
+    const bool timed = profiler_ && profiler_->armed();
+    if (timed) profiler_->begin(si, stream);
     try {
       step.layer->enqueue(launch);
     } catch (const Error& e) {
       if (e.where().find(node.name) != std::string::npos) throw;
       throw e.with_context(node.describe());
     }
+    if (timed) profiler_->end(si, stream);
     if (dd) {
       ++sg.syncs;  // the layer read its count on the host
       for (size_t o = 0; o < step.outputs.size(); ++o) {
@@ -216,6 +223,7 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       }
     }
   }
+  if (profiler_) profiler_->finish_run();
   sg.out_shapes.clear();
   for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
     const int s = plan_.output_slots_[i];
