@@ -139,6 +139,24 @@ TEST(CudaSegments, SixteenBitEnginesRefuseDataDependentShapesNamingTheNode) {
   }
 }
 
+TEST(CudaSegments, SixteenBitEnginesNameTheDeviceValueReadOnTheHost) {
+  // The wording tests/conformance/precision16.py matches to freeze such an input into a constant.
+  Net net;
+  net.input("x", f32({2, 6}));
+  net.input("s", i64({3, 4}, {2}));
+  set_string(net.node("Relu", "relu", {"x"}, {"r"}), backends::cuda::kPrecisionAttr, "fp16");
+  net.node("Reshape", "rs", {"r", "s"}, {"y"});
+  net.output("y");
+  try {
+    CudaPlan plan(net.done(), 0);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("input 's' must be a constant or computed from shapes"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CudaSegments, UnknownOpsAreStillRefusedByName) {
   Net net;
   net.input("x", f32({4}));

@@ -150,11 +150,15 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
     if (p == Precision::kBf16) act16_ = DType::kBFloat16;
   }
   if (act16_ != DType::kUndefined && sync_points_ > 0) {
+    // (The wording of the first message is what tests/conformance/precision16.py's CONST_INPUT_RE matches.)
     for (const Step& st : steps_) {
-      const bool dd = st.data_dependent || !st.sync_in.empty();
-      KILNRT_CHECK(!dd, kUnsupported, st.node->describe(),
-                   (st.data_dependent ? "output shape depends on data" : "reads a device-computed value on the host")
-                       << ": data-dependent shapes are supported in float32 CUDA engines only (not --fp16 / --bf16)");
+      KILNRT_CHECK(st.sync_in.empty(), kUnsupported, st.node->describe(),
+                   "input '" << st.node->inputs[st.sync_in.empty() ? 0 : st.sync_in[0]]
+                             << "' must be a constant or computed from shapes in --fp16 / --bf16 engines: "
+                             << "data-dependent shapes are supported in float32 CUDA engines only");
+      KILNRT_CHECK(!st.data_dependent, kUnsupported, st.node->describe(),
+                   "output shape depends on data: data-dependent shapes are supported in float32 CUDA engines only "
+                   "(not --fp16 / --bf16)");
     }
   }
   if (act16_ != DType::kUndefined) {
