@@ -154,6 +154,7 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
     // Sync point: device values this layer reads on the host.
     for (int i : step.sync_in) {
       const int in = step.inputs[i];
+      if (sg.host_values[in].defined()) continue;  // read at an earlier sync point of this run
       Tensor hv = Tensor::empty(sg.dtypes[in], sg.shapes[in]);
       if (hv.nbytes() > 0) {
         KILNRT_CU_CHECK(api, api.MemcpyDtoHAsync(hv.raw(), dptr(ptrs_[in]), hv.nbytes(), stream), node.describe());
