@@ -170,6 +170,8 @@ TEST(CudaDataDependent, NonZeroGatherChainMatchesCpu) {
   expect_same(s.run(net.g, net.feeds), run_cpu(net.g, net.feeds));
   EXPECT_EQ(s.runner.sync_count(), 1u);
   EXPECT_EQ(s.runner.last_mode(), CudaRunner::Mode::kDirect);
+  // The value pool (one 16 MiB chunk at least) is counted with the workspace.
+  EXPECT_GE(s.runner.device_memory_bytes(), backends::cuda::kWorkspaceBytes + (size_t(16) << 20));
 }
 
 TEST(CudaDataDependent, ProfilingTimesTheLayersOfASegmentedRun) {

@@ -227,6 +227,7 @@ class CudaRunner {
   void prepare_segmented(const std::vector<Shape>& input_shapes, StreamT stream);
   void enqueue_segmented(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, StreamT stream);
   std::vector<Shape> segmented_output_shapes() const;
+  size_t segmented_memory_bytes() const;  // pool chunks and staged inputs (0 without sync points)
   void* segmented_input_ptr(size_t i);
   std::unique_ptr<Segmented> seg_;
   const CudaPlan& plan_;

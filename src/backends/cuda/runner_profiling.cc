@@ -142,6 +142,7 @@ std::vector<LayerTiming> CudaRunner::layer_timings() {
 size_t CudaRunner::device_memory_bytes() const {
   size_t bytes = arena_.size() + workspace_.size();
   for (const auto& b : retained_) bytes += b.size();
+  bytes += segmented_memory_bytes();  // plans with sync points (runner_segments.cc)
   return bytes;
 }
 

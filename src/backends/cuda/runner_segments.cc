@@ -50,6 +50,14 @@ void* CudaRunner::Segmented::alloc(int device, size_t bytes) {
 
 uint64_t CudaRunner::sync_count() const { return seg_ ? seg_->syncs : 0; }
 
+size_t CudaRunner::segmented_memory_bytes() const {
+  if (!seg_) return 0;
+  size_t bytes = 0;
+  for (const auto& c : seg_->chunks) bytes += c.size();
+  for (const auto& b : seg_->staged) bytes += b.size();
+  return bytes;
+}
+
 void CudaRunner::prepare_segmented(const std::vector<Shape>& input_shapes, StreamT stream) {
   check_not_capturing(stream, plan_.device_, plan_.sync_points_);
   ensure_resources();
