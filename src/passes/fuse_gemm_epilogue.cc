@@ -10,10 +10,7 @@ namespace {
 
 bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
 
-struct Match {
-  ir::Node fused;
-  std::vector<std::string> erase;
-};
+using Match = FusionMatch;
 
 // A constant of n elements laid out along the last dim only ([N], [1, N], [1, 1, N] ...).
 bool bias_vector(const ir::Graph& g, const std::string& v, int64_t n, DType dt) {
@@ -120,23 +117,7 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& mm, Match* 
 
 size_t fuse_gemm_epilogues(ir::Graph& graph) {
   if (!fusion_enabled("gemm-epilogue")) return 0;
-  std::vector<Match> matches;
-  {
-    const GraphIndex ix(graph);
-    for (const ir::Node& n : graph.nodes) {
-      Match m;
-      if (match(graph, ix, n, &m)) matches.push_back(std::move(m));
-    }
-  }
-  if (matches.empty()) return 0;
-  std::vector<std::string> erase;
-  for (const Match& m : matches) erase.insert(erase.end(), m.erase.begin(), m.erase.end());
-  erase_nodes(graph, erase);
-  for (Match& m : matches) graph.nodes.push_back(std::move(m.fused));
-  use_kilnrt_domain(graph);
-  graph.topo_sort();
-  KILNRT_LOG(kDebug, "fused " << matches.size() << " GEMM epilogue(s)");
-  return matches.size();
+  return apply_fusions(graph, match, "GEMM epilogue(s)");
 }
 
 }  // namespace kilnrt::passes

@@ -30,10 +30,7 @@ bool vector_constant(const ir::Graph& g, const std::string& v, int64_t n, DType 
   return it->second.shape().back() == n;
 }
 
-struct Match {
-  ir::Node fused;
-  std::vector<std::string> erase;
-};
+using Match = FusionMatch;
 
 bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& r1, Match* m) {
   if (!mean_over_last(g, r1)) return false;
@@ -112,23 +109,7 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& r1, Match* 
 
 size_t fuse_layernorm(ir::Graph& graph) {
   if (!fusion_enabled("layernorm")) return 0;
-  std::vector<Match> matches;
-  {
-    const GraphIndex ix(graph);
-    for (const ir::Node& n : graph.nodes) {
-      Match m;
-      if (match(graph, ix, n, &m)) matches.push_back(std::move(m));
-    }
-  }
-  if (matches.empty()) return 0;
-  std::vector<std::string> erase;
-  for (const Match& m : matches) erase.insert(erase.end(), m.erase.begin(), m.erase.end());
-  erase_nodes(graph, erase);
-  for (Match& m : matches) graph.nodes.push_back(std::move(m.fused));
-  use_kilnrt_domain(graph);
-  graph.topo_sort();
-  KILNRT_LOG(kDebug, "fused " << matches.size() << " LayerNorm(s)");
-  return matches.size();
+  return apply_fusions(graph, match, "LayerNorm(s)");
 }
 
 }  // namespace kilnrt::passes

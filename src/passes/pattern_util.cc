@@ -3,6 +3,7 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "core/logging.h"
 #include "kilnrt/dtype.h"
 
 namespace kilnrt::passes {
@@ -80,6 +81,26 @@ void erase_nodes(ir::Graph& g, const std::vector<std::string>& names) {
   for (ir::Node& n : g.nodes)
     if (!drop.count(n.name)) kept.push_back(std::move(n));
   g.nodes = std::move(kept);
+}
+
+size_t apply_fusions(ir::Graph& g, const FusionMatcher& match, const char* what) {
+  std::vector<FusionMatch> matches;
+  {
+    const GraphIndex ix(g);
+    for (const ir::Node& n : g.nodes) {
+      FusionMatch m;
+      if (match(g, ix, n, &m)) matches.push_back(std::move(m));
+    }
+  }
+  if (matches.empty()) return 0;
+  std::vector<std::string> erase;
+  for (const FusionMatch& m : matches) erase.insert(erase.end(), m.erase.begin(), m.erase.end());
+  erase_nodes(g, erase);
+  for (FusionMatch& m : matches) g.nodes.push_back(std::move(m.fused));
+  use_kilnrt_domain(g);
+  g.topo_sort();
+  KILNRT_LOG(kDebug, "fused " << matches.size() << " " << what);
+  return matches.size();
 }
 
 }  // namespace kilnrt::passes

@@ -1,6 +1,7 @@
 // Helpers shared by the pattern-fusion passes (fuse_attention, fuse_gelu, fuse_gemm_epilogue): who produces and who
 // reads each value, and scalar constants.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -36,5 +37,15 @@ bool near(double a, double b, double rel = 1e-3);
 void use_kilnrt_domain(ir::Graph& g);
 // Deletes the nodes whose names are in `names` (order otherwise kept).
 void erase_nodes(ir::Graph& g, const std::vector<std::string>& names);
+
+// One fusion found by a pass: the fused node and the names of the nodes it replaces.
+struct FusionMatch {
+  ir::Node fused;
+  std::vector<std::string> erase;
+};
+using FusionMatcher = std::function<bool(const ir::Graph&, const GraphIndex&, const ir::Node&, FusionMatch*)>;
+// Runs `match` on every node (matches must not overlap), then replaces each match's nodes by its fused node,
+// imports the com.kilnrt domain and re-sorts the graph. Returns the number of fusions (logged as "fused N <what>").
+size_t apply_fusions(ir::Graph& g, const FusionMatcher& match, const char* what);
 
 }  // namespace kilnrt::passes
