@@ -10,16 +10,14 @@
 #include "backends/cpu/cpu_executor.h"
 #include "ir/graph.h"
 #include "passes/shape_inference.h"
+#include "pass_test_util.h"
 
 namespace kilnrt::attntest {
 
-inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  Tensor t = Tensor::empty(DType::kFloat32, shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+using passtest::count_ops;
+using passtest::max_rel_diff;
+using passtest::random_tensor;
+using passtest::run_cpu;
 
 inline Tensor scalar(float v) { return Tensor::from_vector(std::vector<float>{v}, DType::kFloat32, {}); }
 
@@ -103,29 +101,6 @@ inline ir::Graph bert_block(Builder& b, int64_t B, int64_t S, int64_t H, int64_t
   b.transpose("ctx", {0, 2, 1, 3}, "y");
   b.output("y");
   return b.finish();
-}
-
-inline size_t count_ops(const ir::Graph& g, const std::string& op) {
-  size_t n = 0;
-  for (const ir::Node& node : g.nodes) n += node.op_type == op;
-  return n;
-}
-
-inline std::map<std::string, Tensor> run_cpu(const ir::Graph& g, const std::map<std::string, Tensor>& inputs) {
-  backends::cpu::CpuPlan plan(g);
-  return plan.run(inputs);
-}
-
-// Max |a - b| / (1 + |b|); +inf on a shape / dtype mismatch or a NaN in only one of them.
-inline double max_rel_diff(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32) return INFINITY;
-  double m = 0.0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double x = a.data<float>()[i], y = b.data<float>()[i];
-    if (std::isnan(x) != std::isnan(y)) return INFINITY;
-    if (!std::isnan(x)) m = std::max(m, std::fabs(x - y) / (1.0 + std::fabs(y)));
-  }
-  return m;
 }
 
 }  // namespace kilnrt::attntest
