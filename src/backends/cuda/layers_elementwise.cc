@@ -103,19 +103,31 @@ bool binary_op(const std::string& op, k::BinaryOp* out) {
   return true;
 }
 
+// kernels::binary's dtype codes (kernel_dtype_code's six plus the narrow / unsigned integers and float64), -1 other.
+int binary_code(DType t) {
+  switch (t) {
+    case DType::kInt8: return 6;
+    case DType::kUInt8: return 7;
+    case DType::kInt16: return 8;
+    case DType::kUInt16: return 9;
+    case DType::kUInt32: return 10;
+    case DType::kUInt64: return 11;
+    case DType::kFloat64: return 12;
+    default: return kernel_dtype_code(t);
+  }
+}
+
 std::string binary_supports(const ir::Node& n, const ir::Graph& g) {
-  k::BinaryOp op;
-  binary_op(n.op_type, &op);
   if (n.inputs.size() < 2 && !(n.op_type == "Max" || n.op_type == "Min" || n.op_type == "Sum"))
     return "needs two inputs";
   const DType t = value_dtype(g, n.inputs[0]);
-  for (const std::string& in : n.inputs)
-    if (value_dtype(g, in) != t) return "mixed input dtypes";
-  const int code = kernel_dtype_code(t);
-  if (code < 0) return std::string("dtype ") + dtype_name(t);
-  const bool fl = code == 0 || code == 4 || code == 5;
-  if ((op == k::BinaryOp::kPow || op == k::BinaryOp::kMod) && !fl) return "Pow/Mod take floats here";
-  if (n.op_type == "Mod" && n.attr_int("fmod", 0) != 0 && !fl) return "fmod on integers";
+  for (const std::string& in : n.inputs) {
+    const DType ti = value_dtype(g, in);
+    if (binary_code(ti) < 0) return std::string("dtype ") + dtype_name(ti);
+    if (ti != t && n.op_type != "Pow") return "mixed input dtypes";  // Pow's exponent may have its own dtype
+  }
+  const bool half = t == DType::kFloat16 || t == DType::kBFloat16;
+  if (n.op_type == "Pow" && half && value_dtype(g, n.inputs[1]) != t) return "16-bit Pow with another exponent dtype";
   return "";
 }
 
@@ -129,7 +141,14 @@ class BinaryLayer final : public CudaLayer {
   bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     LayerOutput& y = l.outputs[0];
-    const int code = kernel_dtype_code(l.inputs[0].dtype);
+    const int code = binary_code(l.inputs[0].dtype);
+    if (l.inputs.size() == 2 && l.inputs[1].dtype != l.inputs[0].dtype) {  // Pow with another exponent dtype
+      const k::Broadcast3 bc = make_broadcast(y.shape, {y.shape, l.inputs[0].shape, l.inputs[1].shape});
+      check_launch(k::pow_mixed(code, l.inputs[0].data, binary_code(l.inputs[1].dtype), l.inputs[1].data, y.data,
+                                y.numel(), bc, l.stream),
+                   name_, "pow");
+      return;
+    }
     if (l.inputs.size() == 1) {  // variadic with one input: copy
       k::Strided s;
       s.rank = 1;
@@ -152,6 +171,39 @@ class BinaryLayer final : public CudaLayer {
   std::string name_;
   k::BinaryOp op_ = k::BinaryOp::kAdd;
 };
+
+// Clip on integer tensors: y = Min(Max(x, min), max) through the binary kernel; min / max are optional scalar
+// inputs (the integer Clip has no attributes).
+class ClipIntLayer final : public CudaLayer {
+ public:
+  explicit ClipIntLayer(const ir::Node& n) : name_(n.describe()) {}
+  std::string tactic() const override { return "kernel:binary"; }
+  void enqueue(LayerLaunch& l) override {
+    LayerOutput& y = l.outputs[0];
+    const int code = binary_code(l.inputs[0].dtype);
+    const void* a = l.inputs[0].data;
+    for (size_t i = 1; i < 3 && i < l.inputs.size(); ++i) {
+      if (!l.inputs[i].present) continue;
+      const k::Broadcast3 bc = make_broadcast(y.shape, {y.shape, y.shape, l.inputs[i].shape});
+      check_launch(k::binary(i == 1 ? k::BinaryOp::kMax : k::BinaryOp::kMin, code, a, l.inputs[i].data, y.data,
+                             y.numel(), bc, l.stream),
+                   name_, "clip");
+      a = y.data;
+    }
+    if (a != y.data) {  // neither bound: copy
+      k::Strided s;
+      s.rank = 1;
+      s.dims[0] = y.numel();
+      s.out_strides[0] = s.in_strides[0] = 1;
+      check_launch(k::strided_copy(y.data, a, s, dtype_size(y.dtype), l.stream), name_, "copy");
+    }
+  }
+
+ private:
+  std::string name_;
+};
+
+bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
 
 // ---- Where / Cast ----------------------------------------------------------------------------------------------
 class WhereLayer final : public CudaLayer {
@@ -196,9 +248,24 @@ struct Register {
   Register() {
     for (const char* op : {"Relu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Erf", "Exp", "Log", "Sqrt", "Neg",
                            "Abs", "Reciprocal", "LeakyRelu", "Elu", "Softplus", "Floor", "Ceil", "Sin", "Cos", "Round",
-                           "Sign", "Softsign", "Mish", "Selu", "ThresholdedRelu", "Celu", "Gelu", "Clip"})
+                           "Sign", "Softsign", "Mish", "Selu", "ThresholdedRelu", "Celu", "Gelu"})
       LayerRegistry::instance().add({op, [](const ir::Node& n, const ir::Graph& g) { return need_float(n, g); },
                                      factory<UnaryLayer>()});
+    LayerRegistry::instance().add({"Clip",
+                                   [](const ir::Node& n, const ir::Graph& g) -> std::string {
+                                     if (n.inputs.empty()) return "missing input";
+                                     const DType t = value_dtype(g, n.inputs[0]);
+                                     if (t == DType::kFloat32 || is_float(t) || binary_code(t) < 0) return need_float(n, g);
+                                     for (size_t i = 1; i < n.inputs.size(); ++i)
+                                       if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != t)
+                                         return "mixed input dtypes";
+                                     return "";
+                                   },
+                                   [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+                                     if (is_float(value_dtype(a.graph, a.node.inputs.at(0))))
+                                       return std::make_unique<UnaryLayer>(a.node);
+                                     return std::make_unique<ClipIntLayer>(a.node);
+                                   }});
     for (const char* op : {"Add", "Sum", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "PRelu", "Equal", "Less",
                            "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"})
       LayerRegistry::instance().add({op, binary_supports, factory<BinaryLayer>()});

@@ -45,9 +45,15 @@ struct Broadcast3 {
   int64_t s0[kMaxDims] = {}, s1[kMaxDims] = {}, s2[kMaxDims] = {};
   bool contiguous_same = false;  // all operands have the output's shape (fast path)
 };
-// dtype codes: 0 float32, 1 int64, 2 int32, 3 bool (uint8), 4 float16, 5 bfloat16 (float32 math). Comparisons write bool; arithmetic writes the input type.
+// dtype codes: 0 float32, 1 int64, 2 int32, 3 bool (uint8), 4 float16, 5 bfloat16 (float32 math), 6 int8, 7 uint8,
+// 8 int16, 9 uint16, 10 uint32, 11 uint64, 12 float64. Comparisons write bool; arithmetic writes the input type
+// (integers wrap; integer Div / Mod by zero give 0; Mod: sign of the divisor, Fmod: sign of the dividend).
 int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc,
            StreamT stream);
+// Pow with a base / exponent of different dtypes (binary's codes): double math, y has the base's dtype (integer
+// results truncate toward zero, like the CPU reference).
+int pow_mixed(int base_dtype, const void* a, int exp_dtype, const void* b, void* y, int64_t n, const Broadcast3& bc,
+              StreamT stream);
 // y = cond ? x : z with broadcasting (s0 cond, s1 x, s2 z); elem_size of x/z: 1, 2, 4, 8.
 int where(const uint8_t* cond, const void* x, const void* z, void* y, int64_t n, const Broadcast3& bc,
           size_t elem_size, StreamT stream);
