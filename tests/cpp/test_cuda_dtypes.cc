@@ -136,6 +136,28 @@ void clip_int() {
           13);
 }
 
+Tensor f64(const std::vector<double>& v, const Shape& s) { return Tensor::from_vector(v, DType::kFloat64, s); }
+
+void float64_reductions_and_unary() {
+  std::vector<double> v(60);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.37 * double(i % 11) - 1.5 + (i % 7 == 2 ? 600.0 : 0.0);  // exp overflow
+  const Tensor x = f64(v, {3, 4, 5});
+  for (const char* op : {"ReduceLogSumExp", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL2"}) {
+    SCOPED_TRACE(op);
+    compare(Op(op, 1).ints("axes", {1}).node, {x}, 13);
+    compare(Op(op, 1).ints("axes", {2}).i("keepdims", 0).node, {x}, 13);
+    compare(Op(op, 1).node, {x}, 13);
+  }
+  for (const char* op : {"Exp", "Log", "Sqrt", "Neg", "Abs", "Floor", "Tanh", "Sigmoid"}) {
+    SCOPED_TRACE(op);
+    compare(Op(op, 1).node, {f64({0.5, 1.25, 3.0, 7.5, 0.01, 2.0}, {2, 3})});
+  }
+}
+
+TEST(CudaDtypes, Float64ReductionsAndUnary) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  float64_reductions_and_unary();
+}
 TEST(CudaDtypes, BinaryOpsOnNarrowUnsignedAndFloat64) {
   KILNRT_SKIP_WITHOUT_GPU();
   binary_all();
@@ -159,6 +181,7 @@ TEST(CudaDtypesHost, CpuReferenceRunsAndCudaAcceptsEveryCase) {
   float_mod();
   pow_mixed();
   clip_int();
+  float64_reductions_and_unary();
   g_host_only = false;
 }
 

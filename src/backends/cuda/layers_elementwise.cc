@@ -76,6 +76,12 @@ class UnaryLayer final : public CudaLayer {
       if (l.inputs.size() > 1 && l.inputs[1].present) a = l.inputs[1].host->data<float>()[0];
       if (l.inputs.size() > 2 && l.inputs[2].present) b = l.inputs[2].host->data<float>()[0];
     }
+    if (l.inputs[0].dtype == DType::kFloat64) {
+      check_launch(k::unary_f64(spec_.op, static_cast<const double*>(l.inputs[0].data),
+                                static_cast<double*>(l.outputs[0].data), l.outputs[0].numel(), l.stream),
+                   name_, "unary_f64");
+      return;
+    }
     check_launch(k::unary(spec_.op, float_code(l.inputs[0].dtype), l.inputs[0].data, l.outputs[0].data,
                           l.outputs[0].numel(), a, b, l.stream),
                  name_, "unary");
@@ -249,7 +255,13 @@ struct Register {
     for (const char* op : {"Relu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Erf", "Exp", "Log", "Sqrt", "Neg",
                            "Abs", "Reciprocal", "LeakyRelu", "Elu", "Softplus", "Floor", "Ceil", "Sin", "Cos", "Round",
                            "Sign", "Softsign", "Mish", "Selu", "ThresholdedRelu", "Celu", "Gelu"})
-      LayerRegistry::instance().add({op, [](const ir::Node& n, const ir::Graph& g) { return need_float(n, g); },
+      LayerRegistry::instance().add({op,
+                                     [](const ir::Node& n, const ir::Graph& g) -> std::string {
+                                       if (!n.inputs.empty() && value_dtype(g, n.inputs[0]) == DType::kFloat64 &&
+                                           k::unary_f64_op(unary_spec(n).op))
+                                         return "";  // kernels::unary_f64
+                                       return need_float(n, g);
+                                     },
                                      factory<UnaryLayer>()});
     LayerRegistry::instance().add({"Clip",
                                    [](const ir::Node& n, const ir::Graph& g) -> std::string {

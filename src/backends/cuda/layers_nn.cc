@@ -171,6 +171,11 @@ class ReduceLayer final : public CudaLayer {
       x = l.workspace;
       for (int d = 0; d < rank; ++d) (reduced[d] ? r : outer) *= xs[d];
     }
+    if (l.inputs[0].dtype == DType::kFloat64) {
+      check_launch(k::reduce_f64(op_, static_cast<const double*>(x), static_cast<double*>(y), outer, r, inner, l.stream),
+                   name_, "reduce_f64");
+      return;
+    }
     const int wide_op = op_ == k::ReduceOp::kSum ? 0 : op_ == k::ReduceOp::kMean ? 1
                       : op_ == k::ReduceOp::kMax ? 2 : op_ == k::ReduceOp::kMin ? 3 : -1;
     if (l.inputs[0].nhwc && wide_op >= 0 && inner >= 32 && r >= 32 && outer <= 65535) {
@@ -314,7 +319,11 @@ struct Register {
     for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
                            "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "GlobalAveragePool",
                            "GlobalMaxPool"})
-      r.add({op, float_input, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+      r.add({op,
+             [](const ir::Node& n, const ir::Graph& g) -> std::string {  // float64: kernels::reduce_f64
+               return value_dtype(g, n.inputs.at(0)) == DType::kFloat64 ? "" : float_input(n, g);
+             },
+             [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
                return std::make_unique<ReduceLayer>(a.node, a.opset);
              }});
     for (const char* op : {"Softmax", "LogSoftmax"})

@@ -46,6 +46,31 @@ __global__ void unary_kernel(UnaryOp op, const T* x, T* y, int64_t n, float a, f
     stf(y, i, elementwise_math::unary_math(op, ldf(x, i), a, b));
 }
 
+// float64 storage and math for the unary ops unary_f64_op accepts.
+__global__ void unary_f64_kernel(UnaryOp op, const double* x, double* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const double v = x[i];
+    double r;
+    switch (op) {
+      case UnaryOp::kExp: r = exp(v); break;
+      case UnaryOp::kLog: r = log(v); break;
+      case UnaryOp::kSqrt: r = sqrt(v); break;
+      case UnaryOp::kNeg: r = -v; break;
+      case UnaryOp::kAbs: r = fabs(v); break;
+      case UnaryOp::kReciprocal: r = 1.0 / v; break;
+      case UnaryOp::kFloor: r = floor(v); break;
+      case UnaryOp::kCeil: r = ceil(v); break;
+      case UnaryOp::kRelu: r = v < 0.0 ? 0.0 : v; break;
+      case UnaryOp::kSin: r = sin(v); break;
+      case UnaryOp::kCos: r = cos(v); break;
+      case UnaryOp::kTanh: r = tanh(v); break;
+      case UnaryOp::kSigmoid: r = 1.0 / (1.0 + exp(-v)); break;
+      default: r = v; break;
+    }
+    y[i] = r;
+  }
+}
+
 __device__ __forceinline__ void offsets3(const Broadcast3& bc, int64_t i, int64_t& o0, int64_t& o1, int64_t& o2) {
   if (bc.contiguous_same) { o0 = o1 = o2 = i; return; }
   o0 = o1 = o2 = 0;
@@ -324,6 +349,20 @@ int unary(UnaryOp op, int dt, const void* x, void* y, int64_t n, float a, float 
       break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
+  return launch_status();
+}
+bool unary_f64_op(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kIdentity: case UnaryOp::kExp: case UnaryOp::kLog: case UnaryOp::kSqrt: case UnaryOp::kNeg:
+    case UnaryOp::kAbs: case UnaryOp::kReciprocal: case UnaryOp::kFloor: case UnaryOp::kCeil: case UnaryOp::kRelu:
+    case UnaryOp::kSin: case UnaryOp::kCos: case UnaryOp::kTanh: case UnaryOp::kSigmoid: return true;
+    default: return false;
+  }
+}
+int unary_f64(UnaryOp op, const double* x, double* y, int64_t n, StreamT stream) {
+  if (n == 0) return 0;
+  if (!unary_f64_op(op)) return static_cast<int>(cudaErrorInvalidValue);
+  unary_f64_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(op, x, y, n);
   return launch_status();
 }
 int unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, StreamT stream) {

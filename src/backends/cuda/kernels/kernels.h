@@ -35,6 +35,10 @@ enum class UnaryOp : int {
 int unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, StreamT stream);
 // Storage-dtype entry points (dt: 0 float32, 1 float16, 2 bfloat16): 16-bit storage, float32 math / accumulation.
 int unary(UnaryOp op, int dt, const void* x, void* y, int64_t n, float a, float b, StreamT stream);
+// float64 storage and math for a subset of the ops (unary_f64_op: Identity Exp Log Sqrt Neg Abs Reciprocal Floor Ceil
+// Relu Sin Cos Tanh Sigmoid); other ops return cudaErrorInvalidValue.
+bool unary_f64_op(UnaryOp op);
+int unary_f64(UnaryOp op, const double* x, double* y, int64_t n, StreamT stream);
 
 // Broadcasting binary ops. Output shape `dims`; a_strides / b_strides give 0 on broadcast dims.
 enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMod, kFmod, kPRelu,
@@ -71,6 +75,8 @@ int gather(const void* x, const int64_t* indices, void* y, int64_t outer, int64_
 // Reductions over the middle dim of [outer, r, inner].
 enum class ReduceOp : int { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSum, kLogSumExp };
 int reduce_f32(ReduceOp op, const float* x, float* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
+// float64 storage and math (every ReduceOp; LogSumExp shifted by the maximum).
+int reduce_f64(ReduceOp op, const double* x, double* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
 // Softmax / LogSoftmax over the middle dim of [outer, n, inner].
 int softmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream);
 // LayerNormalization over rows of length n; scale/bias (may be null) have n elements. mean/inv_std may be null.

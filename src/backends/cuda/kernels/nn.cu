@@ -121,6 +121,40 @@ __global__ void reduce_cols_kernel(ReduceOp op, const T* x, T* y, int64_t outer,
   }
 }
 
+// float64 storage and math (ONNX's float64 reduction cases): one thread per output, serial over r. LogSumExp
+// subtracts the maximum first (no overflow); an empty or all -inf row gives -inf.
+__global__ void reduce_f64_kernel(ReduceOp op, const double* x, double* y, int64_t outer, int64_t r, int64_t inner) {
+  const int64_t n = outer * inner;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const double* p = x + (i / inner) * r * inner + i % inner;
+    double m = -INFINITY;
+    if (op == ReduceOp::kLogSumExp)
+      for (int64_t k = 0; k < r; ++k) m = (p[k * inner] != p[k * inner] || p[k * inner] > m) ? p[k * inner] : m;
+    const bool shift = op == ReduceOp::kLogSumExp && isfinite(m);
+    double acc = op == ReduceOp::kMax ? -INFINITY : op == ReduceOp::kMin ? INFINITY : op == ReduceOp::kProd ? 1.0 : 0.0;
+    for (int64_t k = 0; k < r; ++k) {
+      const double v = p[k * inner];
+      switch (op) {
+        case ReduceOp::kMax: acc = (v != v || v > acc) ? v : acc; break;
+        case ReduceOp::kMin: acc = (v != v || v < acc) ? v : acc; break;
+        case ReduceOp::kProd: acc *= v; break;
+        case ReduceOp::kSumSquare: case ReduceOp::kL2: acc += v * v; break;
+        case ReduceOp::kL1: acc += fabs(v); break;
+        case ReduceOp::kLogSumExp: acc += exp(shift ? v - m : v); break;
+        default: acc += v; break;
+      }
+    }
+    switch (op) {
+      case ReduceOp::kMean: acc = r > 0 ? acc / double(r) : NAN; break;
+      case ReduceOp::kL2: acc = sqrt(acc); break;
+      case ReduceOp::kLogSum: acc = log(acc); break;
+      case ReduceOp::kLogSumExp: acc = (m != m) ? m : (shift ? m + log(acc) : log(acc)); break;
+      default: break;
+    }
+    y[i] = acc;
+  }
+}
+
 // A row whose maximum is -inf (every entry masked with -inf) is uniform (1/n), not NaN: masks never produce NaN.
 template <typename T>
 __global__ void softmax_rows_kernel(const T* x, T* y, int64_t n, bool log) {
@@ -313,6 +347,12 @@ int reduce(ReduceOp op, int dt, const void* x, void* y, int64_t outer, int64_t r
   KILNRT_DT_SWITCH(dt, if (rows) reduce_rows_kernel<T><<<rows_grid(outer), kThreads, 0, s>>>(op, (const T*)x, (T*)y, r);
                    else reduce_cols_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(op, (const T*)x, (T*)y,
                                                                                               outer, r, inner))
+  return launch_status();
+}
+int reduce_f64(ReduceOp op, const double* x, double* y, int64_t outer, int64_t r, int64_t inner, StreamT stream) {
+  if (outer * inner == 0) return 0;
+  reduce_f64_kernel<<<blocks_for(outer * inner), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(op, x, y, outer,
+                                                                                                      r, inner);
   return launch_status();
 }
 int reduce_f32(ReduceOp op, const float* x, float* y, int64_t outer, int64_t r, int64_t inner, StreamT stream) {
