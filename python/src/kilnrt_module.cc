@@ -521,4 +521,5 @@ PYBIND11_MODULE(_kilnrt, m) {
   kilnrt_python::register_dlpack(m);
   kilnrt_python::register_cuda_objects(m);
   kilnrt_python::register_custom_ops(m);
+  kilnrt_python::register_testing_hooks(m);
 }

@@ -26,5 +26,7 @@ void register_dlpack(pybind11::module_& m);
 void register_cuda_objects(pybind11::module_& m);
 // kilnrt.register_op: custom ops with Python shape / CPU functions and NVRTC CUDA kernels (custom_op.cc).
 void register_custom_ops(pybind11::module_& m);
+// _kilnrt._testing: failure-injection hooks for the test suite (testing_hooks.cc).
+void register_testing_hooks(pybind11::module_& m);
 
 }  // namespace kilnrt_python
