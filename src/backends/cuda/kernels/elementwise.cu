@@ -84,6 +84,20 @@ __device__ __forceinline__ void offsets3(const Broadcast3& bc, int64_t i, int64_
   }
 }
 
+// pow in double; integer exponents up to 64 by repeated squaring, so integer results (< 2^53) are exact before the
+// truncation to an integer output (the device pow may be an ulp off).
+__device__ __forceinline__ double pow_exact(double x, double e) {
+  if (e != floor(e) || fabs(e) > 64.0) return pow(x, e);
+  unsigned k = static_cast<unsigned>(fabs(e));
+  double r = 1.0, b = x;
+  while (k) {
+    if (k & 1u) r *= b;
+    b *= b;
+    k >>= 1;
+  }
+  return e < 0.0 ? 1.0 / r : r;
+}
+
 template <typename T>
 __device__ __forceinline__ T arith(BinaryOp op, T x, T y) {
   switch (op) {
@@ -98,7 +112,9 @@ __device__ __forceinline__ T arith(BinaryOp op, T x, T y) {
     case BinaryOp::kPRelu:
       if constexpr (std::is_signed<T>::value || !std::is_integral<T>::value) return x < T(0) ? T(x * y) : x;
       else return x;
-    case BinaryOp::kPow: return T(pow(static_cast<double>(x), static_cast<double>(y)));
+    case BinaryOp::kPow:
+      if constexpr (std::is_integral<T>::value) return T(pow_exact(static_cast<double>(x), static_cast<double>(y)));
+      else return T(pow(static_cast<double>(x), static_cast<double>(y)));
     case BinaryOp::kMod:
     case BinaryOp::kFmod:
       if constexpr (std::is_integral<T>::value) {  // integer zero divisor: 0 (the CPU reference refuses it)
@@ -155,7 +171,7 @@ __global__ void pow_mixed_kernel(int ta, const void* a, int tb, const void* b, v
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     int64_t oy, oa, ob;
     offsets3(bc, i, oy, oa, ob);
-    store_num(y, ta, oy, pow(load_num(a, ta, oa), load_num(b, tb, ob)));
+    store_num(y, ta, oy, pow_exact(load_num(a, ta, oa), load_num(b, tb, ob)));
   }
 }
 
