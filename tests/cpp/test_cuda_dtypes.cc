@@ -61,8 +61,9 @@ void expect_same(const Tensor& got, const Tensor& want) {
 // compare the outputs.
 bool g_host_only = false;
 
-void compare(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset = 17) {
-  OneNode one(node, inputs, {}, opset);
+void compare(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset = 17,
+             const std::vector<bool>& constant = {}) {
+  OneNode one(node, inputs, constant, opset);
   const auto want = run_cpu(one.g, one.feeds);
   EXPECT_EQ(backends::cuda::cuda_supports(one.g.nodes[0], one.g), "") << node.op_type;
   if (g_host_only) return;
@@ -158,6 +159,29 @@ void float64_reductions_and_unary() {
   }
 }
 
+// TopK on integers, many equal values (the lower index first), both directions, along a middle axis too.
+void topk_int() {
+  const Tensor k3 = Tensor::from_vector(std::vector<int64_t>{3}, DType::kInt64, {1});
+  const Tensor same = Tensor::from_vector(std::vector<int64_t>{0, 0, 1, 1, 1, 0, 2, 2, 1, 1, 0, 0}, DType::kInt64,
+                                          {3, 4});
+  for (int largest : {0, 1}) {
+    SCOPED_TRACE(largest ? "largest" : "smallest");
+    compare(Op("TopK", 2, 2).i("largest", largest).node, {same, k3}, 11, {false, true});
+    compare(Op("TopK", 2, 2).i("axis", 0).i("largest", largest).node,
+            {same, Tensor::from_vector(std::vector<int64_t>{2}, DType::kInt64, {1})}, 11, {false, true});
+    compare(Op("TopK", 2, 2).i("largest", largest).node,
+            {Tensor::from_vector(std::vector<uint64_t>{0, ~0ull, 5, 5, 1ull << 63, 7, 7, 2}, DType::kUInt64, {2, 4}), k3},
+            11, {false, true});
+    compare(Op("TopK", 2, 2).i("largest", largest).node,
+            {Tensor::from_vector(std::vector<int32_t>{-5, 3, 3, -5, 9, 0, 3, 3}, DType::kInt32, {2, 4}), k3}, 11,
+            {false, true});
+  }
+}
+
+TEST(CudaDtypes, TopKOnIntegersWithTies) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  topk_int();
+}
 TEST(CudaDtypes, Float64ReductionsAndUnary) {
   KILNRT_SKIP_WITHOUT_GPU();
   float64_reductions_and_unary();
@@ -186,6 +210,7 @@ TEST(CudaDtypesHost, CpuReferenceRunsAndCudaAcceptsEveryCase) {
   pow_mixed();
   clip_int();
   float64_reductions_and_unary();
+  topk_int();
   g_host_only = false;
 }
 

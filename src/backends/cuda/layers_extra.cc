@@ -319,19 +319,28 @@ class TopKLayer final : public CudaLayer {
     split3(xs, axis, &outer, &n, &inner);
     const int64_t kk = l.outputs[0].shape[axis];  // inference applied k (checked against the axis there)
     KILNRT_CHECK(kk >= 0 && kk <= n, kInvalidArgument, name_, "k = " << kk << " for an axis of " << n);
-    float* values = static_cast<float*>(l.outputs[0].data);
+    const DType xt = l.inputs[0].dtype;  // float32, or int32 / int64 / uint64 (kernels::topk_int, issue 6)
+    const size_t es = dtype_size(xt);
+    void* values = l.outputs[0].data;
     int64_t* indices = l.outputs.size() > 1 ? static_cast<int64_t*>(l.outputs[1].data) : nullptr;
     const bool need_scratch = !values || !indices || !l.outputs[0].present || l.outputs.size() < 2 ||
                               !l.outputs[1].present;
     if (need_scratch) {  // an omitted output: write it into the workspace
-      const size_t bytes = static_cast<size_t>(outer * kk * inner) * (sizeof(float) + sizeof(int64_t));
+      const size_t bytes = static_cast<size_t>(outer * kk * inner) * (es + sizeof(int64_t));
       KILNRT_CHECK(bytes <= l.workspace_bytes, kUnsupported, name_, "TopK scratch exceeds the CUDA workspace");
       char* ws = static_cast<char*>(l.workspace);
-      if (!l.outputs[0].present || !values) values = reinterpret_cast<float*>(ws + outer * kk * inner * sizeof(int64_t));
+      if (!l.outputs[0].present || !values) values = ws + outer * kk * inner * sizeof(int64_t);
       if (l.outputs.size() < 2 || !l.outputs[1].present || !indices) indices = reinterpret_cast<int64_t*>(ws);
     }
-    check_launch(x::topk_f32(static_cast<const float*>(l.inputs[0].data), values, indices, outer, n, inner, kk,
-                             largest_, l.stream),
+    if (xt != DType::kFloat32) {
+      const int code = xt == DType::kInt64 ? 1 : xt == DType::kInt32 ? 2 : 11;
+      check_launch(kilnrt::cuda::kernels::topk_int(code, l.inputs[0].data, values, indices, outer, n, inner, kk,
+                                                   largest_, l.stream),
+                   name_, "topk");
+      return;
+    }
+    check_launch(x::topk_f32(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(values), indices, outer,
+                             n, inner, kk, largest_, l.stream),
                  name_, "topk");
   }
 
@@ -440,7 +449,10 @@ struct Register {
              return sized(n, g);
            },
            factory<GatherNDLayer>()});
-    r.add({"TopK", [](const ir::Node& n, const ir::Graph& g) { return dtype_in(n, g, 0, {DType::kFloat32}); },
+    r.add({"TopK",
+           [](const ir::Node& n, const ir::Graph& g) {
+             return dtype_in(n, g, 0, {DType::kFloat32, DType::kInt32, DType::kInt64, DType::kUInt64});
+           },
            [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
              return std::make_unique<TopKLayer>(a.node, a.opset);
            }});

@@ -116,6 +116,11 @@ int conv2d_direct_f32(const float* x, const float* w, const float* bias, float* 
 // y[i] = bias[i % n] broadcast helper for Gemm's C: y (rows x n) = beta * c broadcast via strides (Broadcast3 s0).
 int broadcast_scale_f32(const float* c, float* y, int64_t total, const Broadcast3& bc, float beta, StreamT stream);
 
+// TopK over the middle dim of an integer [outer, n, inner] (dtype: binary's codes 1 int64, 2 int32, 11 uint64) ->
+// values (x's dtype) / int64 indices [outer, k, inner], sorted, equal values by the lower index first.
+int topk_int(int dtype, const void* x, void* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner,
+             int64_t k, bool largest, StreamT stream);
+
 const char* error_string(int status);
 
 }  // namespace kilnrt::cuda::kernels
