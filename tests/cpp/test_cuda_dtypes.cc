@@ -61,6 +61,8 @@ void expect_same(const Tensor& got, const Tensor& want) {
 // compare the outputs.
 bool g_host_only = false;
 
+Tensor f64(const std::vector<double>& v, const Shape& s) { return Tensor::from_vector(v, DType::kFloat64, s); }
+
 void compare(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset = 17,
              const std::vector<bool>& constant = {}) {
   OneNode one(node, inputs, constant, opset);
@@ -137,7 +139,6 @@ void clip_int() {
           13);
 }
 
-Tensor f64(const std::vector<double>& v, const Shape& s) { return Tensor::from_vector(v, DType::kFloat64, s); }
 
 void float64_reductions_and_unary() {
   std::vector<double> v(60);
@@ -178,6 +179,27 @@ void topk_int() {
   }
 }
 
+// IsNaN / IsInf on float16 (bit patterns: NaN, +inf, -inf, 1, -2, 0), bfloat16 and float64.
+void nan_inf_16_64() {
+  const Tensor h = Tensor::from_vector(std::vector<uint16_t>{0x7E00, 0x7C00, 0xFC00, 0x3C00, 0xC000, 0}, DType::kFloat16,
+                                       {2, 3});
+  const Tensor bf = Tensor::from_vector(std::vector<uint16_t>{0x7FC0, 0x7F80, 0xFF80, 0x3F80, 0xC000, 0},
+                                        DType::kBFloat16, {6});
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor d = f64({std::nan(""), inf, -inf, 1.0, -2.0, 0.0}, {3, 2});
+  for (const Tensor& x : {h, bf, d}) {
+    SCOPED_TRACE(dtype_name(x.dtype()));
+    compare(Op("IsNaN", 1).node, {x}, 20);
+    compare(Op("IsInf", 1).node, {x}, 20);
+    compare(Op("IsInf", 1).i("detect_negative", 0).node, {x}, 20);
+    compare(Op("IsInf", 1).i("detect_positive", 0).node, {x}, 20);
+  }
+}
+
+TEST(CudaDtypes, IsNaNIsInfOn16BitAndFloat64) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  nan_inf_16_64();
+}
 TEST(CudaDtypes, TopKOnIntegersWithTies) {
   KILNRT_SKIP_WITHOUT_GPU();
   topk_int();
@@ -211,6 +233,7 @@ TEST(CudaDtypesHost, CpuReferenceRunsAndCudaAcceptsEveryCase) {
   clip_int();
   float64_reductions_and_unary();
   topk_int();
+  nan_inf_16_64();
   g_host_only = false;
 }
 

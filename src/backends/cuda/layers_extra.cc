@@ -71,6 +71,15 @@ class XUnaryLayer final : public CudaLayer {
   }
   std::string tactic() const override { return "kernel:extra-unary"; }
   void enqueue(LayerLaunch& l) override {
+    const DType t = l.inputs[0].dtype;
+    if (t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat64) {  // IsNaN / IsInf (issue 6)
+      const int code = t == DType::kFloat16 ? 4 : t == DType::kBFloat16 ? 5 : 12;
+      check_launch(kilnrt::cuda::kernels::nan_inf(code, l.inputs[0].data, static_cast<uint8_t*>(l.outputs[0].data),
+                                                  l.outputs[0].numel(), op_ == x::XUnary::kIsNaN, a_ != 0.f, b_ != 0.f,
+                                                  l.stream),
+                   name_, "nan_inf");
+      return;
+    }
     check_launch(x::xunary(op_, l.inputs[0].data, l.outputs[0].data, l.outputs[0].numel(), a_, b_, l.stream), name_,
                  "xunary");
   }
@@ -389,9 +398,14 @@ std::string sized(const ir::Node& n, const ir::Graph& g, size_t input = 0) {
 struct Register {
   Register() {
     auto& r = LayerRegistry::instance();
-    for (const char* op : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Shrink",
-                           "IsNaN", "IsInf"})
+    for (const char* op : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Shrink"})
       r.add({op, [](const ir::Node& n, const ir::Graph& g) { return dtype_in(n, g, 0, {DType::kFloat32}); },
+             factory<XUnaryLayer>()});
+    for (const char* op : {"IsNaN", "IsInf"})  // 16-bit / float64: kernels::nan_inf
+      r.add({op,
+             [](const ir::Node& n, const ir::Graph& g) {
+               return dtype_in(n, g, 0, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64});
+             },
              factory<XUnaryLayer>()});
     r.add({"Not", [](const ir::Node& n, const ir::Graph& g) { return dtype_in(n, g, 0, {DType::kBool}); },
            factory<XUnaryLayer>()});

@@ -121,6 +121,11 @@ int broadcast_scale_f32(const float* c, float* y, int64_t total, const Broadcast
 int topk_int(int dtype, const void* x, void* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner,
              int64_t k, bool largest, StreamT stream);
 
+// IsNaN (is_nan) / IsInf (detect_positive / detect_negative) of float16 / bfloat16 / float64 storage (binary's codes
+// 4, 5, 12) -> bool.
+int nan_inf(int dtype, const void* x, uint8_t* y, int64_t n, bool is_nan, bool detect_positive, bool detect_negative,
+            StreamT stream);
+
 const char* error_string(int status);
 
 }  // namespace kilnrt::cuda::kernels
