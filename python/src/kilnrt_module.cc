@@ -51,12 +51,36 @@ std::string numpy_dtype_name(kilnrt::DType t) {
                       std::string("dtype ") + kilnrt::dtype_name(t) + " has no numpy equivalent");
 }
 
-// Holds a Python object for as long as a borrowed tensor lives; drops the reference with the GIL held.
+// Python objects whose last borrowed tensor went away on a thread that did not hold the GIL: released by the next
+// thread that holds it (release_deferred_objects). A deleter never takes the GIL itself: it can run while a daemon
+// thread is being unwound by the interpreter's exit (PyEval_RestoreThread ends such threads with a forced unwind), and
+// taking the GIL there would end the thread again inside a noexcept destructor: "terminate called without an active
+// exception" (coexistence scenario interpreter_exit_live_engines, daemon-thread variant).
+std::mutex g_deferred_mutex;
+std::vector<py::object*> g_deferred_objects;
+
+void release_deferred_objects() {  // GIL held
+  std::vector<py::object*> objects;
+  {
+    std::lock_guard<std::mutex> lock(g_deferred_mutex);
+    objects.swap(g_deferred_objects);
+  }
+  for (py::object* o : objects) delete o;
+}
+
+// Holds a Python object for as long as a borrowed tensor lives; drops the reference with the GIL held (now when this
+// thread holds it, else deferred).
 std::shared_ptr<void> keep_python_object_alive(py::object obj) {
+  release_deferred_objects();
   auto* held = new py::object(std::move(obj));
   return std::shared_ptr<void>(held, [](void* p) {
-    py::gil_scoped_acquire gil;
-    delete static_cast<py::object*>(p);
+    auto* o = static_cast<py::object*>(p);
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      delete o;
+      return;
+    }
+    std::lock_guard<std::mutex> lock(g_deferred_mutex);
+    g_deferred_objects.push_back(o);  // leaked if the interpreter is gone: nothing can release it then
   });
 }
 
