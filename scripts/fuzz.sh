@@ -8,6 +8,8 @@
 #   KILNRT_FUZZ_BUILD_DIR  build tree (default <repo>/build-fuzz)
 #   KILNRT_FUZZ_WORK_DIR   corpora + artifacts (default <build tree>/fuzz-work); the corpora grow across runs
 #   KILNRT_FUZZ_JOBS       build jobs (default KILNRT_JOBS)
+#   KILNRT_FUZZ_SEED       libFuzzer -seed (default 1: the same mutation sequence on every run, so CI's short stage
+#                          does not fail at random on a finding only another seed reaches; 0 = random, for long runs)
 # Longer runs: KILNRT_FUZZ_SECONDS=3600 scripts/fuzz.sh, or run the binaries directly (fuzz/README.md).
 # Cost on CI's 2 cores: the instrumented build of the library dominates (several minutes from scratch, seconds with a
 # warm ccache); seeds ~20 s; then KILNRT_FUZZ_SECONDS per fuzzer.
@@ -18,6 +20,7 @@ BUILD="${KILNRT_FUZZ_BUILD_DIR:-$KILNRT_ROOT/build-fuzz}"
 WORK="${KILNRT_FUZZ_WORK_DIR:-$BUILD/fuzz-work}"
 SECONDS_EACH="${KILNRT_FUZZ_SECONDS:-60}"
 TARGETS="${KILNRT_FUZZ_TARGETS:-engine_file onnx_build}"
+SEED="${KILNRT_FUZZ_SEED:-1}"
 CXX_FUZZ="$(command -v clang++-14 || command -v clang++ || true)"
 CC_FUZZ="$(command -v clang-14 || command -v clang || true)"
 if [ -z "$CXX_FUZZ" ]; then
@@ -58,7 +61,7 @@ for t in $TARGETS; do
   mkdir -p "$corpus"
   kilnrt_log "fuzzing $t for $SECONDS_EACH s (corpus $corpus, seeds $seeds)"
   "$BUILD/fuzz/${t}_fuzzer" "$corpus" "$seeds" -max_total_time="$SECONDS_EACH" -max_len="$max_len" -timeout=20 \
-    -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$WORK/$t-" 2>&1 | tail -n 25
+    -seed="$SEED" -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$WORK/$t-" 2>&1 | tail -n 25
   rc=${PIPESTATUS[0]}
   if [ "$rc" != 0 ]; then
     kilnrt_log "FUZZER $t FAILED (exit $rc): reproduce with $BUILD/fuzz/${t}_fuzzer <artifact> (see $WORK)"

@@ -116,6 +116,20 @@ TEST(OpEdgeLayout, SpaceToDepthCrdModeInvertsDepthToSpaceCrd) {
   EXPECT_NE(values(run1(dcr.node, {&x})), yv);
 }
 
+// Fuzz finding (CI's 45 s onnx_build run, 2026-11-22): a Reshape whose shape multiplies past int64 (UBSan: signed
+// overflow in reshape_ops.cc) is now a clear error naming the node.
+TEST(OpEdgeLayout, ReshapeWithAnOverflowingShapeIsAnError) {
+  Tensor x = ramp({2, 3});
+  Tensor shape = i64({int64_t(1) << 40, int64_t(1) << 40, -1}, {3});
+  Node r("Reshape", 14, 1, "huge_reshape");
+  try {
+    run1(r.node, {&x, &shape});
+    ADD_FAILURE() << "an overflowing Reshape shape was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("huge_reshape"), std::string::npos) << e.what();
+  }
+}
+
 TEST(OpEdgeLayout, BadBlocksizeAndModeAreErrors) {
   Tensor x = ramp({1, 4, 2, 2});
   for (int64_t bs : {0, -2}) {

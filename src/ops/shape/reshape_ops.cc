@@ -39,7 +39,8 @@ Shape reshape_target(const Tensor& x, const std::vector<int64_t>& spec, bool all
     }
     KILNRT_CHECK(v >= 0, kInvalidModel, node.describe(), "Reshape: invalid dim " << v << " in shape " << shape_to_string(spec));
     out[i] = v;
-    known *= v;
+    KILNRT_CHECK(!__builtin_mul_overflow(known, v, &known), kInvalidArgument, node.describe(),
+                 "Reshape: shape " << shape_to_string(spec) << " has more elements than int64 can count");
   }
   if (infer_at >= 0) {
     KILNRT_CHECK(known != 0 && x.numel() % known == 0, kInvalidArgument, node.describe(),
