@@ -34,6 +34,8 @@ TEST(CudaBackendOps, UnaryActivationsWithNaN) {
   compare_node(Op("Gelu", 1).node, {x}, {}, 20);
   compare_node(Op("Gelu", 1).s("approximate", "tanh").node, {x}, {}, 20);
   compare_node(Op("Clip", 3).node, {x, f32({-0.5f}, {}), f32({0.7f}, {})}, {false, true, true});
+  // min > max: ONNX's min(max(x, min), max) gives max everywhere (test_clip_min_greater_than_max).
+  compare_node(Op("Clip", 3).node, {x, f32({2.f}, {}), f32({1.f}, {})}, {false, true, true});
 }
 
 TEST(CudaBackendOps, BinaryBroadcastingAndNaN) {

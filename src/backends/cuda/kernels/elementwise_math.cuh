@@ -41,7 +41,10 @@ __device__ __forceinline__ float unary_math(UnaryOp op, float v, float a, float 
     case UnaryOp::kSoftplus: return softplus_f(v);
     case UnaryOp::kFloor: return floorf(v);
     case UnaryOp::kCeil: return ceilf(v);
-    case UnaryOp::kClip: return v < a ? a : (v > b ? b : v);
+    case UnaryOp::kClip: {  // min(max(v, lo), hi) as ONNX defines it: lo > hi gives hi; NaN stays NaN
+      const float t = v < a ? a : v;
+      return t > b ? b : t;
+    }
     case UnaryOp::kGeluErf: return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
     case UnaryOp::kGeluTanh: return 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
     case UnaryOp::kSin: return sinf(v);
