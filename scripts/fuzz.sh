@@ -8,6 +8,8 @@
 #   KILNRT_FUZZ_BUILD_DIR  build tree (default <repo>/build-fuzz)
 #   KILNRT_FUZZ_WORK_DIR   corpora + artifacts (default <build tree>/fuzz-work); the corpora grow across runs
 #   KILNRT_FUZZ_JOBS       build jobs (default KILNRT_JOBS)
+#   KILNRT_FUZZ_STRICT     1: a finding of the timed exploration fails the stage (default 0: reported, not gating;
+#                          the replay of seeds + tests/fixtures/fuzz/<target> regression inputs always gates)
 #   KILNRT_FUZZ_SEED       libFuzzer -seed (default 1: the same mutation sequence on every run, so CI's short stage
 #                          does not fail at random on a finding only another seed reaches; 0 = random, for long runs)
 # Longer runs: KILNRT_FUZZ_SECONDS=3600 scripts/fuzz.sh, or run the binaries directly (fuzz/README.md).
@@ -59,13 +61,34 @@ for t in $TARGETS; do
   esac
   corpus="$WORK/corpus-$t"
   mkdir -p "$corpus"
-  kilnrt_log "fuzzing $t for $SECONDS_EACH s (corpus $corpus, seeds $seeds)"
+  # 1. Gate: every seed (ONNX node-test models / engines) and every committed regression input replayed once: a crash,
+  #    sanitizer report or leak here is a bug in code that real inputs reach, and fails the stage.
+  regress="$KILNRT_ROOT/tests/fixtures/fuzz/$t"
+  kilnrt_log "replaying the $t seeds${regress:+ and regression inputs} (gate)"
+  "$BUILD/fuzz/${t}_fuzzer" -runs=0 -max_len="$max_len" -timeout=20 -rss_limit_mb=3072 \
+    -artifact_prefix="$WORK/$t-replay-" "$seeds" $( [ -d "$regress" ] && echo "$regress" ) 2>&1 | tail -n 5
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" != 0 ]; then
+    kilnrt_log "FUZZER $t FAILED on a seed / regression input (exit $rc): see $WORK"
+    status=1
+    continue
+  fi
+  # 2. Exploration for SECONDS_EACH (fixed seed). A finding fails only with KILNRT_FUZZ_STRICT=1 (long runs,
+  #    fuzz/README.md); by default it is reported with its artifact, so that a short CI run cannot block every change
+  #    on whatever new input the mutator happens to reach. Findings get fixed with a regression test.
+  kilnrt_log "fuzzing $t for $SECONDS_EACH s (corpus $corpus, seeds $seeds, seed $SEED)"
   "$BUILD/fuzz/${t}_fuzzer" "$corpus" "$seeds" -max_total_time="$SECONDS_EACH" -max_len="$max_len" -timeout=20 \
     -seed="$SEED" -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$WORK/$t-" 2>&1 | tail -n 25
   rc=${PIPESTATUS[0]}
   if [ "$rc" != 0 ]; then
-    kilnrt_log "FUZZER $t FAILED (exit $rc): reproduce with $BUILD/fuzz/${t}_fuzzer <artifact> (see $WORK)"
-    status=1
+    if [ "${KILNRT_FUZZ_STRICT:-0}" = 1 ]; then
+      kilnrt_log "FUZZER $t FAILED (exit $rc): reproduce with $BUILD/fuzz/${t}_fuzzer <artifact> (see $WORK)"
+      status=1
+    else
+      kilnrt_log "FUZZ FINDING in $t (exit $rc, not gating; KILNRT_FUZZ_STRICT=1 makes it fail): reproduce with" \
+        "$BUILD/fuzz/${t}_fuzzer <artifact>: $(ls "$WORK/$t"-crash-* "$WORK/$t"-leak-* "$WORK/$t"-timeout-* \
+        "$WORK/$t"-oom-* 2>/dev/null | tr '\n' ' ')"
+    fi
   fi
 done
 exit $status

@@ -33,7 +33,9 @@ else
 fi
 
 # Fuzzing (clang + libFuzzer + ASan + UBSan, CUDA off): engine-file loader and ONNX import + build, a short run of
-# each from generated seeds; any crash / sanitizer report / leak / timeout fails. Longer runs: fuzz/README.md.
+# each from generated seeds: replaying the seeds and tests/fixtures/fuzz regression inputs gates (any crash / sanitizer
+# report / leak / timeout fails); findings of the timed exploration are reported (KILNRT_FUZZ_STRICT=1 makes them
+# fail). Longer runs: fuzz/README.md.
 if [ "${KILNRT_SKIP_FUZZ:-0}" = 1 ]; then
   kilnrt_log "fuzz stage skipped (KILNRT_SKIP_FUZZ=1)"
 else

@@ -130,6 +130,24 @@ TEST(OpEdgeLayout, ReshapeWithAnOverflowingShapeIsAnError) {
   }
 }
 
+// Fuzz finding (onnx_build, 2026-11-22): ScatterND with fewer updates than its indices address read past the end of
+// updates (ASan heap-buffer-overflow); now a clear error naming the node. ScatterElements' index dims are checked too.
+TEST(OpEdgeLayout, ScatterWithTooFewUpdatesIsAnError) {
+  Tensor data = ramp({4, 3});
+  Tensor idx = i64({0, 2}, {2, 1});
+  Tensor upd = ramp({1, 3});  // needs {2, 3}
+  Node nd("ScatterND", 18, 1, "short_updates");
+  nd.s("reduction", "mul");
+  EXPECT_THROW(run1(nd.node, {&data, &idx, &upd}), Error);
+  Tensor upd_ok = ramp({2, 3});
+  EXPECT_EQ(run1(nd.node, {&data, &idx, &upd_ok}).shape(), (Shape{4, 3}));
+  Tensor eidx = i64({0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {2, 5});  // dim 1 (5) exceeds data's (3)
+  Tensor eupd = ramp({2, 5});
+  Node el("ScatterElements", 18, 1, "wide_indices");
+  el.i("axis", 0);
+  EXPECT_THROW(run1(el.node, {&data, &eidx, &eupd}), Error);
+}
+
 TEST(OpEdgeLayout, BadBlocksizeAndModeAreErrors) {
   Tensor x = ramp({1, 4, 2, 2});
   for (int64_t bs : {0, -2}) {

@@ -23,6 +23,19 @@ struct WindowCase {
   std::vector<double> expected;
 };
 
+// Fuzz finding (CI's onnx_build run, 2026-11-22): ReduceLogSum over int16 zeros is log(0) = -inf, which the integer
+// result took by a float-to-int cast (UBSan: "-inf is outside the range of representable values of type 'short'");
+// it now saturates (-inf -> the lowest value, NaN -> 0), like the other double-to-integer conversions.
+TEST(OpEdgeReduce, FloatAccumulatorIntoIntegerResultSaturates) {
+  const int16_t z[2] = {0, 0};
+  Tensor x = Tensor::from_data(z, DType::kInt16, {2});
+  Node r("ReduceLogSum", 18);
+  r.i("keepdims", 0);
+  Tensor y = run1(r.node, {&x});
+  ASSERT_EQ(y.dtype(), DType::kInt16);
+  EXPECT_EQ(y.data<int16_t>()[0], std::numeric_limits<int16_t>::lowest());
+}
+
 TEST(OpEdgeSignal, WindowsSizesAndSymmetry) {
   const double h0 = 4.0 / 46.0, h1 = 25.0 / 46.0;  // ONNX Hamming: alpha 25/46, beta 21/46
   const WindowCase cases[] = {

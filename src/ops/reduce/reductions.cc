@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ops/common/double_io.h"
 #include "ops/math/elementwise.h"
 #include "ops/reduce/reduce_util.h"
 #include "ops/shape/shape_util.h"
@@ -29,6 +30,11 @@ template <ReduceKind K, class T>
 compute_t<T> reduce_one(const T* in, int64_t base, const std::vector<int64_t>& offs) {
   using A = acc_t<K, T>;
   using C = compute_t<T>;
+  // A floating accumulator into an integer result: no undefined behaviour for NaN / out-of-range (fuzz finding).
+  auto to_c = [](A v) -> C {
+    if constexpr (std::is_floating_point_v<A> && std::is_integral_v<C>) return saturate_to_int<C>(static_cast<double>(v));
+    else return static_cast<C>(v);
+  };
   const size_t n = offs.size();
   auto at = [&](size_t k) { return static_cast<A>(Compute<T>::load(in[base + offs[k]])); };
   A acc{};
@@ -39,7 +45,7 @@ compute_t<T> reduce_one(const T* in, int64_t base, const std::vector<int64_t>& o
       acc = K == ReduceKind::kMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
     for (size_t k = 0; k < n; ++k) {
       A v = at(k);
-      if (v != v) return static_cast<C>(v);  // NaN propagates
+      if (v != v) return to_c(v);  // NaN propagates
       if (K == ReduceKind::kMax ? v > acc : v < acc) acc = v;
     }
   } else if constexpr (K == ReduceKind::kProd) {
@@ -49,10 +55,10 @@ compute_t<T> reduce_one(const T* in, int64_t base, const std::vector<int64_t>& o
     A m = -std::numeric_limits<A>::infinity();
     for (size_t k = 0; k < n; ++k) {
       A v = at(k);
-      if (v != v) return static_cast<C>(v);
+      if (v != v) return to_c(v);
       if (v > m) m = v;
     }
-    if (std::isinf(m)) return static_cast<C>(m);  // empty, all -inf, or +inf present
+    if (std::isinf(m)) return to_c(m);  // empty, all -inf, or +inf present
     for (size_t k = 0; k < n; ++k) acc += std::exp(at(k) - m);
     acc = m + std::log(acc);
   } else {
@@ -72,7 +78,7 @@ compute_t<T> reduce_one(const T* in, int64_t base, const std::vector<int64_t>& o
     if constexpr (K == ReduceKind::kL2) acc = std::sqrt(acc);
     if constexpr (K == ReduceKind::kLogSum) acc = std::log(acc);
   }
-  return static_cast<C>(acc);
+  return to_c(acc);
 }
 
 // The axes a node reduces (normalised), or nullopt for "identity" (empty axes with noop_with_empty_axes).

@@ -90,6 +90,11 @@ Tensor scatter_into(const CpuContext& ctx, const std::vector<int64_t>& offs, int
   const Tensor& x = ctx.input(0);
   const Tensor& upd = ctx.input(2);
   const std::string r = ctx.node.attr_string("reduction", "none");
+  // Hostile models (fuzz finding, 2026-11-22): updates smaller than the indices address were read past their end.
+  KILNRT_CHECK(slice >= 0 && upd.numel() == static_cast<int64_t>(offs.size()) * slice, kInvalidArgument,
+               ctx.node.describe(),
+               ctx.node.op_type << ": updates has " << upd.numel() << " elements, the indices address " << offs.size()
+                                << " slices of " << slice);
   Tensor y = Tensor::from_data(x.raw(), x.dtype(), x.shape());
   if (r == "none") {
     const size_t es = dtype_size(x.dtype());
@@ -130,6 +135,10 @@ void scatter_elements_cpu(CpuContext& ctx) {
   KILNRT_CHECK(ind.rank() == x.rank(), kInvalidModel, ctx.node.describe(),
                ctx.node.op_type << ": indices rank differs from data rank");
   const int64_t axis = normalize_axis(ctx.node.attr_int("axis", 0), x.rank(), ctx.node);
+  for (int d = 0; d < x.rank(); ++d)
+    KILNRT_CHECK(d == axis || ind.dim(d) <= x.dim(d), kInvalidArgument, ctx.node.describe(),
+                 ctx.node.op_type << ": indices dim " << d << " (" << ind.dim(d) << ") exceeds data's (" << x.dim(d)
+                                  << ")");
   const std::vector<int64_t> idx = read_int_input(ctx, 1);
   const std::vector<int64_t> xs = contiguous_strides(x.shape());
   std::vector<int64_t> offs(idx.size());
