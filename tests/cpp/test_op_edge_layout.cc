@@ -148,6 +148,18 @@ TEST(OpEdgeLayout, ScatterWithTooFewUpdatesIsAnError) {
   EXPECT_THROW(run1(el.node, {&data, &eidx, &eupd}), Error);
 }
 
+// Fuzz finding (onnx_build 1M-run, 2026-11-22): MaxUnpool with fewer indices than X read past them (UBSan);
+// input tests/fixtures/fuzz/onnx_build/maxunpool_short_indices.
+TEST(OpEdgeLayout, MaxUnpoolWithMismatchedIndicesIsAnError) {
+  Tensor x = ramp({1, 1, 2, 2});
+  Tensor short_idx = i64({0, 1}, {1, 1, 1, 2});
+  Node u("MaxUnpool", 11, 1, "short_indices");
+  u.ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
+  EXPECT_THROW(run1(u.node, {&x, &short_idx}), Error);
+  Tensor idx = i64({0, 3, 10, 15}, {1, 1, 2, 2});
+  EXPECT_EQ(run1(u.node, {&x, &idx}).shape(), (Shape{1, 1, 4, 4}));
+}
+
 TEST(OpEdgeLayout, BadBlocksizeAndModeAreErrors) {
   Tensor x = ramp({1, 4, 2, 2});
   for (int64_t bs : {0, -2}) {

@@ -198,9 +198,18 @@ void maxunpool_cpu(CpuContext& ctx) {
   if (ctx.has_input(2)) out = tensor_to_int64s(ctx.input(2));
   KILNRT_CHECK(out.size() == dflt.size(), kInvalidArgument, ctx.node.describe(), "output_shape has the wrong rank");
   const std::vector<double> xv = tensor_to_doubles(x, ctx.node);
+  // Hostile models (fuzz finding, 2026-11-22): indices of another size than X, and non-positive or overflowing
+  // shapes, were used unchecked.
+  KILNRT_CHECK(idx.size() == xv.size(), kInvalidArgument, ctx.node.describe(),
+               "MaxUnpool: I has " << idx.size() << " elements, X has " << xv.size());
   int64_t total = 1, dflt_total = 1;
-  for (int64_t d : out) total *= d;
-  for (int64_t d : dflt) dflt_total *= d;
+  for (size_t d = 0; d < out.size(); ++d) {
+    KILNRT_CHECK(out[d] > 0 && dflt[d] > 0 && !__builtin_mul_overflow(total, out[d], &total) &&
+                     !__builtin_mul_overflow(dflt_total, dflt[d], &dflt_total) && total <= (int64_t(1) << 40),
+                 kInvalidArgument, ctx.node.describe(),
+                 "MaxUnpool: invalid output shape " << shape_to_string(out) << " (unpooled " << shape_to_string(dflt)
+                                                    << ")");
+  }
   std::vector<double> y(static_cast<size_t>(total), 0.0);
   for (size_t i = 0; i < xv.size(); ++i) {
     KILNRT_CHECK(idx[i] >= 0 && idx[i] < dflt_total, kInvalidArgument, ctx.node.describe(),
