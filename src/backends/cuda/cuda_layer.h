@@ -7,6 +7,7 @@
 // context's stream, library handles and workspace. Layers keep no per-context state; per-shape caches (cuDNN
 // algorithms) are guarded by the layer itself.
 #pragma once
+#include <initializer_list>
 #include <functional>
 #include <map>
 #include <memory>
@@ -147,5 +148,11 @@ int float_code(DType t);         // storage code of the float kernels: 0 f32, 1 
 int cast_dtype_code(DType t);    // codes of kernels::cast, -1 other
 // The dtype of a value in the graph (kUndefined when unknown).
 DType value_dtype(const ir::Graph& g, const std::string& name);
+// Whether `t` is one of `ok` (layers' supports() checks).
+inline bool dtype_is_one_of(DType t, std::initializer_list<DType> ok) {
+  for (DType o : ok)
+    if (t == o) return true;
+  return false;
+}
 
 }  // namespace kilnrt::backends::cuda

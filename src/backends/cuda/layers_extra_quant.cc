@@ -104,12 +104,6 @@ LayerFactory factory() {
   return [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<L>(a.node); };
 }
 
-bool is(DType t, std::initializer_list<DType> ok) {
-  for (DType o : ok)
-    if (t == o) return true;
-  return false;
-}
-
 struct Register {
   Register() {
     auto& r = LayerRegistry::instance();
@@ -119,7 +113,7 @@ struct Register {
              if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32 || value_dtype(g, n.inputs.at(1)) != DType::kFloat32)
                return "the CUDA layer takes float32 x and scale";
              if (n.inputs.size() > 2 && !n.inputs[2].empty() &&
-                 !is(value_dtype(g, n.inputs[2]), {DType::kInt8, DType::kUInt8}))
+                 !dtype_is_one_of(value_dtype(g, n.inputs[2]), {DType::kInt8, DType::kUInt8}))
                return "zero point must be int8 / uint8";
              return "";
            },
@@ -128,7 +122,7 @@ struct Register {
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
              if (n.attr_int("block_size", 0) != 0) return "blocked quantization";
              const DType t = value_dtype(g, n.inputs.at(0));
-             if (!is(t, {DType::kInt8, DType::kUInt8, DType::kInt32})) return "x must be int8 / uint8 / int32";
+             if (!dtype_is_one_of(t, {DType::kInt8, DType::kUInt8, DType::kInt32})) return "x must be int8 / uint8 / int32";
              if (value_dtype(g, n.inputs.at(1)) != DType::kFloat32) return "the CUDA layer takes a float32 scale";
              if (n.inputs.size() > 2 && !n.inputs[2].empty() && value_dtype(g, n.inputs[2]) != t)
                return "zero point dtype differs from x";

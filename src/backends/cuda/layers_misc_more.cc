@@ -147,12 +147,6 @@ class RoiAlignLayer final : public CudaLayer {
   m::RoiAlignParams p_;
 };
 
-bool is(DType t, std::initializer_list<DType> ok) {
-  for (DType o : ok)
-    if (t == o) return true;
-  return false;
-}
-
 struct Register {
   Register() {
     auto& r = LayerRegistry::instance();
@@ -163,7 +157,7 @@ struct Register {
            [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<MvnLayer>(a.node); }});
     r.add({"OneHot",
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             if (!is(value_dtype(g, n.inputs.at(0)), {DType::kInt64, DType::kInt32, DType::kFloat32}))
+             if (!dtype_is_one_of(value_dtype(g, n.inputs.at(0)), {DType::kInt64, DType::kInt32, DType::kFloat32}))
                return "indices must be int64 / int32 / float32";
              const size_t sz = dtype_size(value_dtype(g, n.inputs.at(2)));
              return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? "" : "unknown values dtype";
