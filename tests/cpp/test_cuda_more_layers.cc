@@ -226,8 +226,14 @@ TEST(CudaMoreLayers, SupportCheck) {
     OneNode one(Op("MatMulInteger", 2).node, {u8({2, 3}, 134), u8({3, 4}, 135)});
     EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(one.g));
   }
-  {  // A window whose size is a graph input has a data-dependent shape: refused, naming the node.
+  {  // A window whose size is a graph input: accepted, read at a sync point (test_cuda_misc_gaps.cc runs it).
     OneNode one(Op("HannWindow", 1).node, {i64({10}, {})}, {false});
+    EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(one.g));
+  }
+  {  // A float64 DFT is refused, naming the node.
+    Tensor x = Tensor::empty(DType::kFloat64, {2, 8, 1});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<double>()[i] = 0.5 * static_cast<double>(i);
+    OneNode one(Op("DFT", 1).node, {x});
     try {
       backends::cuda::CudaPlan::check_supported(one.g);
       FAIL() << "expected an error";

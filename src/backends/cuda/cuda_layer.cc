@@ -36,7 +36,9 @@ std::string cuda_supports(const ir::Node& node, const ir::Graph& graph) {
     const LayerEntry* c = find_layer(node, graph);
     return c ? c->supports(node, graph) : "no CUDA layer for custom ops in this build";
   }
-  if (!node.domain.empty() && node.domain != "ai.onnx" && node.domain != "com.kilnrt") return "no CUDA layer for domain '" + node.domain + "'";
+  if (!node.domain.empty() && node.domain != "ai.onnx" && node.domain != "com.kilnrt" &&
+      node.domain != "ai.onnx.preview.training")  // the optimizers: layers_training.cc
+    return "no CUDA layer for domain '" + node.domain + "'";
   const LayerEntry* e = LayerRegistry::instance().find(node.op_type);
   if (!e) return "no CUDA layer for op " + node.op_type;
   return e->supports ? e->supports(node, graph) : std::string();

@@ -3,7 +3,8 @@
 // stream sync) and then fill the counted prefix of their upper-bound output. Scratch (flat indices and the device
 // count) lives in the context workspace, so an input larger than the workspace's index capacity is a clear error.
 //
-// Range and ConstantOfShape: sources whose every input is read on the host. With constant / shape-computed inputs
+// Range, ConstantOfShape and the scalar-input signal sources (HannWindow, HammingWindow, BlackmanWindow,
+// MelWeightMatrix): sources whose every input is read on the host. With constant / shape-computed inputs
 // the plan evaluates them on the host (never a layer); this layer only runs when an input is a device value, read
 // at a sync point: the (small) result is then computed from those host values with the op's reference kernel and
 // uploaded on the stream.
@@ -185,6 +186,18 @@ KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"Range", nullptr, [](const LayerCreateArgs
   return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
 }});
 KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"ConstantOfShape", nullptr, [](const LayerCreateArgs& a) {
+  return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
+}});
+KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"HannWindow", nullptr, [](const LayerCreateArgs& a) {
+  return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
+}});
+KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"HammingWindow", nullptr, [](const LayerCreateArgs& a) {
+  return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
+}});
+KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"BlackmanWindow", nullptr, [](const LayerCreateArgs& a) {
+  return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
+}});
+KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"MelWeightMatrix", nullptr, [](const LayerCreateArgs& a) {
   return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
 }});
 

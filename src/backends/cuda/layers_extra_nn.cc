@@ -371,8 +371,12 @@ struct Register {
            factory<GridSampleLayer>()});
     r.add({"CastLike",
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             if (cast_dtype_code(value_dtype(g, n.inputs.at(0))) < 0 || cast_dtype_code(value_dtype(g, n.inputs.at(1))) < 0)
-               return "unsupported cast dtypes";
+             // An unknown dtype (a value computed on the host, such as an If's output in an expanded function
+             // body) is checked at run time, where the layer gets the concrete dtypes.
+             for (size_t i = 0; i < 2; ++i) {
+               const DType t = value_dtype(g, n.inputs.at(i));
+               if (t != DType::kUndefined && cast_dtype_code(t) < 0) return "unsupported cast dtypes";
+             }
              return "";
            },
            factory<CastLikeLayer>()});

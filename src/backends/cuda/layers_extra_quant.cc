@@ -1,5 +1,5 @@
 // CUDA layers added for CPU parity (part 4): QuantizeLinear / DequantizeLinear (per tensor or per axis, int8 /
-// uint8, DequantizeLinear also int32; no blocked quantization), ReverseSequence, Det. Kernels: kernels/extra_sample.cu.
+// uint8, DequantizeLinear also int16 / uint16 / int32; no blocked quantization), ReverseSequence, Det. Kernels: kernels/extra_sample.cu.
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/extra_kernels.h"
 #include "ops/op_registry.h"
@@ -39,7 +39,11 @@ class QuantLayer final : public CudaLayer {
                                    l.outputs[0].data, l.outputs[0].dtype == DType::kInt8, n, axis_len, inner, l.stream),
                    name_, "quantize");
     } else {
-      const int code = xin.dtype == DType::kUInt8 ? 0 : xin.dtype == DType::kInt8 ? 1 : 2;
+      const int code = xin.dtype == DType::kUInt8   ? 0
+                       : xin.dtype == DType::kInt8  ? 1
+                       : xin.dtype == DType::kInt16 ? 3
+                       : xin.dtype == DType::kUInt16 ? 4
+                                                     : 2;
       check_launch(x::dequantize_f32(xin.data, code, static_cast<const float*>(l.inputs[1].data), zp,
                                      static_cast<float*>(l.outputs[0].data), n, axis_len, inner, l.stream),
                    name_, "dequantize");
@@ -122,7 +126,8 @@ struct Register {
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
              if (n.attr_int("block_size", 0) != 0) return "blocked quantization";
              const DType t = value_dtype(g, n.inputs.at(0));
-             if (!dtype_is_one_of(t, {DType::kInt8, DType::kUInt8, DType::kInt32})) return "x must be int8 / uint8 / int32";
+             if (!dtype_is_one_of(t, {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kInt32}))
+               return "x must be int8 / uint8 / int16 / uint16 / int32";
              if (value_dtype(g, n.inputs.at(1)) != DType::kFloat32) return "the CUDA layer takes a float32 scale";
              if (n.inputs.size() > 2 && !n.inputs[2].empty() && value_dtype(g, n.inputs[2]) != t)
                return "zero point dtype differs from x";

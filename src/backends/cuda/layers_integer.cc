@@ -92,6 +92,9 @@ class MatMulIntegerLayer final : public CudaLayer {
       rq.a_scale = scalar_scale(l.inputs[1], name_, "a_scale");
       rq.b_scale = scalar_scale(l.inputs[4], name_, "b_scale");
       rq.y_scale = scalar_scale(l.inputs[6], name_, "y_scale");
+      rq.a_f16 = l.inputs[1].dtype == DType::kFloat16;
+      rq.b_f16 = l.inputs[4].dtype == DType::kFloat16;
+      rq.y_f16 = l.inputs[6].dtype == DType::kFloat16;
       KILNRT_CHECK(l.inputs[7].numel() == 1, kUnsupported, name_, "y_zero_point must be a single value");
       rq.y_zp = l.inputs[7].data;
       rq.y_signed = l.inputs[7].dtype == DType::kInt8;
@@ -203,7 +206,14 @@ struct Register {
     r.add({"MatMulInteger", [](const ir::Node& n, const ir::Graph& g) { return check_io(n, g, {0, 1, 2, 3}, {}); },
            factory<MatMulIntegerLayer>()});
     r.add({"QLinearMatMul",
-           [](const ir::Node& n, const ir::Graph& g) { return check_io(n, g, {0, 2, 3, 5, 7}, {1, 4, 6}); },
+           [](const ir::Node& n, const ir::Graph& g) -> std::string {
+             std::string why = check_io(n, g, {0, 2, 3, 5, 7}, {});
+             for (size_t i : {1, 4, 6})  // float32 or float16 scales (the kernel reads either)
+               if (why.empty() && i < n.inputs.size() && !n.inputs[i].empty() &&
+                   !dtype_is_one_of(value_dtype(g, n.inputs[i]), {DType::kFloat32, DType::kFloat16}))
+                 why = "scale input " + std::to_string(i) + " must be float32 / float16";
+             return why;
+           },
            factory<MatMulIntegerLayer>()});
     r.add({"ConvInteger", [](const ir::Node& n, const ir::Graph& g) { return check_io(n, g, {0, 1, 2, 3}, {}); },
            factory<ConvIntegerLayer>()});

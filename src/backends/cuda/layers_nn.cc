@@ -6,6 +6,7 @@
 
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/conv_kernels.h"
+#include "backends/cuda/layers_misc_gaps.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
@@ -310,12 +311,15 @@ struct Register {
     for (const char* op : {"MaxPool", "AveragePool"})
       r.add({op,
              [](const ir::Node& n, const ir::Graph& g) -> std::string {
-               if (n.outputs.size() > 1 && !n.outputs[1].empty()) return "MaxPool's Indices output";
+               if (max_pool_needs_general(n, g)) return max_pool_general_supports(n, g);  // Indices / 8-bit
                const ir::TensorType* t = g.type_of(n.inputs.at(0));
                if (t && t->has_shape && t->shape.size() != 4 && t->shape.size() != 3) return "only 1-D and 2-D pooling";
                return float_input(n, g);
              },
-             [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<PoolLayer>(a.node); }});
+             [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+               if (max_pool_needs_general(a.node, a.graph)) return make_max_pool_general(a);
+               return std::make_unique<PoolLayer>(a.node);
+             }});
     for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
                            "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "GlobalAveragePool",
                            "GlobalMaxPool"})
@@ -336,6 +340,7 @@ struct Register {
     r.add({"BatchNormalization",
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
              if (n.inputs.size() < 5) return "needs scale, B, mean and var";
+             if (batch_norm_needs_general(n, g)) return batch_norm_general_supports(n, g);  // device parameters
              for (size_t i = 1; i < 5; ++i)
                if (!g.is_constant(n.inputs[i]) || value_dtype(g, n.inputs[i]) != DType::kFloat32)
                  return "scale/B/mean/var must be float32 constants";
@@ -344,7 +349,10 @@ struct Register {
                if (!n.outputs[i].empty()) return "running statistics outputs";
              return float_input(n, g);
            },
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<BatchNormLayer>(a); }});
+           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+             if (batch_norm_needs_general(a.node, a.graph)) return make_batch_norm_general(a);
+             return std::make_unique<BatchNormLayer>(a);
+           }});
   }
 };
 const Register kRegister;

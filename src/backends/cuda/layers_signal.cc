@@ -1,7 +1,8 @@
 // CUDA layers for the signal ops (issues 5/6): DFT (dft_length a host value) and STFT (frame_step / frame_length
 // host values, the window on the device), float32 (16-bit engines run them as float32 islands). Kernels:
-// kernels/signal.cu. The window functions and MelWeightMatrix take only scalars: with constant (or shape-computed)
-// inputs they run on the host at prepare (the plan's host placement), so they need no device layer.
+// kernels/signal.cu. DFT's axis input (opset 20) is read on the host too. The window functions and MelWeightMatrix
+// take only scalars: with constant (or shape-computed) inputs they run on the host at prepare (the plan's host
+// placement); with device inputs a host-source layer reads them at a sync point (layers_data_dependent.cc).
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/more_kernels.h"
 #include "ops/op_registry.h"
@@ -20,16 +21,29 @@ int64_t host_scalar(const LayerTensor& t, const std::string& node, const char* w
 
 class DftLayer final : public CudaLayer {
  public:
-  explicit DftLayer(const ir::Node& n)
-      : node_(n), name_(n.describe()), axis_(n.attr_int("axis", 1)), inverse_(n.attr_int("inverse", 0) != 0),
-        onesided_(n.attr_int("onesided", 0) != 0) {}
+  DftLayer(const ir::Node& n, int64_t opset)
+      : node_(n), name_(n.describe()), opset_(opset), axis_(n.attr_int("axis", 1)),
+        inverse_(n.attr_int("inverse", 0) != 0), onesided_(n.attr_int("onesided", 0) != 0) {}
   std::string tactic() const override { return "kernel:dft-direct"; }
-  std::vector<int> host_inputs() const override { return {1}; }
+  std::vector<int> host_inputs() const override { return {1, 2}; }
   void enqueue(LayerLaunch& l) override {
     const Shape& s = l.inputs[0].shape;
     KILNRT_CHECK(s.size() >= 2 && (s.back() == 1 || s.back() == 2), kInvalidArgument, name_,
                  "input must end in a dimension of 1 (real) or 2 (complex)");
-    const int64_t axis = ops::normalize_axis(axis_, static_cast<int64_t>(s.size()) - 1, node_);
+    const int64_t r = static_cast<int64_t>(s.size());
+    int64_t axis = 0;
+    if (opset_ >= 20) {
+      // Opset 20: the axis input (default -2) counts over all r dims, the last (real / complex) one excluded: the
+      // same rule as the CPU reference (src/ops/math/signal.cc, dft_axis).
+      const bool has_axis = l.inputs.size() > 2 && l.inputs[2].present;
+      axis = has_axis ? host_scalar(l.inputs[2], name_, "axis") : -2;
+      KILNRT_CHECK(axis >= -r && axis <= r - 2, kInvalidArgument, name_,
+                   "axis " << axis << " is out of range [" << -r << ", " << r - 2 << "] for an input of rank " << r);
+      if (axis < 0) axis += r;
+      KILNRT_CHECK(axis <= r - 2, kInvalidArgument, name_, "axis " << axis << " is the real / complex dimension");
+    } else {
+      axis = ops::normalize_axis(axis_, r - 1, node_);
+    }
     const int64_t len = s[static_cast<size_t>(axis)];
     const bool has_n = l.inputs.size() > 1 && l.inputs[1].present;
     const int64_t n = has_n ? host_scalar(l.inputs[1], name_, "dft_length") : len;
@@ -46,7 +60,7 @@ class DftLayer final : public CudaLayer {
  private:
   const ir::Node& node_;
   std::string name_;
-  int64_t axis_;
+  int64_t opset_, axis_;
   bool inverse_, onesided_;
 };
 
@@ -86,10 +100,11 @@ struct Register {
     auto& r = LayerRegistry::instance();
     r.add({"DFT",
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             if (n.inputs.size() > 2 && !n.inputs[2].empty()) return "axis as an input (opset 20)";
              return value_dtype(g, n.inputs.at(0)) == DType::kFloat32 ? "" : "the CUDA DFT takes float32";
            },
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<DftLayer>(a.node); }});
+           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+             return std::make_unique<DftLayer>(a.node, a.opset);
+           }});
     r.add({"STFT",
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
              if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32) return "the CUDA STFT takes float32";

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/layers_misc_gaps.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
@@ -251,12 +252,12 @@ struct Register {
     auto& r = LayerRegistry::instance();
     for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
       r.add({op,
-             [](const ir::Node& n, const ir::Graph&) -> std::string {
-               if (n.op_type == "Dropout" && n.outputs.size() > 1 && !n.outputs[1].empty())
-                 return "Dropout's mask output";
+             [](const ir::Node& n, const ir::Graph& g) -> std::string {
+               if (dropout_has_mask(n)) return dropout_mask_supports(n, g);  // layers_misc_gaps.cc
                return "";
              },
              [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+               if (dropout_has_mask(a.node)) return make_dropout_mask(a);
                return std::make_unique<AliasLayer>(a.node, a.opset);
              }});
     r.add({"Transpose", any_dtype, factory<TransposeLayer>()});

@@ -73,13 +73,23 @@ void dft1(const std::vector<double>& re, const std::vector<double>& im, int64_t 
   }
 }
 
+// DFT's axis. Opset 20 moved it to input 2 (default -2), counted over all r dims with the last (real / complex) one
+// excluded: [-r, -2] or [0, r - 2]. Before: the attribute (default 1), normalised over the first r - 1 dims.
+int64_t dft_axis(const ir::Node& node, int64_t opset, const Tensor* axis_input, int64_t r) {
+  if (opset < 20) return normalize_axis(node.attr_int("axis", 1), r - 1, node);
+  const int64_t a = axis_input ? scalar_int(*axis_input) : -2;
+  KILNRT_CHECK(a >= -r && a <= r - 2, kInvalidArgument, node.describe(),
+               "axis " << a << " is out of range [" << -r << ", " << r - 2 << "] for an input of rank " << r);
+  return a < 0 ? a + r : a;
+}
+
 void dft_cpu(CpuContext& ctx) {
   const ir::Node& node = ctx.node;
   const Tensor& xt = ctx.input(0);
   const Shape& s = xt.shape();
   KILNRT_CHECK(xt.rank() >= 2 && (s.back() == 1 || s.back() == 2), kInvalidArgument, node.describe(),
                "input must end in a dimension of 1 (real) or 2 (complex)");
-  const int64_t axis = normalize_axis(node.attr_int("axis", 1), xt.rank() - 1, node);
+  const int64_t axis = dft_axis(node, ctx.opset, ctx.has_input(2) ? &ctx.input(2) : nullptr, xt.rank());
   const bool inverse = node.attr_int("inverse", 0) != 0;
   const bool onesided = node.attr_int("onesided", 0) != 0;
   const int64_t len = s[static_cast<size_t>(axis)];
@@ -120,7 +130,17 @@ void infer_dft(ShapeContext& ctx) {
     return;
   }
   ir::SymShape out = x.shape;
-  const int64_t axis = normalize_axis(ctx.node.attr_int("axis", 1), static_cast<int64_t>(out.size()) - 1, ctx.node);
+  const int64_t r = static_cast<int64_t>(out.size());
+  if (ctx.opset >= 20 && ctx.has_input(2) && !ctx.value(2)) {
+    // Axis not known before the run: the transformed dim is unknown, the other dims keep their size unless the
+    // length changes (dft_length / onesided), then every candidate dim is unknown.
+    const bool same_len = !ctx.has_input(1) && ctx.node.attr_int("onesided", 0) == 0;
+    for (int64_t d = 0; d + 1 < r && !same_len; ++d) out[static_cast<size_t>(d)] = ir::Dim();
+    if (r > 0) out.back() = ir::Dim(2);
+    ctx.set_output(0, x.dtype, out);
+    return;
+  }
+  const int64_t axis = dft_axis(ctx.node, ctx.opset, ctx.has_input(2) ? ctx.value(2) : nullptr, r);
   ir::Dim n = out[static_cast<size_t>(axis)];
   if (ctx.has_input(1)) n = ctx.value(1) ? ir::Dim(scalar_int(*ctx.value(1))) : ir::Dim();
   if (ctx.node.attr_int("onesided", 0) != 0) n = n.known() ? ir::Dim(n.value / 2 + 1) : ir::Dim();

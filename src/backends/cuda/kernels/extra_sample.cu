@@ -263,8 +263,13 @@ __global__ void quantize_kernel(const float* x, const float* scale, const void* 
 }
 
 __device__ __forceinline__ double load_q(const void* p, int code, int64_t i) {
-  return code == 0 ? double(static_cast<const uint8_t*>(p)[i])
-                   : (code == 1 ? double(static_cast<const int8_t*>(p)[i]) : double(static_cast<const int32_t*>(p)[i]));
+  switch (code) {
+    case 0: return double(static_cast<const uint8_t*>(p)[i]);
+    case 1: return double(static_cast<const int8_t*>(p)[i]);
+    case 3: return double(static_cast<const int16_t*>(p)[i]);
+    case 4: return double(static_cast<const uint16_t*>(p)[i]);
+    default: return double(static_cast<const int32_t*>(p)[i]);
+  }
 }
 
 __global__ void dequantize_kernel(const void* x, int code, const float* scale, const void* zp, float* y, int64_t n,

@@ -2,6 +2,7 @@
 // elementwise pass reading the scale from the device), a direct int32-accumulating batched matmul and a direct
 // grouped 1-3-D convolution, both optionally requantized to 8 bits. Rounding is half to even (rint), like the CPU
 // reference (src/ops/nn/quantize.cc).
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -30,14 +31,19 @@ __device__ inline double clamp8(double v, bool is_signed) {
   return v < lo ? lo : (v > hi ? hi : v);
 }
 
+// Scale value i: float32, or float16 storage (f16) behind the same pointer.
+__device__ inline double scale_at(const float* p, int64_t i, bool f16) {
+  return f16 ? static_cast<double>(__half2float(reinterpret_cast<const __half*>(p)[i])) : static_cast<double>(p[i]);
+}
+
 // Writes element e of y: the int32 accumulator, or its requantization (channel: index into b_scale).
 __device__ inline void store_acc(void* y, int64_t e, int64_t acc, const Requant& rq, int64_t channel) {
   if (!rq.enabled) {
     static_cast<int32_t*>(y)[e] = static_cast<int32_t>(acc);
     return;
   }
-  const double bs = rq.b_scale[rq.b_scale_len > 1 ? channel : 0];
-  const double v = static_cast<double>(acc) * static_cast<double>(*rq.a_scale) * bs / static_cast<double>(*rq.y_scale);
+  const double bs = scale_at(rq.b_scale, rq.b_scale_len > 1 ? channel : 0, rq.b_f16);
+  const double v = static_cast<double>(acc) * scale_at(rq.a_scale, 0, rq.a_f16) * bs / scale_at(rq.y_scale, 0, rq.y_f16);
   const double q = clamp8(rint(static_cast<double>(static_cast<float>(v))) + load8(rq.y_zp, rq.y_signed, 0),
                           rq.y_signed);
   if (rq.y_signed) static_cast<int8_t*>(y)[e] = static_cast<int8_t>(q);

@@ -71,6 +71,7 @@ struct Requant {
   const float* y_scale = nullptr;
   const void* y_zp = nullptr;
   bool y_signed = false;
+  bool a_f16 = false, b_f16 = false, y_f16 = false;  // the scale is float16 storage (QLinearMatMul), else float32
 };
 
 // A (8-bit) zero point: null (0), or zp_len values (1: per tensor; else per row / column / output channel).
