@@ -16,6 +16,7 @@ warm process: CUDA and the libraries already initialised) per engine.
 Usage (GPU box):
   PYTHONPATH=build-gpu/python python3 bench/bench_vs_torch.py [--models resnet50,bert] [--batches 1,32]
       [--precisions fp32,fp16] [--no-compile] [--compile-max-autotune] [--engine-per-batch] [--out table.md]
+  ... bench/bench_vs_torch.py --load-only [--models ...] [--precisions ...] [--log]: load times only (load_time.py)
 torch.compile costs ~20-60 s per model, precision and batch size: select models / batches to stay within a budget
 (scripts/gpu_suite.sh's bench stage passes its own selection).
 """
@@ -209,6 +210,9 @@ def header(args):
 
 
 def main():
+    if "--load-only" in sys.argv:  # engine load times only (no torch timing): bench/load_time.py
+        import load_time
+        return load_time.main([a for a in sys.argv[1:] if a != "--load-only"])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="mobilenet_v3_small,resnet50,mobilenet_v3_large,efficientnet_b0,"
                     "convnext_tiny,vit_b_16,bert")

@@ -182,7 +182,7 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   for (const std::string& out : graph.outputs) meta.outputs.push_back(tensor_info(graph, out));
   if (cuda) {
     // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
-    auto plan = engine::make_cuda_plan(graph, target.device);
+    auto plan = engine::make_cuda_plan(graph, target.device, nullptr, /*record=*/true);
     meta.layer_tactics = engine::cuda_tactics(*plan);
     // Activation memory at each profile's max shapes (host-only layout, the one contexts use).
     meta.blobs[engine::kActivationMemoryBlob] =
@@ -192,9 +192,11 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
     meta.cuda_version = engine::cuda_library_version(0);
     meta.cudnn_version = engine::cuda_library_version(1);
     meta.cublaslt_version = engine::cuda_library_version(2);
-  } else {
-    for (const ir::Node& n : graph.nodes) meta.layer_tactics.emplace_back(n.name, "cpu:reference");
+    // Format v2: the weights in the form the plan uploads them (16-bit, NHWC copies ...), loaded in one copy.
+    const engine::DeviceWeightImage image = engine::cuda_device_weights(*plan);
+    return engine::serialize_engine(graph, meta, &image);
   }
+  for (const ir::Node& n : graph.nodes) meta.layer_tactics.emplace_back(n.name, "cpu:reference");
   return engine::serialize_engine(graph, meta);
 }
 

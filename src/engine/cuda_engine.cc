@@ -32,7 +32,10 @@ namespace {
 }
 }  // namespace
 CudaTarget cuda_target(int) { no_cuda(); }
-std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph&, int) { no_cuda(); }
+std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph&, int, const DeviceWeightImage*, bool) {
+  no_cuda();
+}
+DeviceWeightImage cuda_device_weights(backends::cuda::CudaPlan&) { no_cuda(); }
 std::vector<std::pair<std::string, std::string>> cuda_tactics(const backends::cuda::CudaPlan&) { no_cuda(); }
 std::string cuda_library_version(int) { return ""; }
 std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine>, const ContextOptions&) {
@@ -72,11 +75,14 @@ CudaTarget cuda_target(int device) {
   return t;
 }
 
-std::shared_ptr<CudaPlan> make_cuda_plan(const ir::Graph& graph, int device) {
+std::shared_ptr<CudaPlan> make_cuda_plan(const ir::Graph& graph, int device, const DeviceWeightImage* image,
+                                         bool record) {
   CudaPlan::check_supported(graph);  // clear per-node errors before touching the GPU
   kc::ContextGuard guard(device);
-  return std::make_shared<CudaPlan>(graph, device);
+  return std::make_shared<CudaPlan>(graph, device, image, record);
 }
+
+DeviceWeightImage cuda_device_weights(CudaPlan& plan) { return plan.device_weight_image(); }
 
 std::vector<std::pair<std::string, std::string>> cuda_tactics(const CudaPlan& plan) { return plan.tactics(); }
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/device_weights.h"
 #include "ir/graph.h"
 #include "kilnrt/engine.h"
 
@@ -24,8 +25,13 @@ struct CudaTarget {
 
 // Needs a usable GPU: throws kCuda "no usable CUDA GPU: <reason>" otherwise.
 CudaTarget cuda_target(int device);
-// Builds the plan (uploads weights) — throws kUnsupported naming an unsupported node.
-std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph& graph, int device);
+// Builds the plan (uploads weights) — throws kUnsupported naming an unsupported node. `image`: the engine's stored
+// device weights (one allocation + one copy); `record`: the builder's plan, for cuda_device_weights().
+std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph& graph, int device,
+                                                         const DeviceWeightImage* image = nullptr,
+                                                         bool record = false);
+// The device weight image of a recording plan (the builder stores it: engine format v2).
+DeviceWeightImage cuda_device_weights(backends::cuda::CudaPlan& plan);
 std::vector<std::pair<std::string, std::string>> cuda_tactics(const backends::cuda::CudaPlan& plan);
 // Library versions for the engine header ("" when not loaded).
 std::string cuda_library_version(int which);  // 0 CUDA runtime, 1 cuDNN, 2 cuBLASLt

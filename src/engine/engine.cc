@@ -1,10 +1,12 @@
 // Engine loading, description and the CPU execution context.
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
 #include "core/check.h"
 #include "core/failure_injection.h"
+#include "core/logging.h"
 #include "engine/activation_memory.h"
 #include "engine/cuda_engine.h"
 #include "engine/engine_impl.h"
@@ -139,16 +141,18 @@ class CpuExecutionContext final : public ExecutionContext {
   backends::cpu::CpuProfile profile_;
 };
 
-std::vector<uint8_t> read_whole_file(const std::string& path) {
+// The file's bytes, in a buffer that is not zero-filled first (hundreds of MB for big engines).
+std::unique_ptr<uint8_t[]> read_whole_file(const std::string& path, size_t* size_out) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   KILNRT_CHECK(f.good(), kIo, path, "cannot open engine file");
   const std::streamsize size = f.tellg();
   KILNRT_CHECK(size >= 0, kIo, path, "cannot read engine file size");
   failure_injection::on_host_allocation(static_cast<size_t>(size), "engine file");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  std::unique_ptr<uint8_t[]> bytes(new uint8_t[std::max<size_t>(static_cast<size_t>(size), 1)]);
   f.seekg(0);
-  f.read(reinterpret_cast<char*>(bytes.data()), size);
+  f.read(reinterpret_cast<char*>(bytes.get()), size);
   KILNRT_CHECK(f.gcount() == size, kIo, path, "error reading engine file");
+  *size_out = static_cast<size_t>(size);
   return bytes;
 }
 
@@ -158,7 +162,11 @@ Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
 std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const std::string& label, int device) {
+  using clock = std::chrono::steady_clock;
+  const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
+  const auto t0 = clock::now();
   engine::LoadedEngine loaded = engine::deserialize_engine(data, size, label);
+  const double parse_ms = ms_since(t0);
   auto impl = std::make_unique<EngineImpl>();
   impl->graph = std::move(loaded.graph);
   impl->meta = std::move(loaded.meta);
@@ -173,7 +181,9 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
   h.model_hash = impl->meta.model_hash;
   h.gpu_name = impl->meta.gpu_name;
   h.file_size = size;
-  for (const auto& [n, t] : impl->graph.constants) h.weights_bytes += t.nbytes();
+  for (const auto& [n, t] : impl->graph.constants)
+    if (!loaded.device_weights.device_only.count(n)) h.weights_bytes += t.nbytes();
+  h.weights_bytes += loaded.device_weights.size;  // device form (format v2)
   try {
     if (cuda_target) {
       // The GPU must have the architecture the engine was built for.
@@ -183,7 +193,10 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
                    "engine was built for " << impl->meta.target << " (" << impl->meta.gpu_name << ") but device "
                                            << device << " is " << t.target << " (" << t.gpu_name
                                            << "): rebuild the engine on this GPU");
-      impl->cuda_plan = engine::make_cuda_plan(impl->graph, t.device);
+      const auto t1 = clock::now();
+      impl->cuda_plan = engine::make_cuda_plan(impl->graph, t.device, &loaded.device_weights);
+      KILNRT_LOG(kInfo, "engine load " << label << ": validate + parse " << parse_ms << " ms ("
+                                       << size << " bytes), plan + device weights " << ms_since(t1) << " ms");
       impl->cuda_device = t.device;
       // Stored by the builder; engines written before it was are measured now (host only).
       auto blob = impl->meta.blobs.find(engine::kActivationMemoryBlob);
@@ -201,8 +214,12 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
 }
 
 std::shared_ptr<Engine> Engine::load(const std::string& engine_path, int device) {
-  std::vector<uint8_t> bytes = read_whole_file(engine_path);
-  return from_bytes(bytes.data(), bytes.size(), engine_path, device);
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t size = 0;
+  std::unique_ptr<uint8_t[]> bytes = read_whole_file(engine_path, &size);
+  const double read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  KILNRT_LOG(kInfo, "engine load " << engine_path << ": read " << size << " bytes in " << read_ms << " ms");
+  return from_bytes(bytes.get(), size, engine_path, device);
 }
 
 int Engine::device() const { return impl_->cuda_plan ? impl_->cuda_device : -1; }

@@ -1,4 +1,4 @@
-// Engine file format v1 (layout: docs/engine-format.md). Writing is straightforward; reading validates the header,
+// Engine file format v2 (layout: docs/engine-format.md). Writing is straightforward; reading validates the header,
 // the section table and the checksums before parsing anything, and every read of the sections is bounds-checked.
 #include "engine/engine_file.h"
 
@@ -25,8 +25,8 @@ constexpr uint32_t kMaxSections = 64;
 constexpr uint64_t kMaxRank = 64;
 constexpr int kMaxGraphDepth = 16;  // nesting of subgraph attributes
 
-enum SectionKind : uint32_t { kSecMetadata = 1, kSecGraph = 2, kSecWeights = 3, kSecBlobs = 4 };
-constexpr uint32_t kNumSectionKinds = 4;
+enum SectionKind : uint32_t { kSecMetadata = 1, kSecGraph = 2, kSecWeights = 3, kSecBlobs = 4, kSecDeviceWeights = 5 };
+constexpr uint32_t kNumSectionKinds = 5;
 
 const char* section_name(uint32_t kind) {
   switch (kind) {
@@ -34,6 +34,7 @@ const char* section_name(uint32_t kind) {
     case kSecGraph: return "graph";
     case kSecWeights: return "weights";
     case kSecBlobs: return "blobs";
+    case kSecDeviceWeights: return "device weights";
     default: return "unknown";
   }
 }
@@ -81,9 +82,12 @@ void write_sym_dims(ByteWriter& w, const ir::SymShape& s) {
   }
 }
 
+// The type's flag byte: bit 0 has_shape, bit 1 a sequence of such tensors (files without sequences are unchanged).
+constexpr uint8_t kTypeFlagSequence = 2;
+
 void write_tensor_type(ByteWriter& w, const ir::TensorType& t) {
   w.i32(static_cast<int32_t>(t.dtype));
-  w.u8(t.has_shape ? 1 : 0);
+  w.u8((t.has_shape ? 1 : 0) | (t.is_sequence ? kTypeFlagSequence : 0));  // bit 1: a sequence (same format version)
   if (t.has_shape) write_sym_dims(w, t.shape);
   w.u8(t.sym_value ? 1 : 0);
   if (t.sym_value) write_sym_dims(w, *t.sym_value);
@@ -336,6 +340,9 @@ ValidatedFile validate_file(const void* data, size_t size, const std::string& la
                "engine format version " << f.version << " is newer than this kilnrt supports ("
                                         << kEngineFormatVersion << "): rebuild the engine or upgrade kilnrt");
   KILNRT_CHECK(f.version >= 1, kInvalidEngine, label, "engine format version 0 is invalid: file is damaged");
+  KILNRT_CHECK(f.version == kEngineFormatVersion, kInvalidEngine, label,
+               "engine format version " << f.version << " is older than this kilnrt supports (" << kEngineFormatVersion
+                                        << "): rebuild the engine with this kilnrt");
   const uint32_t header_size = read_le32(p + kOffHeaderSize);
   KILNRT_CHECK(header_size == kEngineHeaderSize, kInvalidEngine, label,
                "header size " << header_size << " is wrong for format version " << f.version << " (expected "
@@ -400,9 +407,10 @@ ValidatedFile validate_file(const void* data, size_t size, const std::string& la
     KILNRT_CHECK(entries[i - 1].offset + entries[i - 1].size <= entries[i].offset, kInvalidEngine, label,
                  "sections '" << section_name(entries[i - 1].kind) << "' and '" << section_name(entries[i].kind)
                               << "' overlap");
-  KILNRT_CHECK(f.sections[kSecWeights].offset % kWeightAlignment == 0, kInvalidEngine, label,
-               "weights section offset " << f.sections[kSecWeights].offset << " is not aligned to "
-                                         << kWeightAlignment);
+  for (uint32_t kind : {uint32_t(kSecWeights), uint32_t(kSecDeviceWeights)})
+    KILNRT_CHECK(f.sections[kind].offset % kWeightAlignment == 0, kInvalidEngine, label,
+                 section_name(kind) << " section offset " << f.sections[kind].offset << " is not aligned to "
+                                    << kWeightAlignment);
 
   if (whole_payload) {
     const uint32_t payload_crc = crc32c(p + kEngineHeaderSize, size - kEngineHeaderSize);
@@ -410,7 +418,10 @@ ValidatedFile validate_file(const void* data, size_t size, const std::string& la
     KILNRT_CHECK(payload_crc == stored, kInvalidEngine, label,
                  "checksum mismatch: file is damaged (stored crc32c " << hex32(stored) << ", computed "
                                                                       << hex32(payload_crc) << ")");
-    for (uint32_t kind = 1; kind <= kNumSectionKinds; ++kind) check_section_crc(f, kind, label);
+    // The payload checksum covers every byte once; the small sections' own checksums are checked as well (the two
+    // big ones, weights and device weights, are not read twice: loading time is dominated by them).
+    for (uint32_t kind : {uint32_t(kSecMetadata), uint32_t(kSecGraph), uint32_t(kSecBlobs)})
+      check_section_crc(f, kind, label);
   } else {
     check_section_crc(f, kSecMetadata, label);
   }
@@ -460,7 +471,11 @@ DType read_dtype(ByteReader& r, const char* what, bool allow_undefined) {
 ir::TensorType read_tensor_type(ByteReader& r) {
   ir::TensorType t;
   t.dtype = read_dtype(r, "value dtype", /*allow_undefined=*/true);
-  t.has_shape = r.boolean("has_shape flag");
+  const uint64_t at = r.file_offset();
+  const uint8_t flags = r.u8("type flags");
+  if (flags > (1 | kTypeFlagSequence)) r.fail_at(at, "type flags " + std::to_string(flags) + " are invalid");
+  t.has_shape = (flags & 1) != 0;
+  t.is_sequence = (flags & kTypeFlagSequence) != 0;
   if (t.has_shape) t.shape = read_sym_dims(r, "value shape");
   if (r.boolean("sym_value flag")) t.sym_value = read_sym_dims(r, "sym_value");
   return t;
@@ -582,14 +597,15 @@ void read_graph(ByteReader& r, ir::Graph& g, int depth) {
   }
 }
 
-void read_weights(ByteReader& r, const ValidatedFile& f, ir::Graph& g) {
+void read_weights(ByteReader& r, const ValidatedFile& f, ir::Graph& g, std::set<std::string>& device_only) {
   const SectionEntry& sec = f.section(kSecWeights);
-  const uint64_t n = r.count("weight count", 32);
+  const uint64_t n = r.count("weight count", 33);
   struct Record {
     std::string name;
     DType dtype;
     Shape dims;
     uint64_t offset, nbytes, record_at;
+    bool device_only = false;
   };
   std::vector<Record> records;
   records.reserve(static_cast<size_t>(n));
@@ -599,20 +615,65 @@ void read_weights(ByteReader& r, const ValidatedFile& f, ir::Graph& g) {
     rec.name = r.str("weight name");
     rec.nbytes = read_tensor_desc(r, rec.name, &rec.dtype, &rec.dims);
     rec.offset = r.u64("weight data offset");
+    const uint64_t flag_at = r.file_offset();
+    rec.device_only = r.boolean("weight device-only flag");
+    if (rec.device_only && rec.offset != 0) r.fail_at(flag_at, "device-only weight '" + rec.name + "' has a data offset");
+    // Its (untouched) host tensor is allocated: bounded like everything else by the file's size.
+    if (rec.device_only && rec.nbytes / 4 > f.size)
+      r.fail_at(flag_at, "device-only weight '" + rec.name + "' of " + std::to_string(rec.nbytes) +
+                             " bytes is far larger than the engine file");
     records.push_back(std::move(rec));
   }
   uint64_t cursor = r.file_offset();  // data follows the records, in order, without overlap
   const uint64_t section_end = sec.offset + sec.size;
   for (Record& rec : records) {
+    if (g.constants.count(rec.name)) r.fail_at(rec.record_at, "weight '" + rec.name + "' listed twice");
+    if (rec.device_only) {
+      // No host data: the graph keeps dtype and shape (uninitialised storage, never read: device_weights.h).
+      g.constants.emplace(rec.name, Tensor::empty(rec.dtype, rec.dims));
+      device_only.insert(rec.name);
+      continue;
+    }
     if (rec.offset % kWeightAlignment != 0 || rec.offset < cursor || rec.offset > section_end ||
         rec.nbytes > section_end - rec.offset)
       r.fail_at(rec.record_at, "weight '" + rec.name + "': data at offset " + std::to_string(rec.offset) + " (" +
                                    std::to_string(rec.nbytes) + " bytes) is misaligned, out of order or outside "
                                    "the weights section");
     cursor = rec.offset + rec.nbytes;
-    if (g.constants.count(rec.name)) r.fail_at(rec.record_at, "weight '" + rec.name + "' listed twice");
     g.constants.emplace(rec.name, Tensor::from_data(f.p + rec.offset, rec.dtype, rec.dims));
   }
+}
+
+// Device weights section: records, then the image (256-byte aligned), which ends the section.
+DeviceWeightImage read_device_weights(ByteReader& r, const ValidatedFile& f) {
+  const SectionEntry& sec = f.section(kSecDeviceWeights);
+  DeviceWeightImage img;
+  const uint64_t n = r.count("device weight count", 36);
+  img.entries.reserve(static_cast<size_t>(n));
+  std::unordered_set<std::string> keys;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t at = r.file_offset();
+    DeviceWeight w;
+    w.key = r.str("device weight key");
+    w.nbytes = read_tensor_desc(r, w.key, &w.dtype, &w.shape);
+    w.offset = r.u64("device weight offset");
+    if (!keys.insert(w.key).second) r.fail_at(at, "device weight '" + w.key + "' listed twice");
+    img.entries.push_back(std::move(w));
+  }
+  const uint64_t at = r.file_offset();
+  const uint64_t image_offset = r.u64("device weight image offset"), image_size = r.u64("device weight image size");
+  const uint64_t end = sec.offset + sec.size;
+  if (image_offset % kWeightAlignment != 0 || image_offset < r.file_offset() || image_offset > end ||
+      image_size != end - image_offset)
+    r.fail_at(at, "device weight image (offset " + std::to_string(image_offset) + ", " + std::to_string(image_size) +
+                      " bytes) is misaligned or does not end the section");
+  for (const DeviceWeight& w : img.entries)
+    if (w.offset % kDeviceWeightAlignment != 0 || w.offset > image_size || w.nbytes > image_size - w.offset)
+      r.fail_at(at, "device weight '" + w.key + "' (offset " + std::to_string(w.offset) + ", " +
+                        std::to_string(w.nbytes) + " bytes) is misaligned or outside the image");
+  img.data = f.p + image_offset;
+  img.size = image_size;
+  return img;
 }
 
 void read_tensor_info(ByteReader& r, TensorInfo& t) {
@@ -690,11 +751,19 @@ void read_blobs(const ValidatedFile& f, const std::string& label, EngineMetadata
 }  // namespace
 
 // ---- public entry points ---------------------------------------------------------------------------------------
-std::vector<uint8_t> serialize_engine(const ir::Graph& graph, const EngineMetadata& meta) {
+std::vector<uint8_t> serialize_engine(const ir::Graph& graph, const EngineMetadata& meta,
+                                      const DeviceWeightImage* device_weights) {
+  const DeviceWeightImage none;
+  const DeviceWeightImage& img = device_weights ? *device_weights : none;
+  for (const std::string& name : img.device_only) {
+    const DeviceWeight* w = img.find(name);
+    KILNRT_CHECK(graph.constants.count(name) && w, kInternal, name,
+                 "device-only constant '" << name << "' is not a constant with an entry in the device weight image");
+  }
   const std::string problem = find_structure_problem(graph, meta);
   KILNRT_CHECK(problem.empty(), kInternal, "serialize_engine", "inconsistent graph: " << problem);
 
-  size_t weight_bytes = 0;
+  size_t weight_bytes = static_cast<size_t>(img.size) + 2 * kWeightAlignment;
   for (const auto& kv : graph.constants) {
     check_writable_tensor(kv.second, "constant '" + kv.first + "'");
     weight_bytes += align_up(kv.second.nbytes(), kWeightAlignment) + kWeightAlignment;
@@ -737,14 +806,35 @@ std::vector<uint8_t> serialize_engine(const ir::Graph& graph, const EngineMetada
     w.u64(t.nbytes());
     offset_slots.push_back(w.size());
     w.u64(0);
+    w.u8(img.device_only.count(name) ? 1 : 0);
   }
   for (size_t i = 0; i < names.size(); ++i) {
     const Tensor& t = graph.constants.at(names[i]);
+    if (img.device_only.count(names[i])) continue;
     w.pad_to(kWeightAlignment);
     w.patch_u64(offset_slots[i], w.size());
     w.raw(t.raw(), t.nbytes());
   }
   end_section(3);
+
+  begin_section(4, kSecDeviceWeights, kWeightAlignment);
+  w.u64(img.entries.size());
+  for (const DeviceWeight& d : img.entries) {
+    KILNRT_CHECK(d.offset % kDeviceWeightAlignment == 0 && d.offset <= img.size && d.nbytes <= img.size - d.offset,
+                 kInternal, d.key, "device weight '" << d.key << "' lies outside the image");
+    w.str(d.key);
+    w.i32(static_cast<int32_t>(d.dtype));
+    write_dims(w, d.shape);
+    w.u64(d.nbytes);
+    w.u64(d.offset);
+  }
+  const size_t image_slot = w.size();
+  w.u64(0);
+  w.u64(img.size);
+  w.pad_to(kWeightAlignment);
+  w.patch_u64(image_slot, w.size());
+  if (img.size > 0) w.raw(img.data, static_cast<size_t>(img.size));
+  end_section(4);
 
   std::vector<uint8_t> out = w.take();
   uint8_t* h = out.data();
@@ -776,7 +866,22 @@ LoadedEngine deserialize_engine(const void* data, size_t size, const std::string
   }
   {
     ByteReader r = section_reader(f, kSecWeights, label);
-    read_weights(r, f, e.graph);
+    read_weights(r, f, e.graph, e.device_weights.device_only);
+  }
+  {
+    ByteReader r = section_reader(f, kSecDeviceWeights, label);
+    std::set<std::string> device_only = std::move(e.device_weights.device_only);
+    e.device_weights = read_device_weights(r, f);
+    e.device_weights.device_only = std::move(device_only);
+  }
+  // A device-only constant exists on the GPU alone: a CUDA engine, and its image holds it (same shape; the
+  // engine's storage dtype may differ from the graph's float32).
+  for (const std::string& name : e.device_weights.device_only) {
+    KILNRT_CHECK(e.meta.target.rfind("sm_", 0) == 0, kInvalidEngine, label,
+                 "weight '" << name << "' is stored for the GPU only, but the engine targets " << e.meta.target);
+    const DeviceWeight* w = e.device_weights.find(name);
+    KILNRT_CHECK(w && w->shape == e.graph.constants.at(name).shape(), kInvalidEngine, label,
+                 "device-only weight '" << name << "' has no entry of its shape in the device weights section");
   }
   const std::string problem = find_structure_problem(e.graph, e.meta);
   KILNRT_CHECK(problem.empty(), kInvalidEngine, label, "inconsistent engine: " << problem);

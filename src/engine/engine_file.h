@@ -1,4 +1,4 @@
-// Engine file format v1: serialization of an optimized graph + build metadata, and validating deserialization.
+// Engine file format v2: serialization of an optimized graph + build metadata, and validating deserialization.
 // The byte layout is documented in docs/engine-format.md.
 //
 //   std::vector<uint8_t> bytes = serialize_engine(graph, meta);
@@ -17,12 +17,14 @@
 #include <utility>
 #include <vector>
 
+#include "engine/device_weights.h"
 #include "ir/graph.h"
 #include "kilnrt/engine.h"
 
 namespace kilnrt::engine {
 
-constexpr uint32_t kEngineFormatVersion = 1;
+// v2: weights may be device-only, and CUDA engines carry their device weight image (device_weights.h).
+constexpr uint32_t kEngineFormatVersion = 2;
 constexpr char kEngineMagic[8] = {'K', 'I', 'L', 'N', 'R', 'T', 'E', 'N'};
 constexpr size_t kEngineHeaderSize = 64;
 // Weight data (and the weights section) start at multiples of this within the file, so a mapped file can be
@@ -49,12 +51,16 @@ struct EngineMetadata {
 // Writes the graph (nodes, attributes of every kind including tensors and subgraphs, value types with symbolic dims,
 // inputs, outputs, opsets, producer), its constants as 256-byte-aligned weights, and the metadata. Deterministic:
 // the same graph and metadata give the same bytes. Throws kInternal for a graph it cannot represent (an undefined
-// constant, a graph attribute without a graph).
-std::vector<uint8_t> serialize_engine(const ir::Graph& graph, const EngineMetadata& meta);
+// constant, a graph attribute without a graph). `device_weights` (CUDA engines, may be null): the image stored in the
+// device weights section; the constants it lists as device_only are written without host data.
+std::vector<uint8_t> serialize_engine(const ir::Graph& graph, const EngineMetadata& meta,
+                                      const DeviceWeightImage* device_weights = nullptr);
 
 struct LoadedEngine {
   ir::Graph graph;
   EngineMetadata meta;
+  // The device weight image (empty for CPU engines): its data points into the bytes passed to deserialize_engine.
+  DeviceWeightImage device_weights;
 };
 
 // Validates and parses a whole engine file. `label` names the file in errors ("model.engine" or "<memory>").

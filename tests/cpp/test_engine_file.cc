@@ -1,4 +1,4 @@
-// Engine file format v1 and CRC-32C: round trips, the acceptance failures with their messages, and mutated files
+// Engine file format v2 and CRC-32C: round trips, the acceptance failures with their messages, and mutated files
 // (every byte flipped, every truncation, mutations with checksums recomputed) that must always end in kilnrt::Error.
 #include <gtest/gtest.h>
 
@@ -467,7 +467,8 @@ TEST_F(EngineFileTest, NewerFormatVersionSaysWhatToDo) {
   std::vector<uint8_t> bad = bytes_;
   put_u32(bad, 8, 7);
   const std::string expected =
-      "engine format version 7 is newer than this kilnrt supports (1): rebuild the engine or upgrade kilnrt";
+      "engine format version 7 is newer than this kilnrt supports (" + std::to_string(kEngineFormatVersion) +
+      "): rebuild the engine or upgrade kilnrt";
   EXPECT_EQ(load_error(bad), expected);
   reseal_engine_checksum(bad);
   EXPECT_EQ(load_error(bad), expected);

@@ -31,6 +31,17 @@ class DeviceWeights {
   virtual const void* get(const std::string& name) const = 0;
   // Uploads a host tensor made by a layer at load (folded BatchNorm scales ...) and returns its device pointer.
   virtual const void* upload(const std::string& key, const Tensor& host) = 0;
+  // The device copy of `key` when it is on the device already (uploaded, or in the engine's stored device weight
+  // image: engine format v2), else nullptr. Layers ask first, so that loading an engine makes no host tensors.
+  virtual const void* find(const std::string& key) const {
+    (void)key;
+    return nullptr;
+  }
+  // False for a constant the engine stores for the GPU only: its graph tensor has dtype and shape but no values.
+  virtual bool has_host_data(const std::string& constant) const {
+    (void)constant;
+    return true;
+  }
 };
 
 struct LayerTensor {

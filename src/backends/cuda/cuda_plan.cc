@@ -7,6 +7,7 @@
 
 #include "backends/cuda/data_dependent_layer.h"
 #include "backends/cuda/plan_internal.h"
+#include "backends/cuda/plan_weights.h"
 #include "backends/cuda/runner_profiling.h"
 #include "backends/cuda/layout_plan.h"
 #include "backends/cuda/memory_plan.h"
@@ -16,39 +17,6 @@
 
 namespace kilnrt::backends::cuda {
 using namespace plan_detail;  // plan_internal.h
-
-// ---- weights ---------------------------------------------------------------------------------------------------
-
-class CudaPlan::Weights final : public DeviceWeights {
- public:
-  explicit Weights(int device) : device_(device) {}
-  const void* get(const std::string& name) const override {
-    auto it = ptrs_.find(name);
-    KILNRT_CHECK(it != ptrs_.end(), kInternal, name, "constant '" << name << "' was not uploaded to the GPU");
-    return it->second;
-  }
-  const void* upload(const std::string& key, const Tensor& host) override {
-    auto it = ptrs_.find(key);
-    if (it != ptrs_.end()) return it->second;
-    kilnrt::cuda::DeviceBuffer buf(device_, std::max<size_t>(host.nbytes(), 1));
-    if (host.nbytes() > 0) {
-      kilnrt::cuda::ContextGuard guard(device_);
-      const auto& api = guard.api();
-      // Synchronous upload at load time (not the hot path): pinned staging is not worth it here.
-      KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(buf.data()), host.raw(), host.nbytes(), nullptr), key);
-      KILNRT_CU_CHECK(api, api.StreamSynchronize(nullptr), key);
-    }
-    const void* p = buf.data();
-    buffers_.push_back(std::move(buf));
-    ptrs_[key] = p;
-    return p;
-  }
-
- private:
-  int device_;
-  std::map<std::string, const void*> ptrs_;
-  std::vector<kilnrt::cuda::DeviceBuffer> buffers_;
-};
 
 // ---- plan ------------------------------------------------------------------------------------------------------
 
@@ -67,8 +35,8 @@ void CudaPlan::check_supported(const ir::Graph& graph) {
   }
 }
 
-CudaPlan::CudaPlan(const ir::Graph& graph, int device)
-    : graph_(graph), device_(device), weights_(std::make_unique<Weights>(device)) {
+CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeightImage* image, bool record)
+    : graph_(graph), device_(device), weights_(std::make_unique<Weights>(device, image, record)) {
   auto slot = [&](const std::string& name) {
     auto it = slot_of_.find(name);
     if (it != slot_of_.end()) return it->second;
@@ -177,6 +145,9 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device)
   }
   for (const std::string& name : device_constants) {
     const Tensor& t = graph.constants.at(name);
+    if (weights_->find(name)) continue;  // in the engine's stored device weights (plan_weights.h)
+    KILNRT_CHECK(weights_->has_host_data(name), kInvalidEngine, name,
+                 "weight '" << name << "' is stored for the GPU only but is missing from the device weights");
     if (act16_ != DType::kUndefined && t.dtype() == DType::kFloat32) weights_->upload(name, to_16(t, act16_));
     else weights_->upload(name, t);
   }

@@ -40,6 +40,7 @@
 
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_libs.h"
+#include "engine/device_weights.h"
 #include "ir/graph.h"
 #include "kilnrt/cuda/graph.h"
 #include "kilnrt/cuda/memory.h"
@@ -53,8 +54,10 @@ constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
 class CudaPlan {
  public:
-  // Throws kUnsupported naming the first node without a CUDA layer. Uploads weights to `device`.
-  CudaPlan(const ir::Graph& graph, int device);
+  // Throws kUnsupported naming the first node without a CUDA layer. Uploads weights to `device`: `image` (an
+  // engine's stored device weights, may be null) in one allocation and one copy, the rest one by one; `record`
+  // keeps every upload's host bytes for device_weight_image() (the builder). plan_weights.h.
+  CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeightImage* image = nullptr, bool record = false);
   ~CudaPlan();
   CudaPlan(const CudaPlan&) = delete;
   CudaPlan& operator=(const CudaPlan&) = delete;
@@ -70,6 +73,9 @@ class CudaPlan {
   // Checks, without a GPU, that every node of `graph` is placeable: host shape computation or a supported CUDA
   // layer. Throws kUnsupported naming the node otherwise. Returns node -> tactic guesses ("cuda:<op>").
   static void check_supported(const ir::Graph& graph);
+  // Recording plans (the builder): every uploaded buffer as an image, with device_only = the big constants that
+  // nothing reads on the host (stored without host data in the engine file). Call once.
+  engine::DeviceWeightImage device_weight_image();
 
  private:
   friend class CudaRunner;

@@ -105,6 +105,8 @@ const void* weight_16(const LayerCreateArgs& a, size_t input, Precision p) {
   const Tensor& w = a.graph.constants.at(a.node.inputs[input]);
   if (w.dtype() != DType::kFloat32) return nullptr;
   const bool bf = p == Precision::kBf16;
+  if (const void* stored = a.weights.find(a.node.inputs[input] + (bf ? "#bf16" : "#fp16"))) return stored;
+  if (!a.weights.has_host_data(a.node.inputs[input])) return nullptr;  // GPU-only constant: converted per call
   Tensor h = Tensor::empty(bf ? DType::kBFloat16 : DType::kFloat16, w.shape());
   const float* src = w.data<float>();
   uint16_t* dst = static_cast<uint16_t*>(h.raw());
@@ -413,6 +415,12 @@ class ConvLayer final : public CudaLayer {
       return;
     const int64_t kk = w.dim(0), cg = w.dim(1), r = w.dim(2), sdim = w.dim(3);
     const bool bf = precision_ == Precision::kBf16;
+    const bool depthwise = cg == 1 && n.attr_int("group", 1) == kk && r > 0;
+    if ((nhwc_w_ = a.weights.find(n.name + "/nhwc_W"))) {  // stored in the engine (format v2)
+      if (depthwise) dw_w_ = a.weights.find(n.name + "/nhwc_dw_W");
+      return;
+    }
+    if (!a.weights.has_host_data(n.inputs[1])) return;  // GPU-only weights without a stored NHWC copy: NCHW only
     Tensor out = Tensor::empty(bf ? DType::kBFloat16 : DType::kFloat16, w.shape());
     const float* src = w.data<float>();
     uint16_t* dst = out.data<uint16_t>();
@@ -425,7 +433,7 @@ class ConvLayer final : public CudaLayer {
           }
     nhwc_w_ = a.weights.upload(n.name + "/nhwc_W", out);
     // Depthwise (group == C == K, one input channel per group): also [KH][KW][C] for the own NHWC kernel.
-    if (cg == 1 && n.attr_int("group", 1) == kk && r > 0) {
+    if (depthwise) {
       Tensor dw = Tensor::empty(out.dtype(), {r, sdim, kk});
       uint16_t* d = dw.data<uint16_t>();
       for (int64_t o = 0; o < kk; ++o)
