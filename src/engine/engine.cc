@@ -10,6 +10,7 @@
 #include "engine/activation_memory.h"
 #include "engine/cuda_engine.h"
 #include "engine/engine_impl.h"
+#include "engine/file_bytes.h"
 #include "engine/profiling.h"
 #ifdef KILNRT_HAVE_CUDA
 #include "cuda/foreign_checks.h"
@@ -141,21 +142,6 @@ class CpuExecutionContext final : public ExecutionContext {
   backends::cpu::CpuProfile profile_;
 };
 
-// The file's bytes, in a buffer that is not zero-filled first (hundreds of MB for big engines).
-std::unique_ptr<uint8_t[]> read_whole_file(const std::string& path, size_t* size_out) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  KILNRT_CHECK(f.good(), kIo, path, "cannot open engine file");
-  const std::streamsize size = f.tellg();
-  KILNRT_CHECK(size >= 0, kIo, path, "cannot read engine file size");
-  failure_injection::on_host_allocation(static_cast<size_t>(size), "engine file");
-  std::unique_ptr<uint8_t[]> bytes(new uint8_t[std::max<size_t>(static_cast<size_t>(size), 1)]);
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(bytes.get()), size);
-  KILNRT_CHECK(f.gcount() == size, kIo, path, "error reading engine file");
-  *size_out = static_cast<size_t>(size);
-  return bytes;
-}
-
 }  // namespace
 
 Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
@@ -215,11 +201,11 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
 
 std::shared_ptr<Engine> Engine::load(const std::string& engine_path, int device) {
   const auto t0 = std::chrono::steady_clock::now();
-  size_t size = 0;
-  std::unique_ptr<uint8_t[]> bytes = read_whole_file(engine_path, &size);
+  const engine::FileBytes bytes(engine_path);  // mapped (file_bytes.h)
   const double read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  KILNRT_LOG(kInfo, "engine load " << engine_path << ": read " << size << " bytes in " << read_ms << " ms");
-  return from_bytes(bytes.get(), size, engine_path, device);
+  KILNRT_LOG(kInfo, "engine load " << engine_path << ": " << (bytes.mapped() ? "mapped " : "read ") << bytes.size()
+                                   << " bytes in " << read_ms << " ms");
+  return from_bytes(bytes.data(), bytes.size(), engine_path, device);
 }
 
 int Engine::device() const { return impl_->cuda_plan ? impl_->cuda_device : -1; }

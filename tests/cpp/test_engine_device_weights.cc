@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "engine/engine_file.h"
+#include "engine/file_bytes.h"
 #include "kilnrt/doctor.h"
 #include "kilnrt/engine.h"
 #include "kilnrt/error.h"
@@ -279,6 +282,53 @@ TEST(DeviceWeightImageMutation, FlipsTruncationsAndResealedEditsEndInErrors) {
     reseal_engine_checksum(bad);
     loads(bad, "random mutation round " + std::to_string(round));
   }
+}
+
+// ---- Engine::load maps the file (engine/file_bytes.h) ------------------------------------------------------------
+TEST(EngineLoadMapped, MappedFileLoadsLikeItsBytesAndErrorsStayNamed) {
+  const Model m("cpu");
+  const std::vector<uint8_t> bytes = serialize_engine(m.g, m.meta);
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/kilnrt_mapped.engine", empty = dir + "/kilnrt_empty.engine";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream e(empty, std::ios::binary);
+  }
+  {
+    const FileBytes fb(path);
+    EXPECT_TRUE(fb.mapped());
+    ASSERT_EQ(fb.size(), bytes.size());
+    EXPECT_EQ(std::memcmp(fb.data(), bytes.data(), bytes.size()), 0);
+  }
+  Tensor x = pattern_f32({3, 128}, -0.5f);
+  auto from_file = Engine::load(path)->run({{"x", x}});
+  auto from_mem = Engine::from_bytes(bytes.data(), bytes.size(), "<memory>")->run({{"x", x}});
+  const Tensor& a = from_file.at("y");
+  const Tensor& b = from_mem.at("y");
+  ASSERT_EQ(a.shape(), (Shape{3, 256}));
+  EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
+  {
+    const FileBytes fb(empty);  // nothing to map: read, 0 bytes
+    EXPECT_FALSE(fb.mapped());
+    EXPECT_EQ(fb.size(), 0u);
+  }
+  try {
+    Engine::load(empty);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidEngine);
+    EXPECT_NE(e.message().find("file is 0 bytes"), std::string::npos) << e.message();
+  }
+  try {
+    FileBytes missing(dir + "/kilnrt_no_such.engine");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(e.where().find("kilnrt_no_such.engine"), std::string::npos) << e.where();
+  }
+  std::remove(path.c_str());
+  std::remove(empty.c_str());
 }
 
 // ---- on the GPU ---------------------------------------------------------------------------------------------------
