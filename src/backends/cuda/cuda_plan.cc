@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "backends/cuda/control_flow_layer.h"
 #include "backends/cuda/data_dependent_layer.h"
 #include "backends/cuda/plan_internal.h"
 #include "backends/cuda/plan_weights.h"
@@ -26,6 +27,7 @@ void CudaPlan::check_supported(const ir::Graph& graph) {
   for (const ir::Node& node : graph.nodes) {
     bool all_host = true;
     for (const std::string& in : node.inputs) all_host &= in.empty() || host.count(in) != 0;
+    for (const std::string& in : ir::outer_scope_reads(node)) all_host &= host.count(in) != 0;  // If/Loop/Scan
     if (always_host(node.op_type) || all_host) {
       for (const std::string& out : node.outputs) host.insert(out);
       continue;
@@ -64,6 +66,15 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
       s.inputs.push_back(is);
       all_host &= host_slot_[is] != 0;
     }
+    // If / Loop / Scan: the outer-scope values their bodies read are extra inputs after the node's own (as on the
+    // CPU backend: backends::cpu::subgraph_free_values).
+    for (const std::string& in : ir::outer_scope_reads(node)) {
+      KILNRT_CHECK(slot_of_.count(in) || graph.is_constant(in), kInvalidModel, node.describe(),
+                   "outer-scope value '" << in << "' is never produced");
+      const int is = slot(in);
+      s.inputs.push_back(is);
+      all_host &= host_slot_[is] != 0;
+    }
     s.host = always_host(node.op_type) || all_host;
     for (const std::string& out : node.outputs) {
       if (out.empty()) { s.outputs.push_back(-1); continue; }
@@ -92,14 +103,16 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
         if (wants_host) {
           // A device value the layer reads on the host: a sync point (copied to the host mid-run).
           if (!host_slot_[is]) s.sync_in.push_back(static_cast<int>(i));
-        } else if (graph.is_constant(node.inputs[i])) {
-          device_constants.insert(node.inputs[i]);
+        } else if (graph.is_constant(slot_names_[is])) {
+          device_constants.insert(slot_names_[is]);
         } else if (host_slot_[is]) {
           upload_slot_[is] = 1;
         }
       }
       s.data_dependent = dynamic_cast<const DataDependentLayer*>(s.layer.get()) != nullptr;
       sync_points_ += static_cast<int>(s.sync_in.size()) + (s.data_dependent ? 1 : 0);
+      // If / Loop / Scan: output shapes known once the node ran (layers_control_flow.cc).
+      if (dynamic_cast<const ControlFlowLayer*>(s.layer.get())) ++sync_points_;
     }
     steps_.push_back(std::move(s));
   }
@@ -127,6 +140,8 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
       KILNRT_CHECK(!st.data_dependent, kUnsupported, st.node->describe(),
                    "output shape depends on data: data-dependent shapes are supported in float32 CUDA engines only "
                    "(not --fp16 / --bf16)");
+      KILNRT_CHECK(st.host || !dynamic_cast<const ControlFlowLayer*>(st.layer.get()), kUnsupported,
+                   st.node->describe(), "If / Loop / Scan run in float32 CUDA engines only (not --fp16 / --bf16)");
     }
   }
   if (act16_ != DType::kUndefined) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/control_flow_layer.h"
 #include "backends/cuda/cuda_plan.h"
 #include "cuda/context_guard.h"
 
@@ -89,6 +90,7 @@ struct CudaRunner::Segmented {
   std::vector<kilnrt::cuda::DeviceBuffer> chunks;
   size_t chunk = 0, used = 0;
   void* alloc(int device, size_t bytes);
+  std::vector<std::unique_ptr<ControlFlowState>> control_flow;  // per step: If / Loop / Scan body runners (lazy)
 };
 
 }  // namespace kilnrt::backends::cuda

@@ -9,6 +9,7 @@
 // captured). Plans without sync points never come here: their path (cuda_plan.cc) is unchanged.
 #include <algorithm>
 
+#include "backends/cuda/control_flow_layer.h"
 #include "backends/cuda/data_dependent_layer.h"
 #include "backends/cuda/plan_internal.h"
 #include "backends/cuda/runner_profiling.h"
@@ -181,6 +182,30 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       t.dtype = sg.dtypes[in];
       t.host = sg.host_values[in].defined() ? &sg.host_values[in] : nullptr;
       t.data = ptrs_[in];
+    }
+    if (auto* cf = dynamic_cast<ControlFlowLayer*>(step.layer.get())) {
+      // If / Loop / Scan (layers_control_flow.cc): the layer runs its bodies, sizes its outputs and takes their
+      // memory from the pool; its per-context state (body runners) is kept across runs.
+      if (sg.control_flow.size() != plan_.steps_.size()) sg.control_flow.resize(plan_.steps_.size());
+      launch.outputs.assign(step.outputs.size(), LayerOutput{});
+      for (size_t o = 0; o < step.outputs.size(); ++o) launch.outputs[o].present = step.outputs[o] >= 0;
+      const bool timed = profiler_ && profiler_->armed();
+      if (timed) profiler_->begin(si, stream);
+      try {
+        sg.syncs += cf->run(launch, [&](size_t bytes) { return sg.alloc(plan_.device_, bytes); }, sg.control_flow[si]);
+      } catch (const Error& e) {
+        if (e.where().find(node.name) != std::string::npos) throw;
+        throw e.with_context(node.describe());
+      }
+      if (timed) profiler_->end(si, stream);
+      for (size_t o = 0; o < step.outputs.size(); ++o) {
+        const int os = step.outputs[o];
+        if (os < 0) continue;
+        ptrs_[os] = launch.outputs[o].data;
+        sg.shapes[os] = launch.outputs[o].shape;
+        sg.dtypes[os] = launch.outputs[o].dtype;
+      }
+      continue;
     }
     const auto* dd = step.data_dependent ? dynamic_cast<const DataDependentLayer*>(step.layer.get()) : nullptr;
     try {

@@ -1,0 +1,454 @@
+// If / Loop / Scan on the CUDA backend (issues 5 + 6, layers_control_flow.cc). Host tests (no GPU needed): the
+// placement of control-flow graphs (check_supported, a plan whose bodies upload nothing), refusals naming the body
+// node, mismatched body signatures. GPU tests against the CPU engine: If taking each branch with outer-scope reads,
+// Loop with a trip count only / a condition only / both / zero iterations, scan outputs, Scan with reversed
+// directions and other axes, the opset-8 batch form, an If nested in a Loop, and one runner reused across runs with
+// different trip counts (sync counts as documented). GPU tests skip with a message without a GPU.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_plan.h"
+#include "cuda_backend_test_util.h"
+#include "ir/graph.h"
+#include "kilnrt/error.h"
+#include "passes/shape_inference.h"
+
+namespace kilnrt::cudatest {
+namespace {
+
+using backends::cuda::CudaPlan;
+using backends::cuda::CudaRunner;
+namespace kc = kilnrt::cuda;
+
+ir::TensorType type(DType dt, ir::SymShape s) {
+  ir::TensorType t;
+  t.dtype = dt;
+  t.has_shape = true;
+  t.shape = std::move(s);
+  return t;
+}
+ir::Node& add_node(ir::Graph& g, const std::string& op, const std::string& name, std::vector<std::string> in,
+                   std::vector<std::string> out) {
+  ir::Node n;
+  n.op_type = op;
+  n.name = name;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  g.nodes.push_back(std::move(n));
+  return g.nodes.back();
+}
+void set_graph(ir::Node& n, const std::string& attr, ir::Graph body) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kGraph;
+  a.g = std::make_shared<ir::Graph>(std::move(body));
+  n.attrs[attr] = a;
+}
+void set_ints(ir::Node& n, const std::string& attr, std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  n.attrs[attr] = a;
+}
+void set_int(ir::Node& n, const std::string& attr, int64_t v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kInt;
+  a.i = v;
+  n.attrs[attr] = a;
+}
+void input(ir::Graph& g, const std::string& name, DType dt, ir::SymShape s) {
+  g.inputs.push_back(name);
+  g.types[name] = type(dt, std::move(s));
+}
+Tensor f32(std::vector<float> v, Shape s) { return Tensor::from_vector(v, DType::kFloat32, s); }
+Tensor i64(int64_t v) { return Tensor::from_vector(std::vector<int64_t>{v}, DType::kInt64, {}); }
+Tensor boolean(bool v) { return Tensor::from_vector(std::vector<uint8_t>{v ? uint8_t(1) : uint8_t(0)}, DType::kBool, {}); }
+Tensor ramp(Shape s, float start, float step) {
+  Tensor t = Tensor::empty(DType::kFloat32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = start + step * static_cast<float>(i);
+  return t;
+}
+
+// y = If(c): then x2 + k, else x2 - k; x2 = x + x is an outer-scope value of both branches (k: a branch constant
+// when `with_constant`, else the outer graph input `k`).
+ir::Graph if_graph(bool with_constant) {
+  ir::Graph g;
+  g.opsets[""] = 17;
+  input(g, "c", DType::kBool, {});
+  input(g, "x", DType::kFloat32, {3});
+  if (!with_constant) input(g, "k", DType::kFloat32, {1});
+  g.outputs = {"y"};
+  add_node(g, "Add", "double", {"x", "x"}, {"x2"});
+  auto branch = [&](const std::string& op) {
+    ir::Graph b;
+    b.name = op;
+    if (with_constant) b.constants["k"] = f32({10.f}, {1});
+    add_node(b, op, op + "_node", {"x2", "k"}, {"out"});
+    b.outputs = {"out"};
+    b.types["out"] = type(DType::kFloat32, {3});
+    return b;
+  };
+  ir::Node& n = add_node(g, "If", "the_if", {"c"}, {"y"});
+  set_graph(n, "then_branch", branch("Add"));
+  set_graph(n, "else_branch", branch("Sub"));
+  passes::infer_shapes(g);
+  return g;
+}
+
+// Loop(M, cond, v0) with body (i, c_in, v) -> (c_out, v + x, v + v): x [3] is read from the outer scope.
+// `trip`: M is an input; `cond`: the condition is an input and the body computes c_out = i < lim (lim an outer
+// value), else the body passes c_in through.
+ir::Graph loop_graph(bool trip, bool cond) {
+  ir::Graph g;
+  g.opsets[""] = 17;
+  if (trip) input(g, "M", DType::kInt64, {});
+  if (cond) {
+    input(g, "c", DType::kBool, {});
+    input(g, "lim", DType::kInt64, {});
+  }
+  input(g, "v0", DType::kFloat32, {3});
+  input(g, "x", DType::kFloat32, {3});
+  g.outputs = {"v_final", "v_all"};
+  ir::Graph b;
+  b.name = "loop_body";
+  input(b, "i", DType::kInt64, {});
+  input(b, "c_in", DType::kBool, {});
+  input(b, "v", DType::kFloat32, {3});
+  add_node(b, "Add", "step", {"v", "x"}, {"v_next"});
+  add_node(b, "Add", "twice", {"v", "v"}, {"v_scan"});
+  std::string c_out = "c_in";
+  if (cond) {
+    add_node(b, "Less", "test", {"i", "lim"}, {"c_out"});
+    c_out = "c_out";
+    b.types["c_out"] = type(DType::kBool, {});
+  }
+  b.outputs = {c_out, "v_next", "v_scan"};
+  b.types["v_next"] = type(DType::kFloat32, {3});
+  b.types["v_scan"] = type(DType::kFloat32, {3});
+  ir::Node& n = add_node(g, "Loop", "the_loop", {trip ? "M" : "", cond ? "c" : "", "v0"}, {"v_final", "v_all"});
+  set_graph(n, "body", std::move(b));
+  passes::infer_shapes(g);
+  return g;
+}
+
+// Scan (opset 11) over x [2, 4, 3] along axis 1, reversed; state s [2, 3] += slice; scan output y = s * slice,
+// gathered along output axis `out_axis`, reversed when `out_reverse`.
+ir::Graph scan_graph(int64_t out_axis, bool out_reverse) {
+  ir::Graph g;
+  g.opsets[""] = 11;
+  input(g, "s0", DType::kFloat32, {2, 3});
+  input(g, "x", DType::kFloat32, {2, 4, 3});
+  g.outputs = {"s_final", "y"};
+  ir::Graph b;
+  b.name = "scan_body";
+  input(b, "s", DType::kFloat32, {2, 3});
+  input(b, "xs", DType::kFloat32, {2, 3});
+  add_node(b, "Add", "acc", {"s", "xs"}, {"s_next"});
+  add_node(b, "Mul", "prod", {"s_next", "xs"}, {"y_t"});
+  b.outputs = {"s_next", "y_t"};
+  b.types["s_next"] = type(DType::kFloat32, {2, 3});
+  b.types["y_t"] = type(DType::kFloat32, {2, 3});
+  ir::Node& n = add_node(g, "Scan", "the_scan", {"s0", "x"}, {"s_final", "y"});
+  set_graph(n, "body", std::move(b));
+  set_int(n, "num_scan_inputs", 1);
+  set_ints(n, "scan_input_axes", {1});
+  set_ints(n, "scan_input_directions", {1});
+  set_ints(n, "scan_output_axes", {out_axis});
+  set_ints(n, "scan_output_directions", {out_reverse ? 1 : 0});
+  passes::infer_shapes(g);
+  return g;
+}
+
+// Scan-8 (batch axis 0, scan axis 1): x [B, T, 2], state s [B, 2] += slice; scan output the running sum.
+ir::Graph scan8_graph() {
+  ir::Graph g;
+  g.opsets[""] = 8;
+  input(g, "s0", DType::kFloat32, {3, 2});
+  input(g, "x", DType::kFloat32, {3, 5, 2});
+  g.outputs = {"s_final", "y"};
+  ir::Graph b;
+  b.name = "scan8_body";
+  input(b, "s", DType::kFloat32, {2});
+  input(b, "xs", DType::kFloat32, {2});
+  add_node(b, "Add", "acc", {"s", "xs"}, {"s_next"});
+  add_node(b, "Identity", "copy", {"s_next"}, {"y_t"});
+  b.outputs = {"s_next", "y_t"};
+  b.types["s_next"] = type(DType::kFloat32, {2});
+  b.types["y_t"] = type(DType::kFloat32, {2});
+  ir::Node& n = add_node(g, "Scan", "scan8", {"", "s0", "x"}, {"s_final", "y"});
+  set_graph(n, "body", std::move(b));
+  set_int(n, "num_scan_inputs", 1);
+  set_ints(n, "directions", {1});
+  passes::infer_shapes(g);
+  return g;
+}
+
+// Loop(M, -, v0) whose body holds an If: v_next = If(i < 2) then v + x else v * x; x from the outermost scope, v
+// from the Loop body; the If's result is also the scan output.
+ir::Graph nested_graph() {
+  ir::Graph g;
+  g.opsets[""] = 17;
+  input(g, "M", DType::kInt64, {});
+  input(g, "v0", DType::kFloat32, {3});
+  input(g, "x", DType::kFloat32, {3});
+  g.outputs = {"v_final", "v_all"};
+  g.constants["two"] = Tensor::from_vector(std::vector<int64_t>{2}, DType::kInt64, {});
+  auto branch = [](const std::string& op) {
+    ir::Graph br;
+    br.name = op;
+    add_node(br, op, op + "_branch_node", {"v", "x"}, {"r"});
+    br.outputs = {"r"};
+    br.types["r"] = type(DType::kFloat32, {3});
+    return br;
+  };
+  ir::Graph b;
+  b.name = "outer_body";
+  input(b, "i", DType::kInt64, {});
+  input(b, "c_in", DType::kBool, {});
+  input(b, "v", DType::kFloat32, {3});
+  add_node(b, "Less", "early", {"i", "two"}, {"is_early"});
+  ir::Node& inner = add_node(b, "If", "inner_if", {"is_early"}, {"v_next"});
+  set_graph(inner, "then_branch", branch("Add"));
+  set_graph(inner, "else_branch", branch("Mul"));
+  add_node(b, "Identity", "keep", {"v_next"}, {"v_scan"});
+  b.outputs = {"c_in", "v_next", "v_scan"};
+  b.types["v_next"] = type(DType::kFloat32, {3});
+  b.types["v_scan"] = type(DType::kFloat32, {3});
+  ir::Node& n = add_node(g, "Loop", "outer_loop", {"M", "", "v0"}, {"v_final", "v_all"});
+  set_graph(n, "body", std::move(b));
+  passes::infer_shapes(g);
+  return g;
+}
+
+// ---- host: placement without a GPU -----------------------------------------------------------------------------
+
+std::string tactic_of(const CudaPlan& plan, const std::string& node) {
+  for (const auto& [name, tactic] : plan.tactics())
+    if (name == node) return tactic;
+  return "";
+}
+
+TEST(CudaControlFlowHost, PlacementAcceptsIfLoopScanWithoutGpu) {
+  EXPECT_NO_THROW(CudaPlan::check_supported(if_graph(true)));
+  EXPECT_NO_THROW(CudaPlan::check_supported(loop_graph(true, true)));
+  EXPECT_NO_THROW(CudaPlan::check_supported(loop_graph(false, true)));
+  EXPECT_NO_THROW(CudaPlan::check_supported(scan_graph(2, true)));
+  EXPECT_NO_THROW(CudaPlan::check_supported(scan8_graph()));
+  EXPECT_NO_THROW(CudaPlan::check_supported(nested_graph()));
+}
+
+TEST(CudaControlFlowHost, ControlFlowNodesAreSyncPointsWithOuterScopeInputs) {
+  // Bodies without constants upload nothing: the plan is built without a GPU.
+  const ir::Graph g = loop_graph(true, true);
+  CudaPlan plan(g, 0);
+  EXPECT_EQ(plan.sync_points(), 1);
+  EXPECT_EQ(tactic_of(plan, "the_loop"), "cuda:control-flow:loop");
+  CudaRunner runner(plan);
+  EXPECT_TRUE(runner.data_dependent());
+  const ir::Graph s = scan_graph(0, false);
+  CudaPlan scan_plan(s, 0);
+  EXPECT_EQ(tactic_of(scan_plan, "the_scan"), "cuda:control-flow:scan");
+  const ir::Graph i = if_graph(false);
+  CudaPlan if_plan(i, 0);
+  EXPECT_EQ(tactic_of(if_plan, "the_if"), "cuda:control-flow:if");
+}
+
+TEST(CudaControlFlowHost, BodyNodeWithoutCudaLayerIsNamed) {
+  ir::Graph g = if_graph(false);
+  ir::Graph& then_branch = *g.nodes[1].attrs["then_branch"].g;
+  then_branch.nodes[0].domain = "com.example";
+  then_branch.nodes[0].op_type = "Frobnicate";
+  try {
+    CudaPlan::check_supported(g);
+    FAIL() << "expected kUnsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("the_if"), std::string::npos) << what;
+    EXPECT_NE(what.find("Add_node"), std::string::npos) << what;  // the body node
+    EXPECT_NE(what.find("then_branch"), std::string::npos) << what;
+  }
+}
+
+TEST(CudaControlFlowHost, MismatchedBodySignaturesAreClearErrors) {
+  ir::Graph g = if_graph(false);
+  g.nodes[1].attrs["else_branch"].g->outputs.push_back("x2");
+  try {
+    CudaPlan plan(g, 0);
+    FAIL() << "expected kInvalidModel";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("else_branch has 2 outputs, the node 1"), std::string::npos) << e.what();
+  }
+  ir::Graph l = loop_graph(true, false);
+  input(*l.nodes[0].attrs["body"].g, "extra", DType::kFloat32, {3});
+  try {
+    CudaPlan plan(l, 0);
+    FAIL() << "expected kInvalidModel";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("Loop body takes 4 inputs, expected 3"), std::string::npos) << e.what();
+  }
+}
+
+// ---- GPU: against the CPU engine -------------------------------------------------------------------------------
+
+// One plan and runner kept across runs (the control-flow state lives in the runner).
+struct Session {
+  const ir::Graph& g;
+  kc::ContextGuard guard{0};
+  CudaPlan plan;
+  CudaRunner runner;
+  kc::Stream stream{0};
+  explicit Session(const ir::Graph& graph) : g(graph), plan(graph, 0), runner(plan) {}
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds) {
+    std::vector<Shape> shapes;
+    for (const std::string& in : g.inputs) shapes.push_back(feeds.at(in).shape());
+    runner.prepare(shapes, stream.get());
+    std::vector<kc::DeviceBuffer> ins;
+    std::vector<const void*> ptrs;
+    for (const std::string& in : g.inputs) {
+      const Tensor& t = feeds.at(in);
+      ins.emplace_back(0, std::max<size_t>(t.nbytes(), 1));
+      if (t.nbytes()) ins.back().copy_from_host_async(t.raw(), t.nbytes(), stream.get());
+      ptrs.push_back(ins.back().data());
+    }
+    runner.enqueue(ptrs, std::vector<void*>(g.outputs.size(), nullptr), stream.get());
+    const std::vector<Shape> out_shapes = runner.output_shapes();
+    std::map<std::string, Tensor> out;
+    const auto& api = guard.api();
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      Tensor t = Tensor::empty(g.type_of(g.outputs[i])->dtype, out_shapes[i]);
+      if (t.nbytes())
+        EXPECT_EQ(api.MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(runner.output_device_ptr(i)),
+                                      t.nbytes(), stream.get()),
+                  CUDA_SUCCESS);
+      out[g.outputs[i]] = t;
+    }
+    stream.synchronize();
+    return out;
+  }
+};
+
+// Runs `feeds` on the session and on the CPU engine and compares every output.
+void expect_matches_cpu(Session& s, const std::map<std::string, Tensor>& feeds) {
+  const auto want = run_cpu(s.g, feeds);
+  const auto got = s.run(feeds);
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, t] : want) {
+    SCOPED_TRACE("output " + name);
+    expect_tensors_close(got.at(name), t, 1e-6, 1e-6);
+  }
+}
+
+TEST(CudaControlFlow, IfTakesEachBranchAndReadsOuterScope) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (bool with_constant : {true, false}) {
+    const ir::Graph g = if_graph(with_constant);
+    Session s(g);
+    std::map<std::string, Tensor> feeds{{"x", f32({1, 2, 3}, {3})}};
+    if (!with_constant) feeds["k"] = f32({10.f}, {1});
+    for (bool c : {true, false, true}) {
+      SCOPED_TRACE(std::string("cond ") + (c ? "true" : "false"));
+      feeds["c"] = boolean(c);
+      expect_matches_cpu(s, feeds);
+    }
+    const auto y = s.run(feeds).at("y");
+    EXPECT_EQ(y.data<float>()[2], 16.f);  // 3 + 3 + 10: the then branch
+    EXPECT_EQ(s.runner.sync_count(), 4u);  // one host read of the device condition per run
+  }
+}
+
+TEST(CudaControlFlow, LoopWithTripCountOnly) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const ir::Graph g = loop_graph(true, false);
+  Session s(g);
+  for (int64_t m : {3, 1, 5, 3}) {
+    SCOPED_TRACE("M " + std::to_string(m));
+    expect_matches_cpu(s, {{"M", i64(m)}, {"v0", f32({1, 2, 3}, {3})}, {"x", f32({0.5f, -1, 2}, {3})}});
+  }
+  const auto out = s.run({{"M", i64(4)}, {"v0", f32({1, 2, 3}, {3})}, {"x", f32({1, 1, 1}, {3})}});
+  EXPECT_EQ(out.at("v_all").shape(), (Shape{4, 3}));
+  EXPECT_EQ(out.at("v_final").data<float>()[0], 5.f);
+}
+
+TEST(CudaControlFlow, LoopWithConditionOnlyAndBoth) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const std::map<std::string, Tensor> base{{"c", boolean(true)}, {"v0", ramp({3}, 1, 1)}, {"x", ramp({3}, -1, 0.5f)}};
+  {
+    const ir::Graph g = loop_graph(false, true);
+    Session s(g);
+    for (int64_t lim : {0, 2, 6}) {
+      SCOPED_TRACE("lim " + std::to_string(lim));
+      auto feeds = base;
+      feeds["lim"] = i64(lim);
+      expect_matches_cpu(s, feeds);
+    }
+    // Iterations: lim + 1 each; host reads: the device condition input, then the body's condition per iteration.
+    EXPECT_EQ(s.runner.sync_count(), 3u * 1 + (1 + 3 + 7));
+    auto feeds = base;
+    feeds["lim"] = i64(2);
+    feeds["c"] = boolean(false);  // never enters the loop: zero iterations
+    expect_matches_cpu(s, feeds);
+  }
+  {
+    const ir::Graph g = loop_graph(true, true);
+    Session s(g);
+    for (auto [m, lim] : std::vector<std::pair<int64_t, int64_t>>{{2, 10}, {10, 3}, {0, 3}}) {
+      SCOPED_TRACE("M " + std::to_string(m) + " lim " + std::to_string(lim));
+      auto feeds = base;
+      feeds["M"] = i64(m);
+      feeds["lim"] = i64(lim);
+      expect_matches_cpu(s, feeds);
+    }
+  }
+}
+
+TEST(CudaControlFlow, LoopWithZeroIterationsGivesEmptyScanOutputs) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const ir::Graph g = loop_graph(true, false);
+  Session s(g);
+  const std::map<std::string, Tensor> feeds{{"M", i64(0)}, {"v0", f32({1, 2, 3}, {3})}, {"x", f32({1, 1, 1}, {3})}};
+  expect_matches_cpu(s, feeds);
+  const auto out = s.run(feeds);
+  EXPECT_EQ(out.at("v_all").shape(), (Shape{0, 3}));
+  EXPECT_EQ(out.at("v_final").data<float>()[2], 3.f);
+}
+
+TEST(CudaControlFlow, ScanWithReversedDirectionsAndAxes) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (int64_t axis : {0, 1, 2, -1}) {
+    for (bool reverse : {false, true}) {
+      SCOPED_TRACE("output axis " + std::to_string(axis) + (reverse ? " reversed" : ""));
+      const ir::Graph g = scan_graph(axis, reverse);
+      Session s(g);
+      expect_matches_cpu(s, {{"s0", ramp({2, 3}, 0.5f, 0.25f)}, {"x", ramp({2, 4, 3}, -2, 0.125f)}});
+      EXPECT_EQ(s.runner.sync_count(), 0u);  // the iteration count comes from shapes
+    }
+  }
+}
+
+TEST(CudaControlFlow, ScanOpset8BatchForm) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const ir::Graph g = scan8_graph();
+  Session s(g);
+  expect_matches_cpu(s, {{"s0", ramp({3, 2}, 1, 1)}, {"x", ramp({3, 5, 2}, 0, 0.5f)}});
+  const auto out = s.run({{"s0", ramp({3, 2}, 1, 1)}, {"x", ramp({3, 5, 2}, 0, 0.5f)}});
+  EXPECT_EQ(out.at("y").shape(), (Shape{3, 5, 2}));
+}
+
+TEST(CudaControlFlow, IfNestedInLoop) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const ir::Graph g = nested_graph();
+  Session s(g);
+  for (int64_t m : {4, 1, 0, 4}) {
+    SCOPED_TRACE("M " + std::to_string(m));
+    expect_matches_cpu(s, {{"M", i64(m)}, {"v0", f32({1, -2, 3}, {3})}, {"x", f32({2, 0.5f, -1}, {3})}});
+  }
+}
+
+}  // namespace
+}  // namespace kilnrt::cudatest
