@@ -82,9 +82,12 @@ void write_sym_dims(ByteWriter& w, const ir::SymShape& s) {
   }
 }
 
+// The type's flag byte: bit 0 has_shape, bit 1 a sequence of such tensors (files without sequences are unchanged).
+constexpr uint8_t kTypeFlagSequence = 2;
+
 void write_tensor_type(ByteWriter& w, const ir::TensorType& t) {
   w.i32(static_cast<int32_t>(t.dtype));
-  w.u8(t.has_shape ? 1 : 0);
+  w.u8((t.has_shape ? 1 : 0) | (t.is_sequence ? kTypeFlagSequence : 0));  // bit 1: a sequence (same format version)
   if (t.has_shape) write_sym_dims(w, t.shape);
   w.u8(t.sym_value ? 1 : 0);
   if (t.sym_value) write_sym_dims(w, *t.sym_value);
@@ -468,7 +471,11 @@ DType read_dtype(ByteReader& r, const char* what, bool allow_undefined) {
 ir::TensorType read_tensor_type(ByteReader& r) {
   ir::TensorType t;
   t.dtype = read_dtype(r, "value dtype", /*allow_undefined=*/true);
-  t.has_shape = r.boolean("has_shape flag");
+  const uint64_t at = r.file_offset();
+  const uint8_t flags = r.u8("type flags");
+  if (flags > (1 | kTypeFlagSequence)) r.fail_at(at, "type flags " + std::to_string(flags) + " are invalid");
+  t.has_shape = (flags & 1) != 0;
+  t.is_sequence = (flags & kTypeFlagSequence) != 0;
   if (t.has_shape) t.shape = read_sym_dims(r, "value shape");
   if (r.boolean("sym_value flag")) t.sym_value = read_sym_dims(r, "sym_value");
   return t;

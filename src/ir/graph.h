@@ -39,6 +39,9 @@ struct TensorType {
   // For small 1-D / scalar int64 tensors computed from shapes (Shape -> Gather -> Concat ...): the element values
   // as symbolic dims, so Reshape/Expand outputs keep names like "batch". Empty when not known.
   std::optional<SymShape> sym_value;
+  // A sequence value (ONNX sequence_type): an ordered list of tensors whose element dtype is `dtype` and whose element
+  // shape (common to all elements when has_shape) is `shape`. Only sequence ops, If/Loop and Identity handle them.
+  bool is_sequence = false;
 };
 
 struct Attribute {

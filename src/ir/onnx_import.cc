@@ -322,6 +322,7 @@ struct ValueInfo {
   std::string name;
   bool has_type = false;
   bool is_tensor = false;  // TypeProto.tensor_type (not sequence / map / optional / sparse)
+  bool is_sequence = false;  // TypeProto.sequence_type of tensors: elem_type / shape describe the elements
   int64_t elem_type = 0;
   bool has_shape = false;
   SymShape shape;
@@ -364,6 +365,24 @@ void read_tensor_type(Reader r, ValueInfo* vi) {
   }
 }
 
+// TypeProto.Sequence { TypeProto elem_type = 1 }: a sequence of tensors (sequences of maps / sequences are not).
+void read_sequence_type(Reader r, ValueInfo* vi) {
+  while (r.next()) {
+    if (r.field() != 1) { r.skip(); continue; }
+    FieldPath ep(r.path(), "elem_type");
+    Reader elem = r.read_message(&ep);
+    while (elem.next()) {
+      if (elem.field() == 1) {
+        vi->is_sequence = true;
+        FieldPath p(elem.path(), "tensor_type");
+        read_tensor_type(elem.read_message(&p), vi);
+      } else {
+        elem.skip();
+      }
+    }
+  }
+}
+
 ValueInfo read_value_info(Reader r) {
   ValueInfo vi;
   while (r.next()) {
@@ -378,6 +397,9 @@ ValueInfo read_value_info(Reader r) {
           vi.is_tensor = true;
           FieldPath p(type.path(), "tensor_type");
           read_tensor_type(type.read_message(&p), &vi);
+        } else if (type.field() == 4) {
+          FieldPath p(type.path(), "sequence_type");
+          read_sequence_type(type.read_message(&p), &vi);
         } else {
           type.skip();
         }
@@ -526,7 +548,10 @@ TensorType tensor_type_of(const Tensor& t) {
 // A graph input/output's type. Top-level inputs and outputs must be tensors of a supported dtype.
 std::optional<TensorType> value_type(const ValueInfo& vi, const std::string& where, const char* what, bool strict) {
   const std::string desc = std::string(what) + " '" + vi.name + "'";
-  if (!vi.has_type || !vi.is_tensor) {
+  if (vi.is_sequence && strict)
+    KILNRT_THROW(kUnsupported, where, desc << " is a sequence: not supported as engine I/O (sequences are supported "
+                                              "inside the graph)");
+  if (!vi.has_type || !(vi.is_tensor || vi.is_sequence)) {
     if (strict && vi.has_type) KILNRT_THROW(kUnsupported, where, desc << " is not a tensor (sequence/map/optional)");
     if (strict) KILNRT_THROW(kInvalidModel, where, desc << " has no type");
     return std::nullopt;
@@ -536,6 +561,7 @@ std::optional<TensorType> value_type(const ValueInfo& vi, const std::string& whe
     return std::nullopt;  // value_info of an intermediate kilnrt cannot hold: drop it, the op will complain
   }
   TensorType tt;
+  tt.is_sequence = vi.is_sequence;
   tt.dtype = dtype_from_onnx(vi.elem_type, where, desc);
   tt.has_shape = vi.has_shape;
   tt.shape = vi.shape;

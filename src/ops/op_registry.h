@@ -4,6 +4,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,13 +32,24 @@ struct ShapeContext {
 };
 using ShapeFn = std::function<void(ShapeContext&)>;
 
+// The CPU value of an ONNX sequence: its tensors in order (held on the host).
+using TensorSequence = std::vector<Tensor>;
+
 // Runs one node on the CPU. Inputs are host tensors (nullptr for an omitted optional input); the kernel creates
 // its outputs (Tensor::empty) and may return a view of an input (e.g. Reshape) for outputs.
+// Sequence values (src/ops/sequence): an input that is a sequence has seq_inputs[i] set (and an undefined tensor in
+// inputs[i]); a kernel producing a sequence sets seq_outputs[i] (sized by the kernel) instead of outputs[i].
 struct CpuContext {
   const ir::Node& node;
   int64_t opset = 0;
   std::vector<const Tensor*> inputs;
   std::vector<Tensor> outputs;  // pre-sized to node.outputs.size(); fill every non-omitted output
+  std::vector<const TensorSequence*> seq_inputs{};              // empty, or one per input (nullptr: not a sequence)
+  std::vector<std::optional<TensorSequence>> seq_outputs{};     // empty, or one per output
+
+  bool has_sequence_input(size_t i) const { return i < seq_inputs.size() && seq_inputs[i] != nullptr; }
+  const TensorSequence& sequence_input(size_t i) const;  // throws naming the node if input i is not a sequence
+  void set_sequence_output(size_t i, TensorSequence seq);
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr && inputs[i]->defined(); }

@@ -71,7 +71,7 @@ size_t fold_constants(ir::Graph& graph, size_t max_output_bytes) {
     }
     size_t bytes = 0;
     for (const Tensor& t : ctx.outputs) bytes += t.defined() ? t.nbytes() : 0;
-    if (bytes > max_output_bytes) {
+    if (bytes > max_output_bytes || !ctx.seq_outputs.empty()) {  // sequences are not constants: the node stays
       kept.push_back(std::move(node));
       continue;
     }

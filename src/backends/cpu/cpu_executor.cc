@@ -75,6 +75,20 @@ CpuPlan::CpuPlan(const ir::Graph& graph, const std::vector<std::string>& outer_v
 }
 
 std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& inputs, CpuProfile* profile) const {
+  std::map<std::string, PlanValue> in;
+  for (const auto& [name, t] : inputs) in[name].tensor = t;
+  std::map<std::string, PlanValue> values = run_values(in, profile);
+  std::map<std::string, Tensor> out;
+  for (auto& [name, v] : values) {
+    KILNRT_CHECK(!v.is_sequence(), kUnsupported, name,
+                 "graph output '" << name << "' is a sequence: not supported as engine I/O");
+    out[name] = std::move(v.tensor);
+  }
+  return out;
+}
+
+std::map<std::string, PlanValue> CpuPlan::run_values(const std::map<std::string, PlanValue>& inputs,
+                                                     CpuProfile* profile) const {
   using Clock = std::chrono::steady_clock;
   if (profile) {
     if (!profile->has_origin) {
@@ -90,10 +104,12 @@ std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& 
     }
   }
   std::vector<Tensor> slots(num_slots_);
+  std::vector<std::shared_ptr<const ops::TensorSequence>> seqs(num_slots_);  // set for sequence values
   for (const auto& [name, s] : input_slots_) {
     auto it = inputs.find(name);
     KILNRT_CHECK(it != inputs.end(), kInvalidArgument, name, "missing input '" << name << "'");
-    slots[s] = it->second;
+    slots[s] = it->second.tensor;
+    seqs[s] = it->second.sequence;
   }
   for (const auto& [s, t] : constant_slots_) slots[s] = *t;
   for (size_t si = 0; si < steps_.size(); ++si) {
@@ -101,10 +117,18 @@ std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& 
     ops::CpuContext ctx{*step.node, step.opset, {}, {}};
     ctx.inputs.reserve(step.inputs.size());
     for (int in : step.inputs) ctx.inputs.push_back(in >= 0 ? &slots[in] : nullptr);
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      if (step.inputs[i] < 0 || !seqs[step.inputs[i]]) continue;
+      ctx.seq_inputs.resize(step.inputs.size(), nullptr);
+      ctx.seq_inputs[i] = seqs[step.inputs[i]].get();
+    }
     ctx.outputs.resize(step.outputs.size());
     const Clock::time_point start = profile ? Clock::now() : Clock::time_point{};
     try {
-      step.schema->cpu(ctx);
+      if (step.node->op_type == "Identity" && ctx.has_sequence_input(0))
+        ctx.set_sequence_output(0, *ctx.seq_inputs[0]);  // Identity of a sequence (opset 14+)
+      else
+        step.schema->cpu(ctx);
     } catch (const Error& e) {
       if (e.where().find(step.node->name) != std::string::npos) throw;
       throw e.with_context(step.node->describe());
@@ -116,21 +140,35 @@ std::map<std::string, Tensor> CpuPlan::run(const std::map<std::string, Tensor>& 
     if (profile) add_timing(profile, si, start, Clock::now());
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
+      if (i < ctx.seq_outputs.size() && ctx.seq_outputs[i]) {
+        seqs[step.outputs[i]] = std::make_shared<const ops::TensorSequence>(std::move(*ctx.seq_outputs[i]));
+        slots[step.outputs[i]] = Tensor();
+        continue;
+      }
       KILNRT_CHECK(ctx.outputs[i].defined(), kInternal, step.node->describe(),
                    "kernel did not produce output " << i << " ('" << step.node->outputs[i] << "')");
       slots[step.outputs[i]] = std::move(ctx.outputs[i]);
+      seqs[step.outputs[i]].reset();
     }
-    for (int r : step.release) slots[r] = Tensor();
+    for (int r : step.release) {
+      slots[r] = Tensor();
+      seqs[r].reset();
+    }
   }
   // An output that aliases a graph input or a constant (a view made by Reshape / Identity ...) is copied, so that
   // callers own their results and cannot write into the engine's weights.
   std::unordered_set<const void*> shared;
-  for (const auto& [name, t] : inputs) shared.insert(t.raw());
+  for (const auto& [name, v] : inputs) shared.insert(v.tensor.raw());
   for (const auto& [s, t] : constant_slots_) shared.insert(t->raw());
-  std::map<std::string, Tensor> out;
+  std::map<std::string, PlanValue> out;
   for (const auto& [name, s] : output_slots_) {
+    PlanValue& v = out[name];
+    if (seqs[s]) {  // sequences are immutable once made: sharing one with an input is safe
+      v.sequence = seqs[s];
+      continue;
+    }
     const Tensor& t = slots[s];
-    out[name] = (t.numel() > 0 && shared.count(t.raw())) ? t.clone() : t;
+    v.tensor = (t.numel() > 0 && shared.count(t.raw())) ? t.clone() : t;
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,14 @@ struct CpuProfile {
   bool has_origin = false;
 };
 
+// A value a plan takes or returns: a tensor, or (sequence set) an ONNX sequence. Graph bodies (If/Loop) pass
+// sequences in and out; the top-level graph's inputs and outputs are tensors.
+struct PlanValue {
+  Tensor tensor;
+  std::shared_ptr<const ops::TensorSequence> sequence;
+  bool is_sequence() const { return sequence != nullptr; }
+};
+
 class CpuPlan {
  public:
   // Resolves every node's kernel (throws kUnsupported naming the node when an op has no CPU kernel).
@@ -38,6 +47,9 @@ class CpuPlan {
   // all per-run state lives on the stack, so one plan may run on several threads at once.
   // `profile`: when non-null, each node's kernel is timed with steady_clock and added to it (null: no timing cost).
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, CpuProfile* profile = nullptr) const;
+  // Like run(), with sequence values allowed among the inputs and outputs (control-flow bodies).
+  std::map<std::string, PlanValue> run_values(const std::map<std::string, PlanValue>& inputs,
+                                              CpuProfile* profile = nullptr) const;
 
  private:
   struct Step {

@@ -1,7 +1,8 @@
 // If, Loop and Scan on the CPU backend: host control flow that runs the bodies (Attribute::g) with a CpuPlan.
 // Outer-scope values a body reads arrive as extra kernel inputs after the node's own (CpuPlan passes
 // backends::cpu::subgraph_free_values(node) there) and are handed to the body plan as extra inputs.
-// Tensor-typed values only: bodies using sequence ops are refused with kUnsupported naming the node.
+// Values may be sequences (If branches returning sequences, loop-carried sequences, outer-scope sequences); Scan
+// states and every scan output are tensors.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -27,26 +28,31 @@ const ir::Graph& body_of(const ir::Node& node, const std::string& attr) {
   return *it->second.g;
 }
 
-bool is_sequence_op(const std::string& op) {
-  return op.rfind("Sequence", 0) == 0 || op == "ConcatFromSequence" || op == "SplitToSequence" ||
-         op == "Optional" || op == "OptionalGetElement" || op == "OptionalHasElement";
+using backends::cpu::PlanValue;
+
+// Input i of the kernel as a plan value (a tensor, or a sequence); an undefined tensor when omitted.
+PlanValue input_value(const CpuContext& ctx, size_t i) {
+  PlanValue v;
+  if (ctx.has_sequence_input(i)) v.sequence = std::make_shared<const TensorSequence>(*ctx.seq_inputs[i]);
+  else if (i < ctx.inputs.size() && ctx.inputs[i]) v.tensor = *ctx.inputs[i];
+  return v;
 }
 
-// Refuses bodies with sequence/optional-typed values (kilnrt tensors only).
-void check_tensor_only(const ir::Node& node, const ir::Graph& g) {
-  for (const ir::Node& n : g.nodes) {
-    KILNRT_CHECK(!is_sequence_op(n.op_type), kUnsupported, node.describe(),
-                 "sequence/optional-typed values in a control-flow body are not supported (body node "
-                     << n.describe() << ")");
-    for (const auto& kv : n.attrs)
-      if (kv.second.kind == ir::Attribute::Kind::kGraph && kv.second.g) check_tensor_only(node, *kv.second.g);
-  }
+void set_output_value(CpuContext& ctx, size_t i, const PlanValue& v) {
+  if (v.is_sequence()) ctx.set_sequence_output(i, *v.sequence);
+  else ctx.outputs[i] = v.tensor;
+}
+
+// A body result that must be a tensor (Loop/Scan scan outputs, Scan states, conditions).
+const Tensor& tensor_of(const PlanValue& v, const ir::Node& node, const char* what) {
+  KILNRT_CHECK(!v.is_sequence(), kInvalidModel, node.describe(), what << " must be a tensor, the body gives a sequence");
+  return v.tensor;
 }
 
 // The outer-scope values passed by CpuPlan after the node's own inputs.
 struct OuterScope {
   std::vector<std::string> names;
-  std::map<std::string, Tensor> values;
+  std::map<std::string, PlanValue> values;
 };
 
 OuterScope outer_scope(const CpuContext& ctx) {
@@ -58,10 +64,10 @@ OuterScope outer_scope(const CpuContext& ctx) {
                                  << (s.names.empty() ? "" : " ('" + s.names[0] + "', ...)")
                                  << " that were not passed to the kernel (run it through the CPU executor)");
   for (size_t k = 0; k < s.names.size(); ++k) {
-    const Tensor* t = ctx.inputs[base + k];
-    KILNRT_CHECK(t && t->defined(), kInvalidModel, ctx.node.describe(),
+    PlanValue v = input_value(ctx, base + k);
+    KILNRT_CHECK(v.is_sequence() || v.tensor.defined(), kInvalidModel, ctx.node.describe(),
                  "outer-scope value '" << s.names[k] << "' is not available");
-    s.values[s.names[k]] = *t;
+    s.values[s.names[k]] = std::move(v);
   }
   return s;
 }
@@ -71,17 +77,16 @@ class Body {
  public:
   Body(const CpuContext& ctx, const std::string& attr, const OuterScope& outer)
       : node_(ctx.node), g_(body_of(ctx.node, attr)), outer_(outer) {
-    check_tensor_only(node_, g_);
     plan_ = std::make_unique<CpuPlan>(g_, outer_.names);
   }
   const ir::Graph& graph() const { return g_; }
-  std::vector<Tensor> run(const std::vector<Tensor>& args) const {
+  std::vector<PlanValue> run(const std::vector<PlanValue>& args) const {
     KILNRT_CHECK(args.size() == g_.inputs.size(), kInvalidModel, node_.describe(),
                  "body '" << g_.name << "' takes " << g_.inputs.size() << " inputs, the node gives " << args.size());
-    std::map<std::string, Tensor> in = outer_.values;
+    std::map<std::string, PlanValue> in = outer_.values;
     for (size_t i = 0; i < args.size(); ++i) in[g_.inputs[i]] = args[i];
-    std::map<std::string, Tensor> out = plan_->run(in);
-    std::vector<Tensor> res;
+    std::map<std::string, PlanValue> out = plan_->run_values(in);
+    std::vector<PlanValue> res;
     for (const std::string& o : g_.outputs) res.push_back(out.at(o));
     return res;
   }
@@ -171,11 +176,11 @@ void if_cpu(CpuContext& ctx) {
   const bool cond = scalar_bool(ctx.input(0), ctx.node, "If condition");
   OuterScope outer = outer_scope(ctx);
   Body body(ctx, cond ? "then_branch" : "else_branch", outer);
-  std::vector<Tensor> out = body.run({});
+  std::vector<PlanValue> out = body.run({});
   KILNRT_CHECK(out.size() == ctx.node.outputs.size(), kInvalidModel, ctx.node.describe(),
                (cond ? "then" : "else") << "_branch has " << out.size() << " outputs, the node "
                                         << ctx.node.outputs.size());
-  for (size_t i = 0; i < out.size(); ++i) ctx.outputs[i] = std::move(out[i]);
+  for (size_t i = 0; i < out.size(); ++i) set_output_value(ctx, i, out[i]);
 }
 
 void if_infer(ShapeContext& ctx) {
@@ -187,9 +192,11 @@ void if_infer(ShapeContext& ctx) {
     if (!a || !b) {
       const ir::TensorType* known = a ? a : b;
       ctx.set_output_rank_unknown(i, known ? known->dtype : DType::kUndefined);
+      ctx.outputs[i].is_sequence = known && known->is_sequence;
       continue;
     }
     const DType dt = a->dtype == b->dtype ? a->dtype : DType::kUndefined;
+    ctx.outputs[i].is_sequence = a->is_sequence || b->is_sequence;
     if (!a->has_shape || !b->has_shape || a->shape.size() != b->shape.size()) {
       ctx.set_output_rank_unknown(i, dt);
       continue;
@@ -226,10 +233,11 @@ void loop_cpu(CpuContext& ctx) {
     max_trips = tensor_to_int64s(m)[0];
   }
   bool cond = ctx.has_input(1) ? scalar_bool(ctx.input(1), node, "Loop cond") : true;
-  std::vector<Tensor> carried;
+  std::vector<PlanValue> carried;
   for (size_t i = 0; i < n_carried; ++i) {
-    KILNRT_CHECK(ctx.has_input(2 + i), kInvalidModel, node.describe(), "loop-carried input " << i << " is omitted");
-    carried.push_back(*ctx.inputs[2 + i]);
+    KILNRT_CHECK(ctx.has_input(2 + i) || ctx.has_sequence_input(2 + i), kInvalidModel, node.describe(),
+                 "loop-carried input " << i << " is omitted");
+    carried.push_back(input_value(ctx, 2 + i));
   }
   std::vector<std::vector<Tensor>> scans(n_scan);
   const Shape iter_shape = scalar_shape(g, 0), cond_shape = scalar_shape(g, 1);
@@ -237,19 +245,19 @@ void loop_cpu(CpuContext& ctx) {
   for (int64_t it = 0; (!has_max || it < max_trips) && cond; ++it) {
     KILNRT_CHECK(iteration_limit == 0 || it < iteration_limit, kInvalidArgument, node.describe(),
                  "Loop exceeded " << iteration_limit << " iterations (limit set by failure_injection)");
-    std::vector<Tensor> args;
-    args.push_back(Tensor::from_vector(std::vector<int64_t>{it}, DType::kInt64, iter_shape));
-    Tensor c = Tensor::empty(DType::kBool, cond_shape);
-    c.data<bool>()[0] = cond;
-    args.push_back(std::move(c));
+    std::vector<PlanValue> args(2);
+    args[0].tensor = Tensor::from_vector(std::vector<int64_t>{it}, DType::kInt64, iter_shape);
+    args[1].tensor = Tensor::empty(DType::kBool, cond_shape);
+    args[1].tensor.data<bool>()[0] = cond;
     args.insert(args.end(), carried.begin(), carried.end());
-    std::vector<Tensor> out = body.run(args);
-    cond = scalar_bool(out[0], node, "Loop body condition output");
+    std::vector<PlanValue> out = body.run(args);
+    cond = scalar_bool(tensor_of(out[0], node, "the Loop body's condition output"), node, "Loop body condition output");
     for (size_t i = 0; i < n_carried; ++i) carried[i] = std::move(out[1 + i]);
-    for (size_t k = 0; k < n_scan; ++k) scans[k].push_back(std::move(out[1 + n_carried + k]));
+    for (size_t k = 0; k < n_scan; ++k)
+      scans[k].push_back(tensor_of(out[1 + n_carried + k], node, "a Loop scan output"));
   }
   for (size_t i = 0; i < n_carried && i < node.outputs.size(); ++i)
-    if (ctx.wants_output(i)) ctx.outputs[i] = carried[i];
+    if (ctx.wants_output(i)) set_output_value(ctx, i, carried[i]);
   for (size_t k = 0; k < n_scan && n_carried + k < node.outputs.size(); ++k) {
     if (!ctx.wants_output(n_carried + k)) continue;
     const ir::TensorType* t = body_output_type(g, 1 + n_carried + k);
@@ -262,9 +270,11 @@ void loop_cpu(CpuContext& ctx) {
 void carried_output(ShapeContext& ctx, size_t out, size_t in, const ir::TensorType* body_out) {
   if (!ctx.has_input(in)) {
     ctx.set_output_rank_unknown(out, body_out ? body_out->dtype : DType::kUndefined);
+    ctx.outputs[out].is_sequence = body_out && body_out->is_sequence;
     return;
   }
   const ir::TensorType& t = ctx.input(in);
+  ctx.outputs[out].is_sequence = t.is_sequence;
   if (!t.has_shape) {
     ctx.set_output_rank_unknown(out, t.dtype);
     return;
@@ -343,11 +353,13 @@ std::vector<Tensor> run_scan(const Body& body, const ir::Node& node, std::vector
   }
   std::vector<std::vector<Tensor>> scans(n_scan_out);
   for (int64_t t = 0; t < len; ++t) {
-    std::vector<Tensor> args = states;
-    for (size_t j = 0; j < xs.size(); ++j) args.push_back(slice_axis(xs[j], axes[j], in_dirs[j] ? len - 1 - t : t));
-    std::vector<Tensor> out = body.run(args);
-    for (size_t i = 0; i < n_states; ++i) states[i] = std::move(out[i]);
-    for (size_t k = 0; k < n_scan_out; ++k) scans[k].push_back(std::move(out[n_states + k]));
+    std::vector<PlanValue> args(n_states + xs.size());
+    for (size_t i = 0; i < n_states; ++i) args[i].tensor = states[i];
+    for (size_t j = 0; j < xs.size(); ++j)
+      args[n_states + j].tensor = slice_axis(xs[j], axes[j], in_dirs[j] ? len - 1 - t : t);
+    std::vector<PlanValue> out = body.run(args);
+    for (size_t i = 0; i < n_states; ++i) states[i] = tensor_of(out[i], node, "a Scan state");
+    for (size_t k = 0; k < n_scan_out; ++k) scans[k].push_back(tensor_of(out[n_states + k], node, "a Scan output"));
   }
   std::vector<Tensor> res = std::move(states);
   for (size_t k = 0; k < n_scan_out; ++k) {
