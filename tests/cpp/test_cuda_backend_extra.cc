@@ -275,9 +275,8 @@ TEST(CudaBackendExtra, RnnGruLstm) {
   rnn.node.attrs["activations"] = acts;
   compare_node(rnn.node, {x, random_tensor({1, hid, in}, 88), random_tensor({1, hid, hid}, 89), random_tensor({1, 2 * hid}, 90), lens},
                {}, 14, 1e-5, 1e-4);
-  // GRU: bidirectional, layout 1. linear_before_reset=0 is refused on CUDA for now (it disagreed with the CPU
-  // reference): the build error must name the node.
-  for (int64_t lbr : {1}) {
+  // GRU: bidirectional, layout 1, both linear_before_reset values (more in test_cuda_island_gaps.cc).
+  for (int64_t lbr : {0, 1}) {
     SCOPED_TRACE(lbr);
     compare_node(Op("GRU", 5, 2).i("hidden_size", hid).s("direction", "bidirectional").i("linear_before_reset", lbr)
                      .node,

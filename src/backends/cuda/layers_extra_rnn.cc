@@ -38,9 +38,6 @@ std::string read_plan(const ir::Node& n, x::RnnPlan* p) {
   p->has_clip = n.has_attr("clip");
   p->clip = p->has_clip ? n.attr_float("clip") : 0.0;
   p->lbr = n.attr_int("linear_before_reset", 0) != 0;
-  // GRU with linear_before_reset=0 disagreed with the CPU reference on the H100 (bidirectional with sequence_lens):
-  // refused on CUDA until that is found. torch exports GRUs with linear_before_reset=1.
-  if (p->kind == 1 && !p->lbr) return "GRU with linear_before_reset=0 (not yet validated on CUDA)";
   p->input_forget = n.attr_int("input_forget", 0) != 0;
   const int n_acts = p->kind + 1;
   static const char* const kDefaults[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};

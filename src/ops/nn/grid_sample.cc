@@ -1,4 +1,4 @@
-// GridSample (opset 16): 4-D input, bilinear / nearest / bicubic, padding zeros / border / reflection,
+// GridSample (opsets 16, 20, 22): 4-D input, bilinear / nearest / bicubic (opset 20's "linear" / "cubic"), padding zeros / border / reflection,
 // align_corners. Follows the reference semantics (PyTorch's grid_sampler): coordinates are unnormalized from
 // [-1, 1], border / reflection adjust the source coordinate, and out-of-range taps read 0 (zeros) or the
 // clamped / reflected pixel. Computed in double.
@@ -43,7 +43,10 @@ void grid_sample_cpu(CpuContext& ctx) {
   const Tensor& gt = ctx.input(1);
   KILNRT_CHECK(xt.rank() == 4 && gt.rank() == 4 && gt.shape()[3] == 2 && gt.shape()[0] == xt.shape()[0],
                kUnsupported, node.describe(), "GridSample supports 4-D X [N, C, H, W] and grid [N, Ho, Wo, 2]");
-  const std::string mode = node.attr_string("mode", "bilinear");
+  // Opset 20 renamed the modes: "linear" / "cubic" (its defaults) are opset 16's "bilinear" / "bicubic" in 2-D.
+  std::string mode = node.attr_string("mode", "bilinear");
+  if (mode == "linear") mode = "bilinear";
+  if (mode == "cubic") mode = "bicubic";
   const std::string pad = node.attr_string("padding_mode", "zeros");
   const bool align = node.attr_int("align_corners", 0) != 0;
   KILNRT_CHECK(mode == "bilinear" || mode == "nearest" || mode == "bicubic", kInvalidModel, node.describe(),

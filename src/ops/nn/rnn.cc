@@ -197,15 +197,20 @@ void rnn_cpu(CpuContext& ctx) {
         if (spec.kind == Kind::kRnn) {
           for (int64_t j = 0; j < H; ++j) hn[static_cast<size_t>(j)] = a[0](cl(gx[j] + gh[j]));
         } else if (spec.kind == Kind::kGru) {
+          // Reset gate of every unit first: linear_before_reset=0 multiplies Rh by (r (.) H_{t-1}), whose k-th entry
+          // is r[k] * h[k] (ONNX: ht = g(Xt*Wh^T + (rt (.) Ht-1)*Rh^T + Rbh + Wbh)).
+          std::vector<double> rg(static_cast<size_t>(H));
+          for (int64_t j = 0; j < H; ++j) rg[static_cast<size_t>(j)] = a[0](cl(gx[H + j] + gh[H + j]));
           for (int64_t j = 0; j < H; ++j) {
             const double z = a[0](cl(gx[j] + gh[j]));
-            const double rr = a[0](cl(gx[H + j] + gh[H + j]));
+            const double rr = rg[static_cast<size_t>(j)];
             double pre;
             if (lbr) {
               pre = gx[2 * H + j] + rr * gh[2 * H + j];
             } else {
               double s = rb[2 * H + j];
-              for (int64_t k = 0; k < H; ++k) s += r[(2 * H + j) * H + k] * rr * h[static_cast<size_t>(k)];
+              for (int64_t k = 0; k < H; ++k)
+                s += r[(2 * H + j) * H + k] * rg[static_cast<size_t>(k)] * h[static_cast<size_t>(k)];
               pre = gx[2 * H + j] + s;
             }
             const double hh = a[1](cl(pre));
