@@ -7,6 +7,7 @@
 
 #include "backends/cuda/control_flow_layer.h"
 #include "backends/cuda/data_dependent_layer.h"
+#include "backends/cuda/float32_island.h"
 #include "backends/cuda/plan_internal.h"
 #include "backends/cuda/plan_weights.h"
 #include "backends/cuda/runner_profiling.h"
@@ -32,7 +33,7 @@ void CudaPlan::check_supported(const ir::Graph& graph) {
       for (const std::string& out : node.outputs) host.insert(out);
       continue;
     }
-    const std::string why = cuda_supports(node, graph);
+    const std::string why = cuda_supports_or_island(node, graph);  // float32_island.h
     KILNRT_CHECK(why.empty(), kUnsupported, node.describe(), "the CUDA backend cannot run this node: " << why);
   }
 }
@@ -86,14 +87,23 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
       KILNRT_CHECK(always_host(node.op_type) || static_cast<bool>(s.schema->cpu), kUnsupported, node.describe(),
                    "shape computation without a CPU kernel");
     } else {
-      const std::string why = cuda_supports(node, graph);
+      std::string why = cuda_supports(node, graph);
+      if (!why.empty()) s.island_view = float32_island_view(node, graph, why);  // 16-bit tensors, float32 layer
       KILNRT_CHECK(why.empty(), kUnsupported, node.describe(), "the CUDA backend cannot run this node: " << why);
-      const LayerEntry* entry = find_layer(node, graph);
+      const ir::Graph& lg = s.island_view ? *s.island_view : graph;
+      const LayerEntry* entry = find_layer(node, lg);
       try {
-        s.layer = entry->create(LayerCreateArgs{node, graph, s.opset, *weights_, device});
+        s.layer = entry->create(LayerCreateArgs{s.island_view ? lg.nodes[0] : node, lg, s.opset, *weights_, device});
       } catch (const Error& e) {
         if (e.where().find(node.name) != std::string::npos) throw;
         throw e.with_context(node.describe());
+      }
+      if (s.island_view) {
+        const std::string problem = island_layer_problem(*s.layer, node, graph);
+        KILNRT_CHECK(problem.empty(), kUnsupported, node.describe(),
+                     "the CUDA backend cannot run this node: " << cuda_supports(node, graph) << " (" << problem << ")");
+        s.island = true;
+        s.host_in = s.layer->host_inputs();
       }
       const std::vector<int> host_in = s.layer->host_inputs();
       for (size_t i = 0; i < s.inputs.size(); ++i) {
@@ -123,6 +133,10 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
     if (graph.is_constant(out)) device_constants.insert(out);
     else if (host_slot_[os]) upload_slot_[os] = 1;
   }
+  for (const Step& st : steps_)
+    KILNRT_CHECK(!st.island_view || sync_points_ == 0, kUnsupported, st.node->describe(),
+                 "the CUDA backend cannot run this node: " << cuda_supports(*st.node, graph)
+                     << " (a float32 island of its 16-bit tensors needs an engine without data-dependent shapes)");
   // --fp16 / --bf16 engines: float activations are stored in 16 bits between layers (the plan's precision).
   for (const Step& st : steps_) {
     if (st.host) continue;
@@ -150,9 +164,10 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
       // A layer without 16-bit kernels, or one pinned to float32 (kilnrt_precision "fp32"), runs as a float32 island.
       // Never an alias (a view of its input's storage, whatever the dtype): its output would point at the island's
       // float32 scratch while later layers read it as 16-bit storage.
-      st.island = !st.layer->is_alias() &&
-                  (!st.layer->supports_16bit() ||
-                   (st.node->has_attr(kPrecisionAttr) && node_precision(*st.node) == Precision::kFp32));
+      st.island = st.island_view != nullptr ||
+                  (!st.layer->is_alias() &&
+                   (!st.layer->supports_16bit() ||
+                    (st.node->has_attr(kPrecisionAttr) && node_precision(*st.node) == Precision::kFp32)));
       st.host_in = st.layer->host_inputs();
     }
     const char* nhwc_env = std::getenv("KILNRT_CUDA_NHWC");  // 1: NHWC, 0: NCHW, unset: where predicted to win
@@ -223,7 +238,8 @@ std::vector<std::pair<std::string, std::string>> CudaPlan::tactics() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const Step& s : steps_)
     out.emplace_back(s.node->name, s.host ? "host:shape-computation"
-                                          : "cuda:" + s.layer->tactic() + (s.view ? "+nhwc-view" : s.nhwc ? "+nhwc" : "") +
+                                          : "cuda:" + s.layer->tactic() + (s.island_view ? "+fp32-island" : "") +
+                                                (s.view ? "+nhwc-view" : s.nhwc ? "+nhwc" : "") +
                                                 (s.reformat.empty() ? "" : "+reformat"));
   return out;
 }
@@ -617,11 +633,12 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
       }
       if (step.nhwc_native && (i == 0 || i == 3) && t.shape.size() == 4) t.nhwc = true;  // layout-free ones too
       if (step.nhwc_shapes && t.shape.size() <= 4) t.shape = nhwc_logical_shape(t.shape);  // layout_plan.h
-      if (step.island && st.dtypes[in] != st.storage[in]) {
-        t.dtype = st.dtypes[in];  // the layer sees float32
+      if (step.island && island_converts(st.dtypes[in], st.storage[in], step.island_view != nullptr)) {
+        t.dtype = DType::kFloat32;  // the layer sees float32 (float32_island.h)
         if (!sc.empty() && sc[i] >= 0) {
           void* f32 = arena + sc[i];
-          check_launch(kilnrt::cuda::kernels::f16_to_32(t.data, static_cast<float*>(f32), t.numel(), bf, stream),
+          const int ibf = st.storage[in] == DType::kBFloat16 ? 1 : 0;
+          check_launch(kilnrt::cuda::kernels::f16_to_32(t.data, static_cast<float*>(f32), t.numel(), ibf, stream),
                        node.describe(), "f16_to_32");
           t.data = f32;
         }
@@ -641,7 +658,7 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
       if (o == 0 && step.nhwc_shapes) launch.outputs[o].shape = nhwc_logical_shape(st.shapes[os]);
       const size_t k = step.inputs.size() + o;
       if (step.island && !sc.empty() && sc[k] >= 0)
-        launch.outputs[o] = LayerOutput{arena + sc[k], st.dtypes[os], st.shapes[os], true};
+        launch.outputs[o] = LayerOutput{arena + sc[k], DType::kFloat32, st.shapes[os], true};
     }
     try {
       step.layer->enqueue(launch);
@@ -654,8 +671,9 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
         const size_t k = step.inputs.size() + o;
         if (sc[k] < 0) continue;
         const LayerOutput& out = launch.outputs[o];
+        const int obf = st.storage[step.outputs[o]] == DType::kBFloat16 ? 1 : 0;
         check_launch(kilnrt::cuda::kernels::f32_to_16(static_cast<const float*>(out.data), ptrs_[step.outputs[o]],
-                                                      out.numel(), bf, stream),
+                                                      out.numel(), obf, stream),
                      node.describe(), "f32_to_16");
       }
     }

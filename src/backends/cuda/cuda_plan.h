@@ -91,6 +91,8 @@ class CudaPlan {
     std::unique_ptr<CudaLayer> layer;  // device steps
     std::vector<int> inputs, outputs;  // slots, -1 omitted
     bool island = false;               // 16-bit engine, layer runs in float32: converted in / out around it
+    // Float32 island of 16-bit model tensors (float32_island.h), any engine: the float32 view the layer was made from.
+    std::shared_ptr<ir::Graph> island_view;
     std::vector<int> host_in;          // inputs the layer reads on the host (never converted)
     bool nhwc = false;                 // runs with NHWC storage (layout_plan.h)
     std::vector<int8_t> reformat;      // per input: +1 reformat to NHWC, -1 to NCHW, 0 none (empty: none)

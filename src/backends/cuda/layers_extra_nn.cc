@@ -1,11 +1,13 @@
 // CUDA layers added for CPU parity (part 2): DepthToSpace / SpaceToDepth (one strided copy), EyeLike,
-// InstanceNormalization / GroupNormalization (one group-norm kernel), LRN, ConvTranspose (1-D / 2-D, own direct
-// kernel: each output element gathers its contributions, no atomics), NegativeLogLikelihoodLoss /
+// InstanceNormalization / GroupNormalization (one group-norm kernel), LRN, ConvTranspose (1-D / 2-D / 3-D, own direct
+// kernels: each output element gathers its contributions, no atomics; 3-D in kernels/pool3d_convt3d.cu),
+// NegativeLogLikelihoodLoss /
 // SoftmaxCrossEntropyLoss (log-softmax kernel + one NLL kernel), GridSample (4-D), CastLike. Kernels: kernels/extra.cu.
 #include <algorithm>
 
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/extra_kernels.h"
+#include "backends/cuda/kernels/pool3d_convt3d_kernels.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
@@ -161,7 +163,7 @@ class LrnLayer final : public CudaLayer {
   float alpha_, beta_, bias_;
 };
 
-// ---- ConvTranspose (1-D / 2-D) ---------------------------------------------------------------------------------------
+// ---- ConvTranspose (1-D / 2-D / 3-D) -----------------------------------------------------------------------------
 int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
 class ConvTransposeLayer final : public CudaLayer {
@@ -172,8 +174,8 @@ class ConvTransposeLayer final : public CudaLayer {
     const Shape& xs = l.inputs[0].shape;
     const Shape& ws = l.inputs[1].shape;
     const Shape& ys = l.outputs[0].shape;
-    KILNRT_CHECK((xs.size() == 3 || xs.size() == 4) && ws.size() == xs.size() && ys.size() == xs.size(),
-                 kUnsupported, name_, "the CUDA ConvTranspose takes 1-D or 2-D inputs");
+    KILNRT_CHECK(xs.size() >= 3 && xs.size() <= 5 && ws.size() == xs.size() && ys.size() == xs.size(), kUnsupported,
+                 name_, "the CUDA ConvTranspose takes 1-D to 3-D inputs");
     const int nd = static_cast<int>(xs.size()) - 2;
     const auto st = node_.attr_ints("strides", std::vector<int64_t>(nd, 1));
     const auto dil = node_.attr_ints("dilations", std::vector<int64_t>(nd, 1));
@@ -195,8 +197,32 @@ class ConvTransposeLayer final : public CudaLayer {
         begin[i] = auto_pad == "VALID" ? 0 : pads[i];
       }
     }
-    x::ConvT2d p;
     const int64_t group = node_.attr_int("group", 1);
+    const bool has_bias = l.inputs.size() > 2 && l.inputs[2].present;
+    if (nd == 3) {  // kernels/pool3d_convt3d.cu
+      kilnrt::cuda::kernels::vol::ConvT3 q;
+      q.n = xs[0];
+      q.c = xs[1];
+      q.k = ys[1];
+      q.groups = group;
+      KILNRT_CHECK(group > 0 && q.c % group == 0 && q.k % group == 0 && ws[0] == q.c && ws[1] * group == q.k,
+                   kInvalidArgument, name_, "channels / group / weight shape mismatch");
+      for (int i = 0; i < 3; ++i) {
+        q.in[i] = xs[2 + i];
+        q.out[i] = ys[2 + i];
+        q.kern[i] = ws[2 + i];
+        q.s[i] = st[i];
+        q.d[i] = dil[i];
+        q.pad_begin[i] = begin[i];
+      }
+      check_launch(kilnrt::cuda::kernels::vol::conv_transpose3d_f32(
+                       static_cast<const float*>(l.inputs[0].data), static_cast<const float*>(l.inputs[1].data),
+                       has_bias ? static_cast<const float*>(l.inputs[2].data) : nullptr,
+                       static_cast<float*>(l.outputs[0].data), q, l.stream),
+                   name_, "conv_transpose3d");
+      return;
+    }
+    x::ConvT2d p;
     p.n = xs[0];
     p.c = xs[1];
     p.k = ys[1];
@@ -225,7 +251,6 @@ class ConvTransposeLayer final : public CudaLayer {
       p.ph = static_cast<int>(begin[0]);
       p.pw = static_cast<int>(begin[1]);
     }
-    const bool has_bias = l.inputs.size() > 2 && l.inputs[2].present;
     check_launch(x::conv_transpose2d_f32(static_cast<const float*>(l.inputs[0].data),
                                          static_cast<const float*>(l.inputs[1].data),
                                          has_bias ? static_cast<const float*>(l.inputs[2].data) : nullptr,
@@ -397,8 +422,8 @@ struct Register {
                if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != DType::kFloat32)
                  return "the CUDA layer takes float32";
              const ir::TensorType* t = g.type_of(n.inputs.at(0));
-             if (t && t->has_shape && t->shape.size() != 3 && t->shape.size() != 4)
-               return "the CUDA ConvTranspose takes 1-D or 2-D inputs";
+             if (t && t->has_shape && (t->shape.size() < 3 || t->shape.size() > 5))
+               return "the CUDA ConvTranspose takes 1-D to 3-D inputs";
              return "";
            },
            factory<ConvTransposeLayer>()});

@@ -1,4 +1,4 @@
-// CUDA layers on own kernels (kernels/nn.cu): MaxPool / AveragePool (2-D), GlobalAveragePool / GlobalMaxPool,
+// CUDA layers on own kernels (kernels/nn.cu): MaxPool / AveragePool (2-D; 3-D in layers_volume.cc), GlobalAveragePool / GlobalMaxPool,
 // Softmax / LogSoftmax, LayerNormalization, BatchNormalization (inference, folded to a per-channel affine at load)
 // and the Reduce* family.
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/layers_misc_gaps.h"
+#include "backends/cuda/layers_volume.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
@@ -312,12 +313,14 @@ struct Register {
       r.add({op,
              [](const ir::Node& n, const ir::Graph& g) -> std::string {
                if (max_pool_needs_general(n, g)) return max_pool_general_supports(n, g);  // Indices / 8-bit
+               if (pool_is_3d(n, g)) return pool3d_supports(n, g);                      // layers_volume.h
                const ir::TensorType* t = g.type_of(n.inputs.at(0));
                if (t && t->has_shape && t->shape.size() != 4 && t->shape.size() != 3) return "only 1-D and 2-D pooling";
                return float_input(n, g);
              },
              [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
                if (max_pool_needs_general(a.node, a.graph)) return make_max_pool_general(a);
+               if (pool_is_3d(a.node, a.graph)) return make_pool3d(a);
                return std::make_unique<PoolLayer>(a.node);
              }});
     for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",

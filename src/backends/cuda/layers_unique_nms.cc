@@ -22,6 +22,8 @@ int unique_code(DType t) {
     case DType::kUInt8: case DType::kBool: return 3;
     case DType::kInt8: return 4;
     case DType::kFloat64: return 5;
+    case DType::kFloat16: return 6;
+    case DType::kBFloat16: return 7;
     default: return -1;
   }
 }

@@ -2,6 +2,7 @@
 // and the per-step shape helpers it shares with the segmented run of data-dependent plans (runner_segments.cc).
 #include <algorithm>
 
+#include "backends/cuda/float32_island.h"
 #include "backends/cuda/memory_plan.h"
 #include "backends/cuda/plan_internal.h"
 
@@ -148,6 +149,8 @@ std::unique_ptr<CudaRunner::ShapeState> CudaRunner::layout_for(const std::vector
       if (st->storage[s] != st->dtypes[s])
         items.push_back({nsteps, nsteps, size_t(shape_numel(st->shapes[s])) * 4, &st->out32_offset[i]});
     }
+  }
+  {  // float32 islands: of 16-bit engines, and of 16-bit model tensors in any engine (float32_island.h)
     for (int i = 0; i < nsteps; ++i) {
       const CudaPlan::Step& step = plan_.steps_[i];
       if (step.host || !step.island) continue;
@@ -156,7 +159,7 @@ std::unique_ptr<CudaRunner::ShapeState> CudaRunner::layout_for(const std::vector
       for (size_t k = 0; k < sc.size(); ++k) {
         const bool in = k < step.inputs.size();
         const int s = in ? step.inputs[k] : step.outputs[k - step.inputs.size()];
-        if (s < 0 || st->storage[s] == st->dtypes[s]) continue;
+        if (s < 0 || !island_converts(st->dtypes[s], st->storage[s], step.island_view != nullptr)) continue;
         if (in && std::find(step.host_in.begin(), step.host_in.end(), static_cast<int>(k)) != step.host_in.end())
           continue;
         items.push_back({i, i, size_t(shape_numel(st->shapes[s])) * 4, nullptr});

@@ -2,6 +2,8 @@
 // the earlier slices, sorted rank by counting the smaller ones): O(n^2) slice comparisons, simple and exact, meant
 // for the small tensors Unique sees in models. NonMaxSuppression runs one block per (batch, class): a stable
 // descending rank of the scores, then the greedy selection with the suppression of the later boxes in parallel.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <type_traits>
@@ -16,6 +18,19 @@ using launch_common::blocks_for;
 using launch_common::kThreads;
 using launch_common::launch_status;
 
+// 16-bit floats compared as the float values they hold (the output copies the stored bits: values stay exact).
+struct Half16 {
+  __half v;
+  __device__ operator float() const { return __half2float(v); }
+};
+struct BFloat16 {
+  __nv_bfloat16 v;
+  __device__ operator float() const { return __bfloat162float(v); }
+};
+template <typename T> __device__ T as_compared(T v) { return v; }
+__device__ float as_compared(Half16 v) { return float(v); }
+__device__ float as_compared(BFloat16 v) { return float(v); }
+
 template <typename T>
 struct Slices {
   const T* x;
@@ -25,7 +40,7 @@ struct Slices {
   __device__ bool less(int64_t a, int64_t b) const {
     const int64_t len = outer * inner;
     for (int64_t j = 0; j < len; ++j) {
-      const T ea = at(a, j), eb = at(b, j);
+      const auto ea = as_compared(at(a, j)), eb = as_compared(at(b, j));
       if (ea != eb) return ea < eb;
     }
     return false;
@@ -82,6 +97,8 @@ int with_type(const UniqueView& v, F&& f) {
     case 3: return f(static_cast<const uint8_t*>(nullptr));
     case 4: return f(static_cast<const int8_t*>(nullptr));
     case 5: return f(static_cast<const double*>(nullptr));
+    case 6: return f(static_cast<const Half16*>(nullptr));
+    case 7: return f(static_cast<const BFloat16*>(nullptr));
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
 }

@@ -9,7 +9,8 @@
 
 namespace kilnrt::cuda::kernels::un {
 
-// Element codes of Unique: 0 float32, 1 int64, 2 int32, 3 uint8 / bool, 4 int8, 5 float64 (-1: other).
+// Element codes of Unique: 0 float32, 1 int64, 2 int32, 3 uint8 / bool, 4 int8, 5 float64, 6 float16, 7 bfloat16
+// (compared as the float values they hold; -1: other).
 // Slices of x viewed as [outer, n, inner]: slice k = x[o, k, i] for all (o, i), compared lexicographically in (o, i)
 // order with the CPU reference's rule (first differing element decides).
 struct UniqueView {
