@@ -113,15 +113,33 @@ class State final : public ControlFlowState {
   std::vector<std::unique_ptr<CudaRunner>> runners;
   std::vector<DeviceBuffer> buffers;
   std::vector<DeviceBuffer> retired;  // replaced mid-run (the stream may still read them): freed at the next run
-  DeviceBuffer scalars;               // Loop: iteration number (int64) at 0, condition (bool) at 8
-  int64_t host_iter = 0;
+  DeviceBuffer cond_true;             // Loop: the body's condition input (bool true)
+  DeviceBuffer iota;                  // Loop: iteration numbers 0, 1, ... (int64), grown by doubling
+  std::vector<int64_t> iota_host;     // its host source (kept: the upload is asynchronous)
+  // Device pointer of iteration number `it` (no per-iteration upload once the buffer is long enough).
+  const int64_t* iteration(int64_t it, int device, StreamT stream) {
+    const size_t have = iota.size() / sizeof(int64_t);
+    if (static_cast<size_t>(it) >= have) {
+      const size_t n = std::max<size_t>({64, 2 * have, static_cast<size_t>(it) + 1});
+      iota_host.resize(n);
+      for (size_t i = 0; i < n; ++i) iota_host[i] = static_cast<int64_t>(i);
+      DeviceBuffer bigger(device, n * sizeof(int64_t));
+      kilnrt::cuda::ContextGuard guard(device);
+      const auto& api = guard.api();
+      KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(bigger.data()), iota_host.data(), n * sizeof(int64_t), stream),
+                      "Loop iteration numbers");
+      if (iota.data()) retired.push_back(std::move(iota));
+      iota = std::move(bigger);
+    }
+    return static_cast<const int64_t*>(iota.data()) + it;
+  }
   // Buffer `slot` of at least `bytes`; growing keeps its first `keep` bytes (copied on the stream).
   void* buffer(size_t slot, size_t bytes, size_t keep, int device, StreamT stream) {
     if (buffers.size() <= slot) buffers.resize(slot + 1);
     DeviceBuffer& b = buffers[slot];
     if (b.size() >= bytes && b.data()) return b.data();
     DeviceBuffer bigger(device, std::max<size_t>({bytes, 2 * b.size(), 256}));
-    if (keep > 0) {
+    if (keep > 0 && b.data()) {
       kilnrt::cuda::ContextGuard guard(device);
       const auto& api = guard.api();
       KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(bigger.data()), dptr(b.data()), keep, stream), "control flow");
@@ -326,11 +344,12 @@ class LoopLayer final : public ControlFlowBase {
       cur_shape[i] = t.shape;
       cur_dtype[i] = t.dtype;
     }
-    if (!st.scalars) st.scalars = DeviceBuffer(device_, 16);
-    char* scalars = static_cast<char*>(st.scalars.data());
-    kilnrt::cuda::ContextGuard guard(device_);
-    const auto& api = guard.api();
-    KILNRT_CU_CHECK(api, api.MemsetD8Async(dptr(scalars + 8), 1, 1, stream), name_);  // cond_in: true
+    if (!st.cond_true) {
+      st.cond_true = DeviceBuffer(device_, 256);
+      kilnrt::cuda::ContextGuard guard(device_);
+      const auto& api = guard.api();
+      KILNRT_CU_CHECK(api, api.MemsetD8Async(dptr(st.cond_true.data()), 1, 1, stream), name_);  // cond_in: true
+    }
     std::vector<Shape> part(n_scan_);
     std::vector<size_t> part_bytes(n_scan_, 0);
     const int64_t iteration_limit = failure_injection::loop_iteration_limit();  // 0 (none) outside fuzzing
@@ -340,9 +359,7 @@ class LoopLayer final : public ControlFlowBase {
     for (; (!has_max || it < max_trips) && cond; ++it) {
       KILNRT_CHECK(iteration_limit == 0 || it < iteration_limit, kInvalidArgument, name_,
                    "Loop exceeded " << iteration_limit << " iterations (limit set by failure_injection)");
-      st.host_iter = it;  // pageable source: staged before the call returns
-      KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(scalars), &st.host_iter, sizeof(int64_t), stream), name_);
-      std::vector<const void*> ins{scalars, scalars + 8};
+      std::vector<const void*> ins{st.iteration(it, device_, stream), st.cond_true.data()};
       std::vector<Shape> shapes{iter_shape_, cond_shape_};
       ins.insert(ins.end(), cur.begin(), cur.end());
       shapes.insert(shapes.end(), cur_shape.begin(), cur_shape.end());
