@@ -116,26 +116,58 @@ TEST(CudaIslandHost, CheckSupportedAcceptsIslandsAndNewLayers) {
   }
 }
 
+// The island cases: 16-bit tensors into float32-only CUDA layers.
+struct Case16 {
+  ir::Node node;
+  std::vector<Tensor> inputs;
+  std::vector<bool> constant;
+  int64_t opset = 17;
+};
+std::vector<Case16> island_cases(DType t) {
+  std::vector<Case16> c;
+  c.push_back({Op("MatMul", 2).node, {to16(random_tensor({2, 3, 8}, 21), t), to16(random_tensor({8, 5}, 22), t)}});
+  // Weights as a 16-bit constant (uploaded 16-bit, converted in the island).
+  c.push_back({Op("MatMul", 2).node, {to16(random_tensor({4, 8}, 23), t), to16(random_tensor({8, 6}, 24), t)},
+               {false, true}});
+  c.push_back({Op("Elu", 1).f("alpha", 0.7f).node, {to16(random_tensor({3, 7}, 25, -3.f, 3.f), t)}});
+  c.push_back({Op("Celu", 1).f("alpha", 1.5f).node, {to16(random_tensor({3, 7}, 26, -3.f, 3.f), t)}, {}, 12});
+  c.push_back({Op("Einsum", 2).s("equation", "ij,jk->ik").node,
+               {to16(random_tensor({3, 4}, 27), t), to16(random_tensor({4, 2}, 28), t)}, {}, 12});
+  c.push_back({Op("Einsum", 1).s("equation", "ij->ji").node, {to16(random_tensor({3, 4}, 29), t)}, {}, 12});
+  // Conv with 16-bit weights and bias (test_causal_conv_with_state_fp16_expanded's Conv).
+  c.push_back({Op("Conv", 3).ints("pads", {1, 1}).node,
+               {to16(random_tensor({1, 2, 7}, 30), t), to16(random_tensor({4, 2, 3}, 31), t),
+                to16(random_tensor({4}, 32), t)},
+               {false, true, true}});
+  c.push_back({Op("AveragePool", 1).ints("kernel_shape", {2, 2, 2}).node,
+               {to16(random_tensor({1, 2, 3, 4, 5}, 33), t)}});
+  return c;
+}
+
+TEST(CudaIslandHost, CpuReferenceRunsTheIslandCasesAndCheckSupportedAcceptsThem) {
+  for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    for (const Case16& c : island_cases(t)) {
+      SCOPED_TRACE(c.node.op_type);
+      OneNode one(c.node, c.inputs, c.constant, c.opset);
+      EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(one.g));
+      std::map<std::string, Tensor> out;
+      ASSERT_NO_THROW(out = run_cpu(one.g, one.feeds));
+      EXPECT_EQ(out.begin()->second.dtype(), t);
+    }
+  }
+}
+
 // ---- GPU tests ----------------------------------------------------------------------------------------------------
 
 TEST(CudaIslandGaps, Float16AndBFloat16TensorsRunAsFloat32Islands) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (DType t : {DType::kFloat16, DType::kBFloat16}) {
     SCOPED_TRACE(dtype_name(t));
-    compare16(Op("MatMul", 2).node, {to16(random_tensor({2, 3, 8}, 21), t), to16(random_tensor({8, 5}, 22), t)});
-    // Weights as a 16-bit constant (uploaded 16-bit, converted in the island).
-    compare16(Op("MatMul", 2).node, {to16(random_tensor({4, 8}, 23), t), to16(random_tensor({8, 6}, 24), t)},
-              {false, true});
-    compare16(Op("Elu", 1).f("alpha", 0.7f).node, {to16(random_tensor({3, 7}, 25, -3.f, 3.f), t)});
-    compare16(Op("Celu", 1).f("alpha", 1.5f).node, {to16(random_tensor({3, 7}, 26, -3.f, 3.f), t)}, {}, 12);
-    compare16(Op("Einsum", 2).s("equation", "ij,jk->ik").node,
-              {to16(random_tensor({3, 4}, 27), t), to16(random_tensor({4, 2}, 28), t)}, {}, 12);
-    compare16(Op("Einsum", 1).s("equation", "ij->ji").node, {to16(random_tensor({3, 4}, 29), t)}, {}, 12);
-    // Conv with 16-bit weights and bias (test_causal_conv_with_state_fp16_expanded's Conv).
-    compare16(Op("Conv", 3).ints("pads", {1, 1}).node,
-              {to16(random_tensor({1, 2, 7}, 30), t), to16(random_tensor({4, 2, 3}, 31), t),
-               to16(random_tensor({4}, 32), t)},
-              {false, true, true});
+    for (const Case16& c : island_cases(t)) {
+      SCOPED_TRACE(c.node.op_type);
+      compare16(c.node, c.inputs, c.constant, c.opset);
+    }
   }
 }
 
@@ -195,8 +227,6 @@ TEST(CudaIslandGaps, Pool3d) {
   Tensor nan = random_tensor({1, 1, 2, 2, 2}, 52);
   nan.data<float>()[3] = std::nanf("");
   compare_node(Op("MaxPool", 1).ints("kernel_shape", {2, 2, 1}).node, {nan});
-  // A 16-bit 3-D pool in a float32 engine: an island.
-  compare16(Op("AveragePool", 1).ints("kernel_shape", {2, 2, 2}).node, {to16(x, DType::kFloat16)});
 }
 
 TEST(CudaIslandGaps, ConvTranspose3d) {
