@@ -83,6 +83,11 @@ TEST(CudaIslandHost, Float32ViewRetypesConvertsAndDropsPrecision) {
   std::string why32 = "some reason";
   EXPECT_FALSE(backends::cuda::float32_island_view(f32.g.nodes[0], f32.g, why32));
   EXPECT_EQ(why32, "some reason");
+  // An output dtype named by an attribute ("to" / "dtype"): never a view (the layer would write that dtype).
+  OneNode eye(Op("EyeLike", 1).i("dtype", 10).node, {to16(random_tensor({3, 3}, 8), DType::kFloat16)});
+  std::string why_eye = "eye";
+  EXPECT_FALSE(backends::cuda::float32_island_view(eye.g.nodes[0], eye.g, why_eye));
+  EXPECT_EQ(why_eye, "eye");
 }
 
 TEST(CudaIslandHost, CheckSupportedAcceptsIslandsAndNewLayers) {

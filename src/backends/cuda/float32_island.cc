@@ -16,16 +16,20 @@ Tensor to_float32(const Tensor& t) {
   return f;
 }
 
-bool has_subgraph(const ir::Node& node) {
-  for (const auto& [k, a] : node.attrs)
-    if (a.kind == ir::Attribute::Kind::kGraph) return true;
+// Nodes a float32 view would change the meaning of: subgraphs (If / Loop / Scan bodies), an output dtype named by an
+// attribute ("to", "dtype": the layer would write that type into the float32 scratch), 16-bit tensor attributes.
+bool view_unsafe(const ir::Node& node) {
+  for (const auto& [k, a] : node.attrs) {
+    if (a.kind == ir::Attribute::Kind::kGraph || k == "to" || k == "dtype") return true;
+    if (a.kind == ir::Attribute::Kind::kTensor && is_16bit_float(a.t.dtype())) return true;
+  }
   return false;
 }
 
 }  // namespace
 
 std::shared_ptr<ir::Graph> float32_island_view(const ir::Node& node, const ir::Graph& graph, std::string& why) {
-  if (has_subgraph(node)) return nullptr;
+  if (view_unsafe(node)) return nullptr;
   auto view = std::make_shared<ir::Graph>();
   view->name = graph.name;
   view->opsets = graph.opsets;

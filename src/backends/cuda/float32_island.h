@@ -5,8 +5,8 @@
 // rounds the result). The layer is created from a float32 view of the node (float32_island_view): the node's 16-bit
 // value types retyped to float32, its 16-bit constants converted, its precision attribute float32.
 // Not used where the layer runs 16-bit tensors natively (cuda_supports accepts the node as it is), for aliases, for
-// 16-bit values the layer reads on the host, for nodes with subgraphs, nor in plans with sync points (the segmented
-// runner, runner_segments.cc, has no island conversions).
+// 16-bit values the layer reads on the host, for nodes with subgraphs or an output dtype / 16-bit tensor attribute,
+// nor in plans with sync points (the segmented runner, runner_segments.cc, has no island conversions).
 #pragma once
 #include <memory>
 #include <string>
