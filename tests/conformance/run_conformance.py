@@ -51,6 +51,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from sequence_io import lower_sequence_io  # noqa: E402
 from precision16 import (CONST_INPUT_RE, TOL_16BIT, compare_16bit, freeze_inputs, registry_ops,  # noqa: E402
                          round_to_16bit)
 
@@ -153,7 +154,7 @@ def exclusion_reason(name, model):
     for vi in list(model.graph.input) + list(model.graph.output):
         types = []
         if not _elem_types(vi.type, types):
-            return "sequence/optional/map types are not supported by kilnrt (%s)" % vi.name
+            return "optional/map types (or sequences of them) are not supported as kilnrt engine I/O (%s)" % vi.name
         for t in types:
             if t == 8:
                 return "string dtype (%s)" % vi.name
@@ -186,11 +187,19 @@ def materialise(cases_dir, name_filter):
         meta = {"name": case.name, "rtol": case.rtol, "atol": case.atol,
                 "ops": sorted({n.op_type for n in case.model.graph.node}),
                 "opset": {o.domain or "ai.onnx": o.version for o in case.model.opset_import}}
-        reason = exclusion_reason(case.name, case.model)
+        model = case.model
         inputs, outputs = case.data_sets[0]
+        try:  # sequence graph I/O -> tensors around the sequence ops (the engine's I/O are tensors)
+            lowered = lower_sequence_io(model, inputs, outputs)
+            if lowered[0] is not model:
+                model, inputs, outputs = lowered
+                meta["sequence_io_lowered"] = True
+        except ValueError:
+            pass  # left as is: exclusion_reason names the value
+        reason = exclusion_reason(case.name, model)
         if reason is None:
             try:
-                save_case(os.path.join(cases_dir, case.name), case.model, inputs, outputs, meta)
+                save_case(os.path.join(cases_dir, case.name), model, inputs, outputs, meta)
             except Exception as e:  # noqa: BLE001 - e.g. data the proto converter cannot hold
                 reason = "cannot save case data: %s: %s" % (type(e).__name__, e)
         if reason is not None:

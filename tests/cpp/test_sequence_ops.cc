@@ -355,6 +355,39 @@ TEST(SequenceOps, IfReturnsASequence) {
   EXPECT_TRUE(g.type_of("s_copy")->is_sequence);
 }
 
+// SequenceMap: out[i] = a[i] + b[i] + t (two sequences and a tensor), and a second output of Shape(a[i]).
+TEST(SequenceOps, SequenceMapRunsTheBodyPerElement) {
+  ir::Graph g = graph({"a0", "a1", "b0", "b1", "t"}, {"sum", "n_shapes", "shape1"});
+  g.nodes.push_back(node("make_a", "SequenceConstruct", {"a0", "a1"}, {"a"}));
+  g.nodes.push_back(node("make_b", "SequenceConstruct", {"b0", "b1"}, {"b"}));
+  ir::Graph body;
+  body.name = "map_body";
+  body.opsets[""] = 17;
+  body.inputs = {"x", "y", "z"};
+  body.nodes.push_back(node("add1", "Add", {"x", "y"}, {"xy"}));
+  body.nodes.push_back(node("add2", "Add", {"xy", "z"}, {"out"}));
+  body.nodes.push_back(node("shape", "Shape", {"x"}, {"shp"}));
+  body.outputs = {"out", "shp"};
+  body.types["out"] = type(DType::kFloat32, {ir::Dim()});
+  g.nodes.push_back(with_graph(node("map", "SequenceMap", {"a", "b", "t"}, {"sums", "shapes"}), "body", body));
+  g.nodes.push_back(with_int(node("cat", "ConcatFromSequence", {"sums"}, {"sum"}), "axis", 0));
+  g.nodes.push_back(node("len", "SequenceLength", {"shapes"}, {"n_shapes"}));
+  g.constants["one"] = i64(1);
+  g.nodes.push_back(node("at", "SequenceAt", {"shapes", "one"}, {"shape1"}));
+  backends::cpu::CpuPlan plan(g);
+  auto out = plan.run({{"a0", f32({1, 2}, {2})}, {"a1", f32({3, 4, 5}, {3})}, {"b0", f32({10, 20}, {2})},
+                       {"b1", f32({30, 40, 50}, {3})}, {"t", f32({100}, {1})}});
+  EXPECT_EQ(values(out.at("sum")), (std::vector<float>{111, 122, 133, 144, 155}));
+  EXPECT_EQ(out.at("n_shapes").data<int64_t>()[0], 2);
+  EXPECT_EQ(out.at("shape1").data<int64_t>()[0], 3);
+  // Sequences of different lengths: an error naming the node.
+  ir::Graph bad = g;
+  bad.nodes[1].inputs = {"b0"};
+  expect_error(bad, {{"a0", f32({1}, {1})}, {"a1", f32({1}, {1})}, {"b0", f32({1}, {1})}, {"b1", f32({1}, {1})},
+                     {"t", f32({1}, {1})}},
+               ErrorCode::kInvalidArgument, "map", "sequence input 1 has 1 elements, input_sequence has 2");
+}
+
 TEST(SequenceOps, SequenceGraphOutputIsAClearError) {
   ir::Graph g = graph({"x"}, {"s"});
   g.nodes.push_back(node("make", "SequenceConstruct", {"x"}, {"s"}));

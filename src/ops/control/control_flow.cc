@@ -1,4 +1,5 @@
-// If, Loop and Scan on the CPU backend: host control flow that runs the bodies (Attribute::g) with a CpuPlan.
+// If, Loop, Scan and SequenceMap on the CPU backend: host control flow that runs the bodies (Attribute::g) with a
+// CpuPlan.
 // Outer-scope values a body reads arrive as extra kernel inputs after the node's own (CpuPlan passes
 // backends::cpu::subgraph_free_values(node) there) and are handed to the body plan as extra inputs.
 // Values may be sequences (If branches returning sequences, loop-carried sequences, outer-scope sequences); Scan
@@ -459,6 +460,48 @@ void scan_infer(ShapeContext& ctx) {
   }
 }
 
+// ---- SequenceMap (opset 17) -------------------------------------------------------------------------------------
+// Inputs: input_sequence, additional inputs (sequences of the same length, or tensors). The body runs once per
+// element, on element i of every sequence input and on the tensor inputs as they are; output k of the node is the
+// sequence of the body's output k.
+
+void sequence_map_cpu(CpuContext& ctx) {
+  const ir::Node& node = ctx.node;
+  OuterScope outer = outer_scope(ctx);
+  Body body(ctx, "body", outer);
+  const size_t n_in = node.inputs.size();
+  const TensorSequence& first = ctx.sequence_input(0);
+  for (size_t j = 1; j < n_in; ++j)
+    KILNRT_CHECK(!ctx.has_sequence_input(j) || ctx.seq_inputs[j]->size() == first.size(), kInvalidArgument,
+                 node.describe(),
+                 "sequence input " << j << " has " << ctx.seq_inputs[j]->size() << " elements, input_sequence has "
+                                   << first.size());
+  KILNRT_CHECK(body.graph().outputs.size() == node.outputs.size(), kInvalidModel, node.describe(),
+               "the body has " << body.graph().outputs.size() << " outputs, the node " << node.outputs.size());
+  std::vector<TensorSequence> results(node.outputs.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    std::vector<PlanValue> args(n_in);
+    for (size_t j = 0; j < n_in; ++j) {
+      if (ctx.has_sequence_input(j)) args[j].tensor = (*ctx.seq_inputs[j])[i];
+      else args[j].tensor = ctx.input(j);
+    }
+    std::vector<PlanValue> out = body.run(args);
+    for (size_t k = 0; k < out.size(); ++k) results[k].push_back(tensor_of(out[k], node, "a SequenceMap body output"));
+  }
+  for (size_t k = 0; k < results.size(); ++k)
+    if (ctx.wants_output(k)) ctx.set_sequence_output(k, std::move(results[k]));
+}
+
+void sequence_map_infer(ShapeContext& ctx) {
+  const ir::Graph& g = body_of(ctx.node, "body");
+  for (size_t k = 0; k < ctx.outputs.size(); ++k) {
+    const ir::TensorType* t = body_output_type(g, k);
+    if (t && t->has_shape) ctx.set_output(k, t->dtype, t->shape);
+    else ctx.set_output_rank_unknown(k, t ? t->dtype : DType::kUndefined);
+    ctx.outputs[k].is_sequence = true;
+  }
+}
+
 KILNRT_REGISTER_OP(OpSchema{"", "If", 1, 1000, if_infer, if_cpu, {DType::kBool},
                             "runs then_branch or else_branch on the host (tensor values only)"});
 KILNRT_REGISTER_OP(OpSchema{"", "Loop", 1, 1000, loop_infer, loop_cpu, {DType::kInt64},
@@ -467,6 +510,9 @@ KILNRT_REGISTER_OP(OpSchema{"", "Scan", 8, 8, scan8_infer, scan8_cpu, {},
                             "opset-8 Scan (batch axis 0, scan axis 1): one host scan per batch entry"});
 KILNRT_REGISTER_OP(OpSchema{"", "Scan", 9, 1000, scan_infer, scan_cpu, {},
                             "host scan over axes of the scan inputs (directions and output axes), states carried"});
+
+KILNRT_REGISTER_OP(OpSchema{"", "SequenceMap", 17, 1000, sequence_map_infer, sequence_map_cpu, {},
+                            "runs the body once per element of the input sequence(s); outputs are sequences"});
 
 }  // namespace
 }  // namespace kilnrt::ops
