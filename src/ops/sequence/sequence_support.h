@@ -1,0 +1,19 @@
+// Which backends run ONNX sequence values. The CPU backend runs them (src/ops/sequence, If/Loop/SequenceMap bodies);
+// the CUDA backend does not yet: its builder calls check_no_sequences() so that a model using sequences fails the
+// build with an error naming the node, instead of failing later inside the run.
+#pragma once
+#include <string>
+
+#include "ir/graph.h"
+
+namespace kilnrt::ops {
+
+// Sequence ops: SequenceEmpty/Construct/Insert/At/Erase/Length/Map, SplitToSequence, ConcatFromSequence.
+bool is_sequence_op(const std::string& op_type);
+
+// Throws kUnsupported naming the first node that uses sequence values: a sequence op, a node whose input or output
+// is sequence-typed (Identity, If, Loop passing sequences), or a node whose If/Loop/Scan bodies (recursively) do.
+// `backend` names the backend in the message ("CUDA").
+void check_no_sequences(const ir::Graph& graph, const std::string& backend);
+
+}  // namespace kilnrt::ops
