@@ -41,7 +41,8 @@ ir::Node& add_node(ir::Graph& g, const std::string& op, const std::string& name,
   g.nodes.push_back(std::move(n));
   return g.nodes.back();
 }
-void set_graph(ir::Node& n, const std::string& attr, ir::Graph body) {
+void set_graph(ir::Node& n, const std::string& attr, ir::Graph body, int64_t opset = 17) {
+  if (body.opsets.empty()) body.opsets[""] = opset;  // as the ONNX importer gives bodies (CpuPlan reads it)
   ir::Attribute a;
   a.kind = ir::Attribute::Kind::kGraph;
   a.g = std::make_shared<ir::Graph>(std::move(body));
@@ -152,7 +153,7 @@ ir::Graph scan_graph(int64_t out_axis, bool out_reverse) {
   b.types["s_next"] = type(DType::kFloat32, {2, 3});
   b.types["y_t"] = type(DType::kFloat32, {2, 3});
   ir::Node& n = add_node(g, "Scan", "the_scan", {"s0", "x"}, {"s_final", "y"});
-  set_graph(n, "body", std::move(b));
+  set_graph(n, "body", std::move(b), 11);
   set_int(n, "num_scan_inputs", 1);
   set_ints(n, "scan_input_axes", {1});
   set_ints(n, "scan_input_directions", {1});
@@ -179,7 +180,7 @@ ir::Graph scan8_graph() {
   b.types["s_next"] = type(DType::kFloat32, {2});
   b.types["y_t"] = type(DType::kFloat32, {2});
   ir::Node& n = add_node(g, "Scan", "scan8", {"", "s0", "x"}, {"s_final", "y"});
-  set_graph(n, "body", std::move(b));
+  set_graph(n, "body", std::move(b), 8);
   set_int(n, "num_scan_inputs", 1);
   set_ints(n, "directions", {1});
   passes::infer_shapes(g);

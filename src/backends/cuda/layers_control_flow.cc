@@ -93,13 +93,27 @@ Body make_body(const LayerCreateArgs& a, const std::string& attr, const std::vec
   return b;
 }
 
+// Dtypes of a body's formal inputs from the node (bodies often leave them undeclared): Loop (iteration number,
+// condition, carried values), Scan (states, scan slices; opset 8: after sequence_lens); none for If.
+std::vector<DType> formal_dtypes(const ir::Node& node, const ir::Graph& graph, int64_t opset) {
+  std::vector<DType> formal;
+  if (node.op_type == "Loop") {
+    formal = {DType::kInt64, DType::kBool};
+    for (size_t i = 2; i < node.inputs.size(); ++i) formal.push_back(dtype_in(graph, node.inputs[i]));
+  } else if (node.op_type == "Scan") {
+    for (size_t i = opset < 9 ? 1 : 0; i < node.inputs.size(); ++i) formal.push_back(dtype_in(graph, node.inputs[i]));
+  }
+  return formal;
+}
+
 // supports(): every body placeable on the CUDA backend (no GPU needed).
 std::string bodies_supported(const ir::Node& node, const ir::Graph& graph, const std::vector<std::string>& attrs) {
   const std::vector<std::string> free = ir::outer_scope_reads(node);
+  const std::vector<DType> formal = formal_dtypes(node, graph, graph.opset(node.domain));
   for (const std::string& attr : attrs) {
     try {
       std::vector<size_t> outer_inputs;
-      CudaPlan::check_supported(*body_graph(node, attr, graph, free, {}, &outer_inputs));
+      CudaPlan::check_supported(*body_graph(node, attr, graph, free, formal, &outer_inputs));
     } catch (const Error& e) {
       return attr + " body node " + e.where() + ": " + e.message();
     }
@@ -297,9 +311,7 @@ class LoopLayer final : public ControlFlowBase {
  public:
   explicit LoopLayer(const LayerCreateArgs& a) : ControlFlowBase(a) {
     n_carried_ = a.node.inputs.size() >= 2 ? a.node.inputs.size() - 2 : 0;
-    std::vector<DType> formal{DType::kInt64, DType::kBool};
-    for (size_t i = 0; i < n_carried_; ++i) formal.push_back(dtype_in(a.graph, a.node.inputs[2 + i]));
-    body_ = make_body(a, "body", free_, formal);
+    body_ = make_body(a, "body", free_, formal_dtypes(a.node, a.graph, a.opset));
     const ir::Graph& g = *body_.graph;
     const size_t formal_in = g.inputs.size() - body_.outer_inputs.size();
     KILNRT_CHECK(formal_in == n_carried_ + 2, kInvalidModel, name_,
@@ -455,9 +467,7 @@ class ScanLayer final : public ControlFlowBase {
     KILNRT_CHECK(in_axes_.size() == n_scan_in_ && in_dirs_.size() == n_scan_in_ && out_axes_.size() == n_scan_out_ &&
                      out_dirs_.size() == n_scan_out_,
                  kInvalidModel, name_, "scan_*_axes / scan_*_directions have the wrong length");
-    std::vector<DType> formal;
-    for (size_t i = first; i < node.inputs.size(); ++i) formal.push_back(dtype_in(a.graph, node.inputs[i]));
-    body_ = make_body(a, "body", free_, formal);
+    body_ = make_body(a, "body", free_, formal_dtypes(node, a.graph, a.opset));
     const ir::Graph& g = *body_.graph;
     const size_t formal_in = g.inputs.size() - body_.outer_inputs.size();
     KILNRT_CHECK(formal_in == n_states_ + n_scan_in_ && g.outputs.size() == n_states_ + n_scan_out_, kInvalidModel,
