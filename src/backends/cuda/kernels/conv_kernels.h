@@ -20,6 +20,11 @@ int pool2d_nhwc(int dt, const void* x, void* y, const Pool2d& p, StreamT stream)
 // Depthwise 2-D convolution (p.groups == p.c == p.k) over NHWC 16-bit storage (nhwc_depthwise.cu): x [N,H,W,C],
 // w [KH,KW,C] in x's dtype, y [N,OH,OW,C]; no bias (the epilogue adds it). dt 1 float16, 2 bfloat16.
 int depthwise_conv2d_nhwc(int dt, const void* x, const void* w, void* y, const Conv2d& p, StreamT stream);
+// The same, 8 channels per thread (nhwc_depthwise_vec.cu): needs C % 8 == 0 and 16-byte aligned x, w, y
+// (depthwise_conv2d_nhwc_vec8_applies). depthwise_conv2d_nhwc uses it where it applies with KILNRT_CUDA_DW_VEC=1
+// (off by default: not yet measured / run on a GPU).
+bool depthwise_conv2d_nhwc_vec8_applies(const void* x, const void* w, const void* y, const Conv2d& p);
+int depthwise_conv2d_nhwc_vec8(int dt, const void* x, const void* w, void* y, const Conv2d& p, StreamT stream);
 
 // Sum (op 0), mean (1), max (2) or min (3) over the middle dim of [outer, r, inner] for inner >= 32, e.g. a spatial
 // reduction over NHWC storage (nhwc_reduce.cu); outer <= 65535; dt as above.

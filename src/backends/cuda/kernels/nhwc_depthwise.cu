@@ -5,6 +5,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/launch_common.cuh"
 
@@ -49,6 +52,12 @@ int depthwise_conv2d_nhwc(int dt, const void* x, const void* w, void* y, const C
   const int64_t total = p.n * p.oh * p.ow * p.c;
   if (total == 0) return 0;
   if (p.k != p.c || p.groups != p.c) return static_cast<int>(cudaErrorInvalidValue);
+  static const bool vec = [] {
+    // 1: the 8-channel kernel where it applies (nhwc_depthwise_vec.cu). Off by default until measured on a GPU.
+    const char* env = std::getenv("KILNRT_CUDA_DW_VEC");
+    return env && std::string(env) == "1";
+  }();
+  if (vec && depthwise_conv2d_nhwc_vec8_applies(x, w, y, p)) return depthwise_conv2d_nhwc_vec8(dt, x, w, y, p, stream);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   switch (dt) {
     case 1:
