@@ -110,7 +110,8 @@ void prune_marked_outputs(ir::Graph& graph, const std::vector<std::string>& mark
   size_t dropped = 0;
   for (const std::string& out : graph.outputs) {
     const ir::TensorType* t = graph.type_of(out);
-    const bool usable = !graph.is_constant(out) && t && t->dtype != DType::kUndefined && t->has_shape;
+    const bool usable =
+        !graph.is_constant(out) && t && t->dtype != DType::kUndefined && t->has_shape && !t->is_sequence;
     if (was_marked.count(out) && !usable) {
       ++dropped;
       KILNRT_LOG(kInfo, "mark_all_outputs: '" << out << "' is not marked (a constant after folding, or its type is "

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_executor.h"
 #include "ir/graph.h"
+#include "engine/engine_impl.h"
 #include "ir/onnx_import.h"
 #include "kilnrt/engine.h"
 #include "kilnrt/error.h"
@@ -471,10 +472,35 @@ TEST(SequenceOps, EngineWithSequencesBuildsRunsAndReloads) {
   for (float v : xv) expected.push_back(2.f * v);
   for (int round = 0; round < 2; ++round) {  // the engine file written by the builder, loaded twice
     auto engine = Engine::from_bytes(engine_bytes.data(), engine_bytes.size(), "list_model.engine");
+    // The sequence types came back from the engine file (flag bit 1 of each type), the tensor types did not change.
+    const ir::Graph& g = engine->impl().graph;
+    ASSERT_NE(g.type_of("rows"), nullptr);
+    EXPECT_TRUE(g.type_of("rows")->is_sequence);
+    EXPECT_EQ(g.type_of("rows")->dtype, DType::kFloat32);
+    EXPECT_FALSE(g.type_of("x")->is_sequence);
     auto out = engine->run({{"x", x}});
     EXPECT_EQ(out.at("y").shape(), (Shape{5, 3}));
     EXPECT_EQ(values(out.at("y")), expected);
   }
+}
+
+// --mark-all-outputs marks the intermediate tensors of a model with sequences, never a sequence (engine I/O are
+// tensors): the engine runs and gives the same output.
+TEST(SequenceOps, MarkAllOutputsSkipsSequences) {
+  const std::string path = ::testing::TempDir() + "/kilnrt_sequence_mark_all.onnx";
+  std::ofstream(path, std::ios::binary) << list_model().serialize();
+  BuildOptions opt;
+  opt.device = "cpu";
+  opt.mark_all_outputs = true;
+  const std::vector<uint8_t> bytes = build_engine(path, opt);
+  auto engine = Engine::from_bytes(bytes.data(), bytes.size(), "mark_all.engine");
+  std::vector<std::string> names;
+  for (const TensorInfo& o : engine->outputs()) names.push_back(o.name);
+  EXPECT_EQ(names.front(), "y");
+  for (const std::string& n : names) EXPECT_FALSE(engine->impl().graph.type_of(n)->is_sequence) << n;
+  const Tensor x = f32(std::vector<float>(15, 1.5f), {5, 3});
+  auto out = engine->run({{"x", x}});
+  EXPECT_EQ(values(out.at("y")), std::vector<float>(15, 3.f));
 }
 
 }  // namespace
