@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -389,6 +390,27 @@ TEST(SequenceOps, SequenceMapRunsTheBodyPerElement) {
   expect_error(bad, {{"a0", f32({1}, {1})}, {"a1", f32({1}, {1})}, {"b0", f32({1}, {1})}, {"b1", f32({1}, {1})},
                      {"t", f32({1}, {1})}},
                ErrorCode::kInvalidArgument, "map", "sequence input 1 has 1 elements, input_sequence has 2");
+}
+
+// A sequence where a tensor is expected (and the reverse) is an error naming the node, never "input missing".
+TEST(SequenceOps, SequenceWhereATensorIsExpected) {
+  ir::Graph relu = graph({"x"}, {"y"});
+  relu.nodes.push_back(node("make", "SequenceConstruct", {"x"}, {"s"}));
+  relu.nodes.push_back(node("act", "Relu", {"s"}, {"y"}));
+  expect_error(relu, {{"x", f32({1}, {1})}}, ErrorCode::kInvalidArgument, "act", "is a sequence; Relu takes tensors");
+  ir::Graph nested = graph({"x"}, {"n"});
+  nested.nodes.push_back(node("make", "SequenceConstruct", {"x"}, {"s"}));
+  nested.nodes.push_back(node("nest", "SequenceConstruct", {"s"}, {"s2"}));
+  nested.nodes.push_back(node("len", "SequenceLength", {"s2"}, {"n"}));
+  expect_error(nested, {{"x", f32({1}, {1})}}, ErrorCode::kInvalidArgument, "nest", "must be a tensor, not a sequence");
+  ir::Graph at = graph({"x", "p"}, {"y"});
+  at.nodes.push_back(node("pick", "SequenceAt", {"x", "p"}, {"y"}));
+  expect_error(at, {{"x", f32({1}, {1})}, {"p", i64(0)}}, ErrorCode::kInvalidArgument, "pick", "must be a sequence");
+  // Split sizes that overflow int64 when added: an error, not undefined behaviour.
+  ir::Graph split = split_graph(true, 1, 1);
+  const int64_t big = std::numeric_limits<int64_t>::max() / 2 + 1;
+  expect_error(split, {{"x", Tensor::empty(DType::kFloat32, {0, big})}, {"split", i64s({big, big, big})}},
+               ErrorCode::kInvalidArgument, "split", "add up to more than");
 }
 
 TEST(SequenceOps, SequenceGraphOutputIsAClearError) {

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "core/check.h"
+#include "ops/sequence/sequence_support.h"
 
 namespace kilnrt::backends::cpu {
 
@@ -12,6 +13,15 @@ std::vector<std::string> subgraph_free_values(const ir::Node& node) { return ir:
 CpuPlan::CpuPlan(const ir::Graph& graph) : CpuPlan(graph, {}) {}
 
 namespace {
+// Ops that accept sequence inputs: the sequence ops, Identity, and nodes with bodies (If/Loop/Scan/SequenceMap pass
+// sequences in and out of them).
+bool takes_sequences(const ir::Node& node) {
+  if (ops::is_sequence_op(node.op_type) || node.op_type == "Identity") return true;
+  for (const auto& kv : node.attrs)
+    if (kv.second.kind == ir::Attribute::Kind::kGraph) return true;
+  return false;
+}
+
 void add_timing(CpuProfile* profile, size_t step, std::chrono::steady_clock::time_point start,
                 std::chrono::steady_clock::time_point end) {
   using Ms = std::chrono::duration<double, std::milli>;
@@ -119,6 +129,9 @@ std::map<std::string, PlanValue> CpuPlan::run_values(const std::map<std::string,
     for (int in : step.inputs) ctx.inputs.push_back(in >= 0 ? &slots[in] : nullptr);
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       if (step.inputs[i] < 0 || !seqs[step.inputs[i]]) continue;
+      KILNRT_CHECK(takes_sequences(*step.node), kInvalidArgument, step.node->describe(),
+                   "input '" << (i < step.node->inputs.size() ? step.node->inputs[i] : "outer scope")
+                             << "' is a sequence; " << step.node->op_type << " takes tensors");
       ctx.seq_inputs.resize(step.inputs.size(), nullptr);
       ctx.seq_inputs[i] = seqs[step.inputs[i]].get();
     }

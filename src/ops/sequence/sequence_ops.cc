@@ -5,6 +5,7 @@
 // sequence's length, naming the node.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -107,9 +108,16 @@ void concat_from_sequence_infer(ShapeContext& ctx) {
 
 // ---- kernels ----------------------------------------------------------------------------------------------------
 
+// Input i as a tensor; a sequence there is an error naming the node (instead of "input i is missing").
+const Tensor& tensor_input(const CpuContext& ctx, size_t i) {
+  KILNRT_CHECK(!ctx.has_sequence_input(i), kInvalidArgument, ctx.node.describe(),
+               "input " << i << " ('" << ctx.node.inputs[i] << "') must be a tensor, not a sequence");
+  return ctx.input(i);
+}
+
 // A position input (scalar int32/int64) normalised against `[-len, len + extra - 1]`; throws naming the node.
 int64_t position(const CpuContext& ctx, size_t input, int64_t len, int64_t extra) {
-  const Tensor& p = ctx.input(input);
+  const Tensor& p = tensor_input(ctx, input);
   KILNRT_CHECK(p.numel() == 1 && (p.dtype() == DType::kInt64 || p.dtype() == DType::kInt32), kInvalidArgument,
                ctx.node.describe(), "position must be one int32/int64 element");
   const int64_t pos = tensor_to_int64s(p)[0];
@@ -131,7 +139,7 @@ void sequence_empty_cpu(CpuContext& ctx) { ctx.set_sequence_output(0, {}); }
 void sequence_construct_cpu(CpuContext& ctx) {
   TensorSequence seq;
   for (size_t i = 0; i < ctx.node.inputs.size(); ++i) {
-    const Tensor& t = ctx.input(i);
+    const Tensor& t = tensor_input(ctx, i);
     check_element_dtype(ctx, seq, t);
     seq.push_back(t);
   }
@@ -140,7 +148,7 @@ void sequence_construct_cpu(CpuContext& ctx) {
 
 void sequence_insert_cpu(CpuContext& ctx) {
   TensorSequence seq = ctx.sequence_input(0);
-  const Tensor& t = ctx.input(1);
+  const Tensor& t = tensor_input(ctx, 1);
   check_element_dtype(ctx, seq, t);
   const int64_t len = static_cast<int64_t>(seq.size());
   const int64_t pos = ctx.has_input(2) ? position(ctx, 2, len, 1) : len;
@@ -185,7 +193,7 @@ Tensor copy_range(const Tensor& x, int64_t axis, int64_t begin, int64_t count, c
 
 void split_to_sequence_cpu(CpuContext& ctx) {
   const ir::Node& node = ctx.node;
-  const Tensor& x = ctx.input(0);
+  const Tensor& x = tensor_input(ctx, 0);
   KILNRT_CHECK(x.rank() >= 1, kInvalidArgument, node.describe(), "SplitToSequence needs an input of rank >= 1");
   const int64_t axis = normalize_axis(node.attr_int("axis", 0), x.rank(), node);
   const int64_t dim = x.shape()[axis];
@@ -205,6 +213,8 @@ void split_to_sequence_cpu(CpuContext& ctx) {
       int64_t sum = 0;
       for (int64_t s : v) {
         KILNRT_CHECK(s >= 0, kInvalidArgument, node.describe(), "split sizes must not be negative, got " << s);
+        KILNRT_CHECK(s <= dim - sum, kInvalidArgument, node.describe(),
+                     "split sizes add up to more than the axis' " << dim);
         sum += s;
       }
       KILNRT_CHECK(sum == dim, kInvalidArgument, node.describe(),
@@ -250,6 +260,8 @@ void concat_from_sequence_cpu(CpuContext& ctx) {
       KILNRT_CHECK(d == axis || s[d] == out_shape[d], kInvalidArgument, node.describe(),
                    "sequence element " << k << " has shape " << shape_to_string(t.shape()) << ", element 0 has "
                                        << shape_to_string(first.shape()) << ": they differ outside axis " << axis);
+    KILNRT_CHECK(s[axis] <= std::numeric_limits<int64_t>::max() - out_shape[axis], kInvalidArgument,
+                 node.describe(), "the concatenated axis is too long");
     out_shape[axis] += s[axis];
     parts.push_back(std::move(s));
   }
