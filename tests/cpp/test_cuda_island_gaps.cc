@@ -60,13 +60,14 @@ void compare16(const ir::Node& node, const std::vector<Tensor>& inputs, const st
 // ---- host tests ---------------------------------------------------------------------------------------------------
 
 TEST(CudaIslandHost, Float32ViewRetypesConvertsAndDropsPrecision) {
-  Op mm("MatMul", 2);
+  Op mm("Einsum", 2);
+  mm.s("equation", "ij,jk->ik");
   mm.node.attrs[backends::cuda::kPrecisionAttr].kind = ir::Attribute::Kind::kString;
   mm.node.attrs[backends::cuda::kPrecisionAttr].s = "fp16";
   const Tensor w = to16(random_tensor({4, 3}, 7), DType::kBFloat16);
-  OneNode one(mm.node, {to16(random_tensor({2, 4}, 6), DType::kBFloat16), w}, {false, true});
+  OneNode one(mm.node, {to16(random_tensor({2, 4}, 6), DType::kBFloat16), w}, {false, true}, 12);
   std::string why = backends::cuda::cuda_supports(mm.node, one.g);
-  ASSERT_FALSE(why.empty()) << "MatMul takes bfloat16 natively now: pick another float32-only layer for this test";
+  ASSERT_FALSE(why.empty()) << "Einsum takes bfloat16 natively now: pick another float32-only layer for this test";
   auto view = backends::cuda::float32_island_view(one.g.nodes[0], one.g, why);
   ASSERT_TRUE(view) << why;
   EXPECT_TRUE(why.empty());
@@ -80,7 +81,7 @@ TEST(CudaIslandHost, Float32ViewRetypesConvertsAndDropsPrecision) {
   // The original graph is untouched.
   EXPECT_EQ(one.g.type_of(mm.node.inputs[0])->dtype, DType::kBFloat16);
   // Float32 tensors: no view (nothing to retype), the reason stays.
-  OneNode f32(mm.node, {random_tensor({2, 4}, 6), random_tensor({4, 3}, 7)});
+  OneNode f32(mm.node, {random_tensor({2, 4}, 6), random_tensor({4, 3}, 7)}, {}, 12);
   std::string why32 = "some reason";
   EXPECT_FALSE(backends::cuda::float32_island_view(f32.g.nodes[0], f32.g, why32));
   EXPECT_EQ(why32, "some reason");
@@ -97,6 +98,7 @@ TEST(CudaIslandHost, CheckSupportedAcceptsIslandsAndNewLayers) {
     SCOPED_TRACE(dtype_name(t));
     OneNode mm(Op("MatMul", 2).node, {to16(random_tensor({2, 4}, 1), t), to16(random_tensor({4, 3}, 2), t)});
     EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(mm.g));
+    EXPECT_EQ(backends::cuda::cuda_supports(mm.g.nodes[0], mm.g), "");  // native, no island
     OneNode elu(Op("Elu", 1).f("alpha", 0.5f).node, {to16(random_tensor({3, 5}, 3), t)});
     EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(elu.g));
     OneNode ein(Op("Einsum", 2).s("equation", "ij,jk->ik").node,
@@ -122,7 +124,7 @@ TEST(CudaIslandHost, CheckSupportedAcceptsIslandsAndNewLayers) {
   }
 }
 
-// The island cases: 16-bit tensors into float32-only CUDA layers.
+// The 16-bit cases: tensors into float32-only CUDA layers (islands), and MatMul (native).
 struct Case16 {
   ir::Node node;
   std::vector<Tensor> inputs;
@@ -131,8 +133,12 @@ struct Case16 {
 };
 std::vector<Case16> island_cases(DType t) {
   std::vector<Case16> c;
+  // MatMul runs these natively (cuBLASLt with 16-bit A / B / D), the others as islands.
   c.push_back({Op("MatMul", 2).node, {to16(random_tensor({2, 3, 8}, 21), t), to16(random_tensor({8, 5}, 22), t)}});
-  // Weights as a 16-bit constant (uploaded 16-bit, converted in the island).
+  c.push_back({Op("MatMul", 2).node, {to16(random_tensor({2, 3, 8}, 19), t), to16(random_tensor({2, 8, 5}, 20), t)}});
+  c.push_back({Op("MatMul", 2).node,
+               {to16(random_tensor({2, 1, 3, 8}, 17), t), to16(random_tensor({1, 2, 8, 5}, 18), t)}});  // broadcast
+  // Weights as a 16-bit constant (uploaded 16-bit as they are).
   c.push_back({Op("MatMul", 2).node, {to16(random_tensor({4, 8}, 23), t), to16(random_tensor({8, 6}, 24), t)},
                {false, true}});
   c.push_back({Op("Elu", 1).f("alpha", 0.7f).node, {to16(random_tensor({3, 7}, 25, -3.f, 3.f), t)}});
@@ -192,18 +198,25 @@ TEST(CudaIslandGaps, UniqueOn16BitValuesIsNative) {
   }
 }
 
-TEST(CudaIslandGaps, IslandsAreReportedAsFloat32) {
+TEST(CudaIslandGaps, IslandsAndNative16BitMatMulAreReported) {
   KILNRT_SKIP_WITHOUT_GPU();
-  OneNode one(Op("MatMul", 2, 1, "mm16").node,
-              {to16(random_tensor({2, 4}, 41), DType::kFloat16), to16(random_tensor({4, 3}, 42), DType::kFloat16)});
   kilnrt::cuda::ContextGuard guard(0);
+  OneNode one(Op("Elu", 1, 1, "elu16").node, {to16(random_tensor({2, 4}, 41), DType::kFloat16)});
   backends::cuda::CudaPlan plan(one.g, 0);
-  const auto tactics = plan.tactics();
-  ASSERT_EQ(tactics.size(), 1u);
-  EXPECT_NE(tactics[0].second.find("+fp32-island"), std::string::npos) << tactics[0].second;
+  ASSERT_EQ(plan.tactics().size(), 1u);
+  EXPECT_NE(plan.tactics()[0].second.find("+fp32-island"), std::string::npos) << plan.tactics()[0].second;
   EXPECT_EQ(plan.precisions().at(0).second, "fp32");
-  // A float32 MatMul is no island.
-  OneNode f32(Op("MatMul", 2, 1, "mm32").node, {random_tensor({2, 4}, 41), random_tensor({4, 3}, 42)});
+  // MatMul runs 16-bit model tensors natively (cuBLASLt, float32 compute): no island.
+  for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+    OneNode mm(Op("MatMul", 2, 1, "mm16").node,
+               {to16(random_tensor({2, 4}, 42), t), to16(random_tensor({4, 3}, 43), t)});
+    backends::cuda::CudaPlan p16(mm.g, 0);
+    const std::string tactic = p16.tactics().at(0).second;
+    EXPECT_EQ(tactic.find("island"), std::string::npos) << tactic;
+    EXPECT_NE(tactic.find(t == DType::kFloat16 ? "-fp16-io" : "-bf16-io"), std::string::npos) << tactic;
+  }
+  // A float32 layer is no island.
+  OneNode f32(Op("Elu", 1, 1, "elu32").node, {random_tensor({2, 4}, 44)});
   backends::cuda::CudaPlan plan32(f32.g, 0);
   EXPECT_EQ(plan32.tactics().at(0).second.find("island"), std::string::npos);
 }

@@ -155,8 +155,13 @@ std::string gemm_tactic(const char* what, Precision p) {
 class MatMulLayer final : public CudaLayer {
  public:
   explicit MatMulLayer(const LayerCreateArgs& a)
-      : name_(a.node.describe()), precision_(node_precision(a.node)), b16_(weight_16(a, 1, precision_)) {}
-  std::string tactic() const override { return gemm_tactic("matmul", precision_); }
+      : name_(a.node.describe()), precision_(node_precision(a.node)), b16_(weight_16(a, 1, precision_)),
+        io16_(value_dtype(a.graph, a.node.inputs.at(0))) {}
+  // "-fp16-io" / "-bf16-io": 16-bit model tensors (matmul_inputs) read and written as they are.
+  std::string tactic() const override {
+    const char* io = io16_ == DType::kFloat16 ? "-fp16-io" : io16_ == DType::kBFloat16 ? "-bf16-io" : "";
+    return gemm_tactic("matmul", precision_) + io;
+  }
   bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     Shape as = l.inputs[0].shape, bs = l.inputs[1].shape;
@@ -216,6 +221,7 @@ class MatMulLayer final : public CudaLayer {
   std::string name_;
   Precision precision_;
   const void* b16_;
+  DType io16_;
 };
 
 class GemmLayer final : public CudaLayer {
@@ -613,10 +619,22 @@ std::string float_inputs(const ir::Node& n, const ir::Graph& g) {
   return "";
 }
 
+// MatMul also takes float16 / bfloat16 model tensors natively (A, B, Y of one 16-bit type: cuBLASLt with float32
+// compute, as in 16-bit engines, see set_precision), in any engine, instead of a float32 island.
+std::string matmul_inputs(const ir::Node& n, const ir::Graph& g) {
+  if (n.inputs.size() == 2 && n.outputs.size() == 1 && node_precision(n) != Precision::kTf32) {
+    const DType a = value_dtype(g, n.inputs[0]);
+    if ((a == DType::kFloat16 || a == DType::kBFloat16) && value_dtype(g, n.inputs[1]) == a &&
+        value_dtype(g, n.outputs[0]) == a)
+      return "";
+  }
+  return float_inputs(n, g);
+}
+
 struct Register {
   Register() {
     auto& r = LayerRegistry::instance();
-    r.add({"MatMul", float_inputs,
+    r.add({"MatMul", matmul_inputs,
            [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<MatMulLayer>(a); }});
     r.add({"Gemm", float_inputs,
            [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<GemmLayer>(a); }});
