@@ -159,6 +159,25 @@ TEST(OpsMoreQuant, IntegerMatMulAndConv) {
   EXPECT_EQ(values(yc)[5], 1);
 }
 
+// Fuzz finding (onnx_build 1M run of session 3, at 653,473): MatMulInteger with per-row / per-column zero points
+// of the wrong length read past them (ASan heap-buffer-overflow); input
+// tests/fixtures/fuzz/onnx_build/matmulinteger_zero_point_length.
+TEST(OpsMoreQuant, MatMulIntegerZeroPointLengthsAreChecked) {
+  Tensor a = u8({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = u8({1, 0, 0, 1, 1, 1}, {3, 2});
+  Tensor bad_azp = u8({1, 2, 3}, {3});  // A has 2 rows
+  Tensor bzp = u8({0}, {1});
+  EXPECT_THROW(run1(Node("MatMulInteger", 4).node, {&a, &b, &bad_azp, &bzp}, 10), Error);
+  Tensor azp = u8({0}, {1});
+  Tensor bad_bzp = u8({1, 2, 3, 4, 5}, {5});  // B has 2 columns
+  EXPECT_THROW(run1(Node("MatMulInteger", 4).node, {&a, &b, &azp, &bad_bzp}, 10), Error);
+  Tensor empty_zp = u8({}, {0});
+  EXPECT_THROW(run1(Node("MatMulInteger", 4).node, {&a, &b, &empty_zp, &bzp}, 10), Error);
+  Tensor row_azp = u8({1, 2}, {2});
+  // y[m][n] = sum_k (a[m][k] - azp[m]) * b[k][n]: row 0 (0,1,2) -> (2, 3); row 1 (2,3,4) -> (6, 7)
+  expect_values(run1(Node("MatMulInteger", 4).node, {&a, &b, &row_azp, &bzp}, 10), {2, 3, 6, 7});
+}
+
 TEST(OpsMoreGridSample, IdentityGridAndZerosPadding) {
   Tensor x = f32({1, 2, 3, 4}, {1, 1, 2, 2});
   // align_corners=1: corners map to pixel centres; (x=3, y=0) is outside -> 0 with zeros padding

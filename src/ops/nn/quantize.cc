@@ -116,6 +116,11 @@ std::vector<double> matmul_zp(const Tensor& at, const Tensor* azp_t, const Tenso
   const std::vector<double> a = tensor_to_doubles(at, node), b = tensor_to_doubles(bt, node);
   const std::vector<double> azp = azp_t ? tensor_to_doubles(*azp_t, node) : std::vector<double>{0.0};
   const std::vector<double> bzp = bzp_t ? tensor_to_doubles(*bzp_t, node) : std::vector<double>{0.0};
+  // A zero point is a scalar / 1-element tensor, or per row of A (M values) / per column of B (N values).
+  KILNRT_CHECK(azp.size() == 1 || static_cast<int64_t>(azp.size()) == M, kInvalidArgument, node.describe(),
+               "a_zero_point has " << azp.size() << " elements: expected 1 or " << M << " (rows of A)");
+  KILNRT_CHECK(bzp.size() == 1 || static_cast<int64_t>(bzp.size()) == N, kInvalidArgument, node.describe(),
+               "b_zero_point has " << bzp.size() << " elements: expected 1 or " << N << " (columns of B)");
   int64_t nb = 1;
   for (int64_t d : batch) nb *= d;
   std::vector<double> y(static_cast<size_t>(nb * M * N), 0.0);
@@ -158,7 +163,11 @@ void matmul_integer_cpu(CpuContext& ctx) {
   ctx.outputs[0] = tensor_from_doubles(y, DType::kInt32, out);
 }
 
-double scalar_of(const Tensor& t, const ir::Node& node) { return tensor_to_doubles(t, node).at(0); }
+double scalar_of(const Tensor& t, const ir::Node& node) {
+  const std::vector<double> v = tensor_to_doubles(t, node);
+  KILNRT_CHECK(!v.empty(), kInvalidArgument, node.describe(), "a scale / zero-point input is empty (expected a scalar)");
+  return v[0];
+}
 
 void qlinear_matmul_cpu(CpuContext& ctx) {
   Shape out;
