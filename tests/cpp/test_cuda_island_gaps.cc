@@ -137,7 +137,7 @@ std::vector<Case16> island_cases(DType t) {
   c.push_back({Op("MatMul", 2).node, {to16(random_tensor({2, 3, 8}, 21), t), to16(random_tensor({8, 5}, 22), t)}});
   c.push_back({Op("MatMul", 2).node, {to16(random_tensor({2, 3, 8}, 19), t), to16(random_tensor({2, 8, 5}, 20), t)}});
   c.push_back({Op("MatMul", 2).node,
-               {to16(random_tensor({2, 1, 3, 8}, 17), t), to16(random_tensor({1, 2, 8, 5}, 18), t)}});  // broadcast
+               {to16(random_tensor({2, 1, 4, 8}, 17), t), to16(random_tensor({1, 2, 8, 8}, 18), t)}});  // broadcast
   // Weights as a 16-bit constant (uploaded 16-bit as they are).
   c.push_back({Op("MatMul", 2).node, {to16(random_tensor({4, 8}, 23), t), to16(random_tensor({8, 6}, 24), t)},
                {false, true}});
