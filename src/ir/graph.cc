@@ -204,6 +204,7 @@ std::string Graph::to_string(bool with_types) const {
       if (const TensorType* t = type_of(v)) {
         s += ":" + std::string(dtype_name(t->dtype));
         s += t->has_shape ? "[" + sym_shape_to_string(t->shape) + "]" : "[?]";
+        if (t->is_sequence) s += " sequence";  // a sequence of such tensors
       }
     }
     return s;

@@ -273,6 +273,10 @@ TEST(SequenceOps, ShapeFunctions) {
   EXPECT_TRUE(g.type_of("e")->is_sequence);
   EXPECT_EQ(g.type_of("e")->dtype, DType::kInt32);
   EXPECT_FALSE(g.type_of("e")->has_shape);
+  // The listing (inspect, debugging) says which values are sequences.
+  const std::string listing = g.to_string();
+  EXPECT_NE(listing.find("-> s:float32[batchx1] sequence"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("-> last:float32[batchx1]\n"), std::string::npos) << listing;
 }
 
 // Loop with a sequence state: seq starts empty (SequenceEmpty outside), each iteration appends x * i where x is an
