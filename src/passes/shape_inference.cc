@@ -1,6 +1,7 @@
 #include "passes/shape_inference.h"
 
 #include "core/check.h"
+#include "passes/control_flow_types.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::passes {
@@ -60,6 +61,7 @@ void infer_shapes(ir::Graph& graph) {
       ir::TensorType merged = merge_types(ctx.outputs[i], it == graph.types.end() ? nullptr : &it->second);
       graph.types[node.outputs[i]] = std::move(merged);
     }
+    type_control_flow_outputs(node, graph);  // If/Loop/Scan outputs the bodies do not declare
   }
 }
 

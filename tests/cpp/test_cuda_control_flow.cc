@@ -226,6 +226,49 @@ ir::Graph nested_graph() {
 
 // ---- host: placement without a GPU -----------------------------------------------------------------------------
 
+// z = Transpose(If(c) { x + x } else { Neg(x) }) with branch results left undeclared, as in ONNX function-expanded
+// bodies (test_linear_attention_*_expanded): the If's output dtype comes from the branches (passes/control_flow_types).
+ir::Graph undeclared_if_graph() {
+  ir::Graph g;
+  g.opsets[""] = 17;
+  input(g, "c", DType::kBool, {});
+  input(g, "x", DType::kFloat32, {2, 3});
+  g.outputs = {"z"};
+  ir::Graph then_b, else_b;
+  add_node(then_b, "Add", "twice", {"x", "x"}, {"t"});
+  then_b.outputs = {"t"};
+  add_node(else_b, "Neg", "negate", {"x"}, {"e"});
+  else_b.outputs = {"e"};
+  ir::Node& n = add_node(g, "If", "the_if", {"c"}, {"y"});
+  set_graph(n, "then_branch", std::move(then_b));
+  set_graph(n, "else_branch", std::move(else_b));
+  add_node(g, "Transpose", "after_if", {"y"}, {"z"});
+  passes::infer_shapes(g);
+  return g;
+}
+
+// float16 tensors in a float32 engine with a sync point (test_range_float16_*_expanded): Loop(M, , v0) over float16
+// values, body (undeclared) v + x and scan output v + v; y = Elu(scan outputs), which runs as a float32 island of
+// the segmented run.
+ir::Graph float16_loop_graph() {
+  ir::Graph g;
+  g.opsets[""] = 17;
+  input(g, "M", DType::kInt64, {});
+  input(g, "v0", DType::kFloat16, {3});
+  input(g, "x", DType::kFloat16, {3});
+  g.outputs = {"v_final", "y"};
+  ir::Graph b;
+  b.inputs = {"i", "c_in", "v"};
+  add_node(b, "Add", "step", {"v", "x"}, {"v_next"});
+  add_node(b, "Add", "twice", {"v", "v"}, {"v_scan"});
+  b.outputs = {"c_in", "v_next", "v_scan"};
+  ir::Node& n = add_node(g, "Loop", "the_loop", {"M", "", "v0"}, {"v_final", "v_all"});
+  set_graph(n, "body", std::move(b));
+  add_node(g, "Elu", "elu16", {"v_all"}, {"y"});
+  passes::infer_shapes(g);
+  return g;
+}
+
 std::string tactic_of(const CudaPlan& plan, const std::string& node) {
   for (const auto& [name, tactic] : plan.tactics())
     if (name == node) return tactic;
@@ -293,6 +336,21 @@ TEST(CudaControlFlowHost, MismatchedBodySignaturesAreClearErrors) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
     EXPECT_NE(std::string(e.what()).find("Loop body takes 4 inputs, expected 3"), std::string::npos) << e.what();
   }
+}
+
+TEST(CudaControlFlowHost, UndeclaredBodyOutputsAreTypedForTheirConsumers) {
+  const ir::Graph g = undeclared_if_graph();
+  ASSERT_NE(g.type_of("z"), nullptr);
+  EXPECT_EQ(g.type_of("z")->dtype, DType::kFloat32);
+  EXPECT_NO_THROW(CudaPlan::check_supported(g));  // was: Transpose 'after_if': unknown dtype
+}
+
+TEST(CudaControlFlowHost, Float32IslandsInPlansWithSyncPoints) {
+  const ir::Graph g = float16_loop_graph();
+  EXPECT_EQ(g.type_of("y")->dtype, DType::kFloat16);
+  CudaPlan plan(g, 0);  // was refused: an island needed an engine without sync points
+  EXPECT_EQ(plan.sync_points(), 1);
+  EXPECT_NE(tactic_of(plan, "elu16").find("+fp32-island"), std::string::npos) << tactic_of(plan, "elu16");
 }
 
 TEST(CudaControlFlowHost, SixteenBitEnginesRefuseControlFlowNamingTheNode) {
@@ -464,6 +522,47 @@ TEST(CudaControlFlow, IfNestedInLoop) {
   for (int64_t m : {4, 1, 0, 4}) {
     SCOPED_TRACE("M " + std::to_string(m));
     expect_matches_cpu(s, {{"M", i64(m)}, {"v0", f32({1, -2, 3}, {3})}, {"x", f32({2, 0.5f, -1}, {3})}});
+  }
+}
+
+TEST(CudaControlFlow, IfWithUndeclaredBranchOutputsFeedsATranspose) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const ir::Graph g = undeclared_if_graph();
+  Session s(g);
+  for (bool c : {true, false}) {
+    SCOPED_TRACE(std::string("cond ") + (c ? "true" : "false"));
+    expect_matches_cpu(s, {{"c", boolean(c)}, {"x", ramp({2, 3}, -1, 0.75f)}});
+  }
+}
+
+// float16 -> float32 values for comparisons at 16-bit tolerance.
+Tensor widen16(const Tensor& h) {
+  Tensor f = Tensor::empty(DType::kFloat32, h.shape());
+  for (int64_t i = 0; i < h.numel(); ++i) f.data<float>()[i] = half_to_float(h.data<uint16_t>()[i]);
+  return f;
+}
+Tensor half(std::vector<float> v) {
+  Tensor h = Tensor::empty(DType::kFloat16, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) h.data<uint16_t>()[i] = float_to_half(v[i]);
+  return h;
+}
+
+TEST(CudaControlFlow, Float16LoopWithFloat32IslandInASegmentedRun) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const ir::Graph g = float16_loop_graph();
+  Session s(g);
+  for (int64_t m : {3, 1, 4}) {
+    SCOPED_TRACE("M " + std::to_string(m));
+    const std::map<std::string, Tensor> feeds{{"M", i64(m)}, {"v0", half({-2.5f, 0.25f, 1.5f})},
+                                              {"x", half({0.5f, -0.75f, 0.125f})}};
+    const auto want = run_cpu(g, feeds);
+    const auto got = s.run(feeds);
+    for (const char* name : {"v_final", "y"}) {
+      SCOPED_TRACE(name);
+      ASSERT_EQ(got.at(name).dtype(), DType::kFloat16);
+      expect_tensors_close(widen16(got.at(name)), widen16(want.at(name)), 2e-3, 2e-3);
+    }
+    EXPECT_EQ(got.at("y").shape(), (Shape{m, 3}));
   }
 }
 

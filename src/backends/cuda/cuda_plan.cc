@@ -134,9 +134,9 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
     else if (host_slot_[os]) upload_slot_[os] = 1;
   }
   for (const Step& st : steps_)
-    KILNRT_CHECK(!st.island_view || sync_points_ == 0, kUnsupported, st.node->describe(),
+    KILNRT_CHECK(!st.island_view || !st.data_dependent, kUnsupported, st.node->describe(),
                  "the CUDA backend cannot run this node: " << cuda_supports(*st.node, graph)
-                     << " (a float32 island of its 16-bit tensors needs an engine without data-dependent shapes)");
+                     << " (a float32 island of its 16-bit tensors cannot have a data-dependent output shape)");
   // --fp16 / --bf16 engines: float activations are stored in 16 bits between layers (the plan's precision).
   for (const Step& st : steps_) {
     if (st.host) continue;

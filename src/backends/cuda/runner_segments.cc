@@ -11,6 +11,7 @@
 
 #include "backends/cuda/control_flow_layer.h"
 #include "backends/cuda/data_dependent_layer.h"
+#include "backends/cuda/float32_island.h"
 #include "backends/cuda/plan_internal.h"
 #include "backends/cuda/runner_profiling.h"
 #include "core/logging.h"
@@ -182,6 +183,16 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       t.dtype = sg.dtypes[in];
       t.host = sg.host_values[in].defined() ? &sg.host_values[in] : nullptr;
       t.data = ptrs_[in];
+      // Float32 island of 16-bit model tensors (float32_island.h; segmented plans are float32 engines, so only
+      // islands made from a float32 view): the layer reads a float32 copy in the pool.
+      if (step.island_view && is_16bit_float(t.dtype) && !t.host) {
+        void* f32 = sg.alloc(plan_.device_, shape_numel(t.shape) * sizeof(float));
+        check_launch(kilnrt::cuda::kernels::f16_to_32(t.data, static_cast<float*>(f32), t.numel(),
+                                                      t.dtype == DType::kBFloat16 ? 1 : 0, stream),
+                     node.describe(), "f16_to_32");
+        t.data = f32;
+        t.dtype = DType::kFloat32;
+      }
     }
     if (auto* cf = dynamic_cast<ControlFlowLayer*>(step.layer.get())) {
       // If / Loop / Scan (layers_control_flow.cc): the layer runs its bodies, sizes its outputs and takes their
@@ -234,6 +245,9 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       if (os < 0) continue;
       ptrs_[os] = sg.alloc(plan_.device_, bytes_of(os));
       launch.outputs[o] = LayerOutput{ptrs_[os], sg.dtypes[os], sg.shapes[os], true};
+      if (step.island_view && is_16bit_float(sg.dtypes[os]))  // island: float32 scratch, converted below
+        launch.outputs[o] = LayerOutput{sg.alloc(plan_.device_, shape_numel(sg.shapes[os]) * sizeof(float)),
+                                        DType::kFloat32, sg.shapes[os], true};
     }
     const bool timed = profiler_ && profiler_->armed();
     if (timed) profiler_->begin(si, stream);
@@ -244,6 +258,14 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       throw e.with_context(node.describe());
     }
     if (timed) profiler_->end(si, stream);
+    for (size_t o = 0; step.island_view && o < step.outputs.size(); ++o) {
+      const int os = step.outputs[o];
+      if (os < 0 || !is_16bit_float(sg.dtypes[os])) continue;
+      const LayerOutput& out = launch.outputs[o];
+      check_launch(kilnrt::cuda::kernels::f32_to_16(static_cast<const float*>(out.data), ptrs_[os], out.numel(),
+                                                    sg.dtypes[os] == DType::kBFloat16 ? 1 : 0, stream),
+                   node.describe(), "f32_to_16");
+    }
     if (dd) {
       ++sg.syncs;  // the layer read its count on the host
       for (size_t o = 0; o < step.outputs.size(); ++o) {
