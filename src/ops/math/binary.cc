@@ -167,7 +167,30 @@ OpSchema mod_schema() {
 }
 KILNRT_REGISTER_OP(mod_schema());
 
-// BitShift (opset 11): unsigned integers; direction LEFT or RIGHT; shifts of the type's width or more give 0.
+// BitShift: unsigned integers (opset 11) and, from opset 28, signed integers too: a right
+// shift of a signed value is arithmetic (the sign bit fills the vacated bits), a left shift wraps in two's
+// complement. A shift amount outside [0, width) gives the full-width result: 0, or -1 for a right shift of a
+// negative value.
+template <class C>
+C shift_value(C x, C y, bool left) {
+  using U = std::make_unsigned_t<C>;
+  constexpr int kWidth = static_cast<int>(sizeof(C) * 8);
+  bool in_range = true;
+  if constexpr (std::is_signed_v<C>) in_range = y >= 0;
+  if (in_range && static_cast<uint64_t>(y) >= static_cast<uint64_t>(kWidth)) in_range = false;
+  if (!in_range) {
+    if constexpr (std::is_signed_v<C>) return (!left && x < 0) ? C(-1) : C(0);
+    return C(0);
+  }
+  const int n = static_cast<int>(y);
+  if (left) return static_cast<C>(static_cast<U>(static_cast<U>(x) << n));
+  if constexpr (std::is_signed_v<C>) {
+    // Arithmetic right shift written without relying on implementation-defined >> of negative values.
+    return x >= 0 ? static_cast<C>(x >> n) : static_cast<C>(~(static_cast<U>(~x) >> n));
+  }
+  return static_cast<C>(x >> n);
+}
+
 void bitshift_cpu(CpuContext& ctx) {
   check_same_dtypes(ctx);
   const Tensor& a = ctx.input(0);
@@ -175,14 +198,16 @@ void bitshift_cpu(CpuContext& ctx) {
   KILNRT_CHECK(dir == "LEFT" || dir == "RIGHT", kInvalidModel, ctx.node.describe(),
                "direction must be LEFT or RIGHT, got '" << dir << "'");
   const DType t = a.dtype();
-  KILNRT_CHECK(t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 || t == DType::kUInt64,
-               kUnsupported, ctx.node.describe(), "BitShift needs an unsigned integer dtype, got " << dtype_name(t));
+  KILNRT_CHECK(ctx.opset >= 28 || t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 ||
+                   t == DType::kUInt64,
+               kUnsupported, ctx.node.describe(),
+               "BitShift before opset 28 needs an unsigned integer dtype, got " << dtype_name(t) << " (opset "
+                                                                               << ctx.opset << ")");
   const bool left = dir == "LEFT";
   ctx.outputs[0] = binary_same_dtype<DTypeSet::kInteger>(a, ctx.input(1), ctx, [left](auto x, auto y) {
     using C = decltype(x);
-    if constexpr (std::is_unsigned_v<C>) {
-      if (static_cast<uint64_t>(y) >= sizeof(C) * 8) return C(0);
-      return static_cast<C>(left ? static_cast<C>(x << y) : static_cast<C>(x >> y));
+    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+      return shift_value<C>(x, y, left);
     } else {
       return x;
     }
@@ -195,11 +220,23 @@ OpSchema bitshift_schema() {
   s.since_version = 11;
   s.infer = [](ShapeContext& ctx) { infer_broadcast(ctx); };
   s.cpu = bitshift_cpu;
-  s.dtypes = {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64};
-  s.doc = "x << y or x >> y (direction), unsigned integers";
+  s.dtypes = {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64,
+              DType::kInt8,  DType::kInt16,  DType::kInt32,  DType::kInt64};
+  s.doc = "x << y or x >> y (direction); signed: arithmetic right shift, out-of-range shifts give 0 or -1";
   return s;
 }
 KILNRT_REGISTER_OP(bitshift_schema());
+
+// Bitwise logic of integers (opset 18).
+KILNRT_REGISTER_OP(binary_schema<DTypeSet::kInteger>("BitwiseAnd", 18, "a & b (integers)", 0, [](const ir::Node&) {
+  return [](auto x, auto y) { return x & y; };
+}));
+KILNRT_REGISTER_OP(binary_schema<DTypeSet::kInteger>("BitwiseOr", 18, "a | b (integers)", 0, [](const ir::Node&) {
+  return [](auto x, auto y) { return x | y; };
+}));
+KILNRT_REGISTER_OP(binary_schema<DTypeSet::kInteger>("BitwiseXor", 18, "a ^ b (integers)", 0, [](const ir::Node&) {
+  return [](auto x, auto y) { return x ^ y; };
+}));
 
 template <class CA, class CB>
 CA pow_value(CA x, CB e) {

@@ -131,6 +131,7 @@ KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Ceil", 1, "ceil(x)", no_attrs
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Round", 11, "round half to even",
                                                   no_attrs([](auto x) { return std::nearbyint(x); })));
 
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kInteger>("BitwiseNot", 18, "~x (integers)", no_attrs([](auto x) { return ~x; })));
 KILNRT_REGISTER_OP(predicate_schema("IsNaN", 9, "x != x", no_attrs([](auto x) { return std::isnan(x); })));
 KILNRT_REGISTER_OP(predicate_schema("IsInf", 10, "x is +inf / -inf (detect_positive, detect_negative)",
                                     [](const ir::Node& n) {
@@ -148,6 +149,13 @@ KILNRT_REGISTER_OP(unary_schema<DTypeSet::kSignedNumeric>("Relu", 1, "max(x, 0),
                                                             return x < C(0) ? C(0) : x;
                                                           })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Sigmoid", 1, "1/(1+e^-x)", no_attrs([](auto x) { return sigmoid(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Swish", 24, "x * sigmoid(alpha * x)", [](const ir::Node& n) {
+  double alpha = n.attr_float("alpha", 1.0f);
+  return [alpha](auto x) {
+    using C = decltype(x);
+    return x * sigmoid(static_cast<C>(C(alpha) * x));
+  };
+}));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("LeakyRelu", 1, "x<0 ? alpha*x : x", [](const ir::Node& n) {
   double alpha = n.attr_float("alpha", 0.01f);
   return [alpha](auto x) {

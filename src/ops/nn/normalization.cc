@@ -1,5 +1,6 @@
 // Normalizations: BatchNormalization (inference), InstanceNormalization, LayerNormalization (with the optional
-// Mean / InvStdDev outputs), GroupNormalization (opset 18 per-group and opset 21 per-channel affine) and LRN.
+// Mean / InvStdDev outputs), RMSNormalization, LpNormalization, GroupNormalization (opset 18 per-group and opset 21
+// per-channel affine) and LRN.
 // Statistics are accumulated in double for the oracle's accuracy.
 #include <algorithm>
 #include <cmath>
@@ -268,6 +269,67 @@ void layer_norm_cpu(CpuContext& ctx) {
   if (ctx.wants_output(2)) ctx.outputs[2] = from_float32(inv_t, stash);
 }
 
+// ---- RMSNormalization (opset 23) -------------------------------------------------------------------------------
+// Y = X / sqrt(mean(X^2 over dims [axis, rank)) + epsilon) * Scale (Scale broadcast to those dims).
+void rms_norm_cpu(CpuContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const DType dtype = ctx.input(0).dtype();
+  stash_dtype(node);
+  Tensor x = to_float32(ctx.input(0), node, "X");
+  const int64_t rank = x.rank();
+  KILNRT_CHECK(rank >= 1, kInvalidArgument, node.describe(), "input X must have rank >= 1");
+  const int64_t axis = normalize_axis(node.attr_int("axis", -1), rank, node);
+  const double eps = node.attr_float("epsilon", 1e-5f);
+  const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+  const int64_t rows = dims_product(x.shape(), 0, axis), len = shape_numel(norm_shape);
+  std::vector<float> scale = broadcast_param(to_float32(ctx.input(1), node, "scale"), norm_shape, node, "scale");
+  Tensor y = Tensor::empty(DType::kFloat32, x.shape());
+  const float* xp = x.data<float>();
+  float* yp = y.data<float>();
+#pragma omp parallel for schedule(static) if (rows * len > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xs = xp + r * len;
+    float* ys = yp + r * len;
+    double sq = 0.0;
+    for (int64_t i = 0; i < len; ++i) sq += static_cast<double>(xs[i]) * xs[i];
+    const double inv = 1.0 / std::sqrt((len > 0 ? sq / static_cast<double>(len) : 0.0) + eps);
+    for (int64_t i = 0; i < len; ++i) ys[i] = static_cast<float>(xs[i] * inv * scale[i]);
+  }
+  ctx.outputs[0] = from_float32(y, dtype);
+}
+
+// ---- LpNormalization -------------------------------------------------------------------------------------------
+// Y = X / (sum over `axis` of |X|^p)^(1/p), p = 1 or 2; a zero norm gives 0 (not NaN).
+void lp_norm_cpu(CpuContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const DType dtype = ctx.input(0).dtype();
+  Tensor x = to_float32(ctx.input(0), node, "input");
+  const int64_t rank = x.rank();
+  KILNRT_CHECK(rank >= 1, kInvalidArgument, node.describe(), "input must have rank >= 1");
+  const int64_t axis = normalize_axis(node.attr_int("axis", -1), rank, node);
+  const int64_t p = node.attr_int("p", 2);
+  KILNRT_CHECK(p == 1 || p == 2, kInvalidModel, node.describe(), "p must be 1 or 2, got " << p);
+  const int64_t outer = dims_product(x.shape(), 0, axis), dim = x.shape()[axis];
+  const int64_t inner = dims_product(x.shape(), axis + 1, rank);
+  Tensor y = Tensor::empty(DType::kFloat32, x.shape());
+  const float* xp = x.data<float>();
+  float* yp = y.data<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * dim * inner + i;
+      double acc = 0.0;
+      for (int64_t k = 0; k < dim; ++k) {
+        const double v = xp[base + k * inner];
+        acc += p == 1 ? std::fabs(v) : v * v;
+      }
+      const double norm = p == 1 ? acc : std::sqrt(acc);
+      for (int64_t k = 0; k < dim; ++k)
+        yp[base + k * inner] = norm == 0.0 ? 0.0f : static_cast<float>(xp[base + k * inner] / norm);
+    }
+  }
+  ctx.outputs[0] = from_float32(y, dtype);
+}
+
 // ---- GroupNormalization ---------------------------------------------------------------------------------------
 
 void group_norm_cpu(CpuContext& ctx) {
@@ -357,6 +419,10 @@ KILNRT_REGISTER_OP(OpSchema{"", "InstanceNormalization", 1, 1000, infer_same_as_
                             float_dtypes(), "per-(N, C) normalization with per-channel scale and bias"});
 KILNRT_REGISTER_OP(OpSchema{"", "LayerNormalization", 17, 1000, infer_layer_norm, layer_norm_cpu, float_dtypes(),
                             "normalization over dims [axis, rank), optional bias, Mean and InvStdDev outputs"});
+KILNRT_REGISTER_OP(OpSchema{"", "RMSNormalization", 23, 1000, infer_same_as_input, rms_norm_cpu, float_dtypes(),
+                            "X / sqrt(mean(X^2 over [axis, rank)) + epsilon) * scale"});
+KILNRT_REGISTER_OP(OpSchema{"", "LpNormalization", 1, 1000, infer_same_as_input, lp_norm_cpu, float_dtypes(),
+                            "X / Lp norm along axis (p = 1 or 2; zero norm gives 0)"});
 KILNRT_REGISTER_OP(OpSchema{"", "GroupNormalization", 18, 1000, infer_same_as_input, group_norm_cpu,
                             float_dtypes(), "group norm: per-group (opset 18) or per-channel (opset 21) affine"});
 KILNRT_REGISTER_OP(OpSchema{"", "LRN", 1, 1000, infer_same_as_input, lrn_cpu, float_dtypes(),

@@ -1,4 +1,5 @@
-// ArgMax / ArgMin (keepdims, select_last_index; the first NaN wins, as in numpy) and CumSum (exclusive, reverse).
+// ArgMax / ArgMin (keepdims, select_last_index; the first NaN wins, as in numpy), CumSum and CumProd (exclusive,
+// reverse).
 #include <string>
 
 #include "ops/math/elementwise.h"
@@ -90,10 +91,23 @@ OpSchema arg_schema(const char* op, const char* doc) {
 KILNRT_REGISTER_OP(arg_schema<true>("ArgMax", "index of the max along axis (int64; ties: first, or last)"));
 KILNRT_REGISTER_OP(arg_schema<false>("ArgMin", "index of the min along axis (int64; ties: first, or last)"));
 
-// ---- CumSum -------------------------------------------------------------------------------------------------
-void cumsum_cpu(CpuContext& ctx) {
+// ---- CumSum / CumProd ---------------------------------------------------------------------------------------
+// kProduct: CumProd (opset 26): the running product (exclusive: starts from 1); else CumSum.
+// Integer accumulation wraps (int64 arithmetic through uint64: signed overflow is undefined in C++).
+template <bool kProduct, class A>
+A combine(A acc, A val) {
+  if constexpr (std::is_integral_v<A>) {
+    const uint64_t a = static_cast<uint64_t>(acc), b = static_cast<uint64_t>(val);
+    return static_cast<A>(kProduct ? a * b : a + b);
+  } else {
+    return kProduct ? acc * val : acc + val;
+  }
+}
+
+template <bool kProduct>
+void cumulative_cpu(CpuContext& ctx) {
   const Tensor& x = ctx.input(0);
-  KILNRT_CHECK(x.rank() >= 1, kInvalidModel, ctx.node.describe(), "CumSum: input must have rank >= 1");
+  KILNRT_CHECK(x.rank() >= 1, kInvalidModel, ctx.node.describe(), ctx.node.op_type << ": input must have rank >= 1");
   const int64_t axis = normalize_axis(read_int_scalar(ctx, 1), x.rank(), ctx.node);
   const bool exclusive = ctx.node.attr_int("exclusive", 0) != 0;
   const bool reverse = ctx.node.attr_int("reverse", 0) != 0;
@@ -110,16 +124,16 @@ void cumsum_cpu(CpuContext& ctx) {
     for (int64_t t = 0; t < lines; ++t) {
       const int64_t o = t / v.inner, i = t % v.inner;
       const int64_t base = o * v.dim * v.inner + i;
-      A acc = 0;
+      A acc = kProduct ? A(1) : A(0);
       for (int64_t s = 0; s < v.dim; ++s) {
         const int64_t k = reverse ? v.dim - 1 - s : s;
         const int64_t off = base + k * v.inner;
         A val = static_cast<A>(Compute<T>::load(in[off]));
         if (exclusive) {
           out[off] = Compute<T>::store(static_cast<compute_t<T>>(acc));
-          acc += val;
+          acc = combine<kProduct, A>(acc, val);
         } else {
-          acc += val;
+          acc = combine<kProduct, A>(acc, val);
           out[off] = Compute<T>::store(static_cast<compute_t<T>>(acc));
         }
       }
@@ -128,17 +142,19 @@ void cumsum_cpu(CpuContext& ctx) {
   ctx.outputs[0] = y;
 }
 
-OpSchema cumsum_schema() {
+template <bool kProduct>
+OpSchema cumulative_schema() {
   OpSchema s;
-  s.op_type = "CumSum";
-  s.since_version = 11;
+  s.op_type = kProduct ? "CumProd" : "CumSum";
+  s.since_version = kProduct ? 26 : 11;
   s.infer = [](ShapeContext& ctx) { set_output_type(ctx, 0, ctx.input(0).dtype, input_shape(ctx, 0)); };
-  s.cpu = cumsum_cpu;
+  s.cpu = cumulative_cpu<kProduct>;
   s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32};
-  s.doc = "cumulative sum along axis (exclusive, reverse)";
+  s.doc = kProduct ? "cumulative product along axis (exclusive, reverse)" : "cumulative sum along axis (exclusive, reverse)";
   return s;
 }
-KILNRT_REGISTER_OP(cumsum_schema());
+KILNRT_REGISTER_OP(cumulative_schema<false>());
+KILNRT_REGISTER_OP(cumulative_schema<true>());
 
 }  // namespace
 }  // namespace kilnrt::ops

@@ -102,6 +102,22 @@ void reduce_cpu(CpuContext& ctx) {
   const bool keepdims = ctx.node.attr_int("keepdims", 1) != 0;
   ReduceLayout L = make_reduce_layout(x.shape(), *axes, keepdims);
   Tensor y = Tensor::empty(x.dtype(), L.out_shape);
+  if constexpr (K == ReduceKind::kMax || K == ReduceKind::kMin) {
+    if (x.dtype() == DType::kBool) {  // opset 20: max = any (empty: false), min = all (empty: true)
+      const bool* in = x.data<bool>();
+      bool* out = y.data<bool>();
+      for (size_t o = 0; o < L.base_offsets.size(); ++o) {
+        bool acc = K == ReduceKind::kMin;
+        for (int64_t off : L.reduce_offsets) {
+          const bool v = in[L.base_offsets[o] + off];
+          acc = K == ReduceKind::kMax ? (acc || v) : (acc && v);
+        }
+        out[o] = acc;
+      }
+      ctx.outputs[0] = y;
+      return;
+    }
+  }
   dispatch_dtype<DTypeSet::kNumeric>(x.dtype(), ctx.node.describe(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = x.data<T>();

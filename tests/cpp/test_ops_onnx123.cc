@@ -1,0 +1,162 @@
+// CPU reference kernels for ops and dtypes that the newer onnx releases (1.23: opsets 18-26) test: signed BitShift,
+// BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin. Expected
+// values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
+#include "ops/math/op_test_util.h"
+
+namespace kilnrt::ops::optest {
+namespace {
+
+Tensor i16(const std::vector<int16_t>& v, const Shape& s) { return Tensor::from_data(v.data(), DType::kInt16, s); }
+
+// ---- BitShift on signed integers --------------------------------------------------------------------------------
+
+TEST(OpsOnnx123, BitShiftSignedRightIsArithmetic) {
+  Node n("BitShift", 2);
+  n.s("direction", "RIGHT");
+  // -8 >> 1 = -4, -1 >> 3 = -1 (sign bit fills), -128 >> 1 = -64, 16 >> 2 = 4.
+  Tensor x = i8({-8, -1, -128, 16}, {4}), y = i8({1, 3, 1, 2}, {4});
+  Tensor z = run1(n.node, {&x, &y}, 28);
+  EXPECT_EQ(z.dtype(), DType::kInt8);
+  expect_values(z, {-4, -1, -64, 4});
+}
+
+TEST(OpsOnnx123, BitShiftSignedLeftWrapsInTwosComplement) {
+  Node n("BitShift", 2);
+  n.s("direction", "LEFT");
+  // int8: 64 << 1 = 128 -> -128; 1 << 7 = -128; -64 << 1 = -128; 3 << 2 = 12.
+  Tensor x = i8({64, 1, -64, 3}, {4}), y = i8({1, 7, 1, 2}, {4});
+  expect_values(run1(n.node, {&x, &y}, 28), {-128, -128, -128, 12});
+  // int32: 1073741824 << 1 = 2^31 -> -2147483648.
+  Tensor a = i32({1073741824, -5}, {2}), b = i32({1, 1}, {2});
+  expect_values(run1(n.node, {&a, &b}, 28), {-2147483648.0, -10});
+}
+
+TEST(OpsOnnx123, BitShiftOutOfRangeGivesZeroOrMinusOne) {
+  // Shifts >= the width or < 0: left -> 0; right -> -1 for negative x, else 0.
+  Tensor x = i32({-8, 4, -1, 4}, {4}), y = i32({32, 33, -1, -64}, {4});
+  Node r("BitShift", 2), l("BitShift", 2);
+  r.s("direction", "RIGHT");
+  l.s("direction", "LEFT");
+  expect_values(run1(r.node, {&x, &y}, 28), {-1, 0, -1, 0});
+  expect_values(run1(l.node, {&x, &y}, 28), {0, 0, 0, 0});
+  // Unsigned keeps its meaning: 200 >> 8 = 0 (width 8), 200 >> 3 = 25.
+  Tensor ux = u8({200, 200}, {2}), uy = u8({8, 3}, {2});
+  expect_values(run1(r.node, {&ux, &uy}, 28), {0, 25});
+  // Before opset 28 BitShift is unsigned only: a signed input is a clear error naming the node.
+  expect_error_naming([&] { run1(r.node, {&x, &y}, 27); }, r.node, ErrorCode::kUnsupported, "opset 28");
+}
+
+// ---- Bitwise logic ------------------------------------------------------------------------------------------------
+
+TEST(OpsOnnx123, BitwiseAndOrXorBroadcast) {
+  // 12 = 0b1100, 10 = 0b1010: & = 8, | = 14, ^ = 6. -1 & 10 = 10, -1 | 10 = -1, -1 ^ 10 = -11.
+  Tensor a = i16({12, -1}, {2, 1}), b = i16({10}, {1});
+  Node band("BitwiseAnd", 2), bor("BitwiseOr", 2), bxor("BitwiseXor", 2);
+  Tensor y = run1(band.node, {&a, &b}, 18);
+  EXPECT_EQ(y.dtype(), DType::kInt16);
+  EXPECT_EQ(y.shape(), (Shape{2, 1}));
+  expect_values(y, {8, 10});
+  expect_values(run1(bor.node, {&a, &b}, 18), {14, -1});
+  expect_values(run1(bxor.node, {&a, &b}, 18), {6, -11});
+}
+
+TEST(OpsOnnx123, BitwiseNotAndFloatsRefused) {
+  Node n("BitwiseNot", 1);
+  Tensor x = i32({0, 5, -1}, {3}), u = u8({0, 5}, {2});
+  expect_values(run1(n.node, {&x}, 18), {-1, -6, 0});
+  expect_values(run1(n.node, {&u}, 18), {255, 250});
+  Tensor f = f32({1.f});
+  expect_error_naming([&] { run1(n.node, {&f}, 18); }, n.node, ErrorCode::kUnsupported);
+}
+
+// ---- Swish --------------------------------------------------------------------------------------------------------
+
+TEST(OpsOnnx123, SwishWithAlpha) {
+  Node n("Swish", 1);
+  Tensor x = f32({-1.f, 0.f, 2.f});
+  // alpha = 1: x / (1 + e^-x): -1/(1+e) = -0.268941, 0, 2/(1+e^-2) = 1.761594.
+  expect_values(run1(n.node, {&x}, 24), {-0.2689414213699951, 0.0, 1.7615941559557649}, 1e-6);
+  n.f("alpha", 0.5f);
+  // alpha = 0.5: -1/(1+e^0.5) = -0.377541, 2/(1+e^-1) = 1.462117.
+  expect_values(run1(n.node, {&x}, 24), {-0.3775406687981454, 0.0, 1.4621171572600098}, 1e-6);
+}
+
+// ---- CumProd ------------------------------------------------------------------------------------------------------
+
+TEST(OpsOnnx123, CumProdModes) {
+  Tensor x = f64({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor ax1 = i64_scalar(1), ax0 = i32({0}, {});
+  Node n("CumProd", 2);
+  expect_values(run1(n.node, {&x, &ax1}, 26), {1, 2, 6, 4, 20, 120});
+  expect_values(run1(n.node, {&x, &ax0}, 26), {1, 2, 3, 4, 10, 18});
+  Node ex("CumProd", 2), rev("CumProd", 2), both("CumProd", 2);
+  ex.i("exclusive", 1);
+  rev.i("reverse", 1);
+  both.i("exclusive", 1).i("reverse", 1);
+  expect_values(run1(ex.node, {&x, &ax1}, 26), {1, 1, 2, 1, 4, 20});
+  expect_values(run1(rev.node, {&x, &ax1}, 26), {6, 6, 3, 120, 30, 6});
+  expect_values(run1(both.node, {&x, &ax1}, 26), {6, 3, 1, 30, 6, 1});
+  // Integers stay exact: int32 [2, -3, 4] -> [2, -6, -24].
+  Tensor xi = i32({2, -3, 4}, {3}), a = i64_scalar(0);
+  Tensor yi = run1(n.node, {&xi, &a}, 26);
+  EXPECT_EQ(yi.dtype(), DType::kInt32);
+  expect_values(yi, {2, -6, -24});
+}
+
+// ---- RMSNormalization / LpNormalization -------------------------------------------------------------------------
+
+TEST(OpsOnnx123, RmsNormalizationOverTrailingAxes) {
+  // Rows [3, 4] and [1, -1]: mean squares 12.5 and 1; epsilon 0 -> divide by sqrt(12.5) = 3.535534 and 1.
+  Tensor x = f32({3.f, 4.f, 1.f, -1.f}, {2, 2}), scale = f32({1.f, 2.f});
+  Node n("RMSNormalization", 2);
+  n.f("epsilon", 0.f);
+  expect_values(run1(n.node, {&x, &scale}, 23), {0.848528137, 2.262741700, 1.0, -2.0}, 1e-6);
+  // axis 0 normalises over all 4 values: mean square (9 + 16 + 1 + 1) / 4 = 6.75, rms 2.598076; scale [2, 2] per
+  // trailing shape {2, 2} broadcast from [1].
+  Node all("RMSNormalization", 2);
+  all.i("axis", 0).f("epsilon", 0.f);
+  Tensor s1 = f32({2.f});
+  expect_values(run1(all.node, {&x, &s1}, 23), {2.309401077, 3.079201436, 0.769800359, -0.769800359}, 1e-6);
+  // epsilon is added to the mean square: [0, 0] with epsilon 1 stays 0, [2, 2] / sqrt(4 + 1) = 0.894427.
+  Node eps("RMSNormalization", 2);
+  eps.f("epsilon", 1.f);
+  Tensor z = f32({0.f, 0.f, 2.f, 2.f}, {2, 2}), ones = f32({1.f, 1.f});
+  expect_values(run1(eps.node, {&z, &ones}, 23), {0, 0, 0.894427191, 0.894427191}, 1e-6);
+}
+
+TEST(OpsOnnx123, LpNormalizationL1L2AndZeroNorm) {
+  Tensor x = f32({3.f, -4.f, 0.f, 0.f}, {2, 2});
+  Node l2("LpNormalization", 1), l1("LpNormalization", 1);
+  l1.i("p", 1);
+  // Rows: [3, -4] L2 norm 5 -> [0.6, -0.8]; L1 norm 7 -> [3/7, -4/7]; the zero row stays 0 (not NaN).
+  expect_values(run1(l2.node, {&x}, 22), {0.6, -0.8, 0, 0});
+  expect_values(run1(l1.node, {&x}, 22), {3.0 / 7, -4.0 / 7, 0, 0});
+  // axis 0: columns [3, 0] and [-4, 0] -> [1, -1, 0, 0].
+  Node col("LpNormalization", 1);
+  col.i("axis", 0);
+  expect_values(run1(col.node, {&x}, 22), {1, -1, 0, 0});
+  Node bad("LpNormalization", 1);
+  bad.i("p", 3);
+  expect_error_naming([&] { run1(bad.node, {&x}, 22); }, bad.node, ErrorCode::kInvalidModel, "p must be 1 or 2");
+}
+
+// ---- bool ReduceMax / ReduceMin -------------------------------------------------------------------------------------
+
+TEST(OpsOnnx123, ReduceMaxMinOnBool) {
+  Tensor x = boolean({1, 0, 0, 0, 1, 1}, {3, 2});
+  Tensor axes = i64({1});
+  Node mx("ReduceMax", 2), mn("ReduceMin", 2);
+  mx.i("keepdims", 0);
+  mn.i("keepdims", 0);
+  Tensor y = run1(mx.node, {&x, &axes}, 20);
+  EXPECT_EQ(y.dtype(), DType::kBool);
+  expect_values(y, {1, 0, 1});                      // any
+  expect_values(run1(mn.node, {&x, &axes}, 20), {0, 0, 1});  // all
+  // Empty reduced axis: max -> false, min -> true.
+  Tensor e = Tensor::empty(DType::kBool, {2, 0});
+  expect_values(run1(mx.node, {&e, &axes}, 20), {0, 0});
+  expect_values(run1(mn.node, {&e, &axes}, 20), {1, 1});
+}
+
+}  // namespace
+}  // namespace kilnrt::ops::optest
