@@ -16,6 +16,10 @@ Comparison: floats with np.isclose(rtol, atol) (the case's tolerances; ONNX's de
 float32 and float64; float16 and bfloat16 at least rtol 1e-3 / atol 1e-3); NaN positions must match and infinities
 must match exactly; integers and bool exactly; shapes and dtypes exactly.
 
+Sequences: engines take and return tensors, so cases with sequence-typed graph inputs / outputs are rewritten
+(sequence_io.py: sequences built from tensor inputs inside the graph, read back element by element + their length);
+optional / map types stay excluded.
+
 CUDA (--device cuda): additionally every layer of every engine must have placement "cuda" (Engine.layers).
 
 16-bit (--device cuda --precision fp16|bf16): each case is built as a 16-bit CUDA engine (kilnrt.build(fp16=True) /
