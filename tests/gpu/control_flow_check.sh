@@ -6,7 +6,7 @@
 set -u
 out=${1:-$OUT}; mkdir -p "$out"
 b=build-gpu-ctrl; py=$(command -v python3)
-filter='CudaControlFlow*:CudaDataDependent*:CudaSegments*'
+filter='CudaControlFlow*:CudaDataDependent*:CudaSegments*:ControlFlowTypes*:CudaIsland*'
 cases='^test_(if|loop|scan|range_.*expanded|linear_attention)'
 t0=$(date +%s)
 cmake -S . -B $b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DCMAKE_CUDA_ARCHITECTURES=90 \
@@ -15,7 +15,7 @@ timeout 200 ninja -C $b -k 0 kilnrt_cli _kilnrt tests/kilnrt_tests >> "$out/buil
 echo "build rc $? after $(( $(date +%s) - t0 )) s"; grep -E '^FAILED' "$out/build.log" | head -5
 tests=$b/tests/kilnrt_tests
 if [ ! -x "$tests" ] || grep -q 'FAILED: tests/kilnrt_tests' "$out/build.log"; then
-  objs="cpp/test_cuda_control_flow.cc.o cpp/test_cuda_segments.cc.o"
+  objs="cpp/test_cuda_control_flow.cc.o cpp/test_cuda_segments.cc.o cpp/test_control_flow_types.cc.o"
   ninja -C $b -t commands tests/kilnrt_tests | tail -1 | OBJS="$objs" "$py" -c "
 import os, sys
 keep = os.environ['OBJS'].split()
