@@ -1,6 +1,6 @@
-// CPU reference kernels for ops and dtypes that the newer onnx releases (1.23: opsets 18-26) test: signed BitShift,
-// BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin. Expected
-// values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
+// CPU reference kernels for ops and dtypes that the newer onnx releases (1.23: opsets 18-28) test: signed BitShift,
+// BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention.
+// Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
 namespace kilnrt::ops::optest {
@@ -156,6 +156,85 @@ TEST(OpsOnnx123, ReduceMaxMinOnBool) {
   Tensor e = Tensor::empty(DType::kBool, {2, 0});
   expect_values(run1(mx.node, {&e, &axes}, 20), {0, 0});
   expect_values(run1(mn.node, {&e, &axes}, 20), {1, 1});
+}
+
+
+// ---- Attention (opset 23+) ----------------------------------------------------------------------------------------
+// One query row against keys [0, ln 3] (head size 1, default scale 1): scores [0, ln 3] -> softmax [1/4, 3/4];
+// with V = [2, 6]: Y = 2/4 + 6*3/4 = 5. A query of 2 doubles the scores: [1/10, 9/10] -> Y = 0.2 + 5.4 = 5.6.
+constexpr double kLn3 = 1.0986122886681098;
+
+TEST(OpsOnnx123, AttentionCausalAndProbabilitiesOutput) {
+  Tensor q = f32({1.f, 1.f}, {1, 1, 2, 1}), k = f32({0.f, static_cast<float>(kLn3)}, {1, 1, 2, 1});
+  Tensor v = f32({2.f, 6.f}, {1, 1, 2, 1});
+  Node plain("Attention", 3, 4);
+  plain.omit_output(1).omit_output(2).i("qk_matmul_output_mode", 3);
+  std::vector<Tensor> out = run(plain.node, {&q, &k, &v}, 23);
+  EXPECT_EQ(out[0].shape(), (Shape{1, 1, 2, 1}));
+  expect_values(out[0], {5, 5}, 1e-6);
+  expect_values(out[3], {0.25, 0.75, 0.25, 0.75}, 1e-6);
+  // Causal: query 0 sees key 0 only (Y = 2), query 1 both (Y = 5).
+  Node causal("Attention", 3, 4);
+  causal.omit_output(1).omit_output(2).i("qk_matmul_output_mode", 3).i("is_causal", 1);
+  out = run(causal.node, {&q, &k, &v}, 23);
+  expect_values(out[0], {2, 5}, 1e-6);
+  expect_values(out[3], {1, 0, 0.25, 0.75}, 1e-6);
+  // Mode 0: the scaled scores before any mask.
+  Node raw("Attention", 3, 4);
+  raw.omit_output(1).omit_output(2).i("is_causal", 1).f("scale", 2.f);
+  expect_values(run(raw.node, {&q, &k, &v}, 23)[3], {0, 2 * kLn3, 0, 2 * kLn3}, 1e-6);
+}
+
+TEST(OpsOnnx123, AttentionBoolMaskFullyMaskedRowIsZero) {
+  Tensor q = f32({1.f, 1.f}, {1, 1, 2, 1}), k = f32({0.f, static_cast<float>(kLn3)}, {1, 1, 2, 1});
+  Tensor v = f32({2.f, 6.f}, {1, 1, 2, 1});
+  Tensor mask = boolean({0, 0, 1, 1}, {2, 2});  // row 0 attends nothing
+  Node n("Attention", 4, 4);
+  n.omit_output(1).omit_output(2).i("qk_matmul_output_mode", 3);
+  std::vector<Tensor> out = run(n.node, {&q, &k, &v, &mask}, 23);
+  expect_values(out[0], {0, 5}, 1e-6);
+  expect_values(out[3], {0, 0, 0.25, 0.75}, 1e-6);
+  // A float mask is added: -ln 3 on key 1 makes the scores equal -> Y = (2 + 6) / 2 = 4.
+  Tensor fmask = f32({0.f, -static_cast<float>(kLn3)}, {2});
+  Node f("Attention", 4, 1);
+  expect_values(run1(f.node, {&q, &k, &v, &fmask}, 23), {4, 4}, 1e-6);
+}
+
+TEST(OpsOnnx123, AttentionGroupedQueryIn3DLayout) {
+  // 3-D [B, S, heads * D] with q_num_heads 2 sharing kv head 0; head 1's query is 2.
+  Tensor q = f32({1.f, 2.f, 1.f, 2.f}, {1, 2, 2}), k = f32({0.f, static_cast<float>(kLn3)}, {1, 2, 1});
+  Tensor v = f32({2.f, 6.f}, {1, 2, 1});
+  Node n("Attention", 3, 1);
+  n.i("q_num_heads", 2).i("kv_num_heads", 1);
+  Tensor y = run1(n.node, {&q, &k, &v}, 23);
+  EXPECT_EQ(y.shape(), (Shape{1, 2, 2}));
+  expect_values(y, {5, 5.6, 5, 5.6}, 1e-6);
+  const ir::TensorType tq = ttype(DType::kFloat32, {1, 2, 2}), tkv = ttype(DType::kFloat32, {1, 2, 1});
+  auto types = infer(n.node, {&tq, &tkv, &tkv}, {}, 23);
+  EXPECT_EQ(sym_shape_to_shape(types[0].shape), (Shape{1, 2, 2}));
+}
+
+TEST(OpsOnnx123, AttentionPastCacheAndSoftcap) {
+  // past key 0 / value 2 plus the new key ln 3 / value 6: present = concatenation; causal offset 1 lets the one
+  // query see both keys -> Y = 5.
+  Tensor q = f32({1.f}, {1, 1, 1, 1}), k = f32({static_cast<float>(kLn3)}, {1, 1, 1, 1}), v = f32({6.f}, {1, 1, 1, 1});
+  Tensor pk = f32({0.f}, {1, 1, 1, 1}), pv = f32({2.f}, {1, 1, 1, 1});
+  Node n("Attention", 6, 3);
+  n.i("is_causal", 1);
+  std::vector<Tensor> out = run(n.node, {&q, &k, &v, nullptr, &pk, &pv}, 23);
+  expect_values(out[0], {5}, 1e-6);
+  EXPECT_EQ(out[1].shape(), (Shape{1, 1, 2, 1}));
+  expect_values(out[1], {0, kLn3}, 1e-6);
+  expect_values(out[2], {2, 6}, 1e-6);
+  // softcap 1: scores tanh(0) = 0 and tanh(ln 3) = 0.8 -> p = e^0.8 / (1 + e^0.8) = 0.689974; Y = 2(1-p) + 6p.
+  Node sc("Attention", 6, 1);
+  sc.f("softcap", 1.f);
+  expect_values(run1(sc.node, {&q, &k, &v, nullptr, &pk, &pv}, 23), {4.759897924510449}, 1e-6);
+  // Mismatched heads are a clear error naming the node.
+  Tensor k2 = f32({0.f, 0.f, 0.f}, {1, 3, 1, 1}), v2 = f32({0.f, 0.f, 0.f}, {1, 3, 1, 1});
+  Tensor q2 = f32({0.f, 0.f}, {1, 2, 1, 1});
+  Node bad("Attention", 3, 1);
+  expect_error_naming([&] { run1(bad.node, {&q2, &k2, &v2}, 23); }, bad.node, ErrorCode::kInvalidModel);
 }
 
 }  // namespace
