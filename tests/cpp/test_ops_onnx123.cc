@@ -1,5 +1,6 @@
 // CPU reference kernels for ops and dtypes that the newer onnx releases (1.23: opsets 18-28) test: signed BitShift,
-// BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention.
+// BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention,
+// BitCast, SwiGLU, RotaryEmbedding.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -235,6 +236,61 @@ TEST(OpsOnnx123, AttentionPastCacheAndSoftcap) {
   Tensor q2 = f32({0.f, 0.f}, {1, 2, 1, 1});
   Node bad("Attention", 3, 1);
   expect_error_naming([&] { run1(bad.node, {&q2, &k2, &v2}, 23); }, bad.node, ErrorCode::kInvalidModel);
+}
+
+// ---- BitCast / SwiGLU / RotaryEmbedding --------------------------------------------------------------------------
+
+TEST(OpsOnnx123, BitCastKeepsTheBytes) {
+  Node n("BitCast", 1);
+  n.i("to", 6);  // int32
+  // IEEE 754: 1.0f = 0x3F800000 = 1065353216, -2.0f = 0xC0000000 = -1073741824.
+  Tensor x = f32({1.f, -2.f}, {2, 1});
+  Tensor y = run1(n.node, {&x}, 26);
+  EXPECT_EQ(y.dtype(), DType::kInt32);
+  EXPECT_EQ(y.shape(), (Shape{2, 1}));
+  expect_values(y, {1065353216.0, -1073741824.0});
+  Node u("BitCast", 1);
+  u.i("to", 2);  // uint8
+  Tensor i = i8({-1, 5}, {2});
+  expect_values(run1(u.node, {&i}, 26), {255, 5});
+  Node wide("BitCast", 1);
+  wide.i("to", 7);  // int64: another width
+  expect_error_naming([&] { run1(wide.node, {&x}, 26); }, wide.node, ErrorCode::kInvalidModel, "same width");
+}
+
+TEST(OpsOnnx123, SwiGluGatesB) {
+  // a * sigmoid(a) * b: 0 * 0.5 * 3 = 0; 1 * 0.731059 * 2 = 1.462117. alpha 2: 1 * sigmoid(2) * 2 = 1.761594.
+  Tensor a = f32({0.f, 1.f}), b = f32({3.f, 2.f});
+  Node n("SwiGLU", 2);
+  expect_values(run1(n.node, {&a, &b}, 28), {0, 1.4621171572600098}, 1e-6);
+  n.f("alpha", 2.f);
+  expect_values(run1(n.node, {&a, &b}, 28), {0, 1.7615941559557649}, 1e-6);
+  Tensor c = f32({1.f, 2.f, 3.f});
+  expect_error_naming([&] { run1(n.node, {&a, &c}, 28); }, n.node, ErrorCode::kInvalidModel, "same shape");
+}
+
+TEST(OpsOnnx123, RotaryEmbeddingHalvesInterleavedAndPositions) {
+  // Angles 90 degrees (cos 0, sin 1) for pair 0 and 0 degrees for pair 1.
+  Tensor x = f32({1.f, 2.f, 3.f, 4.f}, {1, 1, 1, 4});
+  Tensor cs = f32({0.f, 1.f}, {1, 1, 2}), sn = f32({1.f, 0.f}, {1, 1, 2});
+  Node halves("RotaryEmbedding", 3);
+  // Pairs (x0, x2) = (1, 3) -> (0*1 - 1*3, 1*1 + 0*3) = (-3, 1); (x1, x3) unchanged.
+  expect_values(run1(halves.node, {&x, &cs, &sn}, 23), {-3, 2, 1, 4});
+  Node inter("RotaryEmbedding", 3);
+  inter.i("interleaved", 1);
+  // Pairs (x0, x1) = (1, 2) -> (-2, 1); (x2, x3) unchanged.
+  expect_values(run1(inter.node, {&x, &cs, &sn}, 23), {-2, 1, 3, 4});
+  // 3-D input with num_heads 1, head 3, rotary dim 2 (x2 copied); caches [2 positions, 1] read at position_ids
+  // [[1, 0]]: position 1 = 90 degrees, position 0 = identity.
+  Tensor x3 = f32({1.f, 2.f, 5.f, 3.f, 4.f, 6.f}, {1, 2, 3});
+  Tensor c2 = f32({1.f, 0.f}, {2, 1}), s2 = f32({0.f, 1.f}, {2, 1});
+  Tensor pos = i64({1, 0}, {1, 2});
+  Node p("RotaryEmbedding", 4);
+  p.i("num_heads", 1).i("rotary_embedding_dim", 2);
+  expect_values(run1(p.node, {&x3, &c2, &s2, &pos}, 23), {-2, 1, 5, 3, 4, 6});
+  Tensor far = i64({2, 0}, {1, 2});
+  expect_error_naming([&] { run1(p.node, {&x3, &c2, &s2, &far}, 23); }, p.node, ErrorCode::kInvalidArgument,
+                      "outside the cache");
 }
 
 }  // namespace

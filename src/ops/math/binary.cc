@@ -1,4 +1,5 @@
-// Broadcasting arithmetic: Add Sub Mul Div Pow Mod BitShift PRelu, and the variadic Min Max Sum Mean.
+// Broadcasting arithmetic: Add Sub Mul Div Pow Mod BitShift PRelu, Bitwise{And,Or,Xor}, SwiGLU, and the variadic
+// Min Max Sum Mean.
 // Shape functions also propagate symbolic element values (sym_value) through Add/Sub/Mul/Div of shape tensors.
 #include <cmath>
 #include <string>
@@ -226,6 +227,34 @@ OpSchema bitshift_schema() {
   return s;
 }
 KILNRT_REGISTER_OP(bitshift_schema());
+
+// SwiGLU (opset 28): a * sigmoid(alpha * a) * b; A and B of one shape and dtype (no broadcasting).
+void swiglu_cpu(CpuContext& ctx) {
+  check_same_dtypes(ctx);
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  KILNRT_CHECK(a.shape() == b.shape(), kInvalidModel, ctx.node.describe(),
+               "SwiGLU needs A and B of the same shape, got " << shape_to_string(a.shape()) << " and "
+                                                              << shape_to_string(b.shape()));
+  const double alpha = ctx.node.attr_float("alpha", 1.0f);
+  ctx.outputs[0] = binary_same_dtype<DTypeSet::kFloat>(a, b, ctx, [alpha](auto x, auto y) {
+    using C = decltype(x);
+    const double s = 1.0 / (1.0 + std::exp(-alpha * static_cast<double>(x)));
+    return static_cast<C>(static_cast<double>(x) * s * static_cast<double>(y));
+  });
+}
+
+OpSchema swiglu_schema() {
+  OpSchema s;
+  s.op_type = "SwiGLU";
+  s.since_version = 28;
+  s.infer = [](ShapeContext& ctx) { infer_broadcast(ctx); };
+  s.cpu = swiglu_cpu;
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64};
+  s.doc = "a * sigmoid(alpha * a) * b (same shapes)";
+  return s;
+}
+KILNRT_REGISTER_OP(swiglu_schema());
 
 // Bitwise logic of integers (opset 18).
 KILNRT_REGISTER_OP(binary_schema<DTypeSet::kInteger>("BitwiseAnd", 18, "a & b (integers)", 0, [](const ir::Node&) {

@@ -1,4 +1,4 @@
-// Cast and CastLike across every kilnrt dtype.
+// Cast and CastLike across every kilnrt dtype; BitCast (the same bytes as another dtype of the same width).
 //   float -> integer: truncation toward zero, clamped to the target's range; NaN -> 0 (ONNX leaves it undefined)
 //   float / integer -> bool: x != 0 (NaN -> true)
 //   bool -> number: 0 / 1
@@ -141,6 +141,37 @@ OpSchema cast_like_schema() {
   return s;
 }
 KILNRT_REGISTER_OP(cast_like_schema());
+
+// BitCast (opset 26): the same bytes read as dtype 'to' of the same width; the shape is kept.
+OpSchema bitcast_schema() {
+  OpSchema s;
+  s.op_type = "BitCast";
+  s.since_version = 26;
+  s.infer = [](ShapeContext& ctx) {
+    const DType to = cast_target(ctx.node);
+    const ir::TensorType& in = ctx.input(0);
+    KILNRT_CHECK(in.dtype == DType::kUndefined || dtype_size(in.dtype) == dtype_size(to), kInvalidModel,
+                 ctx.node.describe(),
+                 "BitCast needs dtypes of the same width: " << dtype_name(in.dtype) << " -> " << dtype_name(to));
+    if (in.has_shape)
+      ctx.set_output(0, to, in.shape);
+    else
+      ctx.set_output_rank_unknown(0, to);
+  };
+  s.cpu = [](CpuContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const DType to = cast_target(ctx.node);
+    KILNRT_CHECK(dtype_size(x.dtype()) == dtype_size(to), kInvalidModel, ctx.node.describe(),
+                 "BitCast needs dtypes of the same width: " << dtype_name(x.dtype()) << " -> " << dtype_name(to));
+    ctx.outputs[0] = Tensor::from_data(x.raw(), to, x.shape());
+  };
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32,
+              DType::kInt8,    DType::kUInt8,   DType::kBool,     DType::kInt16,   DType::kUInt16, DType::kUInt32,
+              DType::kUInt64};
+  s.doc = "reinterprets the bytes as dtype 'to' of the same width (shape kept)";
+  return s;
+}
+KILNRT_REGISTER_OP(bitcast_schema());
 
 }  // namespace
 }  // namespace kilnrt::ops
