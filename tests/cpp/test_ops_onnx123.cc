@@ -1,6 +1,6 @@
 // CPU reference kernels for ops and dtypes that the newer onnx releases (1.23: opsets 18-28) test: signed BitShift,
 // BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention,
-// BitCast, SwiGLU, RotaryEmbedding.
+// BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -291,6 +291,63 @@ TEST(OpsOnnx123, RotaryEmbeddingHalvesInterleavedAndPositions) {
   Tensor far = i64({2, 0}, {1, 2});
   expect_error_naming([&] { run1(p.node, {&x3, &c2, &s2, &far}, 23); }, p.node, ErrorCode::kInvalidArgument,
                       "outside the cache");
+}
+
+// ---- LpPool / CenterCropPad / Col2Im -----------------------------------------------------------------------------
+
+TEST(OpsOnnx123, LpPoolP2P1AndPads) {
+  Tensor x = f32({3.f, -4.f, 0.f}, {1, 1, 1, 3});
+  Node l2("LpPool", 1);
+  l2.ints("kernel_shape", {1, 2});
+  // Windows (3, -4) and (-4, 0): sqrt(9 + 16) = 5, 4.
+  Tensor y = run1(l2.node, {&x}, 22);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 1, 2}));
+  expect_values(y, {5, 4});
+  Node l1("LpPool", 1);
+  l1.ints("kernel_shape", {1, 2}).i("p", 1);
+  expect_values(run1(l1.node, {&x}, 22), {7, 4});
+  // Pads 1 on both sides of W: windows (pad, 3), (3, -4), (-4, 0), (0, pad) -> 3, 5, 4, 0.
+  Node padded("LpPool", 1);
+  padded.ints("kernel_shape", {1, 2}).ints("pads", {0, 1, 0, 1});
+  expect_values(run1(padded.node, {&x}, 22), {3, 5, 4, 0});
+}
+
+TEST(OpsOnnx123, CenterCropPadCropsAndPadsAroundTheCentre) {
+  std::vector<float> v;
+  for (int i = 0; i < 12; ++i) v.push_back(static_cast<float>(i));
+  Tensor x = f32(v, {3, 4});
+  // Rows 3 -> 2: start (3 - 2) / 2 = 0; columns 4 -> 6: the input starts at (6 - 4) / 2 = 1.
+  Tensor shape = i64({2, 6});
+  Node n("CenterCropPad", 2);
+  Tensor y = run1(n.node, {&x, &shape}, 18);
+  EXPECT_EQ(y.shape(), (Shape{2, 6}));
+  expect_values(y, {0, 0, 1, 2, 3, 0, 0, 4, 5, 6, 7, 0});
+  // axes [1] only, 4 -> 2: columns 1 and 2.
+  Node cols("CenterCropPad", 2);
+  cols.ints("axes", {-1});
+  Tensor two = i64({2});
+  expect_values(run1(cols.node, {&x, &two}, 18), {1, 2, 5, 6, 9, 10});
+  Tensor three = i64({2, 2, 2});
+  expect_error_naming([&] { run1(n.node, {&x, &three}, 18); }, n.node, ErrorCode::kInvalidModel, "3 values");
+}
+
+TEST(OpsOnnx123, Col2ImSumsOverlappingBlocks) {
+  // 1-D image of 3, blocks of 2, stride 1: 2 block positions. Column row k = tap k of each block:
+  // tap 0 of blocks 0, 1 -> positions 0, 1; tap 1 -> positions 1, 2. image = [1, 2 + 10, 20].
+  Tensor x = f32({1.f, 2.f, 10.f, 20.f}, {1, 2, 2});
+  Tensor image = i64({3}), block = i64({2});
+  Node n("Col2Im", 3);
+  Tensor y = run1(n.node, {&x, &image, &block}, 18);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 3}));
+  expect_values(y, {1, 12, 20});
+  // pads 1 and 1: 4 block positions starting at -1; the taps landing at -1 and 3 are dropped.
+  // tap 0 at positions -1, 0, 1, 2 (values 1, 2, 3, 4); tap 1 at 0, 1, 2, 3 (values 5, 6, 7, 8).
+  Tensor xp = f32({1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f}, {1, 2, 4});
+  Node pad("Col2Im", 3);
+  pad.ints("pads", {1, 1});
+  expect_values(run1(pad.node, {&xp, &image, &block}, 18), {2 + 5, 3 + 6, 4 + 7});
+  Tensor wrong = f32({1.f, 2.f, 3.f}, {1, 1, 3});
+  expect_error_naming([&] { run1(n.node, {&wrong, &image, &block}, 18); }, n.node, ErrorCode::kInvalidModel);
 }
 
 }  // namespace

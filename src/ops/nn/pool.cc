@@ -1,8 +1,9 @@
 // Pools (ONNX, 1-D to 3-D): MaxPool (float, float16, bfloat16, int8, uint8; the optional Indices output in
-// row-major or column-major storage order), AveragePool (count_include_pad), GlobalAveragePool and GlobalMaxPool;
+// row-major or column-major storage order), AveragePool (count_include_pad), LpPool, GlobalAveragePool and GlobalMaxPool;
 // kernel, strides, pads, dilations, ceil_mode, auto_pad. 8-bit integers are pooled in float32, which holds every
 // int8 / uint8 value exactly, so the round trip is lossless.
 #include <algorithm>
+#include <vector>
 #include <cmath>
 #include <limits>
 
@@ -259,6 +260,32 @@ void average_pool_cpu(CpuContext& ctx) {
   ctx.outputs[0] = from_float32(y, s.dtype);
 }
 
+// LpPool: (sum over the window of |x|^p)^(1/p); padding contributes 0.
+void lp_pool_cpu(CpuContext& ctx) {
+  PoolSetup s = setup_pool(ctx);
+  const double p = static_cast<double>(ctx.node.attr_int("p", 2));
+  KILNRT_CHECK(p >= 1, kInvalidModel, ctx.node.describe(), "p must be >= 1, got " << p);
+  const Geometry3& g = s.g;
+  const int64_t in_size = g.in_size(), out_size = g.out_size();
+  std::vector<double> acc(static_cast<size_t>(s.planes * out_size), 0.0);
+  const float* xp = s.x.data<float>();
+  for (int64_t plane = 0; plane < s.planes; ++plane) {
+    const float* xc = xp + plane * in_size;
+    double* ac = acc.data() + plane * out_size;
+    for_each_tap_row(g, [&](int64_t out_row, int64_t in_row, int64_t off_w, int64_t lo, int64_t hi) {
+      for (int64_t ow = lo; ow < hi; ++ow) {
+        const double v = std::fabs(static_cast<double>(xc[in_row + ow * g.s[2] + off_w]));
+        ac[out_row + ow] += p == 2 ? v * v : p == 1 ? v : std::pow(v, p);
+      }
+    });
+  }
+  Tensor y = Tensor::empty(DType::kFloat32, s.y_shape);
+  float* yp = y.data<float>();
+  for (size_t i = 0; i < acc.size(); ++i)
+    yp[i] = static_cast<float>(p == 2 ? std::sqrt(acc[i]) : p == 1 ? acc[i] : std::pow(acc[i], 1.0 / p));
+  ctx.outputs[0] = from_float32(y, s.dtype);
+}
+
 void infer_global_pool(ShapeContext& ctx) {
   const ir::TensorType& x = ctx.input(0);
   if (!x.has_shape) {
@@ -320,6 +347,8 @@ KILNRT_REGISTER_OP(OpSchema{"", "MaxPool", 1, 1000, infer_pool, max_pool_cpu, ma
                             "auto_pad, Indices (row / column major)"});
 KILNRT_REGISTER_OP(OpSchema{"", "AveragePool", 1, 1000, infer_pool, average_pool_cpu, float_dtypes(),
                             "average pool (1-D..3-D on CPU): count_include_pad, ceil_mode, dilations, auto_pad"});
+KILNRT_REGISTER_OP(OpSchema{"", "LpPool", 1, 1000, infer_pool, lp_pool_cpu, float_dtypes(),
+                            "(sum of |x|^p over the window)^(1/p): pads, strides, dilations, auto_pad, ceil_mode"});
 KILNRT_REGISTER_OP(OpSchema{"", "GlobalAveragePool", 1, 1000, infer_global_pool, global_pool_cpu<false>,
                             float_dtypes(), "mean over all spatial dims"});
 KILNRT_REGISTER_OP(OpSchema{"", "GlobalMaxPool", 1, 1000, infer_global_pool, global_pool_cpu<true>,
