@@ -1,6 +1,6 @@
 // CPU reference kernels for ops and dtypes that the newer onnx releases (1.23: opsets 18-28) test: signed BitShift,
 // BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention,
-// BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im.
+// BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -348,6 +348,32 @@ TEST(OpsOnnx123, Col2ImSumsOverlappingBlocks) {
   expect_values(run1(pad.node, {&xp, &image, &block}, 18), {2 + 5, 3 + 6, 4 + 7});
   Tensor wrong = f32({1.f, 2.f, 3.f}, {1, 1, 3});
   expect_error_naming([&] { run1(n.node, {&wrong, &image, &block}, 18); }, n.node, ErrorCode::kInvalidModel);
+}
+
+// ---- CausalConvWithState ---------------------------------------------------------------------------------------------
+
+TEST(OpsOnnx123, CausalConvWithStateCarriesTheState) {
+  // padded = [0, 1, 2, 3] (zero state of K-1 = 1); y[t] = 1 * p[t] + 10 * p[t+1] = 10, 21, 32; present = [3].
+  Tensor x = f32({1.f, 2.f, 3.f}, {1, 1, 3}), w = f32({1.f, 10.f}, {1, 1, 2});
+  Node n("CausalConvWithState", 2, 2);
+  std::vector<Tensor> out = run(n.node, {&x, &w}, 27);
+  expect_values(out[0], {10, 21, 32});
+  EXPECT_EQ(out[1].shape(), (Shape{1, 1, 1}));
+  expect_values(out[1], {3});
+  // past_state [5] and bias 1: padded [5, 1, 2, 3] -> 5 + 10 + 1 = 16, 22, 33.
+  Tensor past = f32({5.f}, {1, 1, 1}), bias = f32({1.f});
+  Node b("CausalConvWithState", 4, 2);
+  expect_values(run(b.node, {&x, &w, &bias, &past}, 27)[0], {16, 22, 33});
+  // K = 1, silu: y = 1 * sigmoid(1) = 0.731059; the state is empty.
+  Tensor one = f32({1.f}, {1, 1, 1});
+  Node silu("CausalConvWithState", 2, 2);
+  silu.s("activation", "silu");
+  out = run(silu.node, {&one, &one}, 27);
+  expect_values(out[0], {0.7310585786300049}, 1e-6);
+  EXPECT_EQ(out[1].shape(), (Shape{1, 1, 0}));
+  Tensor bad_past = f32({5.f, 6.f}, {1, 1, 2});
+  expect_error_naming([&] { run(b.node, {&x, &w, &bias, &bad_past}, 27); }, b.node, ErrorCode::kInvalidModel,
+                      "past_state");
 }
 
 }  // namespace
