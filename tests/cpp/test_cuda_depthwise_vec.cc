@@ -1,6 +1,7 @@
 // The 8-channel NHWC depthwise kernel (kernels/nhwc_depthwise_vec.cu) against the scalar one (nhwc_depthwise.cu)
-// on the GPU, fp16 and bf16: unit-stride strips (3x3, 5x5, 7x7, widths that are not multiples of the strip), the
-// general path (stride 2, dilation 2, 1x1, even kernel), padding on every side. Host test: where it applies.
+// on the GPU, fp16 and bf16: stride-1 and stride-2 strips (3x3, 5x5, 7x7, widths that are not multiples of the
+// strip), the general path (dilation 2, 1x1, even kernel), padding on every side. Run it with KILNRT_CUDA_DW_TX=1/2/4/8
+// too (the strip width knob; unset, these small layers get strips of 1). Host test: where it applies.
 // GPU tests skip with a message without a GPU.
 #include <gtest/gtest.h>
 
@@ -55,7 +56,10 @@ TEST(CudaDepthwiseVec, MatchesTheScalarKernel) {
   };
   const Case cases[] = {{2, 64, 14, 14, 3, 3, 1, 1, 1}, {1, 96, 13, 13, 7, 7, 1, 3, 1}, {2, 40, 9, 11, 5, 5, 1, 2, 1},
                         {1, 32, 15, 15, 5, 5, 2, 2, 1}, {1, 16, 10, 10, 3, 3, 1, 2, 2}, {3, 8, 5, 6, 1, 1, 1, 0, 1},
-                        {1, 24, 8, 8, 4, 2, 1, 1, 1},   {1, 768, 7, 7, 7, 7, 1, 3, 1}, {1, 8, 3, 2, 3, 3, 1, 0, 1}};
+                        {1, 24, 8, 8, 4, 2, 1, 1, 1},   {1, 768, 7, 7, 7, 7, 1, 3, 1}, {1, 8, 3, 2, 3, 3, 1, 0, 1},
+                        // stride-2 strips: 3x3 / 5x5 / 7x7, odd and even widths, a strip running past the edge
+                        {2, 48, 16, 17, 3, 3, 2, 1, 1}, {1, 16, 7, 7, 3, 3, 2, 0, 1},   {1, 24, 14, 9, 7, 7, 2, 3, 1},
+                        {1, 8, 4, 30, 5, 5, 2, 2, 1}};
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   for (int dt : {1, 2}) {
@@ -79,7 +83,7 @@ TEST(CudaDepthwiseVec, MatchesTheScalarKernel) {
       const auto s = static_cast<k::StreamT>(stream.get());
       ASSERT_TRUE(k::depthwise_conv2d_nhwc_vec8_applies(dx.data(), dw.data(), dy1.data(), p));
       ASSERT_EQ(k::depthwise_conv2d_nhwc_vec8(dt, dx.data(), dw.data(), dy1.data(), p, s), 0);
-      ASSERT_EQ(k::depthwise_conv2d_nhwc(dt, dx.data(), dw.data(), dy2.data(), p, s), 0);  // scalar (env unset)
+      ASSERT_EQ(k::depthwise_conv2d_nhwc_scalar(dt, dx.data(), dw.data(), dy2.data(), p, s), 0);
       std::vector<uint16_t> y1(ny), y2(ny);
       dy1.copy_to_host_async(y1.data(), ny * 2, stream.get());
       dy2.copy_to_host_async(y2.data(), ny * 2, stream.get());

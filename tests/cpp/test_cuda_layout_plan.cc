@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cuda/layout_plan.h"
+#include "conv_fusion_test_util.h"
 
 using namespace kilnrt::backends::cuda;
 using kilnrt::Shape;
@@ -216,9 +217,9 @@ TEST(CudaLayoutPlan, PredictedWinNeedsFewReformats) {
   EXPECT_FALSE(predict_nhwc_win(d));
 }
 
-TEST(CudaLayoutPlan, DepthwiseConvsInNhwcPredictALoss) {
-  // MobileNet-like: 0 in -conv-> 1 -depthwise-> 2 -conv-> 3 -conv-> 4 (output). Planned NHWC (the forced mode),
-  // but not the default: the NHWC depthwise kernel is the slow part (layout_plan.h).
+TEST(CudaLayoutPlan, ScalarKernelDepthwiseConvsInNhwcPredictALoss) {
+  // MobileNet-like: 0 in -conv-> 1 -depthwise-> 2 -conv-> 3 -conv-> 4 (output). Planned NHWC (the forced mode);
+  // the default only when the depthwise conv takes the 8-channel kernel (the scalar NHWC one is slow: layout_plan.h).
   Problem t;
   t.slots(5);
   t.p.pinned_nchw[0] = t.p.pinned_nchw[4] = 1;
@@ -230,12 +231,34 @@ TEST(CudaLayoutPlan, DepthwiseConvsInNhwcPredictALoss) {
   LayoutDecision d = decide_layouts(t.p);
   EXPECT_TRUE(d.step_nhwc[dw]);
   EXPECT_EQ(d.nhwc_depthwise, 1u);
+  EXPECT_EQ(d.nhwc_depthwise_scalar, 1u);
   EXPECT_EQ(d.reformats, 2u);
   EXPECT_FALSE(predict_nhwc_win(d));
-  t.p.steps[dw].depthwise = false;
+  t.p.steps[dw].depthwise_vec = true;
+  d = decide_layouts(t.p);
+  EXPECT_EQ(d.nhwc_depthwise, 1u);
+  EXPECT_EQ(d.nhwc_depthwise_scalar, 0u);
+  EXPECT_TRUE(predict_nhwc_win(d));
+  t.p.steps[dw].depthwise = t.p.steps[dw].depthwise_vec = false;
   d = decide_layouts(t.p);
   EXPECT_EQ(d.nhwc_depthwise, 0u);
   EXPECT_TRUE(predict_nhwc_win(d));
+}
+
+TEST(CudaLayoutPlan, DepthwiseConvsTakeTheVectorKernelWithMultiplesOfEightChannels) {
+  namespace tc = kilnrt::testing_conv;
+  for (int64_t k : {16, 12}) {
+    tc::GraphBuilder b;
+    b.input("x", {1, k, 8, 8});
+    const std::string w = b.random_constant("w", {k, 1, 3, 3});
+    b.node("Conv", {"x", w}, {"y"}).attrs["group"] = tc::int_attr(k);
+    b.output("y");
+    const kilnrt::ir::Graph g = b.finish();
+    SCOPED_TRACE(k);
+    EXPECT_TRUE(depthwise_conv(g.nodes.at(0), g));
+    // KILNRT_CUDA_DW_VEC=0 would turn the vector kernel off; the test runs with it unset.
+    EXPECT_EQ(depthwise_nhwc_vec(g.nodes.at(0), g), k % 8 == 0);
+  }
 }
 
 TEST(CudaLayoutPlan, NhwcLogicalShapesPadThenPermute) {

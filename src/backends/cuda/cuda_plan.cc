@@ -209,6 +209,7 @@ void CudaPlan::plan_layouts(const ir::Graph& graph, bool forced) {
     ls.island = st.island;
     if (ls.device && !ls.alias && !ls.island && !ls.nhwc_capable) ls.kind = layout_kind_of(*st.node, graph);
     ls.depthwise = ls.nhwc_capable && depthwise_conv(*st.node, graph);
+    ls.depthwise_vec = ls.depthwise && depthwise_nhwc_vec(*st.node, graph);
     ls.inputs = st.inputs;
     ls.outputs = st.outputs;
     p.steps.push_back(std::move(ls));
@@ -282,7 +283,7 @@ StreamT CudaRunner::aux_stream() {
 }
 
 void CudaRunner::ensure_resources() {
-  if (!workspace_.data()) workspace_ = kilnrt::cuda::DeviceBuffer(plan_.device_, kWorkspaceBytes);
+  if (!workspace_data()) workspace_ = kilnrt::cuda::DeviceBuffer(plan_.device_, kWorkspaceBytes);
   if (!done_) done_ = kilnrt::cuda::Event(plan_.device_);
   // Library handles are created here rather than lazily inside the first launch, which may be captured.
   for (const CudaPlan::Step& step : plan_.steps_) {
@@ -332,7 +333,7 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
   if (plan_.sync_points_ > 0) return prepare_segmented(input_shapes, stream);
   const bool capturing = capture == kilnrt::cuda::CaptureStatus::kActive;
   auto found = states_.find(input_shapes);
-  if (found != states_.end() && workspace_.data() && arena_size() >= found->second->arena_bytes) {
+  if (found != states_.end() && workspace_data() && arena_size() >= found->second->arena_bytes) {
     current_ = found->second.get();  // the hot path: nothing to allocate
     return;
   }
@@ -591,8 +592,8 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
   LayerLaunch launch;
   launch.stream = stream;
   launch.libs = &handles_;
-  launch.workspace = workspace_.data();
-  launch.workspace_bytes = workspace_.size();
+  launch.workspace = workspace_data();
+  launch.workspace_bytes = workspace_size();
   const int bf = plan_.act16_ == DType::kBFloat16 ? 1 : 0;
   char* arena = launch_base_;  // scratch of islands: in the arena ptrs_ point into (the warm-up may use another)
   if (ptrs_.size() && !plan_.input_slots_.empty() && in32_.size()) {

@@ -38,7 +38,8 @@ struct LayoutStep {
   bool nhwc_capable = false;  // CudaLayer::supports_nhwc() (same as kind kProducer)
   bool alias = false;         // CudaLayer::is_alias()
   bool island = false;        // float32 island of a 16-bit engine
-  bool depthwise = false;     // a depthwise convolution (group == C == K > 1): slow in NHWC (predict_nhwc_win)
+  bool depthwise = false;     // a depthwise convolution (group == C == K > 1)
+  bool depthwise_vec = false;  // ... that the 8-channel NHWC kernel takes (depthwise_nhwc_vec): fast in NHWC
   LayoutKind kind = LayoutKind::kFixed;
   std::vector<int> inputs, outputs;  // slots, -1 omitted
 };
@@ -58,16 +59,17 @@ struct LayoutDecision {
   size_t reformats = 0;                      // number of reformatted step inputs
   size_t nhwc_steps = 0;                     // steps that run NHWC (views included)
   size_t nhwc_depthwise = 0;                 // depthwise convolutions among them
+  size_t nhwc_depthwise_scalar = 0;          // ... of those, the ones left to the scalar NHWC kernel (slow)
 };
 
 LayoutDecision decide_layouts(const LayoutProblem& p);
 
 // Default policy when KILNRT_CUDA_NHWC is unset: NHWC only when the reformats are few compared with the work that
 // runs NHWC (each reformat is a full read + write of an activation; the first H100 probe showed models with a
-// reformat around every block losing 2-3x while a ResNet with 5 won 20%) and no depthwise convolution runs NHWC
-// (H100, fp16 b32: the own NHWC depthwise kernel takes 1.0 ms where cuDNN's NCHW one takes 0.36 ms for convnext's
-// 7x7 stage-1 layers, 2.5-6x slower on efficientnet_b0 / mobilenet_v3_large, so those models lose 35-55% in NHWC
-// while resnet50 wins 2x; docs/conv-fusion.md).
+// reformat around every block losing 2-3x while a ResNet with 5 won 20%) and no depthwise convolution runs NHWC on
+// the scalar kernel (H100, fp16 b32: 1.0 ms where cuDNN's NCHW one takes 0.36 ms for convnext's 7x7 stage-1
+// layers, so those models lost 35-55% in NHWC). Depthwise convs the 8-channel kernel takes (C % 8 == 0) are fine:
+// bench/results/h100_2026-11-22_depthwise.md, docs/conv-fusion.md.
 bool predict_nhwc_win(const LayoutDecision& d);
 
 // The logical shape an NHWC elementwise step presents to its layer for an operand of logical shape `s` (rank <= 4):
@@ -98,6 +100,9 @@ namespace kilnrt::backends::cuda {
 LayoutKind layout_kind_of(const ir::Node& node, const ir::Graph& graph);
 // True for a Conv / FusedConv with constant weights [K, 1, ...] and group == K > 1.
 bool depthwise_conv(const ir::Node& node, const ir::Graph& graph);
+// True for a depthwise_conv whose NHWC run takes the 8-channel kernel: K % 8 == 0 and the kernel not disabled
+// (KILNRT_CUDA_DW_VEC=0; activations and weights are 256-byte aligned device allocations).
+bool depthwise_nhwc_vec(const ir::Node& node, const ir::Graph& graph);
 // True when a value of this type (rank <= 4, padded with leading 1s) has C == 1 or H == W == 1 (static dims).
 bool layout_free_type(const ir::TensorType* t);
 

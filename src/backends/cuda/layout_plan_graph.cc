@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 
+#include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/layout_plan.h"
 #include "ir/graph.h"
 #include "ops/op_registry.h"
@@ -75,6 +76,11 @@ bool depthwise_conv(const ir::Node& n, const ir::Graph& g) {
   const Tensor& w = g.constants.at(n.inputs[1]);
   const int64_t group = n.attr_int("group", 1);
   return w.rank() >= 3 && group > 1 && w.dim(0) == group && w.dim(1) == 1;
+}
+
+bool depthwise_nhwc_vec(const ir::Node& n, const ir::Graph& g) {
+  return depthwise_conv(n, g) && g.constants.at(n.inputs[1]).dim(0) % 8 == 0 &&
+         kilnrt::cuda::kernels::depthwise_nhwc_vec_enabled();
 }
 
 bool layout_free_type(const ir::TensorType* t) {

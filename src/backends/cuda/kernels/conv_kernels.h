@@ -19,10 +19,14 @@ int pool2d_nhwc(int dt, const void* x, void* y, const Pool2d& p, StreamT stream)
 
 // Depthwise 2-D convolution (p.groups == p.c == p.k) over NHWC 16-bit storage (nhwc_depthwise.cu): x [N,H,W,C],
 // w [KH,KW,C] in x's dtype, y [N,OH,OW,C]; no bias (the epilogue adds it). dt 1 float16, 2 bfloat16.
+// Takes the 8-channel kernel where it applies and depthwise_nhwc_vec_enabled(), else the scalar one.
 int depthwise_conv2d_nhwc(int dt, const void* x, const void* w, void* y, const Conv2d& p, StreamT stream);
-// The same, 8 channels per thread (nhwc_depthwise_vec.cu): needs C % 8 == 0 and 16-byte aligned x, w, y
-// (depthwise_conv2d_nhwc_vec8_applies). depthwise_conv2d_nhwc uses it where it applies with KILNRT_CUDA_DW_VEC=1
-// (off by default: not yet measured / run on a GPU).
+// One thread per output element (any C, any alignment).
+int depthwise_conv2d_nhwc_scalar(int dt, const void* x, const void* w, void* y, const Conv2d& p, StreamT stream);
+// False with KILNRT_CUDA_DW_VEC=0 (read once): depthwise_conv2d_nhwc then always takes the scalar kernel.
+bool depthwise_nhwc_vec_enabled();
+// 8 channels per thread (nhwc_depthwise_vec.cu): needs C % 8 == 0 and 16-byte aligned x, w, y
+// (depthwise_conv2d_nhwc_vec8_applies).
 bool depthwise_conv2d_nhwc_vec8_applies(const void* x, const void* w, const void* y, const Conv2d& p);
 int depthwise_conv2d_nhwc_vec8(int dt, const void* x, const void* w, void* y, const Conv2d& p, StreamT stream);
 

@@ -48,16 +48,25 @@ __global__ void depthwise_nhwc_kernel(const T* __restrict__ x, const T* __restri
 
 }  // namespace
 
+bool depthwise_nhwc_vec_enabled() {
+  static const bool vec = [] {
+    // The 8-channel kernel where it applies (nhwc_depthwise_vec.cu) unless KILNRT_CUDA_DW_VEC=0.
+    const char* env = std::getenv("KILNRT_CUDA_DW_VEC");
+    return !(env && std::string(env) == "0");
+  }();
+  return vec;
+}
+
 int depthwise_conv2d_nhwc(int dt, const void* x, const void* w, void* y, const Conv2d& p, StreamT stream) {
+  if (depthwise_nhwc_vec_enabled() && p.k == p.c && p.groups == p.c && depthwise_conv2d_nhwc_vec8_applies(x, w, y, p))
+    return depthwise_conv2d_nhwc_vec8(dt, x, w, y, p, stream);
+  return depthwise_conv2d_nhwc_scalar(dt, x, w, y, p, stream);
+}
+
+int depthwise_conv2d_nhwc_scalar(int dt, const void* x, const void* w, void* y, const Conv2d& p, StreamT stream) {
   const int64_t total = p.n * p.oh * p.ow * p.c;
   if (total == 0) return 0;
   if (p.k != p.c || p.groups != p.c) return static_cast<int>(cudaErrorInvalidValue);
-  static const bool vec = [] {
-    // 1: the 8-channel kernel where it applies (nhwc_depthwise_vec.cu). Off by default until measured on a GPU.
-    const char* env = std::getenv("KILNRT_CUDA_DW_VEC");
-    return env && std::string(env) == "1";
-  }();
-  if (vec && depthwise_conv2d_nhwc_vec8_applies(x, w, y, p)) return depthwise_conv2d_nhwc_vec8(dt, x, w, y, p, stream);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   switch (dt) {
     case 1:
