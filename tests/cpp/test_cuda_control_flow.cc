@@ -6,6 +6,7 @@
 // different trip counts (sync counts as documented). GPU tests skip with a message without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -353,6 +354,19 @@ TEST(CudaControlFlowHost, Float32IslandsInPlansWithSyncPoints) {
   EXPECT_NE(tactic_of(plan, "elu16").find("+fp32-island"), std::string::npos) << tactic_of(plan, "elu16");
 }
 
+TEST(CudaControlFlowHost, ExternalWorkspaceSmallerThanTheLayersNeedIsRefused) {
+  const ir::Graph g = loop_graph(true, false);
+  CudaPlan plan(g, 0);
+  CudaRunner runner(plan);
+  try {
+    runner.use_external_workspace(reinterpret_cast<void*>(uintptr_t(4096)), 1024);
+    FAIL() << "expected kInternal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(e.what()).find("external workspace"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CudaControlFlowHost, SixteenBitEnginesRefuseControlFlowNamingTheNode) {
   ir::Graph g = loop_graph(true, false);
   ir::Attribute p;
@@ -564,6 +578,26 @@ TEST(CudaControlFlow, Float16LoopWithFloat32IslandInASegmentedRun) {
     }
     EXPECT_EQ(got.at("y").shape(), (Shape{m, 3}));
   }
+}
+
+// Body runners run over their parent context's workspace (layers_control_flow.cc); here the parent's is itself an
+// external one, so the whole Loop (parent and body) allocates no workspace of its own.
+TEST(CudaControlFlow, LoopOverAnExternalWorkspace) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const ir::Graph g = loop_graph(true, true);
+  const std::map<std::string, Tensor> feeds{{"M", i64(5)}, {"c", boolean(true)}, {"lim", i64(3)},
+                                            {"v0", ramp({3}, 1, 1)}, {"x", ramp({3}, -1, 0.5f)}};
+  size_t own = 0;
+  {
+    Session s(g);
+    expect_matches_cpu(s, feeds);
+    own = s.runner.device_memory_bytes();
+  }
+  Session s(g);
+  kc::DeviceBuffer ws(0, backends::cuda::kWorkspaceBytes);
+  s.runner.use_external_workspace(ws.data(), ws.size());
+  for (int run = 0; run < 2; ++run) expect_matches_cpu(s, feeds);
+  EXPECT_EQ(own - s.runner.device_memory_bytes(), backends::cuda::kWorkspaceBytes);
 }
 
 }  // namespace

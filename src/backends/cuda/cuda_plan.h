@@ -192,6 +192,10 @@ class CudaRunner {
   std::vector<LayerTiming> layer_timings();
   // Device memory the runner holds: arena(s) and workspace.
   size_t device_memory_bytes() const;
+  // Runs over `bytes` (at least kWorkspaceBytes) of a caller's device workspace instead of allocating its own: the
+  // bodies of If / Loop / Scan use their parent context's, as they run one at a time on its stream
+  // (layers_control_flow.cc). Set before the first prepare().
+  void use_external_workspace(void* data, size_t bytes);
 
  private:
   struct ShapeState;
@@ -204,6 +208,8 @@ class CudaRunner {
     return static_cast<char*>(external_arena_ ? external_data_ : arena_.data());
   }
   size_t arena_size() const { return external_arena_ ? external_bytes_ : arena_.size(); }
+  void* workspace_data() const { return external_workspace_ ? external_workspace_ : workspace_.data(); }
+  size_t workspace_size() const { return external_workspace_ ? external_workspace_bytes_ : workspace_.size(); }
   // Resolves every slot's device pointer for `st` (inputs[i] non-null: the caller's memory, else the arena).
   void resolve_pointers(const ShapeState& st, const std::vector<const void*>& inputs);
   // Graph I/O buffers in the model's dtype: the float32 staging buffer of a converted float input / output in
@@ -245,6 +251,8 @@ class CudaRunner {
   bool external_arena_ = false;  // the arena is the caller's memory (set_external_arena)
   void* external_data_ = nullptr;
   size_t external_bytes_ = 0;
+  void* external_workspace_ = nullptr;  // use_external_workspace
+  size_t external_workspace_bytes_ = 0;
   bool arena_in_caller_capture_ = false;  // a caller's captured graph addresses arena_: it is never freed
   kilnrt::cuda::Stream aux_;  // private non-blocking stream: uploads and private warm-ups
   kilnrt::cuda::Event done_;  // recorded after each non-captured enqueue: the arena's last use

@@ -7,7 +7,8 @@
 // iteration unless the body passes its condition through or makes it a constant. Scan needs none.
 // Memory: loop-carried values and states ping-pong between two buffers per value, scan outputs are gathered per
 // iteration in a growing buffer, all kept per context across runs (a buffer that grows mid-run is freed at the next
-// run); the node's outputs are copied into the segmented runner's pool at the end.
+// run); the node's outputs are copied into the segmented runner's pool at the end. Body runners use the parent
+// context's workspace (CudaRunner::use_external_workspace).
 #include <algorithm>
 #include <cstring>
 
@@ -200,6 +201,8 @@ class ControlFlowBase : public ControlFlowLayer {
     }
     CudaRunner& r = *st.runners.at(b);
     try {
+      // The parent context's workspace: bodies run one at a time on its stream, and this layer uses none meanwhile.
+      if (l.workspace && l.workspace_bytes >= kWorkspaceBytes) r.use_external_workspace(l.workspace, l.workspace_bytes);
       r.prepare(shapes, stream);
       r.enqueue(ins, {}, stream);
     } catch (const Error& e) {

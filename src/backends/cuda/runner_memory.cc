@@ -24,6 +24,17 @@ void CudaRunner::reserve_arena(size_t bytes) {
   arena_ = kilnrt::cuda::DeviceBuffer(plan_.device_, bytes);
 }
 
+void CudaRunner::use_external_workspace(void* data, size_t bytes) {
+  if (data == external_workspace_ && bytes == external_workspace_bytes_) return;
+  KILNRT_CHECK(data && bytes >= kWorkspaceBytes, kInternal, "CudaRunner",
+               "an external workspace needs " << kWorkspaceBytes << " bytes, got " << bytes);
+  if (arena_used_ && done_) done_.synchronize();  // work queued on the old workspace finishes first
+  drop_graphs();  // captured graphs address the old workspace
+  workspace_ = kilnrt::cuda::DeviceBuffer();
+  external_workspace_ = data;
+  external_workspace_bytes_ = bytes;
+}
+
 void CudaRunner::set_external_arena(void* data, size_t bytes) {
   if (external_arena_ && data == external_data_ && bytes == external_bytes_) return;
   // Work queued on the previous memory finishes before the graphs that address it are dropped.

@@ -141,8 +141,8 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
   LayerLaunch launch;
   launch.stream = stream;
   launch.libs = &handles_;
-  launch.workspace = workspace_.data();
-  launch.workspace_bytes = workspace_.size();
+  launch.workspace = workspace_data();
+  launch.workspace_bytes = workspace_size();
   // Profiling: per-layer events as in direct launches (no gate kernel: the run synchronises anyway).
   if (profiler_) profiler_->start_run(stream, /*gate=*/false);
   for (size_t si = 0; si < plan_.steps_.size(); ++si) {
