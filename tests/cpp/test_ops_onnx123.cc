@@ -1,6 +1,7 @@
 // CPU reference kernels for ops and dtypes that the newer onnx releases (1.23: opsets 18-28) test: signed BitShift,
 // BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention,
-// BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState.
+// BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState,
+// LinearAttention.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -374,6 +375,45 @@ TEST(OpsOnnx123, CausalConvWithStateCarriesTheState) {
   Tensor bad_past = f32({5.f, 6.f}, {1, 1, 2});
   expect_error_naming([&] { run(b.node, {&x, &w, &bias, &bad_past}, 27); }, b.node, ErrorCode::kInvalidModel,
                       "past_state");
+}
+
+// ---- LinearAttention -----------------------------------------------------------------------------------------------
+// d_k = d_v = 1, one kv head, keys [1, 2], values [3, 4], queries 1 (scale 1/sqrt(1) = 1).
+
+TEST(OpsOnnx123, LinearAttentionUpdateRules) {
+  Tensor q = f32({1.f, 1.f}, {1, 2, 1}), k = f32({1.f, 2.f}, {1, 2, 1}), v = f32({3.f, 4.f}, {1, 2, 1});
+  // linear: S = 1*3 = 3 -> y 3; S = 3 + 2*4 = 11 -> y 11.
+  Node lin("LinearAttention", 3, 2);
+  lin.i("q_num_heads", 1).i("kv_num_heads", 1).s("update_rule", "linear");
+  std::vector<Tensor> out = run(lin.node, {&q, &k, &v}, 27);
+  expect_values(out[0], {3, 11}, 1e-6);
+  EXPECT_EQ(out[1].shape(), (Shape{1, 1, 1, 1}));
+  expect_values(out[1], {11}, 1e-6);
+  // gated, decay [0, ln 0.5]: S = 3; S = 3 * 0.5 + 8 = 9.5.
+  Tensor decay = f32({0.f, static_cast<float>(std::log(0.5))}, {1, 2, 1});
+  Node gated("LinearAttention", 5, 1);
+  gated.i("q_num_heads", 1).i("kv_num_heads", 1).s("update_rule", "gated");
+  expect_values(run1(gated.node, {&q, &k, &v, nullptr, &decay}, 27), {3, 9.5}, 1e-6);
+  // delta, beta 1: S = 3; then v' = 4 - S*k = 4 - 6 = -2, S = 3 + 2 * -2 = -1.
+  Tensor beta = f32({1.f, 1.f}, {1, 2, 1});
+  Node delta("LinearAttention", 6, 1);
+  delta.i("q_num_heads", 1).i("kv_num_heads", 1).s("update_rule", "delta");
+  expect_values(run1(delta.node, {&q, &k, &v, nullptr, nullptr, &beta}, 27), {3, -1}, 1e-6);
+  // The rule decides which inputs are required: gated without decay is a clear error.
+  expect_error_naming([&] { run1(gated.node, {&q, &k, &v}, 27); }, gated.node, ErrorCode::kInvalidModel, "decay");
+}
+
+TEST(OpsOnnx123, LinearAttentionGroupedQueryAndPastState) {
+  // Two query heads [1, 2] read the one kv head: y = [S, 2S] with S = 3 then 11.
+  Tensor q = f32({1.f, 2.f, 1.f, 2.f}, {1, 2, 2}), k = f32({1.f, 2.f}, {1, 2, 1}), v = f32({3.f, 4.f}, {1, 2, 1});
+  Node n("LinearAttention", 3, 1);
+  n.i("q_num_heads", 2).i("kv_num_heads", 1).s("update_rule", "linear");
+  expect_values(run1(n.node, {&q, &k, &v}, 27), {3, 6, 11, 22}, 1e-6);
+  // past_state 10 starts the sum: 13 then 21 (query head 0).
+  Tensor q1 = f32({1.f, 1.f}, {1, 2, 1}), past = f32({10.f}, {1, 1, 1, 1});
+  Node p("LinearAttention", 4, 1);
+  p.i("q_num_heads", 1).i("kv_num_heads", 1).s("update_rule", "linear");
+  expect_values(run1(p.node, {&q1, &k, &v, &past}, 27), {13, 21}, 1e-6);
 }
 
 }  // namespace
