@@ -1,7 +1,7 @@
 // CPU reference kernels for ops and dtypes that the newer onnx releases (1.23: opsets 18-28) test: signed BitShift,
 // BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention,
 // BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState,
-// LinearAttention.
+// LinearAttention, AffineGrid, TensorScatter.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -414,6 +414,47 @@ TEST(OpsOnnx123, LinearAttentionGroupedQueryAndPastState) {
   Node p("LinearAttention", 4, 1);
   p.i("q_num_heads", 1).i("kv_num_heads", 1).s("update_rule", "linear");
   expect_values(run1(p.node, {&q1, &k, &v, &past}, 27), {13, 21}, 1e-6);
+}
+
+// ---- AffineGrid / TensorScatter --------------------------------------------------------------------------------------
+
+TEST(OpsOnnx123, AffineGrid2DAnd3D) {
+  // Identity theta, 2x2 grid, align_corners 0: coordinates -1 + (2i + 1)/2 = -0.5, 0.5; points are (x, y).
+  Tensor theta = f32({1.f, 0.f, 0.f, 0.f, 1.f, 0.f}, {1, 2, 3});
+  Tensor size = i64({1, 1, 2, 2});
+  Node n("AffineGrid", 2);
+  Tensor g = run1(n.node, {&theta, &size}, 20);
+  EXPECT_EQ(g.shape(), (Shape{1, 2, 2, 2}));
+  expect_values(g, {-0.5, -0.5, 0.5, -0.5, -0.5, 0.5, 0.5, 0.5});
+  // align_corners 1: coordinates -1, 1; theta maps x -> 2x + 1 (-1, 3), y -> y.
+  Tensor t2 = f32({2.f, 0.f, 1.f, 0.f, 1.f, 0.f}, {1, 2, 3});
+  Node ac("AffineGrid", 2);
+  ac.i("align_corners", 1);
+  expect_values(run1(ac.node, {&t2, &size}, 20), {-1, -1, 3, -1, -1, 1, 3, 1});
+  // 3-D identity, D = H = 1, W = 2: (x, y, z) = (-0.5, 0, 0), (0.5, 0, 0).
+  Tensor t3 = f32({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0}, {1, 3, 4});
+  Tensor size3 = i64({1, 1, 1, 1, 2});
+  Tensor g3 = run1(n.node, {&t3, &size3}, 20);
+  EXPECT_EQ(g3.shape(), (Shape{1, 1, 1, 2, 3}));
+  expect_values(g3, {-0.5, 0, 0, 0.5, 0, 0});
+  expect_error_naming([&] { run1(n.node, {&t3, &size}, 20); }, n.node, ErrorCode::kInvalidModel, "theta");
+}
+
+TEST(OpsOnnx123, TensorScatterLinearAndCircular) {
+  Tensor cache = f32({0, 0, 0, 0, 0, 0}, {2, 3, 1}), update = f32({1, 2, 3, 4}, {2, 2, 1});
+  // Batch 0 writes at 1, 2; batch 1 at 0, 1.
+  Tensor idx = i64({1, 0});
+  Node n("TensorScatter", 3);
+  expect_values(run1(n.node, {&cache, &update, &idx}, 24), {0, 1, 2, 3, 4, 0});
+  // Circular: batch 0 starts at 2 and wraps to 0.
+  Tensor idx2 = i64({2, 0});
+  Node c("TensorScatter", 3);
+  c.s("mode", "circular");
+  expect_values(run1(c.node, {&cache, &update, &idx2}, 24), {2, 0, 1, 3, 4, 0});
+  // Linear past the end is a clear error; without write_indices the writes start at 0.
+  expect_error_naming([&] { run1(n.node, {&cache, &update, &idx2}, 24); }, n.node, ErrorCode::kInvalidArgument,
+                      "outside the cache");
+  expect_values(run1(n.node, {&cache, &update}, 24), {1, 2, 0, 3, 4, 0});
 }
 
 }  // namespace
