@@ -1,7 +1,7 @@
 // CPU reference kernels for ops and dtypes that the newer onnx releases (1.23: opsets 18-28) test: signed BitShift,
 // BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention,
 // BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState,
-// LinearAttention, AffineGrid, TensorScatter.
+// LinearAttention, AffineGrid, TensorScatter, Resize half_pixel_symmetric.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -455,6 +455,20 @@ TEST(OpsOnnx123, TensorScatterLinearAndCircular) {
   expect_error_naming([&] { run1(n.node, {&cache, &update, &idx2}, 24); }, n.node, ErrorCode::kInvalidArgument,
                       "outside the cache");
   expect_values(run1(n.node, {&cache, &update}, 24), {1, 2, 0, 3, 4, 0});
+}
+
+// ---- Resize half_pixel_symmetric -----------------------------------------------------------------------------------
+
+TEST(OpsOnnx123, ResizeHalfPixelSymmetricUsesTheIntegerOutputLength) {
+  // W 4 -> scale 0.6: output floor(2.4) = 2; adjustment 2 / 2.4, offset = 2 * (1 - 2/2.4) = 1/3;
+  // x_in = 1/3 + (x + 0.5) / 0.6 - 0.5 = 2/3 and 7/3 -> linear over [1, 2, 3, 4]: 5/3, 10/3.
+  Tensor x = f32({1.f, 2.f, 3.f, 4.f}, {1, 1, 1, 4});
+  Tensor scales = f32({1.f, 1.f, 1.f, 0.6f});
+  Node n("Resize", 3);
+  n.s("mode", "linear").s("coordinate_transformation_mode", "half_pixel_symmetric");
+  Tensor y = run1(n.node, {&x, nullptr, &scales}, 19);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 1, 2}));
+  expect_values(y, {5.0 / 3, 10.0 / 3}, 1e-5);
 }
 
 }  // namespace

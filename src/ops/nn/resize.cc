@@ -156,12 +156,13 @@ struct AxisTaps {
 
 // length_resized is scale * length_original (not the floored output size), as in ONNX's reference
 // (onnx/backend/test/case/node/resize.py): it differs from the output size only for scales that do not divide.
-double original_coord(const ResizeAttrs& a, double x, double scale, int64_t in, int64_t /*out*/, double rs,
+double original_coord(const ResizeAttrs& a, double x, double scale, int64_t in, int64_t out, double rs,
                       double re) {
   const double len_in = static_cast<double>(in), len_out = scale * len_in;
   if (a.coord == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (a.coord == "half_pixel_symmetric") {
-    const double adj = len_out / (scale * len_in);
+    // The integer output length over the unrounded one: the ROI's centre maps to the output canvas's centre.
+    const double adj = static_cast<double>(out) / len_out;
     const double center = len_in / 2;
     return center * (1 - adj) + (x + 0.5) / scale - 0.5;
   }
