@@ -1,7 +1,8 @@
 // CPU reference kernels for ops and dtypes that the newer onnx releases (1.23: opsets 18-28) test: signed BitShift,
 // BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention,
 // BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState,
-// LinearAttention, AffineGrid, TensorScatter, Resize half_pixel_symmetric.
+// LinearAttention, AffineGrid, TensorScatter, Resize half_pixel_symmetric
+// and antialias.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -469,6 +470,25 @@ TEST(OpsOnnx123, ResizeHalfPixelSymmetricUsesTheIntegerOutputLength) {
   Tensor y = run1(n.node, {&x, nullptr, &scales}, 19);
   EXPECT_EQ(y.shape(), (Shape{1, 1, 1, 2}));
   expect_values(y, {5.0 / 3, 10.0 / 3}, 1e-5);
+}
+
+TEST(OpsOnnx123, ResizeAntialiasLinearWidensTheFilter) {
+  // W 4 -> 2 (scale 0.5), half_pixel: x_in = 0.5 and 2.5. The triangle filter stretched by 2 covers pixels
+  // x - 1.5 .. x + 1.5 with weights 0.25, 0.75, 0.75, 0.25 (sum 2); reads past the edge take the edge pixel:
+  // (0.25*1 + 0.75*1 + 0.75*2 + 0.25*3) / 2 = 1.625; (0.25*2 + 0.75*3 + 0.75*4 + 0.25*4) / 2 = 3.375.
+  Tensor x = f32({1.f, 2.f, 3.f, 4.f}, {1, 1, 1, 4});
+  Tensor scales = f32({1.f, 1.f, 1.f, 0.5f});
+  Node n("Resize", 3);
+  n.s("mode", "linear").i("antialias", 1);
+  expect_values(run1(n.node, {&x, nullptr, &scales}, 18), {1.625, 3.375}, 1e-6);
+  // exclude_outside drops the taps past the edge and renormalises: 3 / 1.75, 5.75 / 1.75.
+  Node ex("Resize", 3);
+  ex.s("mode", "linear").i("antialias", 1).i("exclude_outside", 1);
+  expect_values(run1(ex.node, {&x, nullptr, &scales}, 18), {3 / 1.75, 5.75 / 1.75}, 1e-6);
+  Node nearest("Resize", 3);
+  nearest.i("antialias", 1);
+  expect_error_naming([&] { run1(nearest.node, {&x, nullptr, &scales}, 18); }, nearest.node,
+                      ErrorCode::kUnsupported, "antialias");
 }
 
 }  // namespace

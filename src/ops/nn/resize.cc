@@ -4,7 +4,7 @@
 // tf_crop_and_resize + extrapolation_value), scales or sizes, axes and keep_aspect_ratio_policy (18+).
 // Interpolation is separable: each output coordinate of each axis gets a short list of (input index, weight) taps,
 // computed once per axis as ONNX's reference does (edge-padded neighbours); values are computed in double.
-// Not supported: antialias=1 (opset 18) — rejected with kUnsupported.
+// antialias=1 (opset 18+) for linear and cubic: the filter widened by 1/scale when downsampling.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -23,6 +23,7 @@ struct ResizeAttrs {
   std::string nearest_mode = "round_prefer_floor";
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;  // opset 18+, linear / cubic: the kernel widened by 1/scale when downsampling
   double extrapolation = 0.0;
   std::string keep_aspect = "stretch";
   std::vector<int64_t> axes;
@@ -47,8 +48,9 @@ ResizeAttrs read_attrs(const ir::Node& node, int64_t opset) {
     a.extrapolation = node.attr_float("extrapolation_value", 0.f);
   }
   if (opset >= 18 && node.op_type == "Resize") {
-    KILNRT_CHECK(node.attr_int("antialias", 0) == 0, kUnsupported, node.describe(),
-                 "antialias=1 is not supported");
+    a.antialias = node.attr_int("antialias", 0) != 0;
+    KILNRT_CHECK(!a.antialias || a.mode != "nearest", kUnsupported, node.describe(),
+                 "antialias=1 applies to linear and cubic modes, not 'nearest'");
     a.keep_aspect = node.attr_string("keep_aspect_ratio_policy", "stretch");
     a.axes = node.attr_ints("axes", std::vector<int64_t>{});
   }
@@ -174,6 +176,39 @@ double original_coord(const ResizeAttrs& a, double x, double scale, int64_t in, 
   return len_out > 1 ? rs * (len_in - 1) + x * (re - rs) * (len_in - 1) / (len_out - 1) : 0.5 * (rs + re) * (len_in - 1);
 }
 
+// Antialiased linear / cubic taps (ONNX reference semantics): with s = min(scale, 1), the filter is stretched by
+// 1/s. Pixel p = x - ratio + i (ratio = x - floor(x), or 1 when x is an integer) gets the weight
+// f(s * (i - ratio)) for i in [start, 2 - start) (linear: start = floor(-1/s) + 1, f = max(0, 1 - |t|); cubic:
+// start = floor(-2/s) + 1, the cubic kernel); weights are normalised; reads past the edges take the edge pixel,
+// or (exclude_outside) are dropped and the rest renormalised.
+void antialias_taps(const ResizeAttrs& a, double x, double scale, int64_t in, std::vector<Tap>* taps) {
+  const double s = std::min(scale, 1.0);
+  const double fl = std::floor(x);
+  const double ratio = x == fl ? 1.0 : x - fl;
+  const bool linear = a.mode == "linear";
+  const auto start = static_cast<int64_t>(std::floor((linear ? -1.0 : -2.0) / s) + 1);
+  const double A = a.cubic_a;
+  auto weight = [&](double t) {
+    t = std::fabs(t);
+    if (linear) return std::max(0.0, 1.0 - t);
+    if (t <= 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
+    if (t < 2) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+    return 0.0;
+  };
+  std::vector<std::pair<int64_t, double>> w;
+  double sum = 0.0;
+  const auto base = static_cast<int64_t>(std::llround(x - ratio));
+  for (int64_t i = start; i < 2 - start; ++i) {
+    const int64_t p = base + i;
+    double c = weight(s * (static_cast<double>(i) - ratio));
+    if (a.exclude_outside && (p < 0 || p >= in)) c = 0.0;
+    w.emplace_back(std::min<int64_t>(std::max<int64_t>(p, 0), in - 1), c);
+    sum += c;
+  }
+  for (const auto& [p, c] : w)
+    if (c != 0.0 && sum != 0.0) taps->push_back({p, c / sum});
+}
+
 AxisTaps axis_taps(const ResizeAttrs& a, int64_t in, int64_t out, double scale, double rs, double re) {
   AxisTaps t;
   t.taps.resize(static_cast<size_t>(out));
@@ -193,6 +228,10 @@ AxisTaps axis_taps(const ResizeAttrs& a, int64_t in, int64_t out, double scale, 
     const double fl = std::floor(x);
     const auto x0 = static_cast<int64_t>(fl);
     const double r = x - fl;
+    if (a.antialias && a.mode != "nearest") {
+      antialias_taps(a, x, scale, in, &taps);
+      continue;
+    }
     if (a.mode == "nearest") {
       bool up;
       if (r == 0.0) up = false;
