@@ -2,7 +2,7 @@
 // BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention,
 // BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState,
 // LinearAttention, AffineGrid, TensorScatter, Resize half_pixel_symmetric
-// and antialias.
+// and antialias, 16-bit and blocked QuantizeLinear / DequantizeLinear.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -489,6 +489,45 @@ TEST(OpsOnnx123, ResizeAntialiasLinearWidensTheFilter) {
   nearest.i("antialias", 1);
   expect_error_naming([&] { run1(nearest.node, {&x, nullptr, &scales}, 18); }, nearest.node,
                       ErrorCode::kUnsupported, "antialias");
+}
+
+// ---- QuantizeLinear / DequantizeLinear: 16-bit outputs, blocked parameters ----------------------------------------
+
+TEST(OpsOnnx123, QuantizeLinearSixteenBitSaturates) {
+  // int16, scale 0.5, zero point 0: 1.5 / 0.5 = 3; -70000 / 0.5 saturates at -32768.
+  Tensor x = f32({1.5f, -70000.f}), scale = f32({0.5f}, {});
+  Tensor zp16 = i16({0}, {});
+  Node n("QuantizeLinear", 3);
+  Tensor y = run1(n.node, {&x, &scale, &zp16}, 21);
+  EXPECT_EQ(y.dtype(), DType::kInt16);
+  expect_values(y, {3, -32768});
+  // uint16 via output_dtype (no zero point): -5 -> 0, 40000 / 0.5 = 80000 -> 65535.
+  Tensor x2 = f32({-5.f, 40000.f});
+  Node u("QuantizeLinear", 2);
+  u.i("output_dtype", 4);
+  Tensor yu = run1(u.node, {&x2, &scale}, 21);
+  EXPECT_EQ(yu.dtype(), DType::kUInt16);
+  expect_values(yu, {0, 65535});
+}
+
+TEST(OpsOnnx123, BlockedQuantizeAndDequantize) {
+  // X [2, 4], axis 1, block_size 2: scale [2, 2] = [[1, 2], [4, 8]] covers columns {0, 1} and {2, 3}.
+  // Row 0: 1/1, 2/1, 4/2 + 1, 6/2 + 1 (zero point 1 on the second block) = 1, 2, 3, 4; row 1: 1, 2, 2, 3.
+  Tensor x = f32({1, 2, 4, 6, 4, 8, 16, 24}, {2, 4});
+  Tensor scale = f32({1, 2, 4, 8}, {2, 2});
+  Tensor zp = i8({0, 1, 0, 0}, {2, 2});
+  Node q("QuantizeLinear", 3);
+  q.i("axis", 1).i("block_size", 2);
+  Tensor y = run1(q.node, {&x, &scale, &zp}, 21);
+  EXPECT_EQ(y.dtype(), DType::kInt8);
+  expect_values(y, {1, 2, 3, 4, 1, 2, 2, 3});
+  Node dq("DequantizeLinear", 3);
+  dq.i("axis", 1).i("block_size", 2);
+  expect_values(run1(dq.node, {&y, &scale, &zp}, 21), {1, 2, 4, 6, 4, 8, 16, 24});
+  // A scale with the wrong number of blocks is a clear error.
+  Tensor bad = f32({1, 2, 3, 4, 5, 6}, {2, 3});
+  expect_error_naming([&] { run1(q.node, {&x, &bad, nullptr}, 21); }, q.node, ErrorCode::kInvalidArgument,
+                      "block_size");
 }
 
 }  // namespace

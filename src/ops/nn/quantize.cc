@@ -1,6 +1,6 @@
 // Quantization ops (reference kernels, computed in double): QuantizeLinear / DequantizeLinear (10, 13: per-tensor
-// or per-axis), DynamicQuantizeLinear (11), MatMulInteger / QLinearMatMul (10), ConvInteger / QLinearConv (10).
-// Rounding is half to even (std::nearbyint), saturation to the int8 / uint8 range.
+// or per-axis; 21: blocked, 16-bit integers), DynamicQuantizeLinear (11), MatMulInteger / QLinearMatMul (10), ConvInteger / QLinearConv (10).
+// Rounding is half to even (std::nearbyint), saturation to the output type's range.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -15,7 +15,10 @@ namespace kilnrt::ops::nn {
 namespace {
 
 double saturate(double v, DType t) {
-  const double lo = t == DType::kInt8 ? -128 : 0, hi = t == DType::kInt8 ? 127 : 255;
+  double lo = 0, hi = 255;
+  if (t == DType::kInt8) lo = -128, hi = 127;
+  if (t == DType::kInt16) lo = -32768, hi = 32767;
+  if (t == DType::kUInt16) lo = 0, hi = 65535;
   return std::min(std::max(v, lo), hi);
 }
 
@@ -38,21 +41,76 @@ std::vector<double> expand_param(const Tensor* p, const Shape& shape, int64_t ax
   return v;
 }
 
+// Blocked quantization (opset 21, block_size > 0): the parameter has X's rank, with ceil(len / block_size) entries
+// along `axis`; element (.., i_axis, ..) reads parameter (.., i_axis / block_size, ..). Returns per-element values.
+std::vector<double> blocked_param(const Tensor& p, const Shape& shape, int64_t axis, int64_t block,
+                                  const ir::Node& node) {
+  const std::vector<double> v = tensor_to_doubles(p, node);
+  const Shape& ps = p.shape();
+  const size_t rank = shape.size();
+  const auto a = static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(rank), node));
+  bool ok = ps.size() == rank;
+  for (size_t d = 0; ok && d < rank; ++d)
+    ok = d == a ? ps[d] == (shape[d] + block - 1) / block : ps[d] == shape[d];
+  KILNRT_CHECK(ok, kInvalidArgument, node.describe(),
+               "blocked parameter of shape " << shape_to_string(ps) << " does not match input "
+                                              << shape_to_string(shape) << " with block_size " << block
+                                              << " on axis " << a);
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  std::vector<double> out(static_cast<size_t>(total));
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t off = 0;
+    for (size_t d = 0; d < rank; ++d) off = off * ps[d] + (d == a ? idx[d] / block : idx[d]);
+    out[static_cast<size_t>(i)] = v[static_cast<size_t>(off)];
+    for (size_t d = rank; d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+// Scale and zero point for every element of X: per tensor, per axis (1-D) or blocked (block_size > 0).
+void element_params(const CpuContext& ctx, const Shape& shape, std::vector<double>* scales,
+                    std::vector<double>* zeros) {
+  const int64_t axis = ctx.node.attr_int("axis", 1);
+  const int64_t block = ctx.node.attr_int("block_size", 0);
+  const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  if (block > 0 && ctx.input(1).numel() > 1) {
+    *scales = blocked_param(ctx.input(1), shape, axis, block, ctx.node);
+    *zeros = zp ? blocked_param(*zp, shape, axis, block, ctx.node) : std::vector<double>(static_cast<size_t>(total), 0.0);
+    return;
+  }
+  size_t ss, zs;
+  int64_t sl, zl;
+  const std::vector<double> sc = expand_param(&ctx.input(1), shape, axis, 1.0, ctx.node, &ss, &sl);
+  const std::vector<double> z = expand_param(zp, shape, axis, 0.0, ctx.node, &zs, &zl);
+  scales->resize(static_cast<size_t>(total));
+  zeros->resize(static_cast<size_t>(total));
+  for (size_t i = 0; i < scales->size(); ++i) {
+    (*scales)[i] = sc[sl > 1 ? (i / ss) % static_cast<size_t>(sl) : 0];
+    (*zeros)[i] = z[zl > 1 ? (i / zs) % static_cast<size_t>(zl) : 0];
+  }
+}
+
 void quantize_cpu(CpuContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  const DType out_t = zp ? zp->dtype() : DType::kUInt8;
-  KILNRT_CHECK(out_t == DType::kUInt8 || out_t == DType::kInt8, kUnsupported, ctx.node.describe(),
-               "zero point dtype " << dtype_name(out_t) << " (uint8 and int8 are supported)");
-  const int64_t axis = ctx.node.attr_int("axis", 1);
-  size_t ss, zs;
-  int64_t sl, zl;
-  const std::vector<double> sc = expand_param(&ctx.input(1), x.shape(), axis, 1.0, ctx.node, &ss, &sl);
-  const std::vector<double> z = expand_param(zp, x.shape(), axis, 0.0, ctx.node, &zs, &zl);
+  DType out_t = zp ? zp->dtype() : DType::kUInt8;
+  if (!zp && ctx.node.attr_int("output_dtype", 0) != 0) out_t = static_cast<DType>(ctx.node.attr_int("output_dtype"));
+  KILNRT_CHECK(out_t == DType::kUInt8 || out_t == DType::kInt8 || out_t == DType::kUInt16 || out_t == DType::kInt16,
+               kUnsupported, ctx.node.describe(),
+               "output dtype " << dtype_name(out_t) << " (uint8, int8, uint16 and int16 are supported)");
+  std::vector<double> sc, z;
+  element_params(ctx, x.shape(), &sc, &z);
   std::vector<double> v = tensor_to_doubles(x, ctx.node);
   for (size_t i = 0; i < v.size(); ++i) {
-    const double s = sc[sl > 1 ? (i / ss) % static_cast<size_t>(sl) : 0];
-    const double zz = z[zl > 1 ? (i / zs) % static_cast<size_t>(zl) : 0];
+    const double s = sc[i];
+    const double zz = z[i];
     // float32 inputs divide in float32, as ONNX's reference does (the quotient's rounding decides ties).
     const double q = x.dtype() == DType::kFloat32 ? static_cast<double>(static_cast<float>(v[i]) / static_cast<float>(s))
                                                   : v[i] / s;
@@ -63,16 +121,12 @@ void quantize_cpu(CpuContext& ctx) {
 
 void dequantize_cpu(CpuContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  const int64_t axis = ctx.node.attr_int("axis", 1);
-  size_t ss, zs;
-  int64_t sl, zl;
-  const std::vector<double> sc = expand_param(&ctx.input(1), x.shape(), axis, 1.0, ctx.node, &ss, &sl);
-  const std::vector<double> z = expand_param(zp, x.shape(), axis, 0.0, ctx.node, &zs, &zl);
+  std::vector<double> sc, z;
+  element_params(ctx, x.shape(), &sc, &z);
   std::vector<double> v = tensor_to_doubles(x, ctx.node);
   for (size_t i = 0; i < v.size(); ++i) {
-    const double s = sc[sl > 1 ? (i / ss) % static_cast<size_t>(sl) : 0];
-    const double zz = z[zl > 1 ? (i / zs) % static_cast<size_t>(zl) : 0];
+    const double s = sc[i];
+    const double zz = z[i];
     v[i] = (v[i] - zz) * s;
   }
   ctx.outputs[0] = tensor_from_doubles(v, ctx.input(1).dtype(), x.shape());
@@ -268,7 +322,9 @@ void qlinear_conv_cpu(CpuContext& ctx) {
 // ---- shape functions --------------------------------------------------------------------------------------------
 
 void infer_quantize(ShapeContext& ctx) {
-  const DType t = ctx.has_input(2) ? ctx.input(2).dtype : DType::kUInt8;
+  DType t = ctx.has_input(2) ? ctx.input(2).dtype : DType::kUInt8;
+  if (!ctx.has_input(2) && ctx.node.attr_int("output_dtype", 0) != 0)
+    t = static_cast<DType>(ctx.node.attr_int("output_dtype"));
   const ir::TensorType& x = ctx.input(0);
   if (x.has_shape) ctx.set_output(0, t, x.shape);
   else ctx.set_output_rank_unknown(0, t);
@@ -333,10 +389,10 @@ void infer_conv_like(ShapeContext& ctx, DType t, size_t w_index) {
 
 const std::vector<DType> kQuantIn = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kInt32};
 KILNRT_REGISTER_OP(OpSchema{"", "QuantizeLinear", 10, 1000, infer_quantize, quantize_cpu, kQuantIn,
-                            "saturate(round_half_even(x / scale) + zero_point), per tensor or per axis"});
+                            "saturate(round_half_even(x / scale) + zero_point), per tensor, per axis or blocked"});
 KILNRT_REGISTER_OP(OpSchema{"", "DequantizeLinear", 10, 1000, infer_dequantize, dequantize_cpu,
                             {DType::kUInt8, DType::kInt8, DType::kInt32},
-                            "(x - zero_point) * scale, per tensor or per axis"});
+                            "(x - zero_point) * scale, per tensor, per axis or blocked"});
 KILNRT_REGISTER_OP(OpSchema{"", "DynamicQuantizeLinear", 11, 1000, infer_dynamic_quantize, dynamic_quantize_cpu,
                             {DType::kFloat32}, "uint8 quantization with scale/zero point from the data's range"});
 KILNRT_REGISTER_OP(OpSchema{"", "MatMulInteger", 10, 1000,
