@@ -2,7 +2,7 @@
 // BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention,
 // BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState,
 // LinearAttention, AffineGrid, TensorScatter, Resize half_pixel_symmetric
-// and antialias, 16-bit and blocked QuantizeLinear / DequantizeLinear.
+// and antialias, 16-bit and blocked QuantizeLinear / DequantizeLinear, the inverse real DFT.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -528,6 +528,28 @@ TEST(OpsOnnx123, BlockedQuantizeAndDequantize) {
   Tensor bad = f32({1, 2, 3, 4, 5, 6}, {2, 3});
   expect_error_naming([&] { run1(q.node, {&x, &bad, nullptr}, 21); }, q.node, ErrorCode::kInvalidArgument,
                       "block_size");
+}
+
+// ---- DFT: inverse + onesided (inverse real FFT) ------------------------------------------------------------------
+
+TEST(OpsOnnx123, DftInverseOnesidedIsTheInverseRealFft) {
+  // fft([1, 2, 3, 4]) = [10, -2+2i, -2, -2-2i]; its one-sided half [10, -2+2i, -2] gives back the real signal.
+  Tensor x = f32({10.f, 0.f, -2.f, 2.f, -2.f, 0.f}, {1, 3, 2});
+  Node n("DFT", 1);
+  n.i("inverse", 1).i("onesided", 1).i("axis", 1);
+  Tensor y = run1(n.node, {&x}, 17);
+  EXPECT_EQ(y.shape(), (Shape{1, 4, 1}));
+  expect_values(y, {1, 2, 3, 4}, 1e-6);
+  const ir::TensorType tx = ttype(DType::kFloat32, {1, 3, 2});
+  EXPECT_EQ(sym_shape_to_shape(infer(n.node, {&tx}, {}, 17)[0].shape), (Shape{1, 4, 1}));
+  // dft_length 5 (odd): bins 0..2 mirror to 4, 3; ifft of [10, -2+2i, -2, -2, -2-2i] real part at t = 0:
+  // (10 - 2 - 2 - 2 - 2) / 5 = 0.4.
+  Tensor len5 = i64_scalar(5);
+  Node m("DFT", 2);
+  m.i("inverse", 1).i("onesided", 1).i("axis", 1);
+  Tensor y5 = run1(m.node, {&x, &len5}, 17);
+  EXPECT_EQ(y5.shape(), (Shape{1, 5, 1}));
+  EXPECT_NEAR(values(y5)[0], 0.4, 1e-6);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Signal ops (opset 17): HannWindow / HammingWindow / BlackmanWindow, DFT (forward / inverse, onesided,
-// dft_length, any axis; real [.., 1] or complex [.., 2] input), STFT (frame_step, window, frame_length, onesided)
+// Signal ops (opset 17): HannWindow / HammingWindow / BlackmanWindow, DFT (forward / inverse, onesided, the inverse
+// real FFT (inverse + onesided), dft_length, any axis; real [.., 1] or complex [.., 2] input), STFT (frame_step, window, frame_length, onesided)
 // and MelWeightMatrix. Naive O(n^2) transforms in double: reference kernels, not fast ones.
 #include <cmath>
 #include <string>
@@ -93,8 +93,12 @@ void dft_cpu(CpuContext& ctx) {
   const bool inverse = node.attr_int("inverse", 0) != 0;
   const bool onesided = node.attr_int("onesided", 0) != 0;
   const int64_t len = s[static_cast<size_t>(axis)];
-  const int64_t n = ctx.has_input(1) ? scalar_int(ctx.input(1)) : len;
-  const int64_t out_len = onesided ? n / 2 + 1 : n;
+  // inverse + onesided (the inverse real FFT): the input holds bins 0 .. n/2 of a Hermitian spectrum of length
+  // n = dft_length or 2 * (bins - 1); the others are conj(X[n - k]); the output is the real signal [.., 1].
+  const bool irfft = inverse && onesided;
+  const int64_t n = ctx.has_input(1) ? scalar_int(ctx.input(1)) : irfft ? 2 * (len - 1) : len;
+  KILNRT_CHECK(n >= 1, kInvalidArgument, node.describe(), "DFT length " << n << " must be positive");
+  const int64_t out_len = irfft ? n : onesided ? n / 2 + 1 : n;
   const int64_t comp = s.back();
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= s[static_cast<size_t>(d)];
@@ -102,22 +106,27 @@ void dft_cpu(CpuContext& ctx) {
   const std::vector<double> x = tensor_to_doubles(xt, node);
   Shape out_shape = s;
   out_shape[static_cast<size_t>(axis)] = out_len;
-  out_shape.back() = 2;
-  std::vector<double> y(static_cast<size_t>(outer * out_len * inner * 2));
+  const int64_t out_comp = irfft ? 1 : 2;
+  out_shape.back() = out_comp;
+  std::vector<double> y(static_cast<size_t>(outer * out_len * inner * out_comp));
   std::vector<double> re(static_cast<size_t>(n)), im(static_cast<size_t>(n)), tmp(static_cast<size_t>(2 * out_len));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       for (int64_t t = 0; t < n; ++t) {
-        const bool in = t < len;
-        const size_t base = static_cast<size_t>(((o * len + t) * inner + i) * comp);
+        // irfft: bins past the stored half are the conjugates of their mirror images.
+        const bool mirror = irfft && t >= len;
+        const int64_t src = mirror ? n - t : t;
+        const bool in = src < len;
+        const size_t base = static_cast<size_t>(((o * len + src) * inner + i) * comp);
         re[static_cast<size_t>(t)] = in ? x[base] : 0.0;
-        im[static_cast<size_t>(t)] = in && comp == 2 ? x[base + 1] : 0.0;
+        const double imag = in && comp == 2 ? x[base + 1] : 0.0;
+        im[static_cast<size_t>(t)] = mirror ? -imag : imag;
       }
       dft1(re, im, out_len, inverse, tmp.data());
       for (int64_t k = 0; k < out_len; ++k) {
-        const size_t base = static_cast<size_t>(((o * out_len + k) * inner + i) * 2);
+        const size_t base = static_cast<size_t>(((o * out_len + k) * inner + i) * out_comp);
         y[base] = tmp[static_cast<size_t>(2 * k)];
-        y[base + 1] = tmp[static_cast<size_t>(2 * k + 1)];
+        if (out_comp == 2) y[base + 1] = tmp[static_cast<size_t>(2 * k + 1)];
       }
     }
   ctx.outputs[0] = tensor_from_doubles(y, xt.dtype(), out_shape);
@@ -136,16 +145,20 @@ void infer_dft(ShapeContext& ctx) {
     // length changes (dft_length / onesided), then every candidate dim is unknown.
     const bool same_len = !ctx.has_input(1) && ctx.node.attr_int("onesided", 0) == 0;
     for (int64_t d = 0; d + 1 < r && !same_len; ++d) out[static_cast<size_t>(d)] = ir::Dim();
-    if (r > 0) out.back() = ir::Dim(2);
+    const bool irfft = ctx.node.attr_int("onesided", 0) != 0 && ctx.node.attr_int("inverse", 0) != 0;
+    if (r > 0) out.back() = ir::Dim(irfft ? 1 : 2);
     ctx.set_output(0, x.dtype, out);
     return;
   }
   const int64_t axis = dft_axis(ctx.node, ctx.opset, ctx.has_input(2) ? ctx.value(2) : nullptr, r);
   ir::Dim n = out[static_cast<size_t>(axis)];
+  const bool onesided = ctx.node.attr_int("onesided", 0) != 0;
+  const bool irfft = onesided && ctx.node.attr_int("inverse", 0) != 0;
   if (ctx.has_input(1)) n = ctx.value(1) ? ir::Dim(scalar_int(*ctx.value(1))) : ir::Dim();
-  if (ctx.node.attr_int("onesided", 0) != 0) n = n.known() ? ir::Dim(n.value / 2 + 1) : ir::Dim();
+  else if (irfft) n = n.known() ? ir::Dim(2 * (n.value - 1)) : ir::Dim();
+  if (onesided && !irfft) n = n.known() ? ir::Dim(n.value / 2 + 1) : ir::Dim();
   out[static_cast<size_t>(axis)] = n;
-  out.back() = ir::Dim(2);
+  out.back() = ir::Dim(irfft ? 1 : 2);
   ctx.set_output(0, x.dtype, out);
 }
 
