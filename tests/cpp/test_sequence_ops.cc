@@ -108,7 +108,8 @@ ir::Graph construct_at_graph() {
 }
 
 TEST(SequenceOps, ConstructAtLengthWithNegativePositions) {
-  backends::cpu::CpuPlan plan(construct_at_graph());
+  const ir::Graph g = construct_at_graph();  // the plan refers to the graph: it must outlive the plan
+  backends::cpu::CpuPlan plan(g);
   const Tensor a = f32({1, 2}, {2}), b = f32({3}, {1}), c = f32({4, 5, 6}, {3});
   std::map<std::string, Tensor> in{{"a", a}, {"b", b}, {"c", c}, {"pos", i64(1)}};
   auto out = plan.run(in);
