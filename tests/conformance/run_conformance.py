@@ -76,6 +76,7 @@ OP_EXCLUSIONS = {
     "RandomNormal": "random outputs", "RandomUniform": "random outputs", "RandomNormalLike": "random outputs",
     "RandomUniformLike": "random outputs", "Bernoulli": "random outputs", "Multinomial": "random outputs",
     "StringNormalizer": "string dtype", "TfIdfVectorizer": "string dtype", "RegexFullMatch": "string dtype",
+    "ImageDecoder": "image file decoding (JPEG / PNG / BMP / WebP / TIFF / JPEG 2000 codecs) is out of kilnrt's scope",
 }
 # ONNX element types kilnrt has (include/kilnrt/dtype.h): float32 uint8 int8 uint16 int16 int32 int64 bool float16
 # float64 uint32 uint64 bf16.
