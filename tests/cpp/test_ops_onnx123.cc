@@ -2,7 +2,8 @@
 // BitwiseAnd/Or/Xor/Not, Swish, CumProd, RMSNormalization, LpNormalization, bool ReduceMax/ReduceMin, Attention,
 // BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState,
 // LinearAttention, AffineGrid, TensorScatter, Resize half_pixel_symmetric
-// and antialias, 16-bit and blocked QuantizeLinear / DequantizeLinear, the inverse real DFT.
+// and antialias, 16-bit and blocked QuantizeLinear / DequantizeLinear, the inverse real DFT,
+// DeformConv.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -550,6 +551,23 @@ TEST(OpsOnnx123, DftInverseOnesidedIsTheInverseRealFft) {
   Tensor y5 = run1(m.node, {&x, &len5}, 17);
   EXPECT_EQ(y5.shape(), (Shape{1, 5, 1}));
   EXPECT_NEAR(values(y5)[0], 0.4, 1e-6);
+}
+
+// ---- DeformConv ----------------------------------------------------------------------------------------------------
+
+TEST(OpsOnnx123, DeformConvSamplesAtOffsetTaps) {
+  // 1x1 kernel of weight 1 on X = [[1, 2], [3, 4]]: zero offsets give X back (+ bias 10).
+  Tensor x = f32({1, 2, 3, 4}, {1, 1, 2, 2}), w = f32({1}, {1, 1, 1, 1}), b = f32({10});
+  Tensor zero = f32(std::vector<float>(8, 0.f), {1, 2, 2, 2});
+  Node n("DeformConv", 4);
+  expect_values(run1(n.node, {&x, &w, &zero, &b}, 19), {11, 12, 13, 14});
+  // dw = 0.5 everywhere: samples at (i, j + 0.5): 1.5, (2 + 0 outside) / 2 = 1, 3.5, 2; mask 0.5 halves them.
+  Tensor shift = f32({0, 0, 0, 0, 0.5f, 0.5f, 0.5f, 0.5f}, {1, 2, 2, 2});
+  Tensor mask = f32({0.5f, 0.5f, 0.5f, 0.5f}, {1, 1, 2, 2});
+  Node m("DeformConv", 5);
+  expect_values(run1(m.node, {&x, &w, &shift, nullptr, &mask}, 19), {0.75, 0.5, 1.75, 1.0});
+  Tensor bad = f32(std::vector<float>(4, 0.f), {1, 1, 2, 2});
+  expect_error_naming([&] { run1(n.node, {&x, &w, &bad}, 19); }, n.node, ErrorCode::kInvalidModel, "offset");
 }
 
 }  // namespace
