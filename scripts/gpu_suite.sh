@@ -28,6 +28,8 @@
 #   KILNRT_ZOO_PRECISIONS  zoo precisions (default fp32,fp16,bf16)
 #   KILNRT_BENCH_BATCHES / KILNRT_BENCH_PRECISIONS / KILNRT_BENCH_ARGS   bench selection (1,32 / fp32,fp16 / extra
 #                          options such as --no-compile or --compile-max-autotune)
+#   KILNRT_CONF_CASES      directory for the generated conformance cases: made once, kept and reused (default: a
+#                          temporary one, removed at the end)
 #   KILNRT_CONF_FILTER     regex on conformance case names; KILNRT_CONF_JOBS worker processes (default: nproc);
 #                          KILNRT_CONF_FREEZE auto|on|off (run_conformance.py --freeze-inputs; default auto)
 #   KILNRT_CONF_MIN_FP32 / KILNRT_CONF_MIN_FP16 / KILNRT_CONF_MIN_BF16   minimum pass rates (fractions) per precision
@@ -55,7 +57,7 @@ tables=()
 failed=0
 idx=0
 pyenv_done=0
-conf_cases=
+conf_cases=${KILNRT_CONF_CASES:-}  # set: generated there once and kept (reused by later runs)
 
 # limit STAGE_MAX: seconds a stage may take (<= 600, <= what the deadline leaves).
 limit() {
@@ -158,6 +160,7 @@ for st in $stages; do
       python_env
       precs=${st#conformance}; precs=${precs#:}; precs=${precs:-fp32,fp16,bf16}
       [ -z "$conf_cases" ] && conf_cases=$(mktemp -d /tmp/kilnrt-conf-cases.XXXXXX)
+      mkdir -p "$conf_cases"
       for prec in ${precs//,/ }; do
         floor16=0.40; [ -n "${KILNRT_CONF_FILTER:-}" ] && floor16=  # default floors: whole case set only
         case $prec in fp32) min=${KILNRT_CONF_MIN_FP32:-};; fp16) min=${KILNRT_CONF_MIN_FP16:-$floor16};;
@@ -213,6 +216,6 @@ done
   if [ -f "$out/coexistence/coexistence.md" ]; then echo; sed 1d "$out/coexistence/coexistence.md"; fi
   for t in "${tables[@]}"; do [ -f "$t" ] && { echo; echo "## $(basename "$(dirname "$t")")/$(basename "$t")"; echo; cat "$t"; }; done
 } >"$summary"
-[ -n "$conf_cases" ] && rm -rf "$conf_cases"
+[ -n "$conf_cases" ] && [ -z "${KILNRT_CONF_CASES:-}" ] && rm -rf "$conf_cases"
 cat "$summary"
 exit $failed
