@@ -219,7 +219,7 @@ TEST(CudaLayoutPlan, PredictedWinNeedsFewReformats) {
 
 TEST(CudaLayoutPlan, ScalarKernelDepthwiseConvsInNhwcPredictALoss) {
   // MobileNet-like: 0 in -conv-> 1 -depthwise-> 2 -conv-> 3 -conv-> 4 (output). Planned NHWC (the forced mode);
-  // the default only when the depthwise conv takes the 8-channel kernel (the scalar NHWC one is slow: layout_plan.h).
+  // the default only when the depthwise conv is depthwise_fast (layout_plan.h).
   Problem t;
   t.slots(5);
   t.p.pinned_nchw[0] = t.p.pinned_nchw[4] = 1;
@@ -231,33 +231,39 @@ TEST(CudaLayoutPlan, ScalarKernelDepthwiseConvsInNhwcPredictALoss) {
   LayoutDecision d = decide_layouts(t.p);
   EXPECT_TRUE(d.step_nhwc[dw]);
   EXPECT_EQ(d.nhwc_depthwise, 1u);
-  EXPECT_EQ(d.nhwc_depthwise_scalar, 1u);
+  EXPECT_EQ(d.nhwc_depthwise_slow, 1u);
   EXPECT_EQ(d.reformats, 2u);
   EXPECT_FALSE(predict_nhwc_win(d));
-  t.p.steps[dw].depthwise_vec = true;
+  t.p.steps[dw].depthwise_fast = true;
   d = decide_layouts(t.p);
   EXPECT_EQ(d.nhwc_depthwise, 1u);
-  EXPECT_EQ(d.nhwc_depthwise_scalar, 0u);
+  EXPECT_EQ(d.nhwc_depthwise_slow, 0u);
   EXPECT_TRUE(predict_nhwc_win(d));
-  t.p.steps[dw].depthwise = t.p.steps[dw].depthwise_vec = false;
+  t.p.steps[dw].depthwise = t.p.steps[dw].depthwise_fast = false;
   d = decide_layouts(t.p);
   EXPECT_EQ(d.nhwc_depthwise, 0u);
   EXPECT_TRUE(predict_nhwc_win(d));
 }
 
-TEST(CudaLayoutPlan, DepthwiseConvsTakeTheVectorKernelWithMultiplesOfEightChannels) {
+TEST(CudaLayoutPlan, DepthwiseConvsAreFastInNhwcWithEightChannelGroupsAndAStaticBatchOfEight) {
   namespace tc = kilnrt::testing_conv;
-  for (int64_t k : {16, 12}) {
+  struct Case {
+    int64_t k, batch;  // batch -1: symbolic (a dynamic-batch engine)
+    bool fast;
+  };
+  for (const Case& c : {Case{16, 8, true}, Case{16, 32, true}, Case{12, 32, false}, Case{16, 1, false},
+                        Case{16, -1, false}}) {
     tc::GraphBuilder b;
-    b.input("x", {1, k, 8, 8});
-    const std::string w = b.random_constant("w", {k, 1, 3, 3});
-    b.node("Conv", {"x", w}, {"y"}).attrs["group"] = tc::int_attr(k);
+    b.input("x", {c.batch < 0 ? 1 : c.batch, c.k, 8, 8});
+    if (c.batch < 0) b.g.types["x"].shape[0] = kilnrt::ir::Dim::symbol("N");
+    const std::string w = b.random_constant("w", {c.k, 1, 3, 3});
+    b.node("Conv", {"x", w}, {"y"}).attrs["group"] = tc::int_attr(c.k);
     b.output("y");
     const kilnrt::ir::Graph g = b.finish();
-    SCOPED_TRACE(k);
+    SCOPED_TRACE(::testing::Message() << "K " << c.k << " batch " << c.batch);
     EXPECT_TRUE(depthwise_conv(g.nodes.at(0), g));
-    // KILNRT_CUDA_DW_VEC=0 would turn the vector kernel off; the test runs with it unset.
-    EXPECT_EQ(depthwise_nhwc_vec(g.nodes.at(0), g), k % 8 == 0);
+    // KILNRT_CUDA_DW_VEC=0 would make every case slow; the test runs with it unset.
+    EXPECT_EQ(depthwise_nhwc_fast(g.nodes.at(0), g), c.fast);
   }
 }
 

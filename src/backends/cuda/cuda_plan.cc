@@ -209,7 +209,7 @@ void CudaPlan::plan_layouts(const ir::Graph& graph, bool forced) {
     ls.island = st.island;
     if (ls.device && !ls.alias && !ls.island && !ls.nhwc_capable) ls.kind = layout_kind_of(*st.node, graph);
     ls.depthwise = ls.nhwc_capable && depthwise_conv(*st.node, graph);
-    ls.depthwise_vec = ls.depthwise && depthwise_nhwc_vec(*st.node, graph);
+    ls.depthwise_fast = ls.depthwise && depthwise_nhwc_fast(*st.node, graph);
     ls.inputs = st.inputs;
     ls.outputs = st.outputs;
     p.steps.push_back(std::move(ls));

@@ -77,7 +77,7 @@ LayoutDecision decide_layouts(const LayoutProblem& p) {
     d.step_nhwc[i] = run || d.view[i] ? 1 : 0;
     d.nhwc_steps += d.step_nhwc[i];
     if (run && st.depthwise) ++d.nhwc_depthwise;
-    if (run && st.depthwise && !st.depthwise_vec) ++d.nhwc_depthwise_scalar;
+    if (run && st.depthwise && !st.depthwise_fast) ++d.nhwc_depthwise_slow;
     if (run && layouted(out) && kind_of(st) != LayoutKind::kReader) d.nhwc_slot[out] = 1;
     for (size_t k = 0; k < st.inputs.size(); ++k) {
       const int s = st.inputs[k];
@@ -92,7 +92,7 @@ LayoutDecision decide_layouts(const LayoutProblem& p) {
 }
 
 bool predict_nhwc_win(const LayoutDecision& d) {
-  return d.nhwc_steps > 0 && d.nhwc_depthwise_scalar == 0 && d.reformats <= 2 + d.nhwc_steps / 16;
+  return d.nhwc_steps > 0 && d.nhwc_depthwise_slow == 0 && d.reformats <= 2 + d.nhwc_steps / 16;
 }
 
 Shape nhwc_logical_shape(const Shape& s) {

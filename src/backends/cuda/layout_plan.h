@@ -39,7 +39,7 @@ struct LayoutStep {
   bool alias = false;         // CudaLayer::is_alias()
   bool island = false;        // float32 island of a 16-bit engine
   bool depthwise = false;     // a depthwise convolution (group == C == K > 1)
-  bool depthwise_vec = false;  // ... that the 8-channel NHWC kernel takes (depthwise_nhwc_vec): fast in NHWC
+  bool depthwise_fast = false;  // ... measured faster in NHWC than cuDNN's NCHW (depthwise_nhwc_fast)
   LayoutKind kind = LayoutKind::kFixed;
   std::vector<int> inputs, outputs;  // slots, -1 omitted
 };
@@ -59,7 +59,7 @@ struct LayoutDecision {
   size_t reformats = 0;                      // number of reformatted step inputs
   size_t nhwc_steps = 0;                     // steps that run NHWC (views included)
   size_t nhwc_depthwise = 0;                 // depthwise convolutions among them
-  size_t nhwc_depthwise_scalar = 0;          // ... of those, the ones left to the scalar NHWC kernel (slow)
+  size_t nhwc_depthwise_slow = 0;            // ... of those, the ones not depthwise_fast
 };
 
 LayoutDecision decide_layouts(const LayoutProblem& p);
@@ -100,9 +100,13 @@ namespace kilnrt::backends::cuda {
 LayoutKind layout_kind_of(const ir::Node& node, const ir::Graph& graph);
 // True for a Conv / FusedConv with constant weights [K, 1, ...] and group == K > 1.
 bool depthwise_conv(const ir::Node& node, const ir::Graph& graph);
-// True for a depthwise_conv whose NHWC run takes the 8-channel kernel: K % 8 == 0 and the kernel not disabled
-// (KILNRT_CUDA_DW_VEC=0; activations and weights are 256-byte aligned device allocations).
-bool depthwise_nhwc_vec(const ir::Node& node, const ir::Graph& graph);
+// True for a depthwise_conv measured faster in NHWC (H100 fp16, the 8-channel kernel) than cuDNN's NCHW kernels:
+// K % 8 == 0 (the 8-channel kernel takes it; activations and weights are 256-byte aligned device allocations), the
+// kernel not disabled (KILNRT_CUDA_DW_VEC=0), and a static batch (dim 0 of X) of at least kFastDepthwiseMinBatch:
+// at batch 1 the kernel is slower than cuDNN's NCHW one, and a dynamic batch may be 1. So engines with a dynamic
+// batch keep NCHW for depthwise models unless KILNRT_CUDA_NHWC=1.
+constexpr int64_t kFastDepthwiseMinBatch = 8;
+bool depthwise_nhwc_fast(const ir::Node& node, const ir::Graph& graph);
 // True when a value of this type (rank <= 4, padded with leading 1s) has C == 1 or H == W == 1 (static dims).
 bool layout_free_type(const ir::TensorType* t);
 

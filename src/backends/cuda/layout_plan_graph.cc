@@ -78,9 +78,12 @@ bool depthwise_conv(const ir::Node& n, const ir::Graph& g) {
   return w.rank() >= 3 && group > 1 && w.dim(0) == group && w.dim(1) == 1;
 }
 
-bool depthwise_nhwc_vec(const ir::Node& n, const ir::Graph& g) {
-  return depthwise_conv(n, g) && g.constants.at(n.inputs[1]).dim(0) % 8 == 0 &&
-         kilnrt::cuda::kernels::depthwise_nhwc_vec_enabled();
+bool depthwise_nhwc_fast(const ir::Node& n, const ir::Graph& g) {
+  if (!depthwise_conv(n, g) || g.constants.at(n.inputs[1]).dim(0) % 8 != 0) return false;
+  const ir::TensorType* x = g.type_of(n.inputs[0]);
+  const bool big_batch = x && x->has_shape && x->shape.size() == 4 && x->shape[0].known() &&
+                         x->shape[0].value >= kFastDepthwiseMinBatch;
+  return big_batch && kilnrt::cuda::kernels::depthwise_nhwc_vec_enabled();
 }
 
 bool layout_free_type(const ir::TensorType* t) {
