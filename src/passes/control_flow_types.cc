@@ -1,5 +1,7 @@
 #include "passes/control_flow_types.h"
 
+#include <exception>
+
 #include "core/check.h"
 #include "passes/shape_inference.h"
 
@@ -32,8 +34,10 @@ std::vector<DType> body_output_dtypes(const ir::Node& node, const ir::Graph& out
   }
   try {
     infer_shapes(g);
-  } catch (const Error&) {
-    return {};  // the types stay unknown, as before: a backend that needs them says so naming the consumer
+  } catch (const std::exception&) {
+    // Best effort (the bodies were not inferred here before): the types stay unknown, and a backend that needs
+    // them says so naming the consumer; a malformed body is reported where it runs.
+    return {};
   }
   std::vector<DType> out;
   for (const std::string& o : g.outputs) {
