@@ -12,14 +12,16 @@ const ir::TensorType& ShapeContext::input(size_t i) const {
 }
 
 void ShapeContext::set_output(size_t i, DType dtype, ir::SymShape shape) {
-  KILNRT_CHECK(i < outputs.size(), kInternal, node.describe(), "output index " << i << " out of range");
+  KILNRT_CHECK(i < outputs.size(), kInvalidModel, node.describe(),
+               "the node has " << outputs.size() << " output(s); " << node.op_type << " defines output " << i);
   outputs[i].dtype = dtype;
   outputs[i].has_shape = true;
   outputs[i].shape = std::move(shape);
 }
 
 void ShapeContext::set_output_rank_unknown(size_t i, DType dtype) {
-  KILNRT_CHECK(i < outputs.size(), kInternal, node.describe(), "output index " << i << " out of range");
+  KILNRT_CHECK(i < outputs.size(), kInvalidModel, node.describe(),
+               "the node has " << outputs.size() << " output(s); " << node.op_type << " defines output " << i);
   outputs[i].dtype = dtype;
   outputs[i].has_shape = false;
   outputs[i].shape.clear();

@@ -136,6 +136,38 @@ TEST(HostileInputs, HostileValuesAreErrorsNamingTheNode) {
   expect_correct(ctx->run({{"x", x}, {"idx", indices({-1, 0, 1})}}), x, {3, 0, 1});
 }
 
+// Fuzz findings (onnx_build, session 3): a node declaring more outputs than its op produces (Mul with two outputs)
+// or fewer than its shape function writes (HannWindow with none) was a kInternal error; it is a malformed model:
+// kInvalidModel naming the node, at build or at the first run.
+TEST(HostileInputs, NodesWithTheWrongNumberOfOutputsAreInvalidModels) {
+  using namespace kilnrt::onnx_test;
+  auto expect_invalid_model = [](const NodeSpec& n, const char* needle) {
+    ModelSpec m;
+    m.opsets = {{"", 17}};
+    m.graph.inputs.push_back(ValueInfoSpec::tensor("x", kFloat, {2}));
+    m.graph.initializers.push_back(TensorSpec::int64_typed("four", {}, {4}));
+    m.graph.nodes.push_back(n);
+    if (n.outputs.empty()) m.graph.nodes.push_back(NodeSpec{"Identity", {"x"}, {"y"}});
+    m.graph.outputs.push_back(ValueInfoSpec::tensor("y", kFloat, {2}));
+    const std::string path = testing::TempDir() + "kilnrt_hostile_outputs.onnx";
+    std::ofstream(path, std::ios::binary) << m.serialize();
+    try {
+      BuildOptions o;
+      o.device = "cpu";
+      const auto bytes = build_engine(path, o);
+      auto e = Engine::from_bytes(bytes.data(), bytes.size(), "<hostile>", 0);
+      e->create_context()->run({{"x", floats({2})}});
+      FAIL() << "expected kInvalidModel for " << n.name;
+    } catch (const Error& err) {
+      EXPECT_EQ(err.code(), ErrorCode::kInvalidModel) << err.what();
+      EXPECT_NE(std::string(err.what()).find(n.name), std::string::npos) << err.what();
+      EXPECT_NE(std::string(err.what()).find(needle), std::string::npos) << err.what();
+    }
+  };
+  expect_invalid_model(NodeSpec{"Mul", {"x", "x"}, {"y", "extra"}, {}, "two_output_mul"}, "extra");
+  expect_invalid_model(NodeSpec{"HannWindow", {"four"}, {}, {}, "no_output_window"}, "output");
+}
+
 TEST(HostileInputs, CpuEngineRefusesDeviceCalls) {
   auto engine = gather_engine();
   auto ctx = engine->create_context();

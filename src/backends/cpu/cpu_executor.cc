@@ -158,8 +158,10 @@ std::map<std::string, PlanValue> CpuPlan::run_values(const std::map<std::string,
         slots[step.outputs[i]] = Tensor();
         continue;
       }
-      KILNRT_CHECK(ctx.outputs[i].defined(), kInternal, step.node->describe(),
-                   "kernel did not produce output " << i << " ('" << step.node->outputs[i] << "')");
+      // A node declaring more outputs than its op produces (a malformed model; found by the import+build fuzzer).
+      KILNRT_CHECK(ctx.outputs[i].defined(), kInvalidModel, step.node->describe(),
+                   "the node declares output " << i << " ('" << step.node->outputs[i] << "'), which "
+                       << step.node->op_type << " does not produce here (too many outputs?)");
       slots[step.outputs[i]] = std::move(ctx.outputs[i]);
       seqs[step.outputs[i]].reset();
     }
