@@ -3,7 +3,7 @@
 // BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState,
 // LinearAttention, AffineGrid, TensorScatter, Resize half_pixel_symmetric
 // and antialias, 16-bit and blocked QuantizeLinear / DequantizeLinear, the inverse real DFT,
-// DeformConv.
+// DeformConv, OptionalHasElement / OptionalGetElement on tensors.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -568,6 +568,23 @@ TEST(OpsOnnx123, DeformConvSamplesAtOffsetTaps) {
   expect_values(run1(m.node, {&x, &w, &shift, nullptr, &mask}, 19), {0.75, 0.5, 1.75, 1.0});
   Tensor bad = f32(std::vector<float>(4, 0.f), {1, 1, 2, 2});
   expect_error_naming([&] { run1(n.node, {&x, &w, &bad}, 19); }, n.node, ErrorCode::kInvalidModel, "offset");
+}
+
+// ---- OptionalHasElement / OptionalGetElement on tensors ----------------------------------------------------------
+
+TEST(OpsOnnx123, OptionalOpsOnPlainTensors) {
+  Tensor x = f32({1.f, 2.f});
+  Node has("OptionalHasElement", 1);
+  Tensor y = run1(has.node, {&x}, 18);
+  EXPECT_EQ(y.dtype(), DType::kBool);
+  EXPECT_EQ(y.shape(), Shape{});
+  expect_values(y, {1});
+  expect_values(run1(has.node, {nullptr}, 18), {0});  // omitted input: an empty optional
+  Node none("OptionalHasElement", 0);
+  expect_values(run1(none.node, {}, 18), {0});
+  Node get("OptionalGetElement", 1);
+  expect_values(run1(get.node, {&x}, 18), {1, 2});
+  expect_error_naming([&] { run1(get.node, {nullptr}, 18); }, get.node, ErrorCode::kInvalidArgument, "empty optional");
 }
 
 }  // namespace
