@@ -1,6 +1,7 @@
 #include "passes/control_flow_types.h"
 
 #include <exception>
+#include <new>
 
 #include "core/check.h"
 #include "passes/shape_inference.h"
@@ -34,6 +35,11 @@ std::vector<DType> body_output_dtypes(const ir::Node& node, const ir::Graph& out
   }
   try {
     infer_shapes(g);
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kOutOfMemory) throw;  // an allocation failure is never a typing question
+    return {};
   } catch (const std::exception&) {
     // Best effort (the bodies were not inferred here before): the types stay unknown, and a backend that needs
     // them says so naming the consumer; a malformed body is reported where it runs.

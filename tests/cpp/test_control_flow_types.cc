@@ -77,6 +77,15 @@ TEST(ControlFlowTypes, IfOutputsTypedFromUndeclaredBranches) {
   EXPECT_EQ(g.nodes[0].attrs.at("then_branch").g->type_of("t"), nullptr);
 }
 
+TEST(ControlFlowTypes, BodyThatCannotBeInferredLeavesTheOutputUntyped) {
+  ir::Graph g = if_graph("Neg");
+  g.nodes[0].attrs.at("else_branch").g->nodes[0].op_type = "NoSuchOp";  // unknown op in one branch
+  EXPECT_NO_THROW(passes::infer_shapes(g));
+  EXPECT_EQ(dtype(g, "y"), DType::kFloat16);  // the other branch still tells
+  g.nodes[0].attrs.at("then_branch").g->nodes[0].op_type = "NoSuchOp";
+  EXPECT_NO_THROW(passes::infer_shapes(g));
+}
+
 TEST(ControlFlowTypes, IfBranchesThatDisagreeStayUntyped) {
   ir::Graph g = if_graph("Cast");
   passes::infer_shapes(g);
