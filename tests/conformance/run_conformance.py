@@ -151,6 +151,10 @@ def exclusion_reason(name, model):
     """Why a case cannot pass on kilnrt by policy, or None."""
     for pattern, reason in NAME_EXCLUSIONS:
         if re.search(pattern, name):
+            if "in onnx 1.12" in reason:  # broken data of that release only: newer releases' cases run
+                import onnx
+                if not onnx.__version__.startswith("1.12."):
+                    continue
             return reason
     ops = [n.op_type for n in model.graph.node]
     for op in ops:
@@ -174,10 +178,13 @@ def save_case(case_dir, model, inputs, outputs, meta):
     os.makedirs(os.path.join(case_dir, "test_data_set_0"), exist_ok=True)
     with open(os.path.join(case_dir, "model.onnx"), "wb") as f:
         f.write(model.SerializeToString())
+    from onnx import TensorProto
     for kind, arrays in (("input", inputs), ("output", outputs)):
         for i, a in enumerate(arrays):
+            # Newer onnx generators give some values as TensorProto already (exact Cast data): saved as they are.
+            proto = a if isinstance(a, TensorProto) else numpy_helper.from_array(np.asarray(a))
             with open(os.path.join(case_dir, "test_data_set_0", "%s_%d.pb" % (kind, i)), "wb") as f:
-                f.write(numpy_helper.from_array(np.asarray(a)).SerializeToString())
+                f.write(proto.SerializeToString())
     with open(os.path.join(case_dir, "case.json"), "w") as f:
         json.dump(meta, f)
 
