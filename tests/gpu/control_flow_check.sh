@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU check of CUDA If / Loop / Scan (issues 5 + 6): builds kilnrt_tests + CLI + Python module, runs the control-flow
 # gtests (+ the segmented-runner ones), compute-sanitizer memcheck on them, and the control-flow ONNX conformance
-# cases on cuda vs cpu. Logs to $1 (default $OUT). When kilnrt_tests does not link (a colleague's file in progress),
-# a test binary of the control-flow / segmented test files alone is linked instead.
+# cases on cuda vs cpu (and as --fp16 engines: log appended to conf_compare.txt). Logs to $1 (default $OUT). When
+# kilnrt_tests does not link (a colleague's file in progress), a test binary of the control-flow / segmented test
+# files alone is linked instead.
 set -u
 out=${1:-$OUT}; mkdir -p "$out"
 b=build-gpu-ctrl; py=$(command -v python3)
@@ -32,6 +33,9 @@ timeout 100 $py tests/conformance/run_conformance.py --device cuda --save-cases 
   --jobs 16 --json "$out/conf_cuda.json" > "$out/conf_cuda.log" 2>&1; echo "conf cuda rc $?"
 timeout 40 $py tests/conformance/run_conformance.py --device cpu --cases /tmp/ctrl-cases --filter "$cases" \
   --jobs 16 --json "$out/conf_cpu.json" > "$out/conf_cpu.log" 2>&1; echo "conf cpu rc $?"
-grep -E '^passed [0-9]+ / failed' "$out/conf_cuda.log" "$out/conf_cpu.log"
+timeout 60 $py tests/conformance/run_conformance.py --device cuda --precision fp16 --cases /tmp/ctrl-cases \
+  --filter "$cases" --jobs 16 > /tmp/ctrl_conf_fp16.log 2>&1; echo "conf fp16 rc $? (16-bit engines refuse control flow)"
+grep -E '^passed [0-9]+ / failed' "$out/conf_cuda.log" "$out/conf_cpu.log" /tmp/ctrl_conf_fp16.log
 $py scripts/conformance_cpu_vs_cuda.py "$out/conf_cpu.json" "$out/conf_cuda.json" > "$out/conf_compare.txt" 2>&1
+{ echo; echo "--- --precision fp16 (at most 8 files come back: appended here)"; cat /tmp/ctrl_conf_fp16.log; } >> "$out/conf_compare.txt"
 head -c 3500 "$out/conf_compare.txt"; echo; echo "total $(( $(date +%s) - t0 )) s"
