@@ -3,7 +3,7 @@
 // BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState,
 // LinearAttention, AffineGrid, TensorScatter, Resize half_pixel_symmetric
 // and antialias, 16-bit and blocked QuantizeLinear / DequantizeLinear, the inverse real DFT,
-// DeformConv, OptionalHasElement / OptionalGetElement on tensors.
+// DeformConv, OptionalHasElement / OptionalGetElement on tensors, FlexAttention without graph attributes.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -585,6 +585,31 @@ TEST(OpsOnnx123, OptionalOpsOnPlainTensors) {
   Node get("OptionalGetElement", 1);
   expect_values(run1(get.node, {&x}, 18), {1, 2});
   expect_error_naming([&] { run1(get.node, {nullptr}, 18); }, get.node, ErrorCode::kInvalidArgument, "empty optional");
+}
+
+// ---- FlexAttention (ai.onnx.preview) without graph attributes -----------------------------------------------------
+
+TEST(OpsOnnx123, FlexAttentionPlainAndGrouped) {
+  // Same numbers as the Attention tests: keys [0, ln 3], values [2, 6]: query 1 -> 5, query 2 -> 5.6.
+  Tensor q = f32({1.f, 2.f}, {1, 2, 1, 1}), k = f32({0.f, static_cast<float>(kLn3)}, {1, 1, 2, 1});
+  Tensor v = f32({2.f, 6.f}, {1, 1, 2, 1});
+  Node n("FlexAttention", 3);
+  n.node.domain = "ai.onnx.preview";
+  Tensor y = run1(n.node, {&q, &k, &v}, 1);
+  EXPECT_EQ(y.shape(), (Shape{1, 2, 1, 1}));
+  expect_values(y, {5, 5.6}, 1e-6);
+  // float64 runs in double too.
+  Tensor qd = f64({1.0}, {1, 1, 1, 1}), kd = f64({0.0, kLn3}, {1, 1, 2, 1}), vd = f64({2.0, 6.0}, {1, 1, 2, 1});
+  Tensor yd = run1(n.node, {&qd, &kd, &vd}, 1);
+  EXPECT_EQ(yd.dtype(), DType::kFloat64);
+  expect_values(yd, {5}, 1e-12);
+  // A score_mod subgraph is refused clearly.
+  Node mod("FlexAttention", 3);
+  mod.node.domain = "ai.onnx.preview";
+  ir::Attribute g;
+  g.kind = ir::Attribute::Kind::kGraph;
+  mod.attr("score_mod", g);
+  expect_error_naming([&] { run1(mod.node, {&q, &k, &v}, 1); }, mod.node, ErrorCode::kUnsupported, "score_mod");
 }
 
 }  // namespace
