@@ -3,7 +3,8 @@
 // BitCast, SwiGLU, RotaryEmbedding, LpPool, CenterCropPad, Col2Im, CausalConvWithState,
 // LinearAttention, AffineGrid, TensorScatter, Resize half_pixel_symmetric
 // and antialias, 16-bit and blocked QuantizeLinear / DequantizeLinear, the inverse real DFT,
-// DeformConv, OptionalHasElement / OptionalGetElement on tensors, FlexAttention without graph attributes.
+// DeformConv, OptionalHasElement / OptionalGetElement on tensors, FlexAttention without graph attributes,
+// float64 MatMul / Softmax.
 // Expected values are worked out by hand from the ONNX operator definitions (the arithmetic is in the comments).
 #include "ops/math/op_test_util.h"
 
@@ -610,6 +611,28 @@ TEST(OpsOnnx123, FlexAttentionPlainAndGrouped) {
   g.kind = ir::Attribute::Kind::kGraph;
   mod.attr("score_mod", g);
   expect_error_naming([&] { run1(mod.node, {&q, &k, &v}, 1); }, mod.node, ErrorCode::kUnsupported, "score_mod");
+}
+
+// ---- float64 MatMul / Softmax (the expanded function bodies of Attention / FlexAttention run them) -----------------
+
+TEST(OpsOnnx123, MatMulAndSoftmaxInFloat64) {
+  // [[1, 2], [3, 4]] @ [[5], [6]] = [[17], [39]], broadcast over a batch of 2 of A.
+  Tensor a = f64({1, 2, 3, 4, 1, 0, 0, 1}, {2, 2, 2}), b = f64({5, 6}, {2, 1});
+  Node mm("MatMul", 2);
+  Tensor y = run1(mm.node, {&a, &b}, 13);
+  EXPECT_EQ(y.dtype(), DType::kFloat64);
+  EXPECT_EQ(y.shape(), (Shape{2, 2, 1}));
+  expect_values(y, {17, 39, 5, 6}, 1e-15);
+  // softmax([0, ln 3]) = [1/4, 3/4]; log-softmax = [ln 1/4, ln 3/4]. Axis 0 of [[0], [ln 3]] gives the same.
+  Tensor x = f64({0.0, kLn3}, {1, 2});
+  Node sm("Softmax", 1), lsm("LogSoftmax", 1), col("Softmax", 1);
+  expect_values(run1(sm.node, {&x}, 13), {0.25, 0.75}, 1e-15);
+  expect_values(run1(lsm.node, {&x}, 13), {std::log(0.25), std::log(0.75)}, 1e-15);
+  col.i("axis", 0);
+  Tensor xc = f64({0.0, kLn3}, {2, 1});
+  expect_values(run1(col.node, {&xc}, 13), {0.25, 0.75}, 1e-15);
+  Tensor bf = f32({5.f, 6.f}, {2, 1});
+  expect_error_naming([&] { run1(mm.node, {&a, &bf}, 13); }, mm.node, ErrorCode::kInvalidModel, "float64");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Gemm (Y = alpha * op(A) * op(B) + beta * C, C broadcast to [M, N]) and MatMul (numpy matmul: N-D batched with
-// broadcast batch dims, 1-D operands), both on CBLAS sgemm.
+// broadcast batch dims, 1-D operands), both on CBLAS sgemm; float64 MatMul as a plain double loop.
+#include <vector>
+
 #include "core/check.h"
 #include "ops/nn/nn_common.h"
 #include "ops/op_registry.h"
@@ -148,9 +150,53 @@ std::vector<int64_t> batch_strides(const Shape& batch, size_t rank) {
   return strides;
 }
 
+// float64 MatMul: a plain double loop (the reference; BLAS is used for the float types only).
+Tensor matmul_f64(const Tensor& a, const Tensor& b, const ir::Node& node) {
+  KILNRT_CHECK(b.dtype() == DType::kFloat64, kInvalidModel, node.describe(),
+               "A is float64 but B is " << dtype_name(b.dtype()));
+  MatMulDims d = matmul_dims(a.shape(), b.shape(), node);
+  Shape batch = broadcast_shapes(d.batch_a, d.batch_b, node);
+  Shape y_shape = batch;
+  if (!d.drop_m) y_shape.push_back(d.m);
+  if (!d.drop_n) y_shape.push_back(d.n);
+  Tensor y = Tensor::empty(DType::kFloat64, y_shape);
+  const int64_t m = d.m, k = d.k, n = d.n, batch_count = shape_numel(batch);
+  const std::vector<int64_t> sa = batch_strides(d.batch_a, batch.size());
+  const std::vector<int64_t> sb = batch_strides(d.batch_b, batch.size());
+  const double* ap = a.data<double>();
+  const double* bp = b.data<double>();
+  double* yp = y.data<double>();
+  std::vector<int64_t> idx(batch.size(), 0);
+  for (int64_t i = 0; i < batch_count; ++i) {
+    int64_t oa = 0, ob = 0;
+    for (size_t j = 0; j < batch.size(); ++j) {
+      oa += idx[j] * sa[j];
+      ob += idx[j] * sb[j];
+    }
+    const double* am = ap + oa * m * k;
+    const double* bm = bp + ob * k * n;
+    double* ym = yp + i * m * n;
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        double acc = 0.0;
+        for (int64_t t = 0; t < k; ++t) acc += am[r * k + t] * bm[t * n + c];
+        ym[r * n + c] = acc;
+      }
+    for (size_t j = batch.size(); j-- > 0;) {
+      if (++idx[j] < batch[j]) break;
+      idx[j] = 0;
+    }
+  }
+  return y;
+}
+
 void matmul_cpu(CpuContext& ctx) {
   const ir::Node& node = ctx.node;
   const DType dtype = ctx.input(0).dtype();
+  if (dtype == DType::kFloat64) {
+    ctx.outputs[0] = matmul_f64(ctx.input(0), ctx.input(1), node);
+    return;
+  }
   Tensor a = to_float32(ctx.input(0), node, "A");
   Tensor b = to_float32(ctx.input(1), node, "B");
   MatMulDims d = matmul_dims(a.shape(), b.shape(), node);
@@ -192,7 +238,8 @@ void matmul_cpu(CpuContext& ctx) {
   ctx.outputs[0] = from_float32(y, dtype);
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "MatMul", 1, 1000, infer_matmul, matmul_cpu, float_dtypes(),
+KILNRT_REGISTER_OP(OpSchema{"", "MatMul", 1, 1000, infer_matmul, matmul_cpu,
+                            {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64},
                             "numpy matmul: batched with broadcast batch dims, 1-D operands"});
 
 }  // namespace

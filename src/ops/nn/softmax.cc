@@ -1,5 +1,6 @@
-// Softmax and LogSoftmax. Opset 13+: along one axis (default -1). Opsets 1-12: the input is coerced to 2-D at
-// `axis` (default 1) and normalised over the flattened trailing dims.
+// Softmax and LogSoftmax (float32, float16, bfloat16; float64 in double). Opset 13+: along one axis (default -1).
+// Opsets 1-12: the input is coerced to 2-D at `axis` (default 1) and normalised over the flattened trailing dims.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -71,11 +72,17 @@ void softmax_strided(const float* x, float* y, int64_t len, int64_t inner) {
   }
 }
 
+const std::vector<DType>& softmax_dtypes() {
+  static const std::vector<DType> v = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64};
+  return v;
+}
+
 template <bool kLog>
 void softmax_cpu(CpuContext& ctx) {
   const ir::Node& node = ctx.node;
   const DType dtype = ctx.input(0).dtype();
-  Tensor x = to_float32(ctx.input(0), node, "input");
+  const bool f64 = dtype == DType::kFloat64;
+  Tensor x = f64 ? ctx.input(0) : to_float32(ctx.input(0), node, "input");
   const int64_t rank = x.rank();
   const bool coerce_2d = ctx.opset < 13;
   // A scalar is treated as one element along one axis.
@@ -90,6 +97,23 @@ void softmax_cpu(CpuContext& ctx) {
       inner = dims_product(x.shape(), axis + 1, rank);
     }
   }
+  if (f64) {  // float64: computed in double, max-subtracted like the float path
+    Tensor y = Tensor::empty(DType::kFloat64, x.shape());
+    const double* xp = x.data<double>();
+    double* yp = y.data<double>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < inner; ++j) {
+        const double* xr = xp + o * len * inner + j;
+        double* yr = yp + o * len * inner + j;
+        double mx = -INFINITY, sum = 0.0;
+        for (int64_t i = 0; i < len; ++i) mx = std::max(mx, xr[i * inner]);
+        for (int64_t i = 0; i < len; ++i) sum += std::exp(xr[i * inner] - mx);
+        for (int64_t i = 0; i < len; ++i)
+          yr[i * inner] = kLog ? xr[i * inner] - mx - std::log(sum) : std::exp(xr[i * inner] - mx) / sum;
+      }
+    ctx.outputs[0] = y;
+    return;
+  }
   Tensor y = Tensor::empty(DType::kFloat32, x.shape());
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
@@ -102,9 +126,9 @@ void softmax_cpu(CpuContext& ctx) {
   ctx.outputs[0] = from_float32(y, dtype);
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "Softmax", 1, 1000, infer_softmax, softmax_cpu<false>, float_dtypes(),
+KILNRT_REGISTER_OP(OpSchema{"", "Softmax", 1, 1000, infer_softmax, softmax_cpu<false>, softmax_dtypes(),
                             "softmax along axis (opset < 13: over the dims from axis on)"});
-KILNRT_REGISTER_OP(OpSchema{"", "LogSoftmax", 1, 1000, infer_softmax, softmax_cpu<true>, float_dtypes(),
+KILNRT_REGISTER_OP(OpSchema{"", "LogSoftmax", 1, 1000, infer_softmax, softmax_cpu<true>, softmax_dtypes(),
                             "log-softmax along axis (opset < 13: over the dims from axis on)"});
 
 }  // namespace
