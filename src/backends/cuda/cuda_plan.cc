@@ -144,20 +144,6 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
     if (p == Precision::kFp16) act16_ = DType::kFloat16;
     if (p == Precision::kBf16) act16_ = DType::kBFloat16;
   }
-  if (act16_ != DType::kUndefined && sync_points_ > 0) {
-    // (The wording of the first message is what tests/conformance/precision16.py's CONST_INPUT_RE matches.)
-    for (const Step& st : steps_) {
-      KILNRT_CHECK(st.sync_in.empty(), kUnsupported, st.node->describe(),
-                   "input '" << st.node->inputs[st.sync_in.empty() ? 0 : st.sync_in[0]]
-                             << "' must be a constant or computed from shapes in --fp16 / --bf16 engines: "
-                             << "data-dependent shapes are supported in float32 CUDA engines only");
-      KILNRT_CHECK(!st.data_dependent, kUnsupported, st.node->describe(),
-                   "output shape depends on data: data-dependent shapes are supported in float32 CUDA engines only "
-                   "(not --fp16 / --bf16)");
-      KILNRT_CHECK(st.host || !dynamic_cast<const ControlFlowLayer*>(st.layer.get()), kUnsupported,
-                   st.node->describe(), "If / Loop / Scan run in float32 CUDA engines only (not --fp16 / --bf16)");
-    }
-  }
   if (act16_ != DType::kUndefined) {
     for (Step& st : steps_) {
       if (st.host) continue;
@@ -169,8 +155,17 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
                    (!st.layer->supports_16bit() ||
                     (st.node->has_attr(kPrecisionAttr) && node_precision(*st.node) == Precision::kFp32)));
       st.host_in = st.layer->host_inputs();
+      // Plans with sync points (runner_segments.cc): data-dependent and control-flow layers run as float32 islands
+      // there (their float32 outputs rounded to 16 bits once their shapes are known; bodies are float32 plans).
+      KILNRT_CHECK(sync_points_ == 0 || st.island || !(st.data_dependent ||
+                                                       dynamic_cast<const ControlFlowLayer*>(st.layer.get())),
+                   kUnsupported, st.node->describe(),
+                   "a data-dependent or control-flow layer with 16-bit kernels is not supported in --fp16 / --bf16 "
+                   "engines (it must run as a float32 island)");
     }
-    const char* nhwc_env = std::getenv("KILNRT_CUDA_NHWC");  // 1: NHWC, 0: NCHW, unset: where predicted to win
+    // 1: NHWC, 0: NCHW, unset: where predicted to win. Static plans only: the segmented run of plans with sync
+    // points (runner_segments.cc) keeps every value NCHW.
+    const char* nhwc_env = sync_points_ > 0 ? "0" : std::getenv("KILNRT_CUDA_NHWC");
     if (!nhwc_env || std::string(nhwc_env) != "0") plan_layouts(graph, nhwc_env && std::string(nhwc_env) == "1");
   }
   for (const std::string& name : device_constants) {

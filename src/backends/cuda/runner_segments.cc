@@ -7,6 +7,11 @@
 // its count) and the rest of the run is sized from there. Values live in a pool of chunks kept across runs. No CUDA
 // graph is captured for these plans, and a caller's capture is refused with a clear error (a sync cannot be
 // captured). Plans without sync points never come here: their path (cuda_plan.cc) is unchanged.
+// --fp16 / --bf16 engines (plan_.act16_): float32 values are stored in the engine's 16-bit dtype between layers, as
+// in the static path (storage rule of runner_layout.cc): graph inputs converted on entry, outputs back on exit,
+// host values converted when uploaded, device values read at a sync point converted back to float32 on the host;
+// islands (layers without 16-bit kernels, data-dependent and control-flow layers among them: their bodies are
+// float32 plans) read float32 copies in the pool and write float32 scratch that is rounded to 16 bits after.
 #include <algorithm>
 
 #include "backends/cuda/control_flow_layer.h"
@@ -123,11 +128,23 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
   out32_.clear();
   sg.chunk = 0;
   sg.used = 0;
+  const DType a16 = plan_.act16_;
+  // The storage dtype of a slot: its model dtype, or the engine's 16-bit dtype for float32 values (16-bit engines).
+  auto store = [&](int s) { return a16 != DType::kUndefined && sg.dtypes[s] == DType::kFloat32 ? a16 : sg.dtypes[s]; };
+  auto bf_of = [](DType t) { return t == DType::kBFloat16 ? 1 : 0; };
   for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
     const int s = plan_.input_slots_[i];
     sg.shapes[s] = sg.input_shapes.at(i);
     sg.dtypes[s] = g.type_of(g.inputs[i])->dtype;
     ptrs_[s] = i < inputs.size() && inputs[i] ? const_cast<void*>(inputs[i]) : sg.staged.at(i).data();
+    if (store(s) != sg.dtypes[s]) {  // 16-bit engine: the float32 input -> its 16-bit storage in the pool
+      if (in32_.empty()) in32_.assign(plan_.input_slots_.size(), nullptr);
+      in32_[i] = ptrs_[s];
+      ptrs_[s] = sg.alloc(plan_.device_, shape_numel(sg.shapes[s]) * dtype_size(store(s)));
+      check_launch(kilnrt::cuda::kernels::f32_to_16(static_cast<const float*>(in32_[i]), ptrs_[s],
+                                                    shape_numel(sg.shapes[s]), bf_of(store(s)), stream),
+                   plan_.slot_names_[s], "f32_to_16");
+    }
   }
   for (const auto& [name, t] : g.constants) {
     auto it = plan_.slot_of_.find(name);
@@ -135,9 +152,9 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
     sg.shapes[it->second] = t.shape();
     sg.dtypes[it->second] = t.dtype();
     sg.host_values[it->second] = t;
-    ptrs_[it->second] = const_cast<void*>(plan_.const_ptr_[it->second]);
+    ptrs_[it->second] = const_cast<void*>(plan_.const_ptr_[it->second]);  // 16-bit engines: uploaded in 16 bits
   }
-  auto bytes_of = [&](int s) { return shape_numel(sg.shapes[s]) * dtype_size(sg.dtypes[s]); };
+  auto bytes_of = [&](int s) { return shape_numel(sg.shapes[s]) * dtype_size(store(s)); };
   LayerLaunch launch;
   launch.stream = stream;
   launch.libs = &handles_;
@@ -154,7 +171,9 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
         if (os < 0 || !plan_.upload_slot_[os]) continue;
         // A host value a device layer (or the caller) reads on the device. Pageable source: the copy is staged
         // before the call returns, and the tensor outlives the run anyway.
-        const Tensor& hv = sg.host_values[os];
+        const Tensor& hv0 = sg.host_values[os];
+        // 16-bit engines: a float32 host value is uploaded in its 16-bit storage (as the static path does).
+        const Tensor hv = store(os) != hv0.dtype() && hv0.dtype() == DType::kFloat32 ? to_16(hv0, store(os)) : hv0;
         ptrs_[os] = sg.alloc(plan_.device_, hv.nbytes());
         if (hv.nbytes() > 0)
           KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(ptrs_[os]), hv.raw(), hv.nbytes(), stream), node.describe());
@@ -165,11 +184,19 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
     for (int i : step.sync_in) {
       const int in = step.inputs[i];
       if (sg.host_values[in].defined()) continue;  // read at an earlier sync point of this run
-      Tensor hv = Tensor::empty(sg.dtypes[in], sg.shapes[in]);
+      Tensor hv = Tensor::empty(store(in), sg.shapes[in]);  // read in its storage dtype
       if (hv.nbytes() > 0) {
         KILNRT_CU_CHECK(api, api.MemcpyDtoHAsync(hv.raw(), dptr(ptrs_[in]), hv.nbytes(), stream), node.describe());
         KILNRT_CU_CHECK(api, api.StreamSynchronize(stream), node.describe() + " (sync point)");
         ++sg.syncs;
+      }
+      if (hv.dtype() != sg.dtypes[in]) {  // 16-bit engine: the host reads the float32 value
+        Tensor f = Tensor::empty(DType::kFloat32, hv.shape());
+        const uint16_t* h = static_cast<const uint16_t*>(hv.raw());
+        float* d = f.data<float>();
+        for (int64_t k = 0; k < hv.numel(); ++k)
+          d[k] = hv.dtype() == DType::kBFloat16 ? bfloat16_to_float(h[k]) : half_to_float(h[k]);
+        hv = std::move(f);
       }
       sg.host_values[in] = std::move(hv);
     }
@@ -180,18 +207,26 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       LayerTensor& t = launch.inputs[i];
       t.present = true;
       t.shape = sg.shapes[in];
-      t.dtype = sg.dtypes[in];
+      t.dtype = store(in);
       t.host = sg.host_values[in].defined() ? &sg.host_values[in] : nullptr;
       t.data = ptrs_[in];
-      // Float32 island of 16-bit model tensors (float32_island.h; segmented plans are float32 engines, so only
-      // islands made from a float32 view): the layer reads a float32 copy in the pool.
-      if (step.island_view && is_16bit_float(t.dtype) && !t.host) {
+      // Float32 island (float32_island.h): of 16-bit model tensors (a layer made from a float32 view), and in 16-bit
+      // engines of the float32 values stored in 16 bits: the layer reads a float32 copy in the pool. Not converted:
+      // values the layer reads on the host (16-bit engines: its host inputs, whose host value is float32 already,
+      // as in the static path; float32 engines: any value known on the host).
+      const bool host_read = a16 != DType::kUndefined
+                                 ? std::find(step.host_in.begin(), step.host_in.end(), static_cast<int>(i)) !=
+                                       step.host_in.end()
+                                 : t.host != nullptr;
+      if (step.island && island_converts(sg.dtypes[in], t.dtype, step.island_view != nullptr) && !host_read) {
         void* f32 = sg.alloc(plan_.device_, shape_numel(t.shape) * sizeof(float));
         check_launch(kilnrt::cuda::kernels::f16_to_32(t.data, static_cast<float*>(f32), t.numel(),
-                                                      t.dtype == DType::kBFloat16 ? 1 : 0, stream),
+                                                      bf_of(t.dtype), stream),
                      node.describe(), "f16_to_32");
         t.data = f32;
         t.dtype = DType::kFloat32;
+      } else if (step.island && a16 != DType::kUndefined && island_converts(sg.dtypes[in], t.dtype, false)) {
+        t.dtype = DType::kFloat32;  // read on the host: the float32 host value
       }
     }
     if (auto* cf = dynamic_cast<ControlFlowLayer*>(step.layer.get())) {
@@ -215,6 +250,12 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
         ptrs_[os] = launch.outputs[o].data;
         sg.shapes[os] = launch.outputs[o].shape;
         sg.dtypes[os] = launch.outputs[o].dtype;
+        if (store(os) != sg.dtypes[os]) {  // 16-bit engine: the float32 body result -> 16-bit storage
+          ptrs_[os] = sg.alloc(plan_.device_, bytes_of(os));
+          check_launch(kilnrt::cuda::kernels::f32_to_16(static_cast<const float*>(launch.outputs[o].data), ptrs_[os],
+                                                        shape_numel(sg.shapes[os]), bf_of(store(os)), stream),
+                       node.describe(), "f32_to_16");
+        }
       }
       continue;
     }
@@ -244,8 +285,8 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       const int os = step.outputs[o];
       if (os < 0) continue;
       ptrs_[os] = sg.alloc(plan_.device_, bytes_of(os));
-      launch.outputs[o] = LayerOutput{ptrs_[os], sg.dtypes[os], sg.shapes[os], true};
-      if (step.island_view && is_16bit_float(sg.dtypes[os]))  // island: float32 scratch, converted below
+      launch.outputs[o] = LayerOutput{ptrs_[os], store(os), sg.shapes[os], true};
+      if (step.island && island_converts(sg.dtypes[os], store(os), step.island_view != nullptr))  // float32 scratch
         launch.outputs[o] = LayerOutput{sg.alloc(plan_.device_, shape_numel(sg.shapes[os]) * sizeof(float)),
                                         DType::kFloat32, sg.shapes[os], true};
     }
@@ -258,12 +299,12 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       throw e.with_context(node.describe());
     }
     if (timed) profiler_->end(si, stream);
-    for (size_t o = 0; step.island_view && o < step.outputs.size(); ++o) {
+    for (size_t o = 0; step.island && o < step.outputs.size(); ++o) {
       const int os = step.outputs[o];
-      if (os < 0 || !is_16bit_float(sg.dtypes[os])) continue;
-      const LayerOutput& out = launch.outputs[o];
+      if (os < 0 || !island_converts(sg.dtypes[os], store(os), step.island_view != nullptr)) continue;
+      const LayerOutput& out = launch.outputs[o];  // a data-dependent layer wrote its counted shape there
       check_launch(kilnrt::cuda::kernels::f32_to_16(static_cast<const float*>(out.data), ptrs_[os], out.numel(),
-                                                    sg.dtypes[os] == DType::kBFloat16 ? 1 : 0, stream),
+                                                    bf_of(store(os)), stream),
                    node.describe(), "f32_to_16");
     }
     if (dd) {
@@ -284,10 +325,17 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
   for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
     const int s = plan_.output_slots_[i];
     sg.out_shapes.push_back(sg.shapes[s]);
+    if (store(s) != sg.dtypes[s]) {  // 16-bit engine: 16-bit storage -> the float32 output (output_device_ptr)
+      if (out32_.empty()) out32_.assign(plan_.output_slots_.size(), nullptr);
+      out32_[i] = sg.alloc(plan_.device_, shape_numel(sg.shapes[s]) * sizeof(float));
+      check_launch(kilnrt::cuda::kernels::f16_to_32(ptrs_[s], static_cast<float*>(out32_[i]),
+                                                    shape_numel(sg.shapes[s]), bf_of(store(s)), stream),
+                   plan_.slot_names_[s], "f16_to_32");
+    }
     if (i >= outputs.size() || !outputs[i]) continue;
-    const size_t bytes = bytes_of(s);
-    if (bytes > 0 && outputs[i] != ptrs_[s])
-      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(ptrs_[s]), bytes, stream),
+    const size_t bytes = shape_numel(sg.shapes[s]) * dtype_size(sg.dtypes[s]);
+    if (bytes > 0 && outputs[i] != io_out(i))
+      KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(io_out(i)), bytes, stream),
                       "output '" + plan_.slot_names_[s] + "'");
   }
   sg.ran = true;

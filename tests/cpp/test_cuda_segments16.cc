@@ -1,0 +1,401 @@
+// --fp16 / --bf16 CUDA engines with sync points (issue 5, runner_segments.cc): data-dependent shapes (NonZero,
+// NonMaxSuppression), a device value read on the host (Reshape's shape) and control flow (If, Loop, Scan) in the
+// segmented run with 16-bit storage. Host tests (no GPU): such plans are placed and accepted, their layers get the
+// expected precision (16-bit layers, float32 islands for the data-dependent and control-flow ones) and they stay
+// segmented. GPU tests: every graph in fp16 and in bf16 against the CPU float32 engine at the 16-bit tolerances
+// (integer outputs exactly), one runner reused across runs with different shapes / counts. GPU tests skip with a
+// message without a GPU.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/cuda_plan.h"
+#include "cuda_backend_test_util.h"
+#include "dd_test_graph.h"
+#include "ops/nn/nn_test_util.h"
+
+namespace kilnrt::cudatest {
+namespace {
+
+using backends::cuda::CudaPlan;
+using backends::cuda::CudaRunner;
+using ddtest::Net;
+using kilnrt::ops::nn::testing::random_tensor;
+namespace kc = kilnrt::cuda;
+
+Tensor f32(const std::vector<float>& v, const Shape& s) { return Tensor::from_vector(v, DType::kFloat32, s); }
+Tensor i64(const std::vector<int64_t>& v, const Shape& s) { return Tensor::from_vector(v, DType::kInt64, s); }
+Tensor boolean(bool v) { return Tensor::from_vector(std::vector<uint8_t>{v ? uint8_t(1) : uint8_t(0)}, DType::kBool, {}); }
+
+const char* const kPrecisions[] = {"fp16", "bf16"};
+
+// What `kilnrt build --fp16` / `--bf16` gives the optimized graph: every top-level node gets the precision (bodies
+// of If / Loop / Scan keep none: they are float32 plans).
+ir::Graph marked(ir::Graph g, const std::string& precision) {
+  for (ir::Node& n : g.nodes) ddtest::set_string(n, backends::cuda::kPrecisionAttr, precision);
+  return g;
+}
+
+// Tolerances of one 16-bit rounding of inputs, activations and outputs (a few roundings in a chain).
+double atol_of(const std::string& p) { return p == "fp16" ? 4e-3 : 3e-2; }
+double rtol_of(const std::string& p) { return p == "fp16" ? 4e-3 : 3e-2; }
+
+std::string precision_of(const CudaPlan& plan, const std::string& node) {
+  for (const auto& [name, p] : plan.precisions())
+    if (name == node) return p;
+  return "";
+}
+
+ir::Node& add(ir::Graph& g, const std::string& op, const std::string& name, std::vector<std::string> in,
+              std::vector<std::string> out) {
+  ir::Node n;
+  n.op_type = op;
+  n.name = name;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  g.nodes.push_back(std::move(n));
+  return g.nodes.back();
+}
+void input(ir::Graph& g, const std::string& name, DType dt, const Shape& s) {
+  g.inputs.push_back(name);
+  ir::TensorType t;
+  t.dtype = dt;
+  t.has_shape = true;
+  t.shape = ir::shape_to_sym(s);
+  g.types[name] = t;
+}
+ir::TensorType f32_type(const Shape& s) {
+  ir::TensorType t;
+  t.dtype = DType::kFloat32;
+  t.has_shape = true;
+  t.shape = ir::shape_to_sym(s);
+  return t;
+}
+void set_body(ir::Node& n, const std::string& attr, ir::Graph body, int64_t opset) {
+  body.opsets[""] = opset;
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kGraph;
+  a.g = std::make_shared<ir::Graph>(std::move(body));
+  n.attrs[attr] = a;
+}
+void set_ints(ir::Node& n, const std::string& attr, std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  n.attrs[attr] = a;
+}
+
+// ---- graphs --------------------------------------------------------------------------------------------------------
+
+// x [6, 7] -> NonZero -> its column indices -> Gather(x, cols, axis 1) -> Relu; outputs y and the NonZero indices.
+ir::Graph nonzero_gather_graph() {
+  Net net;
+  net.input("x", Tensor::zeros(DType::kFloat32, {6, 7}));
+  net.constant("one", i64({1}, {}));
+  net.node("NonZero", "nz", {"x"}, {"idx"});
+  ddtest::set_int(net.node("Gather", "cols", {"idx", "one"}, {"c"}), "axis", 0);
+  ddtest::set_int(net.node("Gather", "pick", {"x", "c"}, {"g"}), "axis", 1);
+  net.node("Relu", "relu", {"g"}, {"y"});
+  net.output("y").output("idx");
+  return net.done();
+}
+
+// boxes [1, 6, 4] -> Relu -> NonMaxSuppression (max 3, IoU 0.5) -> the kept boxes' indices -> Gather of the kept
+// boxes; outputs the selection and the kept boxes.
+ir::Graph nms_graph() {
+  Net net(11);
+  net.input("boxes_in", Tensor::zeros(DType::kFloat32, {1, 6, 4}));
+  net.input("scores", Tensor::zeros(DType::kFloat32, {1, 1, 6}));
+  net.constant("max", i64({3}, {1}));
+  net.constant("iou", f32({0.5f}, {1}));
+  net.constant("two", i64({2}, {}));
+  net.node("Relu", "clamp", {"boxes_in"}, {"boxes"});
+  net.node("NonMaxSuppression", "nms", {"boxes", "scores", "max", "iou"}, {"sel"});
+  ddtest::set_int(net.node("Gather", "box_index", {"sel", "two"}, {"k"}), "axis", 1);
+  ddtest::set_int(net.node("Gather", "kept", {"boxes", "k"}, {"kept_boxes"}), "axis", 1);
+  net.output("sel").output("kept_boxes");
+  return net.done();
+}
+
+// y = Sigmoid(Reshape(Relu(x), s)) with s a graph input: a device value read on the host.
+ir::Graph reshape_graph() {
+  Net net;
+  net.input("x", Tensor::zeros(DType::kFloat32, {2, 6}));
+  net.input("s", i64({3, 4}, {2}));
+  net.node("Relu", "relu", {"x"}, {"r"});
+  net.node("Reshape", "rs", {"r", "s"}, {"z"});
+  net.node("Sigmoid", "sig", {"z"}, {"y"});
+  net.output("y");
+  return net.done();
+}
+
+// v0p = v0 + x (16-bit layer); Loop(M, -, v0p) with body (i, c, v) -> (c, v + x, v * 0.5 + v) reading x from the
+// outer scope; y = Relu(scan outputs).
+ir::Graph loop16_graph() {
+  ir::Graph g;
+  g.opsets[""] = 17;
+  input(g, "M", DType::kInt64, {});
+  input(g, "v0", DType::kFloat32, {3});
+  input(g, "x", DType::kFloat32, {3});
+  g.outputs = {"v_final", "y"};
+  add(g, "Add", "pre", {"v0", "x"}, {"v0p"});
+  ir::Graph b;
+  input(b, "i", DType::kInt64, {});
+  input(b, "c_in", DType::kBool, {});
+  input(b, "v", DType::kFloat32, {3});
+  add(b, "Add", "step", {"v", "x"}, {"v_next"});
+  add(b, "Add", "twice", {"v", "v"}, {"v_scan"});
+  b.outputs = {"c_in", "v_next", "v_scan"};
+  b.types["v_next"] = f32_type({3});
+  b.types["v_scan"] = f32_type({3});
+  ir::Node& n = add(g, "Loop", "the_loop", {"M", "", "v0p"}, {"v_final", "v_all"});
+  set_body(n, "body", std::move(b), 17);
+  add(g, "Relu", "post", {"v_all"}, {"y"});
+  passes::infer_shapes(g);
+  return g;
+}
+
+// x2 = x * x (16-bit layer); y = If(c) { x2 + k } else { x2 - k } (x2, k from the outer scope); z = Neg(y).
+ir::Graph if16_graph() {
+  ir::Graph g;
+  g.opsets[""] = 17;
+  input(g, "c", DType::kBool, {});
+  input(g, "x", DType::kFloat32, {4});
+  input(g, "k", DType::kFloat32, {1});
+  g.outputs = {"z"};
+  add(g, "Mul", "square", {"x", "x"}, {"x2"});
+  auto branch = [](const std::string& op) {
+    ir::Graph br;
+    add(br, op, op + "_node", {"x2", "k"}, {"out"});
+    br.outputs = {"out"};
+    br.types["out"] = f32_type({4});
+    return br;
+  };
+  ir::Node& n = add(g, "If", "the_if", {"c"}, {"y"});
+  set_body(n, "then_branch", branch("Add"), 17);
+  set_body(n, "else_branch", branch("Sub"), 17);
+  add(g, "Neg", "after", {"y"}, {"z"});
+  passes::infer_shapes(g);
+  return g;
+}
+
+// Scan (opset 11) over Tanh(x) [2, 4, 3] along axis 1; state s += slice; scan output s * slice.
+ir::Graph scan16_graph() {
+  ir::Graph g;
+  g.opsets[""] = 11;
+  input(g, "s0", DType::kFloat32, {2, 3});
+  input(g, "x", DType::kFloat32, {2, 4, 3});
+  g.outputs = {"s_final", "y"};
+  add(g, "Tanh", "squash", {"x"}, {"xt"});
+  ir::Graph b;
+  input(b, "s", DType::kFloat32, {2, 3});
+  input(b, "xs", DType::kFloat32, {2, 3});
+  add(b, "Add", "acc", {"s", "xs"}, {"s_next"});
+  add(b, "Mul", "prod", {"s_next", "xs"}, {"y_t"});
+  b.outputs = {"s_next", "y_t"};
+  b.types["s_next"] = f32_type({2, 3});
+  b.types["y_t"] = f32_type({2, 3});
+  ir::Node& n = add(g, "Scan", "the_scan", {"s0", "xt"}, {"s_final", "y"});
+  set_body(n, "body", std::move(b), 11);
+  ddtest::set_int(n, "num_scan_inputs", 1);
+  set_ints(n, "scan_input_axes", {1});
+  passes::infer_shapes(g);
+  return g;
+}
+
+// ---- host: placement and plans without a GPU -----------------------------------------------------------------------
+
+TEST(CudaSegments16Host, DataDependentGraphsArePlacedIn16BitEngines) {
+  for (const char* p : kPrecisions) {
+    SCOPED_TRACE(p);
+    EXPECT_NO_THROW(CudaPlan::check_supported(marked(nonzero_gather_graph(), p)));
+    EXPECT_NO_THROW(CudaPlan::check_supported(marked(nms_graph(), p)));
+  }
+}
+
+TEST(CudaSegments16Host, DeviceShapeReadOnTheHostIsAcceptedAndStaysSegmented) {
+  for (const char* p : kPrecisions) {
+    SCOPED_TRACE(p);
+    const ir::Graph g = marked(reshape_graph(), p);
+    CudaPlan plan(g, 0);  // no constant read by a device layer: nothing uploaded
+    EXPECT_EQ(plan.sync_points(), 1);
+    EXPECT_EQ(precision_of(plan, "relu"), p);
+    EXPECT_EQ(precision_of(plan, "sig"), p);
+    for (const auto& [name, tactic] : plan.tactics()) EXPECT_EQ(tactic.find("nhwc"), std::string::npos) << name;
+    CudaRunner runner(plan);
+    EXPECT_TRUE(runner.data_dependent());
+    EXPECT_EQ(runner.arena_bytes_for({{2, 6}, {2}}), 0u);
+  }
+}
+
+TEST(CudaSegments16Host, ControlFlowIsAcceptedAsFloat32Islands) {
+  for (const char* p : kPrecisions) {
+    SCOPED_TRACE(p);
+    struct Case { ir::Graph g; std::string cf, layer16; };
+    std::vector<Case> cases;
+    cases.push_back({marked(loop16_graph(), p), "the_loop", "pre"});
+    cases.push_back({marked(if16_graph(), p), "the_if", "square"});
+    cases.push_back({marked(scan16_graph(), p), "the_scan", "squash"});
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.cf);
+      EXPECT_NO_THROW(CudaPlan::check_supported(c.g));
+      CudaPlan plan(c.g, 0);
+      EXPECT_GE(plan.sync_points(), 1);
+      EXPECT_EQ(precision_of(plan, c.cf), "fp32");  // the node runs its float32 bodies: an island
+      EXPECT_EQ(precision_of(plan, c.layer16), p);
+    }
+  }
+}
+
+// ---- GPU: against the CPU float32 engine -----------------------------------------------------------------------
+
+// One plan and runner kept across runs (the segmented runner's pool and control-flow state live in the runner).
+struct Session {
+  const ir::Graph& g;
+  kc::ContextGuard guard{0};
+  CudaPlan plan;
+  CudaRunner runner;
+  kc::Stream stream{0};
+  explicit Session(const ir::Graph& graph) : g(graph), plan(graph, 0), runner(plan) {}
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds) {
+    std::vector<Shape> shapes;
+    for (const std::string& in : g.inputs) shapes.push_back(feeds.at(in).shape());
+    runner.prepare(shapes, stream.get());
+    std::vector<kc::DeviceBuffer> ins;
+    std::vector<const void*> ptrs;
+    for (const std::string& in : g.inputs) {
+      const Tensor& t = feeds.at(in);
+      ins.emplace_back(0, std::max<size_t>(t.nbytes(), 1));
+      if (t.nbytes()) ins.back().copy_from_host_async(t.raw(), t.nbytes(), stream.get());
+      ptrs.push_back(ins.back().data());
+    }
+    runner.enqueue(ptrs, std::vector<void*>(g.outputs.size(), nullptr), stream.get());
+    const std::vector<Shape> out_shapes = runner.output_shapes();
+    std::map<std::string, Tensor> out;
+    const auto& api = guard.api();
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      Tensor t = Tensor::empty(g.type_of(g.outputs[i])->dtype, out_shapes[i]);
+      if (t.nbytes())
+        EXPECT_EQ(api.MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(runner.output_device_ptr(i)),
+                                      t.nbytes(), stream.get()),
+                  CUDA_SUCCESS);
+      out[g.outputs[i]] = t;
+    }
+    stream.synchronize();
+    return out;
+  }
+};
+
+// Runs `feeds` on the 16-bit session and on the CPU float32 engine; float outputs at the 16-bit tolerances.
+void expect_matches_cpu(Session& s, const std::string& p, const std::map<std::string, Tensor>& feeds) {
+  const auto want = run_cpu(s.g, feeds);
+  const auto got = s.run(feeds);
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, t] : want) {
+    SCOPED_TRACE("output " + name);
+    const bool exact = t.dtype() != DType::kFloat32;
+    expect_tensors_close(got.at(name), t, exact ? 0 : atol_of(p), exact ? 0 : rtol_of(p));
+  }
+}
+
+TEST(CudaSegments16, NonZeroGatherChain) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const char* p : kPrecisions) {
+    SCOPED_TRACE(p);
+    const ir::Graph g = marked(nonzero_gather_graph(), p);
+    Session s(g);
+    for (int phase : {0, 2, 5}) {  // different counts through one runner
+      SCOPED_TRACE("phase " + std::to_string(phase));
+      Tensor x = random_tensor({6, 7}, 40 + phase);
+      for (int64_t i = 0; i < x.numel(); ++i)
+        if (i % 3 == phase % 3 || i % 7 == phase) x.data<float>()[i] = 0.f;
+      expect_matches_cpu(s, p, {{"x", x}});
+    }
+    EXPECT_GE(s.runner.sync_count(), 3u);  // one count read per run at least
+  }
+}
+
+TEST(CudaSegments16, NonMaxSuppressionModel) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  // The ONNX documentation's example (corner format): boxes 3, 0, 5 are kept; IoUs far from the threshold, so 16-bit
+  // rounding of the coordinates and scores changes no decision.
+  const Tensor boxes = f32({0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f,
+                            0, 100, 1, 101}, {1, 6, 4});
+  const Tensor scores = f32({0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f}, {1, 1, 6});
+  for (const char* p : kPrecisions) {
+    SCOPED_TRACE(p);
+    const ir::Graph g = marked(nms_graph(), p);
+    Session s(g);
+    expect_matches_cpu(s, p, {{"boxes_in", boxes}, {"scores", scores}});
+    const auto out = s.run({{"boxes_in", boxes}, {"scores", scores}});
+    ASSERT_EQ(out.at("sel").shape(), (Shape{3, 3}));
+    EXPECT_EQ(out.at("sel").data<int64_t>()[2], 3);
+    EXPECT_EQ(out.at("kept_boxes").shape(), (Shape{1, 3, 4}));
+  }
+}
+
+TEST(CudaSegments16, ReshapeWithDeviceComputedShape) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const char* p : kPrecisions) {
+    SCOPED_TRACE(p);
+    const ir::Graph g = marked(reshape_graph(), p);
+    Session s(g);
+    const Tensor x = random_tensor({2, 6}, 7);
+    for (const Tensor& shape : {i64({3, 4}, {2}), i64({4, 3}, {2}), i64({12, 1}, {2}), i64({3, 4}, {2})}) {
+      expect_matches_cpu(s, p, {{"x", x}, {"s", shape}});
+      EXPECT_EQ(s.run({{"x", x}, {"s", shape}}).at("y").shape(), (Shape{shape.data<int64_t>()[0],
+                                                                          shape.data<int64_t>()[1]}));
+    }
+  }
+}
+
+TEST(CudaSegments16, LoopWithFloatStateAndScanOutput) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const char* p : kPrecisions) {
+    SCOPED_TRACE(p);
+    const ir::Graph g = marked(loop16_graph(), p);
+    Session s(g);
+    for (int64_t m : {3, 1, 5, 3}) {
+      SCOPED_TRACE("M " + std::to_string(m));
+      expect_matches_cpu(s, p, {{"M", i64({m}, {})}, {"v0", f32({0.25f, -2, 3}, {3})}, {"x", f32({0.5f, -1, 2}, {3})}});
+    }
+    const auto out = s.run({{"M", i64({4}, {})}, {"v0", f32({1, 2, 3}, {3})}, {"x", f32({1, 1, 1}, {3})}});
+    EXPECT_EQ(out.at("y").shape(), (Shape{4, 3}));
+    EXPECT_EQ(out.at("v_final").data<float>()[0], 6.f);  // (1 + 1) + 4 * 1, exact in 16 bits
+  }
+}
+
+TEST(CudaSegments16, IfWithFloatBranches) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const char* p : kPrecisions) {
+    SCOPED_TRACE(p);
+    const ir::Graph g = marked(if16_graph(), p);
+    Session s(g);
+    std::map<std::string, Tensor> feeds{{"x", f32({1.5f, -2, 0.3f, 4}, {4})}, {"k", f32({0.75f}, {1})}};
+    for (bool c : {true, false, true}) {
+      SCOPED_TRACE(c ? "then" : "else");
+      feeds["c"] = boolean(c);
+      expect_matches_cpu(s, p, feeds);
+    }
+    feeds["c"] = boolean(false);
+    EXPECT_EQ(s.run(feeds).at("z").data<float>()[1], -3.25f);  // -(4 - 0.75): the else branch
+  }
+}
+
+TEST(CudaSegments16, ScanOverA16BitActivation) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const char* p : kPrecisions) {
+    SCOPED_TRACE(p);
+    const ir::Graph g = marked(scan16_graph(), p);
+    Session s(g);
+    for (uint32_t seed : {3u, 4u}) expect_matches_cpu(s, p, {{"s0", random_tensor({2, 3}, seed)},
+                                                             {"x", random_tensor({2, 4, 3}, seed + 10)}});
+  }
+}
+
+}  // namespace
+}  // namespace kilnrt::cudatest
