@@ -182,7 +182,7 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   for (const std::string& in : graph.inputs) meta.inputs.push_back(tensor_info(graph, in));
   for (const std::string& out : graph.outputs) meta.outputs.push_back(tensor_info(graph, out));
   if (cuda) {
-    ops::check_no_sequences(graph, "CUDA");  // sequence values run on the CPU backend only (src/ops/sequence)
+    ops::check_cuda_sequences(graph);  // main-graph sequence ops only (backends/cuda/sequence_steps.h)
     // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
     auto plan = engine::make_cuda_plan(graph, target.device, nullptr, /*record=*/true);
     meta.layer_tactics = engine::cuda_tactics(*plan);

@@ -11,11 +11,13 @@
 #include "backends/cuda/plan_internal.h"
 #include "backends/cuda/plan_weights.h"
 #include "backends/cuda/runner_profiling.h"
+#include "backends/cuda/sequence_steps.h"
 #include "backends/cuda/layout_plan.h"
 #include "backends/cuda/memory_plan.h"
 #include "core/logging.h"
 #include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
+#include "ops/sequence/sequence_support.h"
 
 namespace kilnrt::backends::cuda {
 using namespace plan_detail;  // plan_internal.h
@@ -29,7 +31,8 @@ void CudaPlan::check_supported(const ir::Graph& graph) {
     bool all_host = true;
     for (const std::string& in : node.inputs) all_host &= in.empty() || host.count(in) != 0;
     for (const std::string& in : ir::outer_scope_reads(node)) all_host &= host.count(in) != 0;  // If/Loop/Scan
-    if (always_host(node.op_type) || all_host) {
+    // Sequence ops are never host steps: their sequences live in the segmented runner (sequence_steps.h).
+    if ((always_host(node.op_type) || all_host) && !ops::is_sequence_op(node.op_type)) {
       for (const std::string& out : node.outputs) host.insert(out);
       continue;
     }
@@ -76,7 +79,7 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
       s.inputs.push_back(is);
       all_host &= host_slot_[is] != 0;
     }
-    s.host = always_host(node.op_type) || all_host;
+    s.host = (always_host(node.op_type) || all_host) && !ops::is_sequence_op(node.op_type);  // sequence_steps.h
     for (const std::string& out : node.outputs) {
       if (out.empty()) { s.outputs.push_back(-1); continue; }
       const int os = slot(out);
@@ -123,6 +126,8 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
       sync_points_ += static_cast<int>(s.sync_in.size()) + (s.data_dependent ? 1 : 0);
       // If / Loop / Scan: output shapes known once the node ran (layers_control_flow.cc).
       if (dynamic_cast<const ControlFlowLayer*>(s.layer.get())) ++sync_points_;
+      // Sequence steps: host lists of device tensors, only in segmented runs (sequence_steps.h).
+      if (dynamic_cast<const SequenceLayer*>(s.layer.get())) ++sync_points_;
     }
     steps_.push_back(std::move(s));
   }
@@ -144,6 +149,10 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
     if (p == Precision::kFp16) act16_ = DType::kFloat16;
     if (p == Precision::kBf16) act16_ = DType::kBFloat16;
   }
+  for (const Step& st : steps_)  // sequence_steps.h
+    KILNRT_CHECK(act16_ == DType::kUndefined || st.host || !dynamic_cast<const SequenceLayer*>(st.layer.get()),
+                 kUnsupported, st.node->describe(),
+                 "sequence values run in float32 CUDA engines only (not --fp16 / --bf16)");
   if (act16_ != DType::kUndefined) {
     for (Step& st : steps_) {
       if (st.host) continue;

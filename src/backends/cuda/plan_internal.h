@@ -8,6 +8,7 @@
 
 #include "backends/cuda/control_flow_layer.h"
 #include "backends/cuda/cuda_plan.h"
+#include "backends/cuda/sequence_steps.h"
 #include "cuda/context_guard.h"
 
 namespace kilnrt::backends::cuda::plan_detail {
@@ -91,6 +92,8 @@ struct CudaRunner::Segmented {
   size_t chunk = 0, used = 0;
   void* alloc(int device, size_t bytes);
   std::vector<std::unique_ptr<ControlFlowState>> control_flow;  // per step: If / Loop / Scan body runners (lazy)
+  std::vector<DeviceSequence> sequences;  // per slot, this run: sequence values (sequence_steps.h)
+  std::vector<uint8_t> is_sequence;       // per slot, this run: 1 when the slot holds a sequence
 };
 
 }  // namespace kilnrt::backends::cuda

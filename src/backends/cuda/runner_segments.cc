@@ -123,6 +123,8 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
   sg.shapes.assign(nslots, Shape{});
   sg.dtypes.assign(nslots, DType::kUndefined);
   sg.host_values.assign(nslots, Tensor());
+  sg.sequences.assign(nslots, DeviceSequence{});  // sequence_steps.h
+  sg.is_sequence.assign(nslots, 0);
   ptrs_.assign(nslots, nullptr);
   in32_.clear();
   out32_.clear();
@@ -228,6 +230,42 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       } else if (step.island && a16 != DType::kUndefined && island_converts(sg.dtypes[in], t.dtype, false)) {
         t.dtype = DType::kFloat32;  // read on the host: the float32 host value
       }
+    }
+    if (const auto* sl = dynamic_cast<const SequenceLayer*>(step.layer.get())) {
+      // Sequence step (sequence_steps.h): edits host lists of device tensors; tensor data moves on `stream`.
+      std::vector<const DeviceSequence*> seq_in(step.inputs.size(), nullptr);
+      for (size_t i = 0; i < step.inputs.size(); ++i)
+        if (step.inputs[i] >= 0 && sg.is_sequence[step.inputs[i]]) seq_in[i] = &sg.sequences[step.inputs[i]];
+      launch.outputs.assign(step.outputs.size(), LayerOutput{});
+      std::vector<DeviceSequence> seq_out;
+      std::vector<Tensor> host_out;
+      try {
+        sl->run(launch, seq_in, seq_out, host_out, [&](size_t bytes) { return sg.alloc(plan_.device_, bytes); });
+      } catch (const Error& e) {
+        if (e.where().find(node.name) != std::string::npos) throw;
+        throw e.with_context(node.describe());
+      }
+      for (size_t o = 0; o < step.outputs.size(); ++o) {
+        const int os = step.outputs[o];
+        if (os < 0) continue;
+        if (!launch.outputs[o].present) {  // a sequence
+          sg.sequences[os] = std::move(seq_out.at(o));
+          sg.is_sequence[os] = 1;
+          sg.dtypes[os] = sg.sequences[os].dtype;
+          continue;
+        }
+        sg.shapes[os] = launch.outputs[o].shape;
+        sg.dtypes[os] = launch.outputs[o].dtype;
+        ptrs_[os] = launch.outputs[o].data;
+        if (o < host_out.size() && host_out[o].defined()) {  // known on the host (SequenceLength): uploaded too
+          sg.host_values[os] = host_out[o];
+          const Tensor& hv = sg.host_values[os];
+          ptrs_[os] = sg.alloc(plan_.device_, hv.nbytes());
+          if (hv.nbytes() > 0)
+            KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(ptrs_[os]), hv.raw(), hv.nbytes(), stream), node.describe());
+        }
+      }
+      continue;
     }
     if (auto* cf = dynamic_cast<ControlFlowLayer*>(step.layer.get())) {
       // If / Loop / Scan (layers_control_flow.cc): the layer runs its bodies, sizes its outputs and takes their

@@ -38,4 +38,24 @@ void check_no_sequences(const ir::Graph& graph, const std::string& backend) {
                "sequence values are not supported on " << backend << " yet: build this model for the CPU (--device cpu)");
 }
 
+void check_cuda_sequences(const ir::Graph& graph) {
+  for (const ir::Node& n : graph.nodes) {
+    bool uses = n.op_type == "SequenceMap";
+    if (!is_sequence_op(n.op_type)) {
+      for (const std::string& v : n.inputs) uses = uses || is_sequence_value(graph, v);
+      for (const std::string& v : n.outputs) uses = uses || is_sequence_value(graph, v);
+    }
+    std::string where = uses ? n.describe() : "";
+    for (const auto& kv : n.attrs) {
+      if (!where.empty() || kv.second.kind != ir::Attribute::Kind::kGraph || !kv.second.g) continue;
+      const std::string inner = first_sequence_user(*kv.second.g);
+      if (!inner.empty()) where = n.describe() + ", body node " + inner;
+    }
+    KILNRT_CHECK(where.empty(), kUnsupported, where,
+                 "sequence values are not supported on CUDA yet here (the main graph's sequence ops run on CUDA; "
+                 "SequenceMap and sequences in If / Loop / Scan bodies do not): build this model for the CPU "
+                 "(--device cpu)");
+  }
+}
+
 }  // namespace kilnrt::ops
