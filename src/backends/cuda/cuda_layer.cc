@@ -37,7 +37,8 @@ std::string cuda_supports(const ir::Node& node, const ir::Graph& graph) {
     return c ? c->supports(node, graph) : "no CUDA layer for custom ops in this build";
   }
   if (!node.domain.empty() && node.domain != "ai.onnx" && node.domain != "com.kilnrt" &&
-      node.domain != "ai.onnx.preview.training")  // the optimizers: layers_training.cc
+      node.domain != "ai.onnx.preview.training" &&  // the optimizers: layers_training.cc
+      !(node.domain == "ai.onnx.preview" && node.op_type == "FlexAttention"))  // layers_attn23.cc
     return "no CUDA layer for domain '" + node.domain + "'";
   const LayerEntry* e = LayerRegistry::instance().find(node.op_type);
   if (!e) return "no CUDA layer for op " + node.op_type;

@@ -1,0 +1,351 @@
+// CUDA vs CPU-reference comparisons for the onnx 1.23 attention-family layers (layers_attn23.cc, issues 5 + 6):
+// ONNX Attention (GQA, 3-D / 4-D, past / present, bool / float masks with broadcasting and -inf padding, causal,
+// sliding windows, softcap, scale, nonpad_kv_seqlen, the qk_matmul_output modes, fully masked rows, an empty new
+// K/V), ai.onnx.preview FlexAttention (float32 / float64, GQA), RotaryEmbedding (halves / interleaved, partial
+// rotary_embedding_dim, position_ids or per-token caches, 3-D input), Swish and SwiGLU (float32 / float64).
+// float16 models and fp16 / bf16 engines run the float32 layers as islands. Every step must be placed on CUDA. GPU
+// tests skip with a message without a GPU; the support checks at the end run everywhere.
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "backends/cuda/cuda_layer.h"
+#include "cuda_backend_test_util.h"
+#include "ops/common/double_io.h"
+#include "ops/nn/nn_test_util.h"
+
+using kilnrt::ops::nn::testing::Op;
+using kilnrt::ops::nn::testing::random_tensor;
+namespace kilnrt::cudatest {
+namespace {
+
+constexpr const char* kPreview = "ai.onnx.preview";
+
+Tensor i64(const std::vector<int64_t>& v, const Shape& s) { return Tensor::from_vector(v, DType::kInt64, s); }
+Tensor f64_of(const Tensor& t) {
+  Tensor d = Tensor::empty(DType::kFloat64, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) d.data<double>()[i] = t.data<float>()[i];
+  return d;
+}
+Tensor f16_of(const Tensor& t) {
+  Tensor h = Tensor::empty(DType::kFloat16, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) h.data<uint16_t>()[i] = float_to_half(t.data<float>()[i]);
+  return h;
+}
+Tensor bools(const Shape& s, uint32_t seed, double p_true) {
+  Tensor t = Tensor::empty(DType::kBool, s);
+  std::mt19937 rng(seed);
+  std::bernoulli_distribution dist(p_true);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<uint8_t>()[i] = dist(rng) ? 1 : 0;
+  return t;
+}
+
+// A one-node graph: the node's domain at `opset` (ai.onnx at 25 beside another domain).
+struct Net {
+  ir::Graph g;
+  std::map<std::string, Tensor> feeds;
+  Net(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset) {
+    g.name = "attn23";
+    g.opsets[""] = node.domain.empty() ? opset : 25;
+    if (!node.domain.empty()) g.opsets[node.domain] = opset;
+    g.nodes.push_back(node);
+    for (size_t i = 0; i < inputs.size() && i < node.inputs.size(); ++i) {
+      const std::string& name = node.inputs[i];
+      if (name.empty()) continue;
+      g.inputs.push_back(name);
+      ir::TensorType t;
+      t.dtype = inputs[i].dtype();
+      t.has_shape = true;
+      t.shape = ir::shape_to_sym(inputs[i].shape());
+      g.types[name] = t;
+      feeds[name] = inputs[i];
+    }
+    for (const std::string& o : node.outputs)
+      if (!o.empty()) g.outputs.push_back(o);
+    passes::infer_shapes(g);
+  }
+};
+
+// Same dtype and shape; NaN where the reference has NaN, else |a - b| <= atol + rtol * |b|.
+void expect_close(const Tensor& got, const Tensor& want, double atol, double rtol, const ir::Node& node) {
+  ASSERT_EQ(got.dtype(), want.dtype());
+  ASSERT_EQ(got.shape(), want.shape());
+  const std::vector<double> a = ops::tensor_to_doubles(got, node), b = ops::tensor_to_doubles(want, node);
+  int failures = 0;
+  for (size_t i = 0; i < b.size() && failures < 5; ++i) {
+    const bool ok = std::isnan(b[i]) ? std::isnan(a[i])
+                                     : (a[i] == b[i] || std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]));
+    if (!ok) {
+      ++failures;
+      ADD_FAILURE() << "element " << i << ": got " << a[i] << ", want " << b[i];
+    }
+  }
+}
+
+// Every step of the CUDA plan is on the GPU (a "cuda:" tactic).
+void expect_cuda_placement(const ir::Graph& g) {
+  kilnrt::cuda::ContextGuard guard(0);
+  backends::cuda::CudaPlan plan(g, 0);
+  for (const auto& [node, tactic] : plan.tactics())
+    EXPECT_EQ(tactic.rfind("cuda:", 0), 0u) << node << " has tactic " << tactic;
+}
+
+// Runs the node on the CPU reference and on CUDA; compares every output; returns the CUDA outputs.
+std::map<std::string, Tensor> compare(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset,
+                                      double atol = 1e-6, double rtol = 1e-5) {
+  Net net(node, inputs, opset);
+  const auto want = run_cpu(net.g, net.feeds);
+  const auto got = run_cuda(net.g, net.feeds);
+  EXPECT_EQ(got.size(), want.size());
+  for (const auto& [name, t] : want) {
+    SCOPED_TRACE(node.op_type + " output " + name);
+    expect_close(got.at(name), t, atol, rtol, node);
+  }
+  expect_cuda_placement(net.g);
+  return got;
+}
+
+// The node in fp16 and bf16 engines (kilnrt_precision; float32 model, islands), inputs pre-rounded: compared with the
+// float32 CPU reference, |got - want| <= 16u * (1 + |want|).
+void compare16(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset) {
+  const struct {
+    const char* name;
+    DType dt;
+    double u;
+  } precs[] = {{"fp16", DType::kFloat16, 1.0 / 2048}, {"bf16", DType::kBFloat16, 1.0 / 256}};
+  for (const auto& p : precs) {
+    SCOPED_TRACE(p.name);
+    ir::Node n = node;
+    ir::Attribute a;
+    a.kind = ir::Attribute::Kind::kString;
+    a.s = p.name;
+    n.attrs[backends::cuda::kPrecisionAttr] = a;
+    std::vector<Tensor> ins;
+    for (const Tensor& t : inputs) {
+      if (t.dtype() != DType::kFloat32) {
+        ins.push_back(t);
+        continue;
+      }
+      Tensor r = Tensor::from_data(t.raw(), t.dtype(), t.shape());
+      for (int64_t i = 0; i < r.numel(); ++i) {
+        const float v = r.data<float>()[i];
+        r.data<float>()[i] = p.dt == DType::kFloat16 ? half_to_float(float_to_half(v))
+                                                     : bfloat16_to_float(float_to_bfloat16(v));
+      }
+      ins.push_back(r);
+    }
+    compare(n, ins, opset, 16 * p.u, 16 * p.u);
+  }
+}
+
+// Attention's 7 inputs: omitted ones are empty tensors with their node input cleared.
+Op attention(size_t outputs, const std::vector<bool>& given) {
+  Op op("Attention", 7, outputs);
+  for (size_t i = 3; i < 7; ++i)
+    if (i >= given.size() || !given[i]) op.omit_input(i);
+  return op;
+}
+const Tensor kNone;
+
+// ---- Attention ------------------------------------------------------------------------------------------------------
+TEST(CudaAttn23, Attention4dGqaDiffHeadSizes) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor q = random_tensor({2, 4, 3, 8}, 1), k = random_tensor({2, 2, 5, 8}, 2), v = random_tensor({2, 2, 5, 6}, 3);
+  compare(attention(1, {}).node, {q, k, v}, 23);
+  compare(attention(1, {}).f("scale", 0.7f).node, {q, k, v}, 23);
+  compare(attention(1, {}).f("softcap", 0.5f).i("is_causal", 1).node, {q, k, v}, 23);
+  compare16(attention(1, {}).i("is_causal", 1).node, {q, k, v}, 23);
+}
+
+TEST(CudaAttn23, Attention3dHeadsAttributes) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  // Q [B, Sq, Hq*D], K/V [B, Skv, Hkv*D]: 6 query heads over 3 kv heads.
+  const Tensor q = random_tensor({2, 4, 6 * 4}, 11), k = random_tensor({2, 7, 3 * 4}, 12),
+               v = random_tensor({2, 7, 3 * 5}, 13);
+  Op op = attention(1, {});
+  op.i("q_num_heads", 6).i("kv_num_heads", 3);
+  compare(op.node, {q, k, v}, 23);
+  op.i("is_causal", 1).f("softcap", 2.f).f("scale", 0.3f);
+  compare(op.node, {q, k, v}, 23);
+  // Float mask [Sq, T] broadcast over batch and heads.
+  Op masked = attention(1, {false, false, false, true});
+  masked.i("q_num_heads", 6).i("kv_num_heads", 3);
+  compare(masked.node, {q, k, v, random_tensor({4, 7}, 14, -2.f, 2.f)}, 23);
+}
+
+TEST(CudaAttn23, AttentionPastPresentAndQkModes) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor q = random_tensor({1, 4, 3, 8}, 21), k = random_tensor({1, 2, 3, 8}, 22), v = random_tensor({1, 2, 3, 8}, 23);
+  const Tensor pk = random_tensor({1, 2, 4, 8}, 24), pv = random_tensor({1, 2, 4, 8}, 25);
+  // A float mask shorter than the 7 keys (padded with -inf) plus causal: bias and scores differ.
+  const Tensor mask = random_tensor({3, 5}, 26, -1.f, 1.f);
+  for (int64_t mode = 0; mode <= 3; ++mode) {
+    SCOPED_TRACE("qk_matmul_output_mode " + std::to_string(mode));
+    Op op = attention(4, {false, false, false, true, true, true});
+    op.i("qk_matmul_output_mode", mode).i("is_causal", 1).f("softcap", 3.f);
+    const auto got = compare(op.node, {q, k, v, mask, pk, pv}, 23);
+    EXPECT_EQ(got.at("out1").shape(), (Shape{1, 2, 7, 8}));
+    EXPECT_EQ(got.at("out3").shape(), (Shape{1, 4, 3, 7}));
+  }
+  // 3-D new K/V with a past cache; only present_value and qk wanted.
+  Op three = attention(4, {false, false, false, false, true, true});
+  three.i("q_num_heads", 4).i("kv_num_heads", 2).i("qk_matmul_output_mode", 2).omit_output(1);
+  compare(three.node, {random_tensor({1, 3, 32}, 27), random_tensor({1, 3, 16}, 28), random_tensor({1, 3, 16}, 29),
+                       kNone, pk, pv},
+          23);
+  compare16(attention(3, {false, false, false, false, true, true}).node, {q, k, v, kNone, pk, pv}, 23);
+}
+
+TEST(CudaAttn23, AttentionBoolMasksAndFullyMaskedRows) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor q = random_tensor({2, 2, 4, 8}, 31), k = random_tensor({2, 2, 6, 8}, 32), v = random_tensor({2, 2, 6, 8}, 33);
+  // 4-D bool mask [B, 1, Sq, T], rank-1 [T] and rank-3 [Hq, Sq, T] masks.
+  for (const Shape& s : {Shape{2, 1, 4, 6}, Shape{6}, Shape{2, 4, 6}, Shape{4, 3}}) {
+    SCOPED_TRACE(shape_to_string(s));
+    compare(attention(1, {false, false, false, true}).node, {q, k, v, bools(s, 34, 0.6)}, 23);
+  }
+  // Row 1 of query 0 sees nothing: Y and the probabilities are all zero there, never NaN.
+  Tensor m = bools({4, 6}, 35, 0.7);
+  for (int64_t j = 0; j < 6; ++j) m.data<uint8_t>()[1 * 6 + j] = 0;
+  Op op = attention(4, {false, false, false, true});
+  op.i("qk_matmul_output_mode", 3).omit_output(1).omit_output(2);
+  const auto got = compare(op.node, {q, k, v, m}, 23);
+  const float* y = got.at("out0").data<float>();
+  for (int64_t x = 0; x < 8; ++x) EXPECT_EQ(y[1 * 8 + x], 0.f);
+  // A float mask of -inf everywhere in one row, with causal.
+  Tensor fm = random_tensor({4, 6}, 36);
+  for (int64_t j = 0; j < 6; ++j) fm.data<float>()[2 * 6 + j] = -std::numeric_limits<float>::infinity();
+  compare(attention(1, {false, false, false, true}).i("is_causal", 1).node, {q, k, v, fm}, 23);
+}
+
+TEST(CudaAttn23, AttentionWindowsAndNonpad) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor q = random_tensor({2, 2, 5, 4}, 41), k = random_tensor({2, 2, 5, 4}, 42), v = random_tensor({2, 2, 5, 4}, 43);
+  const Tensor pk = random_tensor({2, 2, 3, 4}, 44), pv = random_tensor({2, 2, 3, 4}, 45);
+  for (int64_t left : {-1, 0, 2})
+    for (int64_t right : {-1, 0, 1}) {
+      SCOPED_TRACE("window " + std::to_string(left) + " " + std::to_string(right));
+      Op op = attention(3, {false, false, false, false, true, true});
+      op.i("left_window_size", left).i("right_window_size", right);
+      compare(op.node, {q, k, v, kNone, pk, pv}, 25);
+    }
+  // nonpad_kv_seqlen (opset 24): keys past each batch's length hidden; with causal the offset is nonpad - Sq
+  // (negative for batch 1: its first rows see nothing).
+  const Tensor nonpad = i64({5, 3}, {2});
+  Op np = attention(1, {false, false, false, false, false, false, true});
+  compare(np.node, {q, k, v, kNone, kNone, kNone, nonpad}, 24);
+  np.i("is_causal", 1);
+  compare(np.node, {q, k, v, kNone, kNone, kNone, nonpad}, 24);
+  Op npm = attention(1, {false, false, false, true, false, false, true});
+  npm.i("is_causal", 1);
+  compare(npm.node, {q, k, v, bools({2, 1, 5, 5}, 46, 0.8), kNone, kNone, nonpad}, 24);
+}
+
+TEST(CudaAttn23, AttentionFloat16Model) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  // float16 Q/K/V/mask/past: a float32 island; the CPU computes in double and rounds to float16 too.
+  const Tensor q = f16_of(random_tensor({1, 2, 3, 8}, 51)), k = f16_of(random_tensor({1, 2, 4, 8}, 52)),
+               v = f16_of(random_tensor({1, 2, 4, 8}, 53)), pk = f16_of(random_tensor({1, 2, 2, 8}, 54)),
+               pv = f16_of(random_tensor({1, 2, 2, 8}, 55)), mask = f16_of(random_tensor({3, 6}, 56));
+  Op op = attention(3, {false, false, false, true, true, true});
+  op.i("is_causal", 1);
+  compare(op.node, {q, k, v, mask, pk, pv}, 23, 2e-3, 2e-3);
+}
+
+TEST(CudaAttn23, AttentionEmptyNewKeys) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  // No new key / value (sequence 0): every key comes from the past cache; present = past.
+  const Tensor q = random_tensor({1, 2, 2, 4}, 61), k = random_tensor({1, 2, 0, 4}, 62), v = random_tensor({1, 2, 0, 4}, 63);
+  compare(attention(3, {false, false, false, false, true, true}).node,
+          {q, k, v, kNone, random_tensor({1, 2, 3, 4}, 64), random_tensor({1, 2, 3, 4}, 65)}, 23);
+}
+
+// ---- FlexAttention ---------------------------------------------------------------------------------------------------
+TEST(CudaAttn23, FlexAttention) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor q = random_tensor({2, 4, 3, 8}, 71), k = random_tensor({2, 2, 6, 8}, 72), v = random_tensor({2, 2, 6, 5}, 73);
+  Op op("FlexAttention", 3);
+  op.node.domain = kPreview;
+  compare(op.node, {q, k, v}, 1);
+  compare(op.node, {f64_of(q), f64_of(k), f64_of(v)}, 1, 1e-12, 1e-12);
+  compare(op.node, {f16_of(q), f16_of(k), f16_of(v)}, 1, 2e-3, 2e-3);
+  op.f("scale", 0.25f);
+  compare(op.node, {q, k, v}, 1);
+}
+
+// ---- RotaryEmbedding -------------------------------------------------------------------------------------------------
+TEST(CudaAttn23, RotaryEmbedding) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor({2, 3, 4, 8}, 81);
+  const Tensor cos = random_tensor({10, 4}, 82), sin = random_tensor({10, 4}, 83);
+  const Tensor pos = i64({0, 1, 2, 3, 9, 5, 0, 7}, {2, 4});
+  for (int64_t interleaved : {0, 1}) {
+    SCOPED_TRACE("interleaved " + std::to_string(interleaved));
+    compare(Op("RotaryEmbedding", 4).i("interleaved", interleaved).node, {x, cos, sin, pos}, 23);
+    // rotary_embedding_dim 4 of 8: the last 4 features are copied.
+    compare(Op("RotaryEmbedding", 4).i("interleaved", interleaved).i("rotary_embedding_dim", 4).node,
+            {x, random_tensor({10, 2}, 84), random_tensor({10, 2}, 85), pos}, 23);
+    // No position_ids: caches [B, S, rd/2].
+    compare(Op("RotaryEmbedding", 4).i("interleaved", interleaved).omit_input(3).node,
+            {x, random_tensor({2, 4, 4}, 86), random_tensor({2, 4, 4}, 87), kNone}, 23);
+  }
+  // 3-D input [B, S, H*D] with num_heads.
+  compare(Op("RotaryEmbedding", 4).i("num_heads", 3).node, {random_tensor({2, 4, 24}, 88), cos, sin, pos}, 23);
+  compare16(Op("RotaryEmbedding", 4).node, {x, cos, sin, pos}, 23);
+}
+
+// ---- Swish / SwiGLU --------------------------------------------------------------------------------------------------
+TEST(CudaAttn23, SwishAndSwiGlu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Tensor a = random_tensor({3, 5, 7}, 91, -8.f, 8.f), b = random_tensor({3, 5, 7}, 92, -2.f, 2.f);
+  compare(Op("Swish", 1).node, {a}, 24);
+  compare(Op("Swish", 1).f("alpha", 1.702f).node, {a}, 24);
+  compare(Op("Swish", 1).f("alpha", -0.5f).node, {f64_of(a)}, 24, 1e-13, 1e-13);
+  compare(Op("Swish", 1).node, {random_tensor({0, 3}, 93)}, 24);  // empty
+  compare(Op("SwiGLU", 2).node, {a, b}, 28);
+  compare(Op("SwiGLU", 2).f("alpha", 0.5f).node, {f64_of(a), f64_of(b)}, 28, 1e-13, 1e-13);
+  compare(Op("SwiGLU", 2).node, {f16_of(a), f16_of(b)}, 28, 4e-3, 2e-3);
+  compare16(Op("Swish", 1).node, {a}, 24);
+}
+
+// ---- support checks (host) ------------------------------------------------------------------------------------------
+TEST(CudaAttn23, SupportCheckAccepts) {
+  const Tensor q = random_tensor({1, 2, 3, 4}, 101), kv = random_tensor({1, 1, 5, 4}, 102), pk = random_tensor({1, 1, 2, 4}, 103);
+  std::vector<Net> nets;
+  Op full = attention(4, {false, false, false, true, true, true});
+  full.i("is_causal", 1).i("qk_matmul_output_mode", 3).i("left_window_size", 2);
+  nets.emplace_back(full.node, std::vector<Tensor>{q, kv, kv, bools({3, 7}, 104, 0.5), pk, pk}, 25);
+  nets.emplace_back(attention(1, {false, false, false, false, false, false, true}).node,
+                    std::vector<Tensor>{q, kv, kv, kNone, kNone, kNone, i64({4}, {1})}, 24);
+  nets.emplace_back(attention(1, {}).node, std::vector<Tensor>{f16_of(q), f16_of(kv), f16_of(kv)}, 23);  // island
+  Op flex("FlexAttention", 3);
+  flex.node.domain = kPreview;
+  nets.emplace_back(flex.node, std::vector<Tensor>{q, kv, kv}, 1);
+  nets.emplace_back(flex.node, std::vector<Tensor>{f64_of(q), f64_of(kv), f64_of(kv)}, 1);
+  nets.emplace_back(Op("RotaryEmbedding", 4).node,
+                    std::vector<Tensor>{q, random_tensor({8, 2}, 105), random_tensor({8, 2}, 106), i64({0, 1, 2}, {1, 3})},
+                    23);
+  nets.emplace_back(Op("Swish", 1).node, std::vector<Tensor>{q}, 24);
+  nets.emplace_back(Op("SwiGLU", 2).node, std::vector<Tensor>{f16_of(q), f16_of(q)}, 28);
+  for (const Net& net : nets) {
+    SCOPED_TRACE(net.g.nodes.back().op_type);
+    EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(net.g));
+  }
+}
+
+TEST(CudaAttn23, SupportCheckRefusesModGraphsAndOtherDomains) {
+  ir::Graph g;
+  g.opsets[""] = 25;
+  g.opsets[kPreview] = 1;
+  Op flex("FlexAttention", 3);
+  flex.node.domain = kPreview;
+  flex.i("score_mod", 1);  // any attribute of that name: the graph attributes are not run
+  EXPECT_NE(backends::cuda::cuda_supports(flex.node, g).find("score_mod"), std::string::npos);
+  Op other("Attention", 3);
+  other.node.domain = kPreview;  // only FlexAttention of the preview domain has a layer
+  EXPECT_NE(backends::cuda::cuda_supports(other.node, g), "");
+  EXPECT_EQ(backends::cuda::cuda_supports(Op("Swish", 1).node, g), "");
+}
+
+}  // namespace
+}  // namespace kilnrt::cudatest
