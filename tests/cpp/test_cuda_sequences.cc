@@ -1,9 +1,9 @@
-// Sequence values in CUDA engines (src/backends/cuda/sequence_steps.h): host tests of the plan (sequence ops are
-// accepted, never host shape computations, make the plan segmented; float32 engines only) and of the build-time
-// check (ops::check_cuda_sequences: SequenceMap, sequences through Identity / If / Loop and sequence ops inside
-// bodies are refused naming the node); GPU tests run each op on the CUDA backend and compare with the CPU engine
-// (negative positions, empty sequences, uneven splits, concat with new_axis, errors naming the node). The GPU tests
-// skip with a message without a usable GPU.
+// Sequence values in CUDA engines (src/backends/cuda/sequence_steps.h): host tests of the plan (sequence ops and
+// Identity of a sequence are accepted, never host shape computations, make the plan segmented; float32 engines only)
+// and of the build-time check (ops::check_cuda_sequences: SequenceMap, sequences through If / Loop and sequence ops
+// inside bodies are refused naming the node); GPU tests run each op on the CUDA backend and compare with the CPU
+// engine (negative positions, empty sequences, uneven splits, concat with new_axis, errors naming the node). The GPU
+// tests skip with a message without a usable GPU.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -127,8 +127,8 @@ ir::Graph split_graph(const std::map<std::string, Tensor>& feeds, int64_t axis, 
   ir::Node cat = with_int(node("cat", "ConcatFromSequence", {"s"}, {"back"}), "axis", axis);
   if (!with_split && keepdims == 0) cat = with_int(cat, "new_axis", 1);
   return make_graph(feeds, {"n", "last", "back"},
-                    {split, node("len", "SequenceLength", {"s"}, {"n"}), node("at", "SequenceAt", {"s", "m1"}, {"last"}),
-                     cat},
+                    {split, node("len", "SequenceLength", {"s"}, {"n"}),
+                     node("at", "SequenceAt", {"s", "m1"}, {"last"}), cat},
                     {{"m1", i64(-1)}});
 }
 
@@ -160,16 +160,25 @@ TEST(CudaSequencesHost, SequenceOpsOfConstantsAreNotHostSteps) {
   EXPECT_NO_THROW(ops::check_cuda_sequences(g));
 }
 
+// a, b -> SequenceConstruct -> Identity -> ConcatFromSequence (test_identity_sequence's shape).
+ir::Graph identity_graph(const std::map<std::string, Tensor>& feeds) {
+  return make_graph(feeds, {"y"},
+                    {node("make", "SequenceConstruct", {"a", "b"}, {"s"}), node("copy", "Identity", {"s"}, {"s2"}),
+                     with_int(node("cat", "ConcatFromSequence", {"s2"}, {"y"}), "axis", 0)});
+}
+
+TEST(CudaSequencesHost, IdentityOfASequenceIsASequenceStep) {
+  const ir::Graph g = identity_graph({{"a", f32({1}, {1})}, {"b", f32({2}, {1})}});
+  ASSERT_NE(g.type_of("s2"), nullptr);
+  ASSERT_TRUE(g.type_of("s2")->is_sequence);
+  EXPECT_NO_THROW(ops::check_cuda_sequences(g));
+  EXPECT_NO_THROW(CudaPlan::check_supported(g));
+  CudaPlan plan(g, 0);
+  EXPECT_EQ(tactic_of(plan, "copy"), "cuda:host:sequence-list");
+  EXPECT_EQ(plan.sync_points(), 3);
+}
+
 TEST(CudaSequencesHost, BuildCheckRefusesSequencesOutsideTheMainGraphOps) {
-  // Identity passing a sequence.
-  const std::map<std::string, Tensor> feeds{{"a", f32({1}, {1})}};
-  ir::Graph ident = make_graph(feeds, {"y"},
-                               {node("make", "SequenceConstruct", {"a"}, {"s"}),
-                                node("copy", "Identity", {"s"}, {"s2"}),
-                                with_int(node("cat", "ConcatFromSequence", {"s2"}, {"y"}), "axis", 0)});
-  ASSERT_NE(ident.type_of("s2"), nullptr);
-  ASSERT_TRUE(ident.type_of("s2")->is_sequence);
-  expect_refused(ident, "copy");
   // SequenceMap (its body runs per element: not on CUDA yet).
   ir::Node map = node("map", "SequenceMap", {"s"}, {"s2"});
   ir::Graph mapped;
@@ -287,7 +296,8 @@ TEST(CudaSequences, EmptySequences) {
   const ir::Graph erase = make_graph({{"x", f32({1}, {1})}}, {"n", "x2"},
                                      {node("empty", "SequenceEmpty", {}, {"s"}),
                                       node("pop", "SequenceErase", {"s"}, {"s2"}),
-                                      node("len", "SequenceLength", {"s2"}, {"n"}), node("id", "Identity", {"x"}, {"x2"})});
+                                      node("len", "SequenceLength", {"s2"}, {"n"}),
+                                      node("id", "Identity", {"x"}, {"x2"})});
   expect_cuda_error(erase, {{"x", f32({1}, {1})}}, "pop", "empty sequence");
   // Insert into an empty sequence: position 0 only.
   std::map<std::string, Tensor> feeds{{"x", f32({1}, {1})}, {"p", i64(0)}};
@@ -330,6 +340,14 @@ TEST(CudaSequences, SplitToSequenceScalarAndListSplits) {
   expect_cuda_error(gl, list, "split", "add up to 4");
   feeds["split"] = i64(0);
   expect_cuda_error(g, feeds, "split", "must be positive");
+}
+
+TEST(CudaSequences, IdentityOfASequence) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const std::map<std::string, Tensor> feeds{{"a", f32({1, 2}, {1, 2})}, {"b", f32({3, 4, 5, 6}, {2, 2})}};
+  const ir::Graph g = identity_graph(feeds);
+  compare(g, feeds);
+  EXPECT_EQ(cudatest::run_cuda(g, feeds).at("y").shape(), (Shape{3, 2}));
 }
 
 TEST(CudaSequences, ConcatFromSequenceNewAxisAndMismatch) {

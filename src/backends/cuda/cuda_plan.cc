@@ -101,6 +101,10 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
         if (e.where().find(node.name) != std::string::npos) throw;
         throw e.with_context(node.describe());
       }
+      // Identity of a sequence: a sequence step passing the list on (sequence_steps.h).
+      if (node.op_type == "Identity" && !node.inputs.empty() && graph.type_of(node.inputs[0]) &&
+          graph.type_of(node.inputs[0])->is_sequence)
+        s.layer = std::make_unique<SequenceLayer>(node, s.opset);
       if (s.island_view) {
         const std::string problem = island_layer_problem(*s.layer, node, graph);
         KILNRT_CHECK(problem.empty(), kUnsupported, node.describe(),

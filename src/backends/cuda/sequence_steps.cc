@@ -210,6 +210,8 @@ void SequenceLayer::run(LayerLaunch& launch, const std::vector<const DeviceSeque
     const DeviceSequenceItem& it = seq.items[static_cast<size_t>(pos)];
     // A view: sequence elements are never written in place in a segmented run.
     launch.outputs[0] = LayerOutput{const_cast<void*>(it.data), it.dtype, it.shape, true};
+  } else if (op == "Identity") {
+    seq_out[0] = sequence_input(node, seq_in, 0);
   } else if (op == "SequenceErase") {
     seq_out[0] = sequence_input(node, seq_in, 0);
     const int64_t len = static_cast<int64_t>(seq_out[0].items.size());

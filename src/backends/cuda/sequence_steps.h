@@ -26,7 +26,8 @@ struct DeviceSequence {
 };
 
 // One sequence node (SequenceEmpty / Construct / Insert / At / Erase / Length, SplitToSequence,
-// ConcatFromSequence). enqueue() is never called: the segmented runner calls run().
+// ConcatFromSequence, and Identity of a sequence: the plan makes one for it). enqueue() is never called: the
+// segmented runner calls run().
 class SequenceLayer : public CudaLayer {
  public:
   SequenceLayer(const ir::Node& node, int64_t opset) : node_(node), opset_(opset) {}

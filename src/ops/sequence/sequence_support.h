@@ -16,9 +16,9 @@ bool is_sequence_op(const std::string& op_type);
 // `backend` names the backend in the message ("CUDA").
 void check_no_sequences(const ir::Graph& graph, const std::string& backend);
 
-// The CUDA backend runs the sequence ops of the main graph (backends/cuda/sequence_steps.h). Throws kUnsupported
-// naming the first node it cannot run: SequenceMap, another op taking or returning a sequence (Identity, If / Loop
-// passing sequences), or an If / Loop / Scan whose bodies (recursively) use sequences.
+// The CUDA backend runs the sequence ops and Identity of sequences of the main graph (backends/cuda/sequence_steps.h).
+// Throws kUnsupported naming the first node it cannot run: SequenceMap, another op taking or returning a sequence
+// (If / Loop passing sequences), or an If / Loop / Scan whose bodies (recursively) use sequences.
 void check_cuda_sequences(const ir::Graph& graph);
 
 }  // namespace kilnrt::ops
