@@ -360,30 +360,6 @@ class TopKLayer final : public CudaLayer {
   bool largest_;
 };
 
-// ---- Bitwise* / BitShift ------------------------------------------------------------------------------------------
-class BitLayer final : public CudaLayer {
- public:
-  explicit BitLayer(const ir::Node& n) : name_(n.describe()) {
-    const std::string& op = n.op_type;
-    op_ = op == "BitwiseAnd" ? 0 : op == "BitwiseOr" ? 1 : op == "BitwiseXor" ? 2 : op == "BitwiseNot" ? 5 : 3;
-    if (op == "BitShift" && n.attr_string("direction") == "RIGHT") op_ = 4;
-  }
-  std::string tactic() const override { return "kernel:bit-op"; }
-  void enqueue(LayerLaunch& l) override {
-    LayerOutput& y = l.outputs[0];
-    const bool unary = op_ == 5;
-    const k::Broadcast3 bc =
-        unary ? make_broadcast(y.shape, {y.shape}) : make_broadcast(y.shape, {y.shape, l.inputs[0].shape, l.inputs[1].shape});
-    check_launch(x::bit_op(op_, l.inputs[0].data, unary ? nullptr : l.inputs[1].data, y.data, y.numel(), bc,
-                           dtype_size(y.dtype), l.stream),
-                 name_, "bit_op");
-  }
-
- private:
-  std::string name_;
-  int op_ = 0;
-};
-
 template <class L>
 LayerFactory factory() {
   return [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<L>(a.node); };
@@ -470,21 +446,7 @@ struct Register {
            [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
              return std::make_unique<TopKLayer>(a.node, a.opset);
            }});
-    // BitwiseAnd / Or / Xor / Not have kernels (bit_op codes 0-2, 5) but no CPU schema yet, so only BitShift registers.
-    for (const char* op : {"BitShift"})
-      r.add({op,
-             [](const ir::Node& n, const ir::Graph& g) -> std::string {
-               const std::initializer_list<DType> ints = {DType::kInt8,   DType::kUInt8,  DType::kInt16, DType::kUInt16,
-                                                          DType::kInt32,  DType::kUInt32, DType::kInt64, DType::kUInt64};
-               const std::initializer_list<DType> uints = {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64};
-               const bool shift = n.op_type == "BitShift";
-               for (size_t i = 0; i < n.inputs.size(); ++i) {
-                 if (std::string e = dtype_in(n, g, i, shift ? uints : ints); !e.empty()) return e;
-                 if (value_dtype(g, n.inputs[i]) != value_dtype(g, n.inputs[0])) return "mixed input dtypes";
-               }
-               return "";
-             },
-             factory<BitLayer>()});
+    // Bitwise* / BitShift: layers_bits.cc (signed shifts of opset 28 follow the CPU reference there).
   }
 };
 const Register kRegister;

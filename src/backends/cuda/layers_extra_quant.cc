@@ -2,6 +2,7 @@
 // uint8, DequantizeLinear also int16 / uint16 / int32; no blocked quantization), ReverseSequence, Det. Kernels: kernels/extra_sample.cu.
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/extra_kernels.h"
+#include "backends/cuda/layers_bits.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
@@ -108,12 +109,19 @@ LayerFactory factory() {
   return [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<L>(a.node); };
 }
 
+LayerFactory quant_factory() {
+  return [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+    if (quant_needs_general(a.node, a.graph)) return make_quant_general(a);  // layers_bits_quant.cc
+    return std::make_unique<QuantLayer>(a.node);
+  };
+}
+
 struct Register {
   Register() {
     auto& r = LayerRegistry::instance();
     r.add({"QuantizeLinear",
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             if (n.attr_int("block_size", 0) != 0) return "blocked quantization";
+             if (quant_needs_general(n, g)) return quant_general_supports(n, g);  // layers_bits_quant.cc
              if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32 || value_dtype(g, n.inputs.at(1)) != DType::kFloat32)
                return "the CUDA layer takes float32 x and scale";
              if (n.inputs.size() > 2 && !n.inputs[2].empty() &&
@@ -121,10 +129,10 @@ struct Register {
                return "zero point must be int8 / uint8";
              return "";
            },
-           factory<QuantLayer>()});
+           quant_factory()});
     r.add({"DequantizeLinear",
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             if (n.attr_int("block_size", 0) != 0) return "blocked quantization";
+             if (quant_needs_general(n, g)) return quant_general_supports(n, g);  // layers_bits_quant.cc
              const DType t = value_dtype(g, n.inputs.at(0));
              if (!dtype_is_one_of(t, {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kInt32}))
                return "x must be int8 / uint8 / int16 / uint16 / int32";
@@ -133,7 +141,7 @@ struct Register {
                return "zero point dtype differs from x";
              return "";
            },
-           factory<QuantLayer>()});
+           quant_factory()});
     r.add({"ReverseSequence",
            [](const ir::Node& n, const ir::Graph& g) -> std::string {
              if (value_dtype(g, n.inputs.at(1)) != DType::kInt64) return "sequence_lens must be int64";

@@ -6,6 +6,7 @@
 
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/conv_kernels.h"
+#include "backends/cuda/layers_bits.h"
 #include "backends/cuda/layers_misc_gaps.h"
 #include "backends/cuda/layers_volume.h"
 #include "ops/op_registry.h"
@@ -328,9 +329,11 @@ struct Register {
                            "GlobalMaxPool"})
       r.add({op,
              [](const ir::Node& n, const ir::Graph& g) -> std::string {  // float64: kernels::reduce_f64
+               if (reduce_is_bool(n, g)) return reduce_bool_supports(n, g);  // layers_bits.cc
                return value_dtype(g, n.inputs.at(0)) == DType::kFloat64 ? "" : float_input(n, g);
              },
              [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+               if (reduce_is_bool(a.node, a.graph)) return make_reduce_bool(a);
                return std::make_unique<ReduceLayer>(a.node, a.opset);
              }});
     for (const char* op : {"Softmax", "LogSoftmax"})

@@ -4,6 +4,7 @@
 // take only scalars: with constant (or shape-computed) inputs they run on the host at prepare (the plan's host
 // placement); with device inputs a host-source layer reads them at a sync point (layers_data_dependent.cc).
 #include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/kernels/bits.h"
 #include "backends/cuda/kernels/more_kernels.h"
 #include "ops/op_registry.h"
 
@@ -46,12 +47,20 @@ class DftLayer final : public CudaLayer {
     }
     const int64_t len = s[static_cast<size_t>(axis)];
     const bool has_n = l.inputs.size() > 1 && l.inputs[1].present;
-    const int64_t n = has_n ? host_scalar(l.inputs[1], name_, "dft_length") : len;
+    const bool irfft = inverse_ && onesided_;  // the inverse real FFT: kernels/bits_signal.cu
+    const int64_t n = has_n ? host_scalar(l.inputs[1], name_, "dft_length") : irfft ? 2 * (len - 1) : len;
     KILNRT_CHECK(n > 0, kInvalidArgument, name_, "dft_length must be positive, got " << n);
     const int64_t out_len = onesided_ ? n / 2 + 1 : n;
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= s[static_cast<size_t>(d)];
     for (size_t d = static_cast<size_t>(axis) + 1; d + 1 < s.size(); ++d) inner *= s[d];
+    if (irfft) {
+      check_launch(kilnrt::cuda::kernels::bits::irfft_f32(static_cast<const float*>(l.inputs[0].data),
+                                                          static_cast<float*>(l.outputs[0].data), outer, len, inner,
+                                                          static_cast<int>(s.back()), n, l.stream),
+                   name_, "irfft");
+      return;
+    }
     check_launch(m::dft_f32(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(l.outputs[0].data), outer,
                             len, inner, static_cast<int>(s.back()), n, out_len, inverse_, l.stream),
                  name_, "dft");

@@ -1,0 +1,154 @@
+// Kernels of bits.h: integer bit logic and shifts, byte copies, a bool constant, bool reductions. One thread per
+// output element (grid-stride loops); the arithmetic is the CPU reference's (src/ops/math/binary.cc,
+// src/ops/math/unary.cc, src/ops/reduce/reductions.cc).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/cuda/kernels/bits.h"
+#include "backends/cuda/kernels/launch_common.cuh"
+
+namespace kilnrt::cuda::kernels::bits {
+namespace {
+
+using namespace launch_common;
+
+template <class C>
+__device__ __forceinline__ C shift_value(C x, C y, bool left) {
+  using U = typename std::make_unsigned<C>::type;
+  constexpr int kWidth = static_cast<int>(sizeof(C) * 8);
+  bool in_range = true;
+  if constexpr (std::is_signed<C>::value) in_range = y >= C(0);
+  if (in_range && static_cast<uint64_t>(y) >= static_cast<uint64_t>(kWidth)) in_range = false;
+  if (!in_range) {
+    if constexpr (std::is_signed<C>::value) return (!left && x < C(0)) ? C(-1) : C(0);
+    return C(0);
+  }
+  const int n = static_cast<int>(y);
+  if (left) return static_cast<C>(static_cast<U>(static_cast<U>(x) << n));
+  if constexpr (std::is_signed<C>::value) {
+    if (x < C(0)) return static_cast<C>(~(static_cast<U>(~x) >> n));
+  }
+  return static_cast<C>(x >> n);
+}
+
+template <class T>
+__global__ void bit_binary_kernel(int op, const T* a, const T* b, T* y, int64_t n, Broadcast3 bc) {
+  KILNRT_GRID_LOOP(i, n) {
+    int64_t oa = i, ob = i;
+    if (!bc.contiguous_same) {
+      oa = ob = 0;
+      int64_t rem = i;
+#pragma unroll
+      for (int d = kMaxDims - 1; d >= 0; --d) {
+        if (d >= bc.rank) continue;
+        const int64_t idx = rem % bc.dims[d];
+        rem /= bc.dims[d];
+        oa += idx * bc.s1[d];
+        ob += idx * bc.s2[d];
+      }
+    }
+    const T x = a[oa], v = b[ob];
+    T r;
+    switch (op) {
+      case 0: r = T(x & v); break;
+      case 1: r = T(x | v); break;
+      case 2: r = T(x ^ v); break;
+      case 3: r = shift_value<T>(x, v, true); break;
+      default: r = shift_value<T>(x, v, false); break;
+    }
+    y[i] = r;
+  }
+}
+
+template <class T>
+__global__ void bit_not_kernel(const T* a, T* y, int64_t n) {
+  KILNRT_GRID_LOOP(i, n) y[i] = T(~a[i]);
+}
+
+__global__ void fill_bool_kernel(bool* y, bool v) { *y = v; }
+
+__global__ void reduce_bool_kernel(ReduceBool p, const uint8_t* x, uint8_t* y) {
+  KILNRT_GRID_LOOP(o, p.n_out) {
+    int64_t base = 0, rem = o;
+    for (int d = p.kept_rank - 1; d >= 0; --d) {
+      base += (rem % p.kept_dims[d]) * p.kept_strides[d];
+      rem /= p.kept_dims[d];
+    }
+    bool acc = !p.is_max;
+    for (int64_t k = 0; k < p.n_red; ++k) {
+      int64_t off = base, r = k;
+      for (int d = p.red_rank - 1; d >= 0; --d) {
+        off += (r % p.red_dims[d]) * p.red_strides[d];
+        r /= p.red_dims[d];
+      }
+      const bool v = x[off] != 0;
+      if (p.is_max ? v : !v) {
+        acc = v;
+        break;
+      }
+    }
+    y[o] = acc ? 1 : 0;
+  }
+}
+
+template <class T>
+int launch_binary(int op, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc, StreamT stream) {
+  bit_binary_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), static_cast<const T*>(b),
+                                                              static_cast<T*>(y), n, bc);
+  return launch_status();
+}
+
+}  // namespace
+
+int bit_binary(int op, int int_code, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc,
+               StreamT stream) {
+  if (n <= 0) return 0;
+  if (op < 0 || op > 4 || bc.rank > kMaxDims) return static_cast<int>(cudaErrorInvalidValue);
+  switch (int_code) {
+    case kI8: return launch_binary<int8_t>(op, a, b, y, n, bc, stream);
+    case kU8: return launch_binary<uint8_t>(op, a, b, y, n, bc, stream);
+    case kI16: return launch_binary<int16_t>(op, a, b, y, n, bc, stream);
+    case kU16: return launch_binary<uint16_t>(op, a, b, y, n, bc, stream);
+    case kI32: return launch_binary<int32_t>(op, a, b, y, n, bc, stream);
+    case kU32: return launch_binary<uint32_t>(op, a, b, y, n, bc, stream);
+    case kI64: return launch_binary<int64_t>(op, a, b, y, n, bc, stream);
+    case kU64: return launch_binary<uint64_t>(op, a, b, y, n, bc, stream);
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+int bit_not(const void* a, void* y, int64_t n, size_t elem_size, StreamT stream) {
+  if (n <= 0) return 0;
+  const unsigned g = blocks_for(n);
+  switch (elem_size) {
+#define KILNRT_BITS_NOT(S)                                                                               \
+  case S:                                                                                                \
+    bit_not_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(a), static_cast<Bytes<S>::T*>(y), n); \
+    break;
+    KILNRT_BITS_NOT(1) KILNRT_BITS_NOT(2) KILNRT_BITS_NOT(4) KILNRT_BITS_NOT(8)
+#undef KILNRT_BITS_NOT
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return launch_status();
+}
+
+int copy_bytes(void* dst, const void* src, size_t nbytes, StreamT stream) {
+  if (nbytes == 0 || dst == src) return 0;
+  return static_cast<int>(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream));
+}
+
+int fill_bool(bool* y, bool v, StreamT stream) {
+  fill_bool_kernel<<<1, 1, 0, stream>>>(y, v);
+  return launch_status();
+}
+
+int reduce_bool(const ReduceBool& p, const uint8_t* x, uint8_t* y, StreamT stream) {
+  if (p.n_out <= 0) return 0;
+  if (p.kept_rank > kMaxDims || p.red_rank > kMaxDims) return static_cast<int>(cudaErrorInvalidValue);
+  reduce_bool_kernel<<<blocks_for(p.n_out), kThreads, 0, stream>>>(p, x, y);
+  return launch_status();
+}
+
+}  // namespace kilnrt::cuda::kernels::bits

@@ -1,0 +1,24 @@
+// Entry points of layers_bits.cc that the main registrations of other files hand over to (issues 5/6):
+// ReduceMax / ReduceMin of bool tensors (layers_nn.cc's Reduce* registration asks reduce_is_bool first);
+// QuantizeLinear / DequantizeLinear with blocked parameters, 16-bit outputs or output_dtype (layers_bits_quant.cc;
+// layers_extra_quant.cc asks quant_needs_general first).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "backends/cuda/cuda_layer.h"
+
+namespace kilnrt::backends::cuda {
+
+// True for ReduceMax / ReduceMin of a bool input.
+bool reduce_is_bool(const ir::Node& n, const ir::Graph& g);
+std::string reduce_bool_supports(const ir::Node& n, const ir::Graph& g);
+std::unique_ptr<CudaLayer> make_reduce_bool(const LayerCreateArgs& a);
+
+// True for the QuantizeLinear / DequantizeLinear nodes the main layer does not run: block_size > 0, QuantizeLinear
+// with an int16 / uint16 zero point or with output_dtype and no zero point.
+bool quant_needs_general(const ir::Node& n, const ir::Graph& g);
+std::string quant_general_supports(const ir::Node& n, const ir::Graph& g);
+std::unique_ptr<CudaLayer> make_quant_general(const LayerCreateArgs& a);
+
+}  // namespace kilnrt::backends::cuda
