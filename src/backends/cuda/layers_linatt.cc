@@ -218,8 +218,11 @@ class RmsNormLayer final : public CudaLayer {
     KILNRT_CHECK(!xs.empty(), kInvalidArgument, name_, "input X must have rank >= 1");
     const int64_t axis = ops::normalize_axis(axis_, static_cast<int64_t>(xs.size()), node_);
     const Shape norm(xs.begin() + axis, xs.end());
+    KILNRT_CHECK(norm.size() <= static_cast<size_t>(la::kMaxNormDims), kUnsupported, name_,
+                 "normalizing over " << norm.size() << " dims exceeds the CUDA kernel's limit of "
+                                     << la::kMaxNormDims);
     const Shape& ss = l.inputs[1].shape;
-    bool ok = ss.size() <= norm.size() && norm.size() <= static_cast<size_t>(la::kMaxNormDims);
+    bool ok = ss.size() <= norm.size();
     la::RmsNormArgs a;
     a.norm_rank = static_cast<int>(norm.size());
     int64_t stride = 1;
