@@ -260,6 +260,27 @@ TEST(CudaAttn23, AttentionEmptyNewKeys) {
           {q, k, v, kNone, random_tensor({1, 2, 3, 4}, 64), random_tensor({1, 2, 3, 4}, 65)}, 23);
 }
 
+TEST(CudaAttn23, AttentionBadInputNamesTheNode) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  // past_key without past_value: a clear kilnrt::Error naming the node, on the CPU and on CUDA.
+  const Tensor q = random_tensor({1, 2, 2, 4}, 66), k = random_tensor({1, 2, 3, 4}, 67);
+  Net net(attention(1, {false, false, false, false, true, false}).node, {q, k, k, kNone, random_tensor({1, 2, 1, 4}, 68)},
+          23);
+  for (const bool cuda : {false, true}) {
+    SCOPED_TRACE(cuda ? "cuda" : "cpu");
+    try {
+      if (cuda)
+        run_cuda(net.g, net.feeds);
+      else
+        run_cpu(net.g, net.feeds);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("node0"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("past_value"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // ---- FlexAttention ---------------------------------------------------------------------------------------------------
 TEST(CudaAttn23, FlexAttention) {
   KILNRT_SKIP_WITHOUT_GPU();
