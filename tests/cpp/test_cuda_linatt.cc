@@ -187,6 +187,9 @@ TEST(CudaLinAtt, LinearAttentionEdgeCases) {
   ir::Node n = linatt_node(c);
   n.outputs.pop_back();
   compare(n, linatt_inputs(c, 8), {false, false, false, true}, 27);
+  // States of 20 (batch, head) pairs of 512 x 512 doubles (40 MiB) exceed the 32 MiB workspace: two launches.
+  const LinAttCase big{"gated_delta", 5, 2, 4, 4, 512, 512, true, true, false, 0.f};
+  compare(linatt_node(big), linatt_inputs(big, 10), {}, 27, 1e-5, 1e-5);
   // float16 / bfloat16 models.
   const LinAttCase h{"gated_delta", 1, 4, 2, 2, 4, 4, true, false, false, 0.f};
   compare_16bit(linatt_node(h), linatt_inputs(h, 9), 27);
