@@ -2,10 +2,10 @@
 // issues 5/6 (onnx 1.23 node cases): BitwiseAnd / Or / Xor (broadcasting) and BitwiseNot on every integer dtype,
 // BitShift on signed integers (opset 28: arithmetic right shifts, negative and too-wide shift amounts), BitCast,
 // OptionalGetElement / OptionalHasElement, ReduceMax / ReduceMin of bool, QuantizeLinear / DequantizeLinear with
-// blocked parameters, 16-bit integers and output_dtype, DFT inverse + onesided (the inverse real FFT) and Resize
-// half_pixel_symmetric. Integer and bool outputs must match the CPU reference bit for bit. Every layer must be
-// placed on CUDA (tactic "cuda:..."). GPU tests skip with a message without a GPU; the support checks at the end run
-// everywhere.
+// blocked parameters, 16-bit integers and output_dtype, DFT inverse + onesided (the inverse real FFT), Resize
+// half_pixel_symmetric and Resize antialias=1. Integer and bool outputs must match the CPU reference bit for bit.
+// Every layer must be placed on CUDA (tactic "cuda:..."). GPU tests skip with a message without a GPU; the host
+// test runs every case's graph on the CPU reference and through the CUDA support check, everywhere.
 #include <cstring>
 #include <random>
 
@@ -317,6 +317,32 @@ void ResizeHalfPixelSymmetricCases() {
   compare(sizes.node, {x, none, none, i64({1, 2, 3, 7}, {4})}, {false, true, true, true}, 19, 1e-5, 1e-5);
 }
 
+// ---- Resize antialias=1 (linear / cubic) ------------------------------------------------------------------------------
+void ResizeAntialiasCases() {
+  const Tensor x = random_tensor({1, 2, 9, 11}, 950);
+  const Tensor none = Tensor::empty(DType::kFloat32, {0});
+  for (const char* mode : {"linear", "cubic"})
+    for (const char* coord : {"half_pixel", "align_corners", "half_pixel_symmetric", "asymmetric"})
+      for (int64_t exclude : {0, 1})
+        for (const std::vector<float>& sc : {std::vector<float>{1, 1, 0.6f, 0.6f}, std::vector<float>{1, 1, 0.3f, 1.5f},
+                                             std::vector<float>{1, 1, 1.f, 0.25f}}) {
+          SCOPED_TRACE(std::string(mode) + " " + coord + " exclude_outside " + std::to_string(exclude) + " scales " +
+                       std::to_string(sc[2]) + "x" + std::to_string(sc[3]));
+          Op op("Resize", 3);
+          op.s("mode", mode).s("coordinate_transformation_mode", coord).i("antialias", 1).i("exclude_outside", exclude);
+          op.omit_input(1);
+          compare(op.node, {x, none, f32(sc, {4})}, {false, true, true}, 18, 1e-5, 1e-5);
+        }
+  // sizes, with the axes attribute (the last two axes), and a 3-D input
+  Op sizes("Resize", 4);
+  sizes.s("mode", "linear").i("antialias", 1).ints("axes", {2, 3}).omit_input(1).omit_input(2);
+  compare(sizes.node, {x, none, none, i64({4, 5}, {2})}, {false, true, true, true}, 18, 1e-5, 1e-5);
+  Op cubic3("Resize", 3);
+  cubic3.s("mode", "cubic").i("antialias", 1).omit_input(1);
+  compare(cubic3.node, {random_tensor({2, 7, 8}, 951), none, f32({1.f, 0.5f, 0.4f}, {3})}, {false, true, true}, 18,
+          1e-5, 1e-5);
+}
+
 // ---- the GPU runs of the cases above, and their host check -------------------------------------------------------
 TEST(CudaBits, BitwiseBinaryEveryIntegerDtypeWithBroadcasting) {
   KILNRT_SKIP_WITHOUT_GPU();
@@ -370,8 +396,18 @@ TEST(CudaBits, ResizeHalfPixelSymmetric) {
 }
 
 // Without a GPU: every case's graph runs on the CPU reference and passes the CUDA support check.
+TEST(CudaBits, ResizeAntialias) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  g_host_mode = false;
+  ResizeAntialiasCases();
+}
+
 TEST(CudaBits, HostEveryCaseRunsOnCpuAndIsSupported) {
   g_host_mode = true;
+  {
+    SCOPED_TRACE("ResizeAntialias");
+    ResizeAntialiasCases();
+  }
   {
     SCOPED_TRACE("BitwiseBinaryEveryIntegerDtypeWithBroadcasting");
     BitwiseBinaryEveryIntegerDtypeWithBroadcastingCases();

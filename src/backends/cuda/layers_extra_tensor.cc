@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/kernels/bits.h"
 #include "backends/cuda/kernels/extra_kernels.h"
 #include "ops/op_registry.h"
 
@@ -242,6 +243,7 @@ class ResizeLayer final : public CudaLayer {
       plan_.extrapolation = n.attr_float("extrapolation_value", 0.f);
     }
     if (opset >= 18 && n.op_type == "Resize") {
+      antialias_ = n.attr_int("antialias", 0) != 0;
       keep_ = n.attr_string("keep_aspect_ratio_policy", std::string("stretch"));
       axes_ = n.attr_ints("axes", std::vector<int64_t>{});
     }
@@ -308,6 +310,12 @@ class ResizeLayer final : public CudaLayer {
         p.ax[axes[i]].roi_end = r[i + axes.size()];
       }
     }
+    if (antialias_) {  // linear / cubic, antialias=1: kernels/bits_resize.cu
+      check_launch(kilnrt::cuda::kernels::bits::resize_antialias_f32(static_cast<const float*>(l.inputs[0].data),
+                                                                     static_cast<float*>(l.outputs[0].data), p, l.stream),
+                   name_, "resize_antialias");
+      return;
+    }
     check_launch(x::resize_f32(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(l.outputs[0].data), p,
                                l.stream),
                  name_, "resize");
@@ -318,6 +326,7 @@ class ResizeLayer final : public CudaLayer {
   std::string name_;
   int64_t opset_;
   bool legacy_ = false;
+  bool antialias_ = false;
   x::ResizePlan plan_;
   std::string keep_ = "stretch";
   std::vector<int64_t> axes_;
@@ -359,8 +368,9 @@ struct Register {
       r.add({op,
              [](const ir::Node& n, const ir::Graph& g) -> std::string {
                if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32) return "the CUDA Resize takes float32";
-               if (n.attr_int("antialias", 0) != 0) return "antialias=1";
                std::string mode = n.attr_string("mode", std::string("nearest"));
+               if (n.attr_int("antialias", 0) != 0 && mode != "linear" && mode != "cubic")  // kernels/bits_resize.cu
+                 return "antialias=1 with mode " + mode;
                if (index_of(mode, {"nearest", "linear", "cubic", "bilinear", "trilinear"}) < 0) return "mode " + mode;
                if (index_of(n.attr_string("coordinate_transformation_mode", std::string("half_pixel")),
                             {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",

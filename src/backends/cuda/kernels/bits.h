@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/cuda/kernels/extra_kernels.h"
 #include "backends/cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels::bits {
@@ -61,5 +62,11 @@ int dequantize_general(const void* x, const float* scale, const void* zp, float*
 // double divided by n (src/ops/math/signal.cc dft_cpu).
 int irfft_f32(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, int comp, int64_t n,
               StreamT stream);
+
+// ---- Resize antialias=1, linear / cubic (bits_resize.cu) ----------------------------------------------------------
+// The plan of the main Resize layer (extra_kernels.h; mode 1 linear, 2 cubic). Per axis, with s = min(scale, 1), the
+// filter is stretched by 1/s and its weights normalised (src/ops/nn/resize.cc antialias_taps); one thread per
+// output element sums the product of the axes' taps in double.
+int resize_antialias_f32(const float* x, float* y, const extra::ResizePlan& p, StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels::bits
