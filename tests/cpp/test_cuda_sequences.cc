@@ -43,6 +43,20 @@ ir::Node with_int(ir::Node n, const std::string& attr, int64_t v) {
   return n;
 }
 
+ir::Node with_graph(ir::Node n, const std::string& attr, ir::Graph g) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kGraph;
+  a.g = std::make_shared<ir::Graph>(std::move(g));
+  n.attrs[attr] = a;
+  return n;
+}
+
+Tensor boolean(bool v) {
+  Tensor t = Tensor::empty(DType::kBool, {});
+  t.data<bool>()[0] = v;
+  return t;
+}
+
 Tensor f32(std::vector<float> v, Shape s) { return Tensor::from_vector(v, DType::kFloat32, s); }
 Tensor i64(int64_t v) { return Tensor::from_vector(std::vector<int64_t>{v}, DType::kInt64, {}); }
 Tensor i64s(std::vector<int64_t> v) {
@@ -132,6 +146,38 @@ ir::Graph split_graph(const std::map<std::string, Tensor>& feeds, int64_t axis, 
                     {{"m1", i64(-1)}});
 }
 
+ir::TensorType seq_type(DType dt, ir::SymShape s) {
+  ir::TensorType t;
+  t.is_sequence = true;
+  t.dtype = dt;
+  t.has_shape = true;
+  t.shape = std::move(s);
+  return t;
+}
+
+// If returning a sequence: then = [x, x], else = SplitToSequence(x, keepdims 0) (outer-scope reads of x); then
+// Length, Identity and At(0) of the result.
+ir::Graph if_graph(const std::map<std::string, Tensor>& feeds) {
+  ir::Graph then_g;
+  then_g.name = "then";
+  then_g.opsets[""] = 17;
+  then_g.nodes.push_back(node("pair", "SequenceConstruct", {"x", "x"}, {"ts"}));
+  then_g.outputs = {"ts"};
+  then_g.types["ts"] = seq_type(DType::kFloat32, {3});
+  ir::Graph else_g;
+  else_g.name = "else";
+  else_g.opsets[""] = 17;
+  else_g.nodes.push_back(with_int(node("pieces", "SplitToSequence", {"x"}, {"es"}), "keepdims", 0));
+  else_g.outputs = {"es"};
+  else_g.types["es"] = seq_type(DType::kFloat32, {});
+  return make_graph(feeds, {"n", "first"},
+                    {with_graph(with_graph(node("choose", "If", {"c"}, {"s"}), "then_branch", then_g), "else_branch",
+                                else_g),
+                     node("len", "SequenceLength", {"s"}, {"n"}), node("ident", "Identity", {"s"}, {"s_copy"}),
+                     node("at", "SequenceAt", {"s_copy", "zero"}, {"first"})},
+                    {{"zero", i64(0)}});
+}
+
 // ---- host tests --------------------------------------------------------------------------------------------------
 
 TEST(CudaSequencesHost, PlanAcceptsSequenceOpsAsSegmentedSteps) {
@@ -188,11 +234,26 @@ TEST(CudaSequencesHost, BuildCheckRefusesSequencesOutsideTheMainGraphOps) {
   mapped.nodes = {node("make", "SequenceConstruct", {"a"}, {"s"}), map,
                   with_int(node("cat", "ConcatFromSequence", {"s2"}, {"y"}), "axis", 0)};
   expect_refused(mapped, "map");
-  // A Loop carrying a sequence state (the torch-like list model): refused naming the Loop.
+  // Another op taking a sequence.
+  ir::Graph concat = make_graph({{"a", f32({1}, {1})}}, {"y"},
+                                {node("make", "SequenceConstruct", {"a"}, {"s"}), with_int(node("join", "Concat", {"s"}, {"y"}), "axis", 0)});
+  ASSERT_TRUE(concat.type_of("s")->is_sequence);
+  expect_refused(concat, "join");
+}
+
+TEST(CudaSequencesHost, IfAndLoopPassingSequencesArePlaced) {
+  // The torch-like list model: a Loop carrying a sequence state and reading an outer sequence.
   const std::string path = ::testing::TempDir() + "/kilnrt_cuda_sequence_list_model.onnx";
   std::ofstream(path, std::ios::binary) << seqtest::list_model().serialize();
   const ir::Graph list = ir::import_onnx_file(path);
-  expect_refused(list, "Loop");
+  EXPECT_NO_THROW(ops::check_cuda_sequences(list));
+  EXPECT_NO_THROW(CudaPlan::check_supported(list));
+  const ir::Graph g = if_graph({{"c", boolean(true)}, {"x", f32({7, 8, 9}, {3})}});
+  ASSERT_TRUE(g.type_of("s")->is_sequence);
+  EXPECT_NO_THROW(ops::check_cuda_sequences(g));
+  EXPECT_NO_THROW(CudaPlan::check_supported(g));
+  CudaPlan plan(g, 0);  // the branches read no constant on the device
+  EXPECT_EQ(tactic_of(plan, "choose"), "cuda:control-flow:if");
 }
 
 TEST(CudaSequencesHost, SixteenBitEnginesRefuseSequences) {
@@ -348,6 +409,41 @@ TEST(CudaSequences, IdentityOfASequence) {
   const ir::Graph g = identity_graph(feeds);
   compare(g, feeds);
   EXPECT_EQ(cudatest::run_cuda(g, feeds).at("y").shape(), (Shape{3, 2}));
+}
+
+TEST(CudaSequencesControlFlow, IfReturnsASequence) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  std::map<std::string, Tensor> feeds{{"c", boolean(true)}, {"x", f32({7, 8, 9}, {3})}};
+  const ir::Graph g = if_graph(feeds);
+  compare(g, feeds);
+  EXPECT_EQ(cudatest::run_cuda(g, feeds).at("n").data<int64_t>()[0], 2);
+  feeds["c"] = boolean(false);
+  compare(g, feeds);
+  const auto got = cudatest::run_cuda(g, feeds);
+  EXPECT_EQ(got.at("n").data<int64_t>()[0], 3);
+  EXPECT_EQ(got.at("first").shape(), Shape{});
+}
+
+TEST(CudaSequencesControlFlow, LoopCarriesASequence) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const std::string path = ::testing::TempDir() + "/kilnrt_cuda_sequence_list_model.onnx";
+  std::ofstream(path, std::ios::binary) << seqtest::list_model().serialize();
+  const ir::Graph g = ir::import_onnx_file(path);
+  std::vector<float> xv(15);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i) * 0.5f - 3.f;
+  const std::map<std::string, Tensor> feeds{{"x", f32(xv, {5, 3})}};
+  compare(g, feeds);
+  const auto got = cudatest::run_cuda(g, feeds);
+  ASSERT_EQ(got.at("y").shape(), (Shape{5, 3}));
+  for (size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(got.at("y").data<float>()[i], 2.f * xv[i]) << i;
+  // Built as a CUDA engine file and run through the public API.
+  BuildOptions opt;
+  opt.device = "cuda";
+  const std::vector<uint8_t> bytes = build_engine(path, opt);
+  auto engine = Engine::from_bytes(bytes.data(), bytes.size(), "list_model.engine");
+  const auto out = engine->run({{"x", f32(xv, {5, 3})}});
+  ASSERT_EQ(out.at("y").shape(), (Shape{5, 3}));
+  for (size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(out.at("y").data<float>()[i], 2.f * xv[i]) << i;
 }
 
 TEST(CudaSequences, ConcatFromSequenceNewAxisAndMismatch) {

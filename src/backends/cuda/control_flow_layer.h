@@ -13,6 +13,8 @@
 
 namespace kilnrt::backends::cuda {
 
+struct SequenceIo;  // sequence_steps.h
+
 class ControlFlowState {
  public:
   virtual ~ControlFlowState() = default;
@@ -26,6 +28,12 @@ class ControlFlowLayer : public CudaLayer {
   // launch.outputs[o].present: output o is used; the layer sets its dtype, shape and data (from `alloc`).
   // Returns the number of stream synchronisations made (host reads of a condition / trip count).
   virtual uint64_t run(LayerLaunch& launch, const Alloc& alloc, std::unique_ptr<ControlFlowState>& state) = 0;
+  // Like run(), for a node taking or returning sequences (sequence_steps.h): If and Loop override it.
+  virtual uint64_t run_sequences(LayerLaunch& launch, const Alloc& alloc, std::unique_ptr<ControlFlowState>& state,
+                                 SequenceIo& seq) {
+    (void)launch, (void)alloc, (void)state, (void)seq;
+    KILNRT_THROW(kUnsupported, "control flow", "sequence values are not supported on CUDA yet for this node");
+  }
   void enqueue(LayerLaunch&) override {
     KILNRT_THROW(kInternal, "control flow", "a control-flow layer runs only through the segmented runner");
   }

@@ -130,6 +130,7 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
       sync_points_ += static_cast<int>(s.sync_in.size()) + (s.data_dependent ? 1 : 0);
       // If / Loop / Scan: output shapes known once the node ran (layers_control_flow.cc).
       if (dynamic_cast<const ControlFlowLayer*>(s.layer.get())) ++sync_points_;
+      if (dynamic_cast<const ControlFlowLayer*>(s.layer.get())) s.sequences = ops::node_uses_sequences(node, graph);
       // Sequence steps: host lists of device tensors, only in segmented runs (sequence_steps.h).
       if (dynamic_cast<const SequenceLayer*>(s.layer.get())) ++sync_points_;
     }
@@ -142,6 +143,10 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
     if (graph.is_constant(out)) device_constants.insert(out);
     else if (host_slot_[os]) upload_slot_[os] = 1;
   }
+  // Sequence graph inputs / outputs (If / Loop bodies): segmented runs only (sequence_steps.h).
+  for (const std::vector<std::string>* io : {&graph.inputs, &graph.outputs})
+    for (const std::string& v : *io)
+      if (graph.type_of(v) && graph.type_of(v)->is_sequence) ++sync_points_;
   for (const Step& st : steps_)
     KILNRT_CHECK(!st.island_view || !st.data_dependent, kUnsupported, st.node->describe(),
                  "the CUDA backend cannot run this node: " << cuda_supports(*st.node, graph)

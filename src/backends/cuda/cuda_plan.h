@@ -103,6 +103,7 @@ class CudaPlan {
     // host after a stream sync), and layers whose output shapes depend on data (DataDependentLayer).
     std::vector<int> sync_in;
     bool data_dependent = false;
+    bool sequences = false;  // If / Loop passing sequences or whose bodies use them (sequence_steps.h)
   };
   // 16-bit activation dtype of --fp16 / --bf16 engines (kUndefined: float32 activations).
   DType act16_ = DType::kUndefined;
@@ -126,6 +127,7 @@ class CudaPlan {
 };
 
 class LayerProfiler;  // runner_profiling.h
+struct DeviceSequence;  // sequence_steps.h
 
 struct DeviceIo {
   const void* data = nullptr;
@@ -196,6 +198,11 @@ class CudaRunner {
   // bodies of If / Loop / Scan use their parent context's, as they run one at a time on its stream
   // (layers_control_flow.cc). Set before the first prepare().
   void use_external_workspace(void* data, size_t bytes);
+  // Sequence values (sequence_steps.h) of a plan whose graph takes or returns them (If / Loop bodies, segmented):
+  // per graph input its sequence (null: a tensor), set before enqueue() and outliving it; after enqueue(), graph
+  // output i's sequence (null: a tensor), valid until the next enqueue().
+  void set_sequence_inputs(std::vector<const DeviceSequence*> seqs) { seq_inputs_ = std::move(seqs); }
+  const DeviceSequence* sequence_output(size_t i) const;
 
  private:
   struct ShapeState;
@@ -244,6 +251,7 @@ class CudaRunner {
   size_t segmented_memory_bytes() const;  // pool chunks and staged inputs (0 without sync points)
   void* segmented_input_ptr(size_t i);
   std::unique_ptr<Segmented> seg_;
+  std::vector<const DeviceSequence*> seq_inputs_;  // set_sequence_inputs
   const CudaPlan& plan_;
   LibraryHandles handles_;
   kilnrt::cuda::DeviceBuffer arena_, workspace_;

@@ -14,6 +14,7 @@
 
 #include "backends/cuda/control_flow_layer.h"
 #include "backends/cuda/plan_internal.h"
+#include "backends/cuda/sequence_steps.h"
 #include "core/failure_injection.h"
 #include "kilnrt/cuda/memory.h"
 #include "passes/shape_inference.h"
@@ -213,6 +214,15 @@ class ControlFlowBase : public ControlFlowLayer {
     for (size_t i = 0; i < out.shapes.size(); ++i) out.ptrs[i] = r.output_device_ptr(i);
   }
 
+  // Sequences (sequence_steps.h): the body runner's sequence inputs, `formal` (per formal input, null: a tensor)
+  // then the outer-scope sequences it reads (from `seq`, null: none).
+  static std::vector<const DeviceSequence*> body_sequences(const Body& body, std::vector<const DeviceSequence*> formal,
+                                                           const SequenceIo* seq, size_t n_in) {
+    for (size_t k : body.outer_inputs)
+      formal.push_back(seq && n_in + k < seq->inputs.size() ? seq->inputs[n_in + k] : nullptr);
+    return formal;
+  }
+
   // The host value of input i: its host copy when known, else read from the device (one stream sync).
   Tensor host_value(const LayerLaunch& l, size_t i, uint64_t& syncs) const {
     const LayerTensor& t = l.inputs.at(i);
@@ -290,6 +300,29 @@ class IfLayer final : public ControlFlowBase {
     for (size_t o = 0; o < out.shapes.size(); ++o) emit(l, o, body.out_dtype(o), out.shapes[o], out.ptrs[o], alloc);
     return syncs;
   }
+  // If taking (outer-scope reads) or returning sequences: the branch's sequence outputs copied into the pool.
+  uint64_t run_sequences(LayerLaunch& l, const Alloc& alloc, std::unique_ptr<ControlFlowState>& state,
+                         SequenceIo& seq) override {
+    State& st = state_of(state, {&then_, &else_});
+    uint64_t syncs = 0;
+    const bool cond = truth(host_value(l, 0, syncs), "If condition");
+    const Body& body = cond ? then_ : else_;
+    CudaRunner& r = *st.runners.at(cond ? 0 : 1);
+    r.set_sequence_inputs(body_sequences(body, {}, &seq, n_in_));
+    BodyOut out;
+    run_body(st, cond ? 0 : 1, body, {}, {}, l, l.stream, out);
+    r.set_sequence_inputs({});
+    for (size_t o = 0; o < out.shapes.size(); ++o) {
+      const DeviceSequence* s = r.sequence_output(o);
+      if (s && o < seq.outputs.size()) {
+        seq.outputs[o] = copy_sequence(*s, alloc, l.stream, name_);
+        seq.output_is_sequence[o] = 1;  // the branch decides (the node's output type may not say)
+      } else {
+        emit(l, o, body.out_dtype(o), out.shapes[o], out.ptrs[o], alloc);
+      }
+    }
+    return syncs;
+  }
 
  private:
   Body then_, else_;
@@ -338,6 +371,17 @@ class LoopLayer final : public ControlFlowBase {
   }
   std::string tactic() const override { return "control-flow:loop"; }
   uint64_t run(LayerLaunch& l, const Alloc& alloc, std::unique_ptr<ControlFlowState>& state) override {
+    return run_impl(l, alloc, state, nullptr);
+  }
+  // Loop-carried sequences (and outer-scope sequences the body reads): each iteration's sequence outputs are copied
+  // into the pool (the body runner reuses its memory at the next iteration).
+  uint64_t run_sequences(LayerLaunch& l, const Alloc& alloc, std::unique_ptr<ControlFlowState>& state,
+                         SequenceIo& seq) override {
+    return run_impl(l, alloc, state, &seq);
+  }
+
+ private:
+  uint64_t run_impl(LayerLaunch& l, const Alloc& alloc, std::unique_ptr<ControlFlowState>& state, SequenceIo* seq) {
     State& st = state_of(state, {&body_});
     uint64_t syncs = 0;
     const StreamT stream = l.stream;
@@ -359,6 +403,15 @@ class LoopLayer final : public ControlFlowBase {
       cur_shape[i] = t.shape;
       cur_dtype[i] = t.dtype;
     }
+    // Loop-carried sequences (run_sequences): cur_seq[i] set, cur[i] unused.
+    std::vector<DeviceSequence> cur_seq(seq ? n_carried_ : 0);
+    std::vector<uint8_t> is_seq(n_carried_, 0);
+    for (size_t i = 0; seq && i < n_carried_; ++i) {
+      const DeviceSequence* s = 2 + i < seq->inputs.size() ? seq->inputs[2 + i] : nullptr;
+      if (s) cur_seq[i] = *s;
+      is_seq[i] = s ? 1 : 0;
+      if (s && i < seq->output_is_sequence.size()) seq->output_is_sequence[i] = 1;  // the initial value decides
+    }
     if (!st.cond_true) {
       st.cond_true = DeviceBuffer(device_, 256);
       kilnrt::cuda::ContextGuard guard(device_);
@@ -378,7 +431,13 @@ class LoopLayer final : public ControlFlowBase {
       std::vector<Shape> shapes{iter_shape_, cond_shape_};
       ins.insert(ins.end(), cur.begin(), cur.end());
       shapes.insert(shapes.end(), cur_shape.begin(), cur_shape.end());
+      if (seq) {
+        std::vector<const DeviceSequence*> formal(2 + n_carried_, nullptr);
+        for (size_t i = 0; i < n_carried_; ++i) formal[2 + i] = is_seq[i] ? &cur_seq[i] : nullptr;
+        st.runners.at(0)->set_sequence_inputs(body_sequences(body_, std::move(formal), seq, n_in_));
+      }
       run_body(st, 0, body_, std::move(ins), std::move(shapes), l, stream, out);
+      if (seq) st.runners.at(0)->set_sequence_inputs({});
       if (cond_known_) {
         cond = cond_value_;
       } else {
@@ -390,6 +449,12 @@ class LoopLayer final : public ControlFlowBase {
       }
       // Carried values: ping-pong between buffer sets (it % 2): the body read the other set.
       for (size_t i = 0; i < n_carried_; ++i) {
+        if (seq && is_seq[i]) {
+          const DeviceSequence* s = st.runners.at(0)->sequence_output(1 + i);
+          KILNRT_CHECK(s, kInvalidModel, name_, "Loop body output " << 1 + i << " is not a sequence");
+          cur_seq[i] = copy_sequence(*s, alloc, stream, name_);
+          continue;
+        }
         const Shape& s = out.shapes[1 + i];
         const size_t bytes = static_cast<size_t>(shape_numel(s)) * dtype_size(cur_dtype[i]);
         void* dst = st.buffer((it % 2) * n_carried_ + i, bytes, 0, device_, stream);
@@ -411,7 +476,13 @@ class LoopLayer final : public ControlFlowBase {
         copy(dst + off, out.ptrs[1 + n_carried_ + k], part_bytes[k], stream);
       }
     }
-    for (size_t i = 0; i < n_carried_; ++i) emit(l, i, cur_dtype[i], cur_shape[i], cur[i], alloc);
+    for (size_t i = 0; i < n_carried_; ++i) {
+      if (seq && is_seq[i]) {
+        if (i < seq->outputs.size()) seq->outputs[i] = std::move(cur_seq[i]);
+        continue;
+      }
+      emit(l, i, cur_dtype[i], cur_shape[i], cur[i], alloc);
+    }
     for (size_t k = 0; k < n_scan_; ++k) {
       const size_t o = n_carried_ + k;
       Shape s = it > 0 ? part[k] : empty_part(body_, 1 + o);
@@ -422,7 +493,6 @@ class LoopLayer final : public ControlFlowBase {
     return syncs;
   }
 
- private:
   Body body_;
   size_t n_carried_ = 0, n_scan_ = 0;
   Shape iter_shape_, cond_shape_;

@@ -55,6 +55,12 @@ void* CudaRunner::Segmented::alloc(int device, size_t bytes) {
   return p;
 }
 
+const DeviceSequence* CudaRunner::sequence_output(size_t i) const {
+  if (!seg_) return nullptr;
+  const size_t s = static_cast<size_t>(plan_.output_slots_.at(i));
+  return s < seg_->is_sequence.size() && seg_->is_sequence[s] ? &seg_->sequences[s] : nullptr;
+}
+
 uint64_t CudaRunner::sync_count() const { return seg_ ? seg_->syncs : 0; }
 
 size_t CudaRunner::segmented_memory_bytes() const {
@@ -147,6 +153,14 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
                                                     shape_numel(sg.shapes[s]), bf_of(store(s)), stream),
                    plan_.slot_names_[s], "f32_to_16");
     }
+  }
+  for (size_t i = 0; i < seq_inputs_.size() && i < plan_.input_slots_.size(); ++i) {
+    if (!seq_inputs_[i]) continue;  // sequence inputs of a body (sequence_steps.h)
+    const int s = plan_.input_slots_[i];
+    sg.sequences[s] = *seq_inputs_[i];
+    sg.is_sequence[s] = 1;
+    sg.dtypes[s] = seq_inputs_[i]->dtype;
+    sg.shapes[s] = Shape{};
   }
   for (const auto& [name, t] : g.constants) {
     auto it = plan_.slot_of_.find(name);
@@ -276,7 +290,34 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       const bool timed = profiler_ && profiler_->armed();
       if (timed) profiler_->begin(si, stream);
       try {
-        sg.syncs += cf->run(launch, [&](size_t bytes) { return sg.alloc(plan_.device_, bytes); }, sg.control_flow[si]);
+        // A node passing sequences (sequence_steps.h) runs through run_sequences(); any other through run().
+        SequenceIo sio;
+        bool with_sequences = step.sequences;
+        for (size_t i = 0; i < step.inputs.size(); ++i) {
+          const bool is_seq = step.inputs[i] >= 0 && sg.is_sequence[step.inputs[i]];
+          sio.inputs.push_back(is_seq ? &sg.sequences[step.inputs[i]] : nullptr);
+          with_sequences |= is_seq;
+        }
+        for (const std::string& out : node.outputs) {
+          const ir::TensorType* t = out.empty() ? nullptr : g.type_of(out);
+          sio.output_is_sequence.push_back(t && t->is_sequence ? 1 : 0);
+          with_sequences |= t && t->is_sequence;
+        }
+        sio.outputs.resize(node.outputs.size());
+        if (with_sequences)
+          sg.syncs += cf->run_sequences(launch, [&](size_t bytes) { return sg.alloc(plan_.device_, bytes); },
+                                        sg.control_flow[si], sio);
+        else
+          sg.syncs += cf->run(launch, [&](size_t bytes) { return sg.alloc(plan_.device_, bytes); },
+                              sg.control_flow[si]);
+        for (size_t o = 0; o < step.outputs.size() && with_sequences; ++o) {
+          if (step.outputs[o] < 0 || !sio.output_is_sequence[o]) continue;
+          sg.sequences[step.outputs[o]] = std::move(sio.outputs[o]);
+          sg.is_sequence[step.outputs[o]] = 1;
+          launch.outputs[o].dtype = sg.sequences[step.outputs[o]].dtype;
+          launch.outputs[o].shape = Shape{};
+          launch.outputs[o].data = nullptr;
+        }
       } catch (const Error& e) {
         if (e.where().find(node.name) != std::string::npos) throw;
         throw e.with_context(node.describe());

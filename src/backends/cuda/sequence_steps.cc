@@ -171,6 +171,21 @@ void concat_from_sequence(const ir::Node& node, const DeviceSequence& seq, Layer
 
 }  // namespace
 
+DeviceSequence copy_sequence(const DeviceSequence& seq, const std::function<void*(size_t)>& alloc, StreamT stream,
+                             const std::string& where) {
+  DeviceSequence out;
+  out.dtype = seq.dtype;
+  for (const DeviceSequenceItem& it : seq.items) {
+    const int64_t n = shape_numel(it.shape);
+    void* data = alloc(static_cast<size_t>(n) * dtype_size(it.dtype));
+    ir::Node named;
+    named.name = where;
+    copy_block(named, data, 1, 0, it.data, 1, 0, 1, 1, n, it.dtype, stream);
+    out.items.push_back(DeviceSequenceItem{data, it.dtype, it.shape});
+  }
+  return out;
+}
+
 std::vector<int> SequenceLayer::host_inputs() const {
   const std::string& op = node_.op_type;
   if (op == "SequenceAt" || op == "SequenceErase" || op == "SplitToSequence") return {1};

@@ -25,6 +25,19 @@ struct DeviceSequence {
   std::vector<DeviceSequenceItem> items;
 };
 
+// Sequence values of an If / Loop node (layers_control_flow.cc): per node input (its own, then the outer-scope values
+// its bodies read) the sequence or null; per node output whether it is a sequence, and the sequence the layer made.
+struct SequenceIo {
+  std::vector<const DeviceSequence*> inputs;
+  std::vector<uint8_t> output_is_sequence;
+  std::vector<DeviceSequence> outputs;
+};
+
+// A copy of `seq` whose elements live in memory from `alloc` (device copies on `stream`): a body's sequence output
+// outlives the body runner's next run.
+DeviceSequence copy_sequence(const DeviceSequence& seq, const std::function<void*(size_t)>& alloc, StreamT stream,
+                             const std::string& where);
+
 // One sequence node (SequenceEmpty / Construct / Insert / At / Erase / Length, SplitToSequence,
 // ConcatFromSequence, and Identity of a sequence: the plan makes one for it). enqueue() is never called: the
 // segmented runner calls run().

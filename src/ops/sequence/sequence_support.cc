@@ -38,24 +38,41 @@ void check_no_sequences(const ir::Graph& graph, const std::string& backend) {
                "sequence values are not supported on " << backend << " yet: build this model for the CPU (--device cpu)");
 }
 
-void check_cuda_sequences(const ir::Graph& graph) {
-  for (const ir::Node& n : graph.nodes) {
-    bool uses = n.op_type == "SequenceMap";
-    if (!is_sequence_op(n.op_type) && n.op_type != "Identity") {
-      for (const std::string& v : n.inputs) uses = uses || is_sequence_value(graph, v);
-      for (const std::string& v : n.outputs) uses = uses || is_sequence_value(graph, v);
-    }
-    std::string where = uses ? n.describe() : "";
+bool node_uses_sequences(const ir::Node& n, const ir::Graph& graph) {
+  bool uses = is_sequence_op(n.op_type);
+  for (const std::string& v : n.inputs) uses = uses || is_sequence_value(graph, v);
+  for (const std::string& v : n.outputs) uses = uses || is_sequence_value(graph, v);
+  for (const auto& kv : n.attrs)
+    if (kv.second.kind == ir::Attribute::Kind::kGraph && kv.second.g)
+      uses = uses || !first_sequence_user(*kv.second.g).empty();
+  return uses;
+}
+
+// The first node of `g` (bodies searched too) that the CUDA backend cannot run with sequences, described; "" none.
+static std::string first_cuda_sequence_problem(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes) {
+    const bool passes = n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Identity" ||
+                        (is_sequence_op(n.op_type) && n.op_type != "SequenceMap");
+    bool bad = n.op_type == "SequenceMap";
+    for (const std::string& v : n.inputs) bad = bad || (!passes && is_sequence_value(g, v));
+    for (const std::string& v : n.outputs) bad = bad || (!passes && is_sequence_value(g, v));
+    if (bad) return n.describe();
     for (const auto& kv : n.attrs) {
-      if (!where.empty() || kv.second.kind != ir::Attribute::Kind::kGraph || !kv.second.g) continue;
-      const std::string inner = first_sequence_user(*kv.second.g);
-      if (!inner.empty()) where = n.describe() + ", body node " + inner;
+      if (kv.second.kind != ir::Attribute::Kind::kGraph || !kv.second.g) continue;
+      const std::string inner =
+          n.op_type == "Scan" ? first_sequence_user(*kv.second.g) : first_cuda_sequence_problem(*kv.second.g);
+      if (!inner.empty()) return n.describe() + ", body node " + inner;
     }
-    KILNRT_CHECK(where.empty(), kUnsupported, where,
-                 "sequence values are not supported on CUDA yet here (the main graph's sequence ops run on CUDA; "
-                 "SequenceMap and sequences in If / Loop / Scan bodies do not): build this model for the CPU "
-                 "(--device cpu)");
   }
+  return "";
+}
+
+void check_cuda_sequences(const ir::Graph& graph) {
+  const std::string where = first_cuda_sequence_problem(graph);
+  KILNRT_CHECK(where.empty(), kUnsupported, where,
+               "sequence values are not supported on CUDA yet here (SequenceMap, sequences in Scan bodies and "
+               "sequences through other ops than the sequence ops, Identity, If and Loop): build this model for "
+               "the CPU (--device cpu)");
 }
 
 }  // namespace kilnrt::ops
