@@ -428,7 +428,8 @@ TEST(CudaSequencesControlFlow, LoopCarriesASequence) {
   KILNRT_SKIP_WITHOUT_GPU();
   const std::string path = ::testing::TempDir() + "/kilnrt_cuda_sequence_list_model.onnx";
   std::ofstream(path, std::ios::binary) << seqtest::list_model().serialize();
-  const ir::Graph g = ir::import_onnx_file(path);
+  ir::Graph g = ir::import_onnx_file(path);
+  passes::infer_shapes(g);
   std::vector<float> xv(15);
   for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i) * 0.5f - 3.f;
   const std::map<std::string, Tensor> feeds{{"x", f32(xv, {5, 3})}};
