@@ -1,9 +1,9 @@
 // Sequence values in CUDA engines (src/backends/cuda/sequence_steps.h): host tests of the plan (sequence ops and
 // Identity of a sequence are accepted, never host shape computations, make the plan segmented; float32 engines only)
-// and of the build-time check (ops::check_cuda_sequences: SequenceMap, sequences through If / Loop and sequence ops
-// inside bodies are refused naming the node); GPU tests run each op on the CUDA backend and compare with the CPU
-// engine (negative positions, empty sequences, uneven splits, concat with new_axis, errors naming the node). The GPU
-// tests skip with a message without a usable GPU.
+// and of the build-time check (ops::check_cuda_sequences: sequences through other ops and in Scan bodies are refused
+// naming the node); GPU tests run each op on the CUDA backend and compare with the CPU engine (negative positions,
+// empty sequences, uneven splits, concat with new_axis, errors naming the node), and If / Loop / SequenceMap passing
+// sequences. The GPU tests skip with a message without a usable GPU.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -224,19 +224,11 @@ TEST(CudaSequencesHost, IdentityOfASequenceIsASequenceStep) {
   EXPECT_EQ(plan.sync_points(), 3);
 }
 
-TEST(CudaSequencesHost, BuildCheckRefusesSequencesOutsideTheMainGraphOps) {
-  // SequenceMap (its body runs per element: not on CUDA yet).
-  ir::Node map = node("map", "SequenceMap", {"s"}, {"s2"});
-  ir::Graph mapped;
-  mapped.opsets[""] = 17;
-  mapped.inputs = {"a"};
-  mapped.outputs = {"y"};
-  mapped.nodes = {node("make", "SequenceConstruct", {"a"}, {"s"}), map,
-                  with_int(node("cat", "ConcatFromSequence", {"s2"}, {"y"}), "axis", 0)};
-  expect_refused(mapped, "map");
+TEST(CudaSequencesHost, BuildCheckRefusesSequencesThroughOtherOps) {
   // Another op taking a sequence.
   ir::Graph concat = make_graph({{"a", f32({1}, {1})}}, {"y"},
-                                {node("make", "SequenceConstruct", {"a"}, {"s"}), with_int(node("join", "Concat", {"s"}, {"y"}), "axis", 0)});
+                                {node("make", "SequenceConstruct", {"a"}, {"s"}),
+                                 with_int(node("join", "Concat", {"s"}, {"y"}), "axis", 0)});
   ASSERT_TRUE(concat.type_of("s")->is_sequence);
   expect_refused(concat, "join");
 }
@@ -254,6 +246,38 @@ TEST(CudaSequencesHost, IfAndLoopPassingSequencesArePlaced) {
   EXPECT_NO_THROW(CudaPlan::check_supported(g));
   CudaPlan plan(g, 0);  // the branches read no constant on the device
   EXPECT_EQ(tactic_of(plan, "choose"), "cuda:control-flow:if");
+}
+
+// SequenceMap: sums[i] = a[i] + b[i] + t, shapes[i] = Shape(a[i]); then Concat, Length, At(1).
+ir::Graph map_graph(const std::map<std::string, Tensor>& feeds) {
+  ir::Graph body;
+  body.name = "map_body";
+  body.opsets[""] = 17;
+  body.inputs = {"x", "y", "z"};
+  body.nodes.push_back(node("add1", "Add", {"x", "y"}, {"xy"}));
+  body.nodes.push_back(node("add2", "Add", {"xy", "z"}, {"out"}));
+  body.nodes.push_back(node("shape", "Shape", {"x"}, {"shp"}));
+  body.outputs = {"out", "shp"};
+  return make_graph(feeds, {"sum", "n_shapes", "shape1"},
+                    {node("make_a", "SequenceConstruct", {"a0", "a1"}, {"a"}),
+                     node("make_b", "SequenceConstruct", {"b0", "b1"}, {"b"}),
+                     with_graph(node("map", "SequenceMap", {"a", "b", "t"}, {"sums", "shapes"}), "body", body),
+                     with_int(node("cat", "ConcatFromSequence", {"sums"}, {"sum"}), "axis", 0),
+                     node("len", "SequenceLength", {"shapes"}, {"n_shapes"}),
+                     node("at", "SequenceAt", {"shapes", "one"}, {"shape1"})},
+                    {{"one", i64(1)}});
+}
+
+const std::map<std::string, Tensor> kMapFeeds{{"a0", f32({1, 2}, {2})},      {"a1", f32({3, 4, 5}, {3})},
+                                              {"b0", f32({10, 20}, {2})},    {"b1", f32({30, 40, 50}, {3})},
+                                              {"t", f32({100}, {1})}};
+
+TEST(CudaSequencesHost, SequenceMapIsPlaced) {
+  const ir::Graph g = map_graph(kMapFeeds);
+  EXPECT_NO_THROW(ops::check_cuda_sequences(g));
+  EXPECT_NO_THROW(CudaPlan::check_supported(g));
+  CudaPlan plan(g, 0);
+  EXPECT_EQ(tactic_of(plan, "map"), "cuda:control-flow:sequence-map");
 }
 
 TEST(CudaSequencesHost, SixteenBitEnginesRefuseSequences) {
@@ -445,6 +469,20 @@ TEST(CudaSequencesControlFlow, LoopCarriesASequence) {
   const auto out = engine->run({{"x", f32(xv, {5, 3})}});
   ASSERT_EQ(out.at("y").shape(), (Shape{5, 3}));
   for (size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(out.at("y").data<float>()[i], 2.f * xv[i]) << i;
+}
+
+TEST(CudaSequencesControlFlow, SequenceMapRunsTheBodyPerElement) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const ir::Graph g = map_graph(kMapFeeds);
+  compare(g, kMapFeeds);
+  const auto got = cudatest::run_cuda(g, kMapFeeds);
+  ASSERT_EQ(got.at("sum").shape(), (Shape{5}));
+  EXPECT_EQ(got.at("sum").data<float>()[4], 155.f);
+  EXPECT_EQ(got.at("shape1").data<int64_t>()[0], 3);
+  // Sequences of different lengths: an error naming the node.
+  ir::Graph bad = g;
+  bad.nodes[1].inputs = {"b0"};
+  expect_cuda_error(bad, kMapFeeds, "map", "sequence input 1 has 1 elements, input_sequence has 2");
 }
 
 TEST(CudaSequences, ConcatFromSequenceNewAxisAndMismatch) {

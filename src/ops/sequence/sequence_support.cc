@@ -51,9 +51,9 @@ bool node_uses_sequences(const ir::Node& n, const ir::Graph& graph) {
 // The first node of `g` (bodies searched too) that the CUDA backend cannot run with sequences, described; "" none.
 static std::string first_cuda_sequence_problem(const ir::Graph& g) {
   for (const ir::Node& n : g.nodes) {
-    const bool passes = n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Identity" ||
-                        (is_sequence_op(n.op_type) && n.op_type != "SequenceMap");
-    bool bad = n.op_type == "SequenceMap";
+    const bool passes =
+        n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Identity" || is_sequence_op(n.op_type);
+    bool bad = false;
     for (const std::string& v : n.inputs) bad = bad || (!passes && is_sequence_value(g, v));
     for (const std::string& v : n.outputs) bad = bad || (!passes && is_sequence_value(g, v));
     if (bad) return n.describe();
@@ -70,9 +70,9 @@ static std::string first_cuda_sequence_problem(const ir::Graph& g) {
 void check_cuda_sequences(const ir::Graph& graph) {
   const std::string where = first_cuda_sequence_problem(graph);
   KILNRT_CHECK(where.empty(), kUnsupported, where,
-               "sequence values are not supported on CUDA yet here (SequenceMap, sequences in Scan bodies and "
-               "sequences through other ops than the sequence ops, Identity, If and Loop): build this model for "
-               "the CPU (--device cpu)");
+               "sequence values are not supported on CUDA yet here (sequences in Scan bodies, and sequences "
+               "through other ops than the sequence ops, Identity, If and Loop): build this model for the CPU "
+               "(--device cpu)");
 }
 
 }  // namespace kilnrt::ops

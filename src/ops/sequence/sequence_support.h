@@ -16,10 +16,10 @@ bool is_sequence_op(const std::string& op_type);
 // `backend` names the backend in the message ("CUDA").
 void check_no_sequences(const ir::Graph& graph, const std::string& backend);
 
-// The CUDA backend runs the sequence ops (but SequenceMap), Identity of sequences, and If / Loop taking, carrying or
-// returning sequences, in the main graph and in If / Loop bodies (backends/cuda/sequence_steps.h). Throws
-// kUnsupported naming the first node it cannot run: SequenceMap, another op taking or returning a sequence, or a
-// Scan whose body uses sequences.
+// The CUDA backend runs the sequence ops (SequenceMap included), Identity of sequences, and If / Loop taking,
+// carrying or returning sequences, in the main graph and in bodies (backends/cuda/sequence_steps.h). Throws
+// kUnsupported naming the first node it cannot run: another op taking or returning a sequence, or a Scan whose body
+// uses sequences.
 void check_cuda_sequences(const ir::Graph& graph);
 
 // Whether `node` takes or returns a sequence (per the graph's types) or has a body (recursively) that uses sequences.
