@@ -357,6 +357,61 @@ void ResizeAntialiasCases() {
           1e-5, 1e-5);
 }
 
+// ---- 16-bit engines: the float layers run as float32 islands ---------------------------------------------------------
+// The node as a --fp16 / --bf16 engine builds it (kilnrt_precision), inputs pre-rounded to the 16-bit type; compared
+// with the float32 CPU reference on the same inputs: |got - want| <= 16u * (scale + |want|).
+void compare16(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant,
+               int64_t opset, double scale) {
+  struct Prec {
+    const char* name;
+    DType dt;
+    double u;
+  };
+  for (const Prec& p : {Prec{"fp16", DType::kFloat16, 1.0 / 2048}, Prec{"bf16", DType::kBFloat16, 1.0 / 256}}) {
+    SCOPED_TRACE(p.name);
+    ir::Node n = node;
+    ir::Attribute a;
+    a.kind = ir::Attribute::Kind::kString;
+    a.s = p.name;
+    n.attrs[backends::cuda::kPrecisionAttr] = a;
+    std::vector<Tensor> ins;
+    for (const Tensor& t : inputs) {
+      if (t.dtype() != DType::kFloat32) {
+        ins.push_back(t);
+        continue;
+      }
+      Tensor r = Tensor::from_data(t.raw(), t.dtype(), t.shape());
+      for (int64_t i = 0; i < r.numel(); ++i) {
+        const float v = r.data<float>()[i];
+        r.data<float>()[i] = p.dt == DType::kFloat16 ? half_to_float(float_to_half(v))
+                                                     : bfloat16_to_float(float_to_bfloat16(v));
+      }
+      ins.push_back(r);
+    }
+    compare(n, ins, constant, opset, 16 * p.u * scale, 16 * p.u);
+  }
+}
+
+void SixteenBitEnginesCases() {
+  const Tensor none = Tensor::empty(DType::kFloat32, {0});
+  for (const char* mode : {"linear", "cubic"}) {
+    SCOPED_TRACE(mode);
+    Op op("Resize", 3);
+    op.s("mode", mode).i("antialias", 1).omit_input(1);
+    compare16(op.node, {random_tensor({1, 2, 9, 11}, 960), none, f32({1, 1, 0.6f, 0.4f}, {4})}, {false, true, true}, 18,
+              1.0);
+  }
+  Op irfft("DFT", 3);
+  irfft.i("inverse", 1).i("onesided", 1).omit_input(1);
+  compare16(irfft.node, {random_tensor({2, 5, 3, 2}, 961), Tensor(), i64({1}, {})}, {false, false, true}, 20, 1.0);
+  compare16(Op("QuantizeLinear", 3).i("axis", 1).i("block_size", 3).node,
+            {random_tensor({3, 6}, 962, -3.f, 3.f), f32({1.f, 0.5f, 2.f, 1.f, 0.25f, 1.f}, {3, 2}),
+             ints(DType::kInt16, {3, 2}, 963, -20, 20)},
+            {}, 21, 1.0);  // integer outputs: exact (the rounded inputs are exact in float32 too)
+  compare16(Op("DequantizeLinear", 2).i("axis", 1).i("block_size", 2).node,
+            {ints(DType::kInt8, {2, 4}, 964, -100, 100), f32({0.5f, 0.25f, 1.f, 2.f}, {2, 2})}, {}, 21, 1.0);
+}
+
 // ---- the GPU runs of the cases above, and their host check -------------------------------------------------------
 TEST(CudaBits, BitwiseBinaryEveryIntegerDtypeWithBroadcasting) {
   KILNRT_SKIP_WITHOUT_GPU();
@@ -416,6 +471,12 @@ TEST(CudaBits, ResizeAntialias) {
   ResizeAntialiasCases();
 }
 
+TEST(CudaBits, SixteenBitEnginesAsFloat32Islands) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  g_host_mode = false;
+  SixteenBitEnginesCases();
+}
+
 TEST(CudaBits, EmptyTensors) {
   KILNRT_SKIP_WITHOUT_GPU();
   g_host_mode = false;
@@ -431,6 +492,10 @@ TEST(CudaBits, HostEveryCaseRunsOnCpuAndIsSupported) {
   {
     SCOPED_TRACE("EmptyTensors");
     EmptyTensorsCases();
+  }
+  {
+    SCOPED_TRACE("SixteenBitEngines");
+    SixteenBitEnginesCases();
   }
   {
     SCOPED_TRACE("BitwiseBinaryEveryIntegerDtypeWithBroadcasting");
