@@ -254,6 +254,12 @@ ir::Graph map_graph(const std::map<std::string, Tensor>& feeds) {
   body.name = "map_body";
   body.opsets[""] = 17;
   body.inputs = {"x", "y", "z"};
+  // ONNX models declare SequenceMap body inputs (the onnx cases do); the element dtype of the outputs comes from them.
+  for (const char* in : {"x", "y", "z"}) {
+    ir::TensorType t;
+    t.dtype = DType::kFloat32;
+    body.types[in] = t;
+  }
   body.nodes.push_back(node("add1", "Add", {"x", "y"}, {"xy"}));
   body.nodes.push_back(node("add2", "Add", {"xy", "z"}, {"out"}));
   body.nodes.push_back(node("shape", "Shape", {"x"}, {"shp"}));
