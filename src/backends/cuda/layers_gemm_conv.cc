@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/kernels/conv_kernels.h"
+#include "backends/cuda/kernels/f64_math.h"
 #include "cuda/driver_api.h"
 #include "ops/nn/fused_conv.h"
 
@@ -159,6 +160,7 @@ class MatMulLayer final : public CudaLayer {
         io16_(value_dtype(a.graph, a.node.inputs.at(0))) {}
   // "-fp16-io" / "-bf16-io": 16-bit model tensors (matmul_inputs) read and written as they are.
   std::string tactic() const override {
+    if (io16_ == DType::kFloat64) return "kernel:matmul-f64";  // kernels/f64_math.cu
     const char* io = io16_ == DType::kFloat16 ? "-fp16-io" : io16_ == DType::kBFloat16 ? "-bf16-io" : "";
     return gemm_tactic("matmul", precision_) + io;
   }
@@ -185,6 +187,24 @@ class MatMulLayer final : public CudaLayer {
     g.n = n;
     g.k = kk;
     if (no == 0) return;
+    if (l.inputs[0].dtype == DType::kFloat64) {  // own double GEMM (kernels/f64_math.cu), numpy batch broadcasting
+      KILNRT_CHECK(r <= static_cast<size_t>(k::kMaxDims), kUnsupported, name_,
+                   "float64 MatMul with " << r << " batch dims (at most " << k::kMaxDims << ")");
+      k::f64::MatMulBatch bt;
+      bt.rank = static_cast<int>(r);
+      int64_t step_a = m * kk, step_b = kk * n;
+      for (int d = static_cast<int>(r) - 1; d >= 0; --d) {
+        bt.dims[d] = ob[d];
+        bt.a_strides[d] = pa[d] == 1 ? 0 : step_a;
+        bt.b_strides[d] = pb[d] == 1 ? 0 : step_b;
+        step_a *= pa[d];
+        step_b *= pb[d];
+      }
+      check_launch(k::f64::matmul(static_cast<const double*>(g.a), static_cast<const double*>(g.b),
+                                  static_cast<double*>(g.c), m, n, kk, bt, l.stream),
+                   name_, "matmul_f64");
+      return;
+    }
     set_precision(g, precision_, l.inputs[0].numel(), l.inputs[1].numel(), b16_, l, name_);
     const int64_t es = g.ab_type == CUDA_R_32F ? 4 : 2;  // operand element size
     const int64_t ces = g.c_type == CUDA_R_32F ? 4 : 2;
@@ -622,6 +642,12 @@ std::string float_inputs(const ir::Node& n, const ir::Graph& g) {
 // MatMul also takes float16 / bfloat16 model tensors natively (A, B, Y of one 16-bit type: cuBLASLt with float32
 // compute, as in 16-bit engines, see set_precision), in any engine, instead of a float32 island.
 std::string matmul_inputs(const ir::Node& n, const ir::Graph& g) {
+  if (n.inputs.size() == 2 && n.outputs.size() == 1 && value_dtype(g, n.inputs[0]) == DType::kFloat64) {
+    // float64: A, B, Y all float64, own double GEMM (MatMulLayer's float64 branch).
+    if (value_dtype(g, n.inputs[1]) != DType::kFloat64 || value_dtype(g, n.outputs[0]) != DType::kFloat64)
+      return "float64 A needs float64 B and Y";
+    return "";
+  }
   if (n.inputs.size() == 2 && n.outputs.size() == 1 && node_precision(n) != Precision::kTf32) {
     const DType a = value_dtype(g, n.inputs[0]);
     if ((a == DType::kFloat16 || a == DType::kBFloat16) && value_dtype(g, n.inputs[1]) == a &&

@@ -6,6 +6,7 @@
 
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/conv_kernels.h"
+#include "backends/cuda/kernels/f64_math.h"
 #include "backends/cuda/layers_bits.h"
 #include "backends/cuda/layers_misc_gaps.h"
 #include "backends/cuda/layers_volume.h"
@@ -216,6 +217,13 @@ class SoftmaxLayer final : public CudaLayer {
     } else {
       for (int d = axis; d < rank; ++d) n *= xs[d];
     }
+    if (l.inputs[0].dtype == DType::kFloat64) {  // kernels/f64_math.cu: storage and math in double
+      check_launch(k::f64::softmax(static_cast<const double*>(l.inputs[0].data),
+                                   static_cast<double*>(l.outputs[0].data), outer, n, inner,
+                                   node_.op_type == "LogSoftmax", l.stream),
+                   name_, "softmax_f64");
+      return;
+    }
     check_launch(k::softmax(float_code(l.inputs[0].dtype), l.inputs[0].data, l.outputs[0].data, outer, n, inner,
                             node_.op_type == "LogSoftmax", l.stream),
                  name_, "softmax");
@@ -337,7 +345,11 @@ struct Register {
                return std::make_unique<ReduceLayer>(a.node, a.opset);
              }});
     for (const char* op : {"Softmax", "LogSoftmax"})
-      r.add({op, float_input, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+      r.add({op,
+             [](const ir::Node& n, const ir::Graph& g) -> std::string {  // float64: kernels/f64_math.cu
+               return value_dtype(g, n.inputs.at(0)) == DType::kFloat64 ? "" : float_input(n, g);
+             },
+             [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
                return std::make_unique<SoftmaxLayer>(a.node, a.opset);
              }});
     r.add({"LayerNormalization", float_input, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {

@@ -1,0 +1,32 @@
+// Host entry points of the float64 kernels (kernels/f64_math.cu) behind the float64 branches of the CUDA Softmax /
+// LogSoftmax layer (layers_nn.cc) and MatMul layer (layers_gemm_conv.cc): the ONNX 1.23 expanded Attention /
+// FlexAttention function bodies run in double. Storage and arithmetic in double, following the CPU reference
+// (src/ops/nn/softmax.cc, src/ops/nn/gemm.cc): max-subtracted softmax, sums in index order. Plain C++ like kernels.h;
+// each launcher returns the launch status (0 = success).
+#pragma once
+#include <cstdint>
+
+#include "backends/cuda/kernels/kernels.h"
+
+namespace kilnrt::cuda::kernels::f64 {
+
+// Softmax (log = false) or LogSoftmax (log = true) over the middle dim of x viewed as [outer, n, inner]. inner == 1:
+// one block per row (block-wide max and sum in double); otherwise one thread per (outer, inner) column. Like the CPU
+// reference, a row holding NaN, or only -inf, gives NaN.
+int softmax(const double* x, double* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream);
+
+// Batch dims of a MatMul output (numpy broadcasting) with each operand's offset step per batch index, in elements
+// (0 where that operand is broadcast). rank 0: a single matrix product.
+struct MatMulBatch {
+  int rank = 0;
+  int64_t dims[kMaxDims] = {};
+  int64_t a_strides[kMaxDims] = {};
+  int64_t b_strides[kMaxDims] = {};
+};
+
+// c[batch][m, n] = a[batch][m, k] x b[batch][k, n], row-major, c contiguous over the batch (m * n per batch).
+// Tiled (64 x 64 outputs per block, 16-deep k slices in shared memory); each output sums over k in order.
+int matmul(const double* a, const double* b, double* c, int64_t m, int64_t n, int64_t k, const MatMulBatch& batch,
+           StreamT stream);
+
+}  // namespace kilnrt::cuda::kernels::f64
