@@ -59,11 +59,12 @@ DType at(const std::vector<DType>& v, size_t i) { return i < v.size() ? v[i] : D
 
 int type_control_flow_outputs(const ir::Node& node, ir::Graph& graph) {
   const bool is_if = node.op_type == "If", is_loop = node.op_type == "Loop", is_scan = node.op_type == "Scan";
-  if (!node.domain.empty() || !(is_if || is_loop || is_scan)) return 0;
+  const bool is_map = node.op_type == "SequenceMap";  // outputs: sequences whose element dtype is the body's
+  if (!node.domain.empty() || !(is_if || is_loop || is_scan || is_map)) return 0;
   bool missing = false;
   for (const std::string& o : node.outputs) {
     const ir::TensorType* t = o.empty() ? nullptr : graph.type_of(o);
-    missing |= !o.empty() && (!t || (t->dtype == DType::kUndefined && !t->is_sequence));
+    missing |= !o.empty() && (!t || (t->dtype == DType::kUndefined && (is_map || !t->is_sequence)));
   }
   if (!missing) return 0;
   // Per node output: its dtype from the bodies.
@@ -82,6 +83,8 @@ int type_control_flow_outputs(const ir::Node& node, ir::Graph& graph) {
       formal = {DType::kInt64, DType::kBool};
       for (size_t i = 2; i < node.inputs.size(); ++i) formal.push_back(dtype_of(graph, node.inputs[i]));
       first_out = 1;
+    } else if (is_map) {  // body inputs: the element dtype of each sequence input, or the tensor's dtype
+      for (const std::string& in : node.inputs) formal.push_back(in.empty() ? DType::kUndefined : dtype_of(graph, in));
     } else {
       for (size_t i = graph.opset(node.domain) < 9 ? 1 : 0; i < node.inputs.size(); ++i)
         formal.push_back(node.inputs[i].empty() ? DType::kUndefined : dtype_of(graph, node.inputs[i]));
@@ -93,7 +96,7 @@ int type_control_flow_outputs(const ir::Node& node, ir::Graph& graph) {
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (node.outputs[i].empty() || dtypes[i] == DType::kUndefined) continue;
     ir::TensorType& t = graph.types[node.outputs[i]];
-    if (t.dtype != DType::kUndefined || t.is_sequence) continue;
+    if (t.dtype != DType::kUndefined || (t.is_sequence && !is_map)) continue;
     t.dtype = dtypes[i];
     ++typed;
   }
