@@ -1,4 +1,7 @@
 #include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/cuda_op_support.h"
+#include "backends/cuda/plan_internal.h"
+#include "ops/sequence/sequence_support.h"
 
 #include "ops/custom/custom_registry.h"
 
@@ -142,6 +145,14 @@ const char* precision_name(Precision p) {
     case Precision::kBf16: return "bf16";
   }
   return "?";
+}
+
+std::string op_placement(const std::string& domain, const std::string& op_type) {
+  (void)domain;  // layers are registered by op type (the support checks look at the node's domain)
+  if (plan_detail::always_host(op_type)) return "host shape computation";
+  if (op_type == "Constant") return "host constant, uploaded once";  // no inputs: a host value of the plan
+  if (ops::is_sequence_op(op_type)) return "host list of device tensors";
+  return LayerRegistry::instance().find(op_type) ? "layer" : "";
 }
 
 }  // namespace kilnrt::backends::cuda
