@@ -273,6 +273,34 @@ TEST(OpsControl, ScanOutputAxisAndShapeFunction) {
   EXPECT_EQ(g.type_of("y")->shape, (ir::SymShape{2, 3}));
 }
 
+// Fuzz finding (onnx_build, session 3 final run, at ~410,000): Scan-8 whose scan input has a shorter batch axis
+// than the first input read past it (ASan heap-buffer-overflow in slice_axis); input
+// tests/fixtures/fuzz/onnx_build/scan8_short_batch_input. Now a clear error naming the node and input.
+TEST(OpsControl, Scan8InputsMustShareTheBatchAxis) {
+  ir::Graph g = scan_graph(0, 0, 0);
+  g.opsets[""] = 8;
+  g.nodes[0].attrs.erase("scan_input_directions");
+  g.nodes[0].attrs.erase("scan_output_directions");
+  g.nodes[0].attrs.erase("scan_output_axes");
+  g.nodes[0].inputs = {"", "s0", "x"};
+  g.nodes[0].attrs["body"].g->opsets[""] = 8;
+  g.types["s0"] = type(DType::kFloat32, {2, 2});
+  g.types["x"] = type(DType::kFloat32, {2, 3, 2});
+  backends::cpu::CpuPlan plan(g);
+  // batch 2: two independent scans of 3 steps
+  auto out = plan.run({{"s0", f32({0, 0, 10, 10}, {2, 2})}, {"x", f32({1, 2, 3, 4, 5, 6, 1, 1, 1, 1, 1, 1}, {2, 3, 2})}});
+  EXPECT_EQ(values(out.at("s_final")), (std::vector<float>{9, 12, 13, 13}));
+  EXPECT_EQ(out.at("y").shape(), (Shape{2, 3, 2}));
+  try {
+    plan.run({{"s0", f32({0, 0, 10, 10}, {2, 2})}, {"x", f32({1, 2, 3, 4, 5, 6}, {1, 3, 2})}});
+    FAIL() << "expected an error for the short batch";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the_scan"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("batch axis"), std::string::npos) << e.what();
+  }
+}
+
 TEST(OpsControl, RegisteredWithKernelsAndShapeFunctions) {
   for (const char* op : {"If", "Loop", "Scan"}) {
     const ops::OpSchema* s = ops::OpRegistry::instance().find("", op, 16);

@@ -411,6 +411,16 @@ void scan8_cpu(CpuContext& ctx) {
   const Tensor& first = ctx.input(1);
   KILNRT_CHECK(first.rank() >= 1, kInvalidArgument, node.describe(), "Scan-8 inputs need a batch axis");
   const int64_t batch = first.shape()[0];
+  // Every state and scan input carries the same batch axis (scan inputs: then the scan axis); checked before slicing
+  // (a fuzzed model with a shorter batch read past an input: ASan).
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    const Tensor& t = ctx.input(i);
+    const bool scan_input = i >= 1 + n_states;
+    KILNRT_CHECK(t.rank() >= (scan_input ? 2 : 1) && t.shape()[0] == batch, kInvalidArgument, node.describe(),
+                 "input " << i << " ('" << node.inputs[i] << "') has shape " << shape_to_string(t.shape())
+                          << ": Scan-8 needs the batch axis " << batch << " first"
+                          << (scan_input ? " and a scan axis" : ""));
+  }
   if (ctx.has_input(0)) {
     for (int64_t l : tensor_to_int64s(ctx.input(0)))
       KILNRT_CHECK(l == ctx.input(1 + n_states).shape()[1], kUnsupported, node.describe(),
