@@ -15,7 +15,9 @@ bool is_nondeterministic(const ir::Node& n) {
 // Output of a Shape node whose input has a fully known shape.
 bool fold_shape_node(ir::Graph& graph, const ir::Node& node) {
   if (node.op_type != "Shape" || !node.domain.empty()) return false;
-  const ir::TensorType* t = graph.type_of(node.inputs.at(0));
+  // A malformed Shape (no input / output: a fuzzed model) is left to shape inference, which names the node.
+  if (node.inputs.empty() || node.inputs[0].empty() || node.outputs.empty() || node.outputs[0].empty()) return false;
+  const ir::TensorType* t = graph.type_of(node.inputs[0]);
   if (!t || !t->has_shape || !ir::sym_shape_known(t->shape)) return false;
   const int64_t rank = static_cast<int64_t>(t->shape.size());
   int64_t start = node.attr_int("start", 0), end = node.attr_int("end", rank);

@@ -168,6 +168,33 @@ TEST(HostileInputs, NodesWithTheWrongNumberOfOutputsAreInvalidModels) {
   expect_invalid_model(NodeSpec{"HannWindow", {"four"}, {}, {}, "no_output_window"}, "output");
 }
 
+// Fuzz finding (onnx_build, session-3 final run, at 332,457): a Shape node without an input made constant folding
+// throw std::out_of_range (not a kilnrt::Error: the process terminated). Input
+// tests/fixtures/fuzz/onnx_build/shape_without_input. Now the build either drops the dead node or names it.
+TEST(HostileInputs, ShapeWithoutAnInputIsNoCrash) {
+  using namespace kilnrt::onnx_test;
+  ModelSpec m;
+  m.opsets = {{"", 17}};
+  m.graph.inputs.push_back(ValueInfoSpec::tensor("x", kFloat, {2}));
+  m.graph.nodes.push_back(NodeSpec{"Shape", {}, {"s"}, {}, "shape_without_input"});
+  m.graph.nodes.push_back(NodeSpec{"Identity", {"x"}, {"y"}});
+  m.graph.outputs.push_back(ValueInfoSpec::tensor("y", kFloat, {2}));
+  const std::string path = testing::TempDir() + "kilnrt_hostile_shape.onnx";
+  std::ofstream(path, std::ios::binary) << m.serialize();
+  try {
+    BuildOptions o;
+    o.device = "cpu";
+    const auto bytes = build_engine(path, o);
+    auto e = Engine::from_bytes(bytes.data(), bytes.size(), "<hostile>", 0);
+    auto out = e->create_context()->run({{"x", floats({2})}});
+    EXPECT_EQ(out.at("y").data<float>()[1], 1.0f);
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("shape_without_input"), std::string::npos) << err.what();
+  } catch (const std::exception& other) {
+    FAIL() << "not a kilnrt::Error: " << other.what();
+  }
+}
+
 TEST(HostileInputs, CpuEngineRefusesDeviceCalls) {
   auto engine = gather_engine();
   auto ctx = engine->create_context();
