@@ -49,6 +49,19 @@ TEST(OpsExtraIndex, GatherNDBatchDimsAndNegativeIndex) {
   expect_error_naming([&] { run1(n.node, {&x, &oob}); }, n.node, ErrorCode::kInvalidArgument);
 }
 
+// Fuzz finding (onnx_build, session-3 final run, at 670,959): GatherND with rank-0 indices read dim(-1) of an empty
+// shape (UBSan), and an index depth of 0 divided by zero; input tests/fixtures/fuzz/onnx_build/gathernd_scalar_indices.
+TEST(OpsExtraIndex, GatherNDScalarOrZeroDepthIndicesAreErrors) {
+  Tensor x = f32({0, 1, 2, 3}, {2, 2});
+  Node n("GatherND", 2);
+  Tensor scalar = i64({1}, {});
+  expect_error_naming([&] { run1(n.node, {&x, &scalar}); }, n.node, ErrorCode::kInvalidModel);
+  Tensor depth0 = i64({}, {3, 0});
+  expect_error_naming([&] { run1(n.node, {&x, &depth0}); }, n.node, ErrorCode::kInvalidModel);
+  Tensor ok = i64({1, 0}, {1, 2});
+  expect_values(run1(n.node, {&x, &ok}), {2});
+}
+
 TEST(OpsExtraIndex, ScatterNDAndElementsReductions) {
   Tensor x = f32({1, 2, 3, 4}, {4});
   Tensor ind = i64({1, 1}, {2, 1});

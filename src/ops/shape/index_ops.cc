@@ -36,6 +36,9 @@ void gather_nd_cpu(CpuContext& ctx) {
   const Tensor& ind = ctx.input(1);
   const int64_t b = ctx.node.attr_int("batch_dims", 0);
   const std::vector<int64_t> idx = read_int_input(ctx, 1);
+  // (fuzz finding: rank-0 indices read dim(-1) of an empty shape; an index depth of 0 divided by zero below)
+  KILNRT_CHECK(ind.rank() >= 1 && ind.dim(-1) >= 1, kInvalidModel, ctx.node.describe(),
+               "GatherND indices need rank >= 1 and a last dimension >= 1, got " << shape_to_string(ind.shape()));
   const int64_t k = ind.dim(-1);
   KILNRT_CHECK(b >= 0 && b + k <= x.rank() && b < ind.rank(), kInvalidModel, ctx.node.describe(),
                "GatherND: batch_dims " << b << " and index depth " << k << " do not fit data rank " << x.rank());
