@@ -299,6 +299,18 @@ ir::TensorType infer_one(const ir::Node& node, std::vector<const ir::TensorType*
   return infer(node, std::move(in), std::move(values))[0];
 }
 
+// Fuzz finding (onnx_build, session-3 final run, at 539,671): a rank-0 Concat input indexed its empty shape at the
+// axis in the shape function (UBSan); input tests/fixtures/fuzz/onnx_build/concat_scalar_input. Both the shape
+// function and the kernel now refuse scalars naming the node.
+TEST(OpsShapeConcatSplit, ConcatOfScalarsIsAnError) {
+  Node n("Concat", 2);
+  n.i("axis", 0);
+  Tensor s1 = f32({1}, {}), s2 = f32({2}, {});
+  expect_error_naming([&] { run1(n.node, {&s1, &s2}); }, n.node, ErrorCode::kInvalidArgument);
+  ir::TensorType scalar = ttype(DType::kFloat32, {});
+  expect_error_naming([&] { infer_one(n.node, {&scalar, &scalar}); }, n.node, ErrorCode::kInvalidModel);
+}
+
 TEST(OpsShapeSymbolic, ShapeGatherUnsqueezeConcatReshapeKeepsBatch) {
   // x: [batch, 3, 4] -> Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [12])) -> [batch, 12]
   ir::TensorType x = ttype(DType::kFloat32, {sym("batch"), 3, 4});

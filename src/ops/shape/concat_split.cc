@@ -32,6 +32,8 @@ void concat_infer(ShapeContext& ctx) {
       return;
     }
     const int64_t rank = static_cast<int64_t>(s->size());
+    // (fuzz finding: a rank-0 input indexed its empty shape at the axis)
+    KILNRT_CHECK(rank >= 1, kInvalidModel, ctx.node.describe(), "Concat: input " << i << " is a scalar (rank 0)");
     int64_t axis = normalize_axis(ctx.node.attr_int("axis"), rank, ctx.node);
     if (!out) {
       out = *s;
@@ -61,6 +63,7 @@ void concat_cpu(CpuContext& ctx) {
   check_same_dtypes(ctx);
   const Tensor& first = ctx.input(0);
   const int rank = first.rank();
+  KILNRT_CHECK(rank >= 1, kInvalidArgument, ctx.node.describe(), "Concat: input 0 is a scalar (rank 0)");
   int64_t axis = normalize_axis(ctx.node.attr_int("axis"), rank, ctx.node);
   Shape out_shape = first.shape();
   out_shape[axis] = 0;
