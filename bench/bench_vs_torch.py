@@ -8,6 +8,7 @@ after warm-up:
   kilnrt      engine(*inputs, out=outputs) on torch's current stream (CUDA graphs are kilnrt's default);
   torch       eager and CUDA graph, NCHW and (CNNs) channels_last; torch.compile(mode="reduce-overhead") (channels_last
               for CNNs); --compile-max-autotune adds mode="max-autotune" (minutes per model: off by default).
+Columns also give the library floor (bench/library_floor.py) and cold-process load time.
 Precisions: fp32 (TF32 off in torch and kilnrt) and fp16 (torch: .half(); kilnrt: --fp16 engine), bf16 on request.
 Accuracy of each kilnrt engine against the torch fp32 model (mean-centred cosine, max abs err / std; the worst
 output for BERT) is in every row: the fp16 rows are the fp16 accuracy. Build time and load time (a second load in the
@@ -23,6 +24,7 @@ torch.compile costs ~20-60 s per model, precision and batch size: select models 
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +35,8 @@ import torch
 import kilnrt
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import library_floor  # noqa: E402
+import load_time  # noqa: E402
 import zoo_models  # noqa: E402
 
 
@@ -92,9 +96,11 @@ def safe(label, errors, fn, *a):
 
 
 def build_engine(spec, onnx_path, prec, work, batch=None):
-    """(engine, build s, load s in the warm process). batch=None: one dynamic engine 1..32."""
+    """(engine, build s, load s in the warm process, load ms in a cold process). batch=None: one dynamic engine
+    1..32. The build starts from cold caches: a fresh, empty KILNRT_TIMING_CACHE folder per build."""
     path = os.path.join(work, "%s.%s.%s.engine" % (spec.name, prec, "dyn" if batch is None else "b%d" % batch))
     shapes = spec.kilnrt_shapes() if batch is None else spec.static_shapes(batch)
+    os.environ["KILNRT_TIMING_CACHE"] = tempfile.mkdtemp(prefix="kilnrt-timing-", dir=work)
     t0 = time.perf_counter()
     kilnrt.build(onnx_path, path, device="cuda", fp16=(prec == "fp16"), bf16=(prec == "bf16"), shapes=shapes)
     build_s = time.perf_counter() - t0
@@ -102,7 +108,12 @@ def build_engine(spec, onnx_path, prec, work, batch=None):
     t0 = time.perf_counter()
     engine = kilnrt.Engine(path)
     load_s = time.perf_counter() - t0
-    return engine, build_s, load_s
+    try:
+        cold_ms = load_time.cold_load_ms(path)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        print("   cold-process load: %s" % e, flush=True)
+        cold_ms = None
+    return engine, build_s, load_s, cold_ms
 
 
 def bench_model(spec, args, work, rows, records):
@@ -141,9 +152,10 @@ def bench_model(spec, args, work, rows, records):
                     rows.append("| %s | %d | %s | build failed: %s |" % (spec.name, b, prec,
                                                                          str(e).splitlines()[0][:120]))
                     continue
-            engine, build_s, load_s = engines[key]
+            engine, build_s, load_s, cold_ms = engines[key]
             x = spec.inputs(b, seed=b)
             rec = {"model": spec.name, "batch": b, "precision": prec, "build_s": build_s, "load_s": load_s,
+                   "cold_load_ms": cold_ms,
                    "engine": "static b%d" % b if args.engine_per_batch else "dynamic 1..%d" % zoo_models.MAX_BATCH,
                    "export_s": export_s, "note": spec.note, "torch": {}, "compile_s": {}}
             with torch.no_grad():
@@ -155,6 +167,11 @@ def bench_model(spec, args, work, rows, records):
                 outs = {n: torch.empty_like(g) for n, g in zip(spec.output_names, got)}
                 feeds = dict(zip(spec.input_names, x))
                 rec["kilnrt_ms"] = gpu_time(lambda: engine.run(feeds, out=outs), args.iters)
+                rec["floor_ms"] = None
+                if not args.no_floor:
+                    got_floor = safe("library floor", errors, library_floor.library_floor, model, x, prec)
+                    if got_floor:
+                        rec["floor_ms"], rec["floor_parts"] = got_floor
                 for cl in layouts:
                     tag = "CL" if cl else ("NCHW" if spec.is_cnn else "")
                     tm, xt = variants[cl], zoo_models.torch_inputs(x, prec, cl)
@@ -195,8 +212,12 @@ def format_row(rec, args):
              ms(t.get("graph CL", t.get("graph"))), ms(t.get("compile reduce-overhead"))]
     if args.compile_max_autotune:
         cells.append(ms(t.get("compile max-autotune")))
-    cells += ["%.2f" % ratio, "%.6f" % rec["cosine"], "%.2e" % rec["max_err_over_std"], "%.1f" % rec["build_s"],
-              "%.0f" % (1000 * rec["load_s"])]
+    floor = rec.get("floor_ms")
+    cold = rec.get("cold_load_ms")
+    cells += ["%.2f" % ratio, "-" if floor is None else "%.3f" % floor,
+              "-" if floor is None else "%.0f%%" % (100 * floor / rec["kilnrt_ms"]),
+              "%.6f" % rec["cosine"], "%.2e" % rec["max_err_over_std"], "%.1f" % rec["build_s"],
+              "%.0f" % (1000 * rec["load_s"]), "-" if cold is None else "%.0f" % cold]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -205,7 +226,8 @@ def header(args):
             "torch eager CL*", "torch graph CL*", "torch.compile r-o"]
     if args.compile_max_autotune:
         cols.append("torch.compile m-a")
-    cols += ["kilnrt / best torch", "cosine vs torch fp32", "max err/std", "build s", "load ms"]
+    cols += ["kilnrt / best torch", "library floor ms", "floor / kilnrt", "cosine vs torch fp32", "max err/std",
+             "build s", "load ms", "cold-process load ms"]
     return ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
 
 
@@ -224,6 +246,7 @@ def main():
                     help="also time torch.compile(mode='max-autotune') (takes minutes per model)")
     ap.add_argument("--engine-per-batch", action="store_true",
                     help="one static kilnrt engine per batch size instead of one dynamic engine (1..32)")
+    ap.add_argument("--no-floor", action="store_true", help="leave the library floor (bench/library_floor.py) out")
     ap.add_argument("--out", default=None, help="markdown table (a .json with every figure is written beside it)")
     args = ap.parse_args()
     if args.iters < 100:
@@ -246,7 +269,11 @@ def write_report(args, rows, records, t0, final):
     notes = ("GPU: %s, torch %s, kilnrt %s, %s. Median of %d runs (CUDA events, inputs on the device, sync after "
              "each run) after warm-up, one process. TF32 off. *CL: channels_last for CNNs (plain layout for ViT / "
              "BERT); torch.compile r-o: mode='reduce-overhead' (channels_last for CNNs). kilnrt / best torch: "
-             "against the fastest torch column. load ms: second Engine() load of the file in the warm process." % (
+             "against the fastest torch column. library floor: every heavy layer (conv, GEMM, attention core) alone on "
+             "torch's best library kernel in the same precision, summed (bench/library_floor.py); floor / kilnrt: "
+             "100%% = kilnrt at the floor. build s: from ONNX with cold caches (fresh timing cache). load ms: second "
+             "Engine() load of the file in the warm process; cold-process load: a new Python process, import kilnrt "
+             "+ Engine() (CUDA initialisation and library loading included)." % (
                  torch.cuda.get_device_name(), torch.__version__, kilnrt.__version__,
                  time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), args.iters))
     compile_notes = ["- %s b%d %s: torch.compile %s" % (r["model"], r["batch"], r["precision"], ", ".join(
