@@ -184,7 +184,14 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   if (cuda) {
     ops::check_cuda_sequences(graph);  // main-graph sequence ops only (backends/cuda/sequence_steps.h)
     // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
-    auto plan = engine::make_cuda_plan(graph, target.device, nullptr, /*record=*/true);
+    std::map<std::string, std::string> timed;  // conv tactics timed on this GPU (backends/cuda/conv_tactics.h)
+    auto plan = engine::make_cuda_plan(graph, target.device, nullptr, /*record=*/true, &timed);
+    for (ir::Node& n : graph.nodes) {  // stored with the node: loading reads the choice and never times
+      if (!timed.count(n.name)) continue;
+      ir::Attribute& a = n.attrs["kilnrt_conv_tactic"];
+      a.kind = ir::Attribute::Kind::kString;
+      a.s = timed[n.name];
+    }
     meta.layer_tactics = engine::cuda_tactics(*plan);
     // Activation memory at each profile's max shapes (host-only layout, the one contexts use).
     meta.blobs[engine::kActivationMemoryBlob] =

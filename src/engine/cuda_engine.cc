@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "backends/cuda/conv_tactics.h"
 #include "backends/cuda/cuda_plan.h"
 #include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
@@ -32,7 +33,8 @@ namespace {
 }
 }  // namespace
 CudaTarget cuda_target(int) { no_cuda(); }
-std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph&, int, const DeviceWeightImage*, bool) {
+std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph&, int, const DeviceWeightImage*, bool,
+                                                         std::map<std::string, std::string>*) {
   no_cuda();
 }
 DeviceWeightImage cuda_device_weights(backends::cuda::CudaPlan&) { no_cuda(); }
@@ -76,9 +78,11 @@ CudaTarget cuda_target(int device) {
 }
 
 std::shared_ptr<CudaPlan> make_cuda_plan(const ir::Graph& graph, int device, const DeviceWeightImage* image,
-                                         bool record) {
+                                         bool record, std::map<std::string, std::string>* timed) {
   CudaPlan::check_supported(graph);  // clear per-node errors before touching the GPU
   kc::ContextGuard guard(device);
+  std::unique_ptr<backends::cuda::ConvTuningScope> tuning;
+  if (timed) tuning = std::make_unique<backends::cuda::ConvTuningScope>(device, timed);
   return std::make_shared<CudaPlan>(graph, device, image, record);
 }
 

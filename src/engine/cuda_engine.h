@@ -1,6 +1,7 @@
 // Glue between the engine and the CUDA backend. Defined in cuda_engine.cc; in builds without CUDA every function
 // throws kUnsupported ("this kilnrt build has no CUDA backend").
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,10 +27,13 @@ struct CudaTarget {
 // Needs a usable GPU: throws kCuda "no usable CUDA GPU: <reason>" otherwise.
 CudaTarget cuda_target(int device);
 // Builds the plan (uploads weights) — throws kUnsupported naming an unsupported node. `image`: the engine's stored
-// device weights (one allocation + one copy); `record`: the builder's plan, for cuda_device_weights().
+// device weights (one allocation + one copy); `record`: the builder's plan, for cuda_device_weights(). `timed`
+// (the builder): conv layers time their tactics on the GPU and put node name -> kilnrt_conv_tactic value there
+// (backends/cuda/conv_tactics.h).
 std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph& graph, int device,
                                                          const DeviceWeightImage* image = nullptr,
-                                                         bool record = false);
+                                                         bool record = false,
+                                                         std::map<std::string, std::string>* timed = nullptr);
 // The device weight image of a recording plan (the builder stores it: engine format v2).
 DeviceWeightImage cuda_device_weights(backends::cuda::CudaPlan& plan);
 std::vector<std::pair<std::string, std::string>> cuda_tactics(const backends::cuda::CudaPlan& plan);

@@ -22,7 +22,9 @@ namespace kilnrt::backends::cuda {
   X(cudnnDestroyFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)       \
   X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionGroupCount) \
   X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardAlgorithm_v7)                                \
-  X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) X(cudnnAddTensor)
+  X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) X(cudnnAddTensor)                   \
+  X(cudnnConvolutionBiasActivationForward) X(cudnnCreateActivationDescriptor)                             \
+  X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)
 
 struct CublasLtApi {
 #define KILNRT_MEMBER(f) decltype(&::f) f = nullptr;

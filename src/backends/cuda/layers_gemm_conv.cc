@@ -3,14 +3,17 @@
 // cudnnGetConvolutionForwardAlgorithm_v7 per input shape, cached) with an own direct kernel as fallback (no cuDNN,
 // asymmetric padding, or KILNRT_CUDA_CONV=direct). com.kilnrt:FusedConv (passes/fuse_conv_epilogue) is the same layer
 // followed by one epilogue kernel (bias + residual + activation in a single pass over the output).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
 
+#include "backends/cuda/conv_tactics.h"
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/f64_math.h"
+#include "core/logging.h"
 #include "cuda/driver_api.h"
 #include "ops/nn/fused_conv.h"
 
@@ -34,6 +37,9 @@ struct GemmArgs {
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
   float alpha = 1.f, beta = 0.f;
   const void* bias = nullptr;  // n elements (c_type), added to every row
+  const void* c_in = nullptr;  // C read with beta when not the output itself (a conv's residual)
+  bool relu = false;           // RELU / RELU_BIAS epilogue (after beta * C and the bias)
+  int algo_index = 0;          // which of cuBLASLt's heuristic results (conv tactic cublaslt:<i>)
 };
 
 template <class T, class D>
@@ -57,11 +63,13 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
   const cublasOperation_t op_q = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // Q = op(A)^T, stored A
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_p, sizeof(op_p)), name);
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &op_q, sizeof(op_q)), name);
-  if (g.bias) {
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  if (g.bias || g.relu) {
+    const cublasLtEpilogue_t epi = g.bias ? (g.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                          : CUBLASLT_EPILOGUE_RELU;
     KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), name);
-    KILNRT_CUBLASLT_CHECK(
-        api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)), name);
+    if (g.bias)
+      KILNRT_CUBLASLT_CHECK(
+          api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)), name);
   }
   auto make_layout = [&](Layout& lay, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride, cudaDataType_t t) {
     KILNRT_CUBLASLT_CHECK(api.cublasLtMatrixLayoutCreate(&lay.h, t, rows, cols, ld), name);
@@ -86,14 +94,17 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                                                  sizeof(ws)),
                         name);
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[8] = {};
   int returned = 0;
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulAlgoGetHeuristic(handle, desc.h, lp.h, lq.h, lc.h, lc.h, pref.h, 1, &result,
+  const int want = std::min(8, std::max(1, g.algo_index + 1));
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulAlgoGetHeuristic(handle, desc.h, lp.h, lq.h, lc.h, lc.h, pref.h, want, results,
                                                            &returned),
                         name);
   KILNRT_CHECK(returned > 0, kCuda, name,
                "cuBLASLt found no algorithm for a " << g.m << "x" << g.n << "x" << g.k << " GEMM");
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmul(handle, desc.h, &g.alpha, g.b, lp.h, g.a, lq.h, &g.beta, g.c, lc.h, g.c,
+  const cublasLtMatmulHeuristicResult_t& result = results[std::min(g.algo_index, returned - 1)];
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmul(handle, desc.h, &g.alpha, g.b, lp.h, g.a, lq.h, &g.beta,
+                                           g.c_in ? g.c_in : g.c, lc.h, g.c,
                                            lc.h, &result.algo, g.workspace, g.workspace_bytes,
                                            reinterpret_cast<cudaStream_t>(l.stream)),
                         name);
@@ -341,23 +352,14 @@ class ConvLayer final : public CudaLayer {
     use_cudnn_ = !(env && std::string(env) == "direct") && cudnn_usable(&why);
     const char* nhwc = std::getenv("KILNRT_CUDA_NHWC");  // NHWC storage unless =0 (layout_plan.h decides)
     if (use_cudnn_ && p16_ && !(nhwc && std::string(nhwc) == "0")) upload_nhwc_weights(a);
+    // Tactics chosen by timing at build (conv_tactics.h): stored with the node, or timed now under the builder's scope.
+    if (use_cudnn_ && a.node.has_attr(kConvTacticAttr)) choices_ = parse_tactic_attr(a.node.attr_string(kConvTacticAttr));
+    else if (use_cudnn_ && ConvTuningScope::current()) tune(a, *ConvTuningScope::current());
   }
-  ~ConvLayer() override {
-    if (!kilnrt::cuda::cleanup_allowed()) return;
-    try {
-      const CudnnApi& api = cudnn_api();
-      for (auto& [shape, c] : cache_) {
-        if (c.x) api.cudnnDestroyTensorDescriptor(c.x);
-        if (c.y) api.cudnnDestroyTensorDescriptor(c.y);
-        if (c.bias) api.cudnnDestroyTensorDescriptor(c.bias);
-        if (c.w) api.cudnnDestroyFilterDescriptor(c.w);
-        if (c.conv) api.cudnnDestroyConvolutionDescriptor(c.conv);
-      }
-    } catch (...) {
-    }
-  }
+  ~ConvLayer() override { clear_cache(); }
   std::string tactic() const override {
-    const std::string epi = fused_ ? "+kernel:conv-epilogue(" + ops::nn::describe_epilogue(epilogue_) + ")" : "";
+    const std::string epi = (fused_ ? "+kernel:conv-epilogue(" + ops::nn::describe_epilogue(epilogue_) + ")" : "") +
+                            (choices_.empty() ? "" : " [timed " + format_tactic_attr(choices_) + "]");
     if (!use_cudnn_) return "kernel:conv2d-direct" + epi;
     if (p16_ && dw_w_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32|nhwc:kernel:depthwise" + epi;
     if (p16_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32" + epi;
@@ -385,11 +387,27 @@ class ConvLayer final : public CudaLayer {
     }
     if (use_cudnn_ && symmetric) {
       Cached* c = cached(l, geo, nhwc);
+      if (c->ok && c->choice.path == ConvPath::kCublasLt) {
+        conv_gemm(l, geo, c->choice.algo, bias);
+        return;
+      }
       if (c->ok) {
         const CudnnApi& api = cudnn_api();
         cudnnHandle_t h = l.libs->get_cudnn();
         KILNRT_CUDNN_CHECK(api, api.cudnnSetStream(h, reinterpret_cast<cudaStream_t>(l.stream)), name_);
         const float one = 1.f, zero = 0.f;
+        if (c->choice.path == ConvPath::kCudnnFused) {  // conv + bias + z + relu/identity in one call
+          const bool has_z = l.inputs.size() > 3 && l.inputs[3].present;
+          const float alpha2 = has_z ? 1.f : 0.f;
+          KILNRT_CUDNN_CHECK(api,
+                             api.cudnnConvolutionBiasActivationForward(
+                                 h, &one, c->x, l.inputs[0].data, c->w, nhwc ? nhwc_w_ : l.inputs[1].data, c->conv,
+                                 c->algo, l.workspace, c->workspace, &alpha2, c->y,
+                                 has_z ? l.inputs[3].data : l.outputs[0].data, c->bias, bias, c->act, c->y,
+                                 l.outputs[0].data),
+                             name_);
+          return;
+        }
         KILNRT_CUDNN_CHECK(api,
                            api.cudnnConvolutionForward(h, &one, c->x, l.inputs[0].data, c->w, nhwc ? nhwc_w_ : l.inputs[1].data, c->conv,
                                                        c->algo, l.workspace, c->workspace, &zero, c->y,
@@ -422,10 +440,132 @@ class ConvLayer final : public CudaLayer {
     cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
     cudnnFilterDescriptor_t w = nullptr;
     cudnnConvolutionDescriptor_t conv = nullptr;
+    cudnnActivationDescriptor_t act = nullptr;  // cudnn-fused tactic only
     cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
     size_t workspace = 0;
     bool ok = false;
+    ConvChoice choice;  // kHeuristic: algo from cudnnGetConvolutionForwardAlgorithm_v7
   };
+
+  void clear_cache() {
+    if (!kilnrt::cuda::cleanup_allowed()) return;
+    try {
+      const CudnnApi& api = cudnn_api();
+      for (auto& [shape, c] : cache_) {
+        if (c.x) api.cudnnDestroyTensorDescriptor(c.x);
+        if (c.y) api.cudnnDestroyTensorDescriptor(c.y);
+        if (c.bias) api.cudnnDestroyTensorDescriptor(c.bias);
+        if (c.w) api.cudnnDestroyFilterDescriptor(c.w);
+        if (c.conv) api.cudnnDestroyConvolutionDescriptor(c.conv);
+        if (c.act) api.cudnnDestroyActivationDescriptor(c.act);
+      }
+    } catch (...) {
+    }
+    cache_.clear();
+  }
+
+  // Build-time timing of the candidate tactics of each layout (conv_tactics.h); the winners go into the node's
+  // kConvTacticAttr (the builder stores them) and choices_.
+  void tune(const LayerCreateArgs& a, ConvTuningScope& scope) {
+    ConvTuneInfo info;
+    info.storage = !p16_ ? DType::kFloat32 : precision_ == Precision::kBf16 ? DType::kBFloat16 : DType::kFloat16;
+    info.nhwc = nhwc_w_ != nullptr;
+    info.nhwc_own_kernel = dw_w_ != nullptr;
+    info.fused = fused_;
+    info.act = fused_ ? static_cast<int>(epilogue_.act) : 0;
+    info.epilogue = fused_ ? ops::nn::describe_epilogue(epilogue_) : "";
+    for (ConvTuneRequest& req : conv_tune_requests(a.node, a.graph, info)) {
+      const ConvChoice best = scope.tune(req, [this](const ConvChoice& c, LayerLaunch& l) {
+        forced_ = c;
+        forcing_ = true;
+        enqueue(l);
+      }, name_);
+      if (best.path != ConvPath::kHeuristic) choices_[req.label] = best;
+    }
+    forcing_ = false;
+    clear_cache();  // descriptors of the tuning launches
+    if (!choices_.empty()) scope.record(a.node.name, format_tactic_attr(choices_));
+  }
+
+  // Applies the timed choice for this launch's layout (or, while tuning, the forced one) to `c`. A stored choice
+  // that no longer applies (other cuDNN, workspace) falls back to the heuristic with a warning; a forced one throws.
+  void apply_choice(Cached& c, const LayerLaunch& l, const ConvGeometry& geo, bool nhwc) {
+    ConvChoice want;
+    if (forcing_) {
+      want = forced_;
+    } else {
+      auto it = choices_.find(layout_label(nhwc, l.inputs[0].dtype));
+      if (it == choices_.end()) return;
+      want = it->second;
+    }
+    std::string why;
+    const k::Conv2d& p = geo.p;
+    if (want.path == ConvPath::kCublasLt) {
+      if (!nhwc || l.inputs[0].dtype == DType::kFloat32 || p.kh != 1 || p.kw != 1 || p.sh != 1 || p.sw != 1 ||
+          p.ph != 0 || p.pw != 0 || p.groups != 1)
+        why = "not a 16-bit NHWC 1x1 stride-1 convolution";
+    } else if (want.path != ConvPath::kHeuristic) {
+      const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(want.algo);
+      size_t ws = 0;
+      const CudnnApi& api = cudnn_api();
+      if (api.cudnnGetConvolutionForwardWorkspaceSize(l.libs->get_cudnn(), c.x, c.w, c.conv, c.y, algo, &ws) !=
+              CUDNN_STATUS_SUCCESS || ws > l.workspace_bytes)
+        why = "cuDNN algorithm " + std::to_string(want.algo) + " unavailable";
+      const bool relu = fused_ && epilogue_.act == ops::nn::FusedActivation::kRelu;
+      const bool none = !fused_ || epilogue_.act == ops::nn::FusedActivation::kNone;
+      const bool has_bias = l.inputs.size() > 2 && l.inputs[2].present;
+      if (want.path == ConvPath::kCudnnFused && (!has_bias || !(relu || none)))
+        why = "cudnn-fused needs a bias and activation none / relu";
+      if (why.empty()) {
+        if (want.path == ConvPath::kCudnnFused && !c.act) {
+          KILNRT_CUDNN_CHECK(api, api.cudnnCreateActivationDescriptor(&c.act), name_);
+          KILNRT_CUDNN_CHECK(api, api.cudnnSetActivationDescriptor(c.act, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                                                   CUDNN_NOT_PROPAGATE_NAN, 0.0),
+                             name_);
+        }
+        c.algo = algo;
+        c.workspace = ws;
+      }
+    }
+    if (!why.empty()) {
+      KILNRT_CHECK(!forcing_, kUnsupported, name_, "tactic " << choice_to_string(want) << ": " << why);
+      KILNRT_LOG(kWarning, name_ << ": timed tactic " << choice_to_string(want) << " not usable (" << why
+                                 << "), using cuDNN's heuristic");
+      note_tactic_fallback();
+      return;
+    }
+    c.choice = want;
+    c.ok = true;
+  }
+
+  // 1x1 stride-1 convolution on 16-bit NHWC storage as one cuBLASLt GEMM Y[NHW, K] = X[NHW, C] W[K, C]^T with the
+  // bias / ReLU epilogue and the residual as C (beta = 1); other activations in one pass afterwards.
+  void conv_gemm(LayerLaunch& l, const ConvGeometry& geo, int algo_index, const void* bias) {
+    GemmArgs g;
+    g.trans_b = true;
+    g.m = geo.p.n * geo.p.oh * geo.p.ow;
+    g.n = geo.p.k;
+    g.k = geo.p.c;
+    g.a = l.inputs[0].data;
+    g.b = nhwc_w_;
+    g.c = l.outputs[0].data;
+    g.ab_type = g.c_type = l.inputs[0].dtype == DType::kFloat16 ? CUDA_R_16F : CUDA_R_16BF;
+    g.workspace = l.workspace;
+    g.workspace_bytes = l.workspace_bytes;
+    g.bias = bias;
+    const bool has_z = l.inputs.size() > 3 && l.inputs[3].present;
+    g.c_in = has_z ? l.inputs[3].data : nullptr;
+    g.beta = has_z ? 1.f : 0.f;
+    g.relu = fused_ && epilogue_.act == ops::nn::FusedActivation::kRelu;
+    g.algo_index = algo_index;
+    lt_gemm(g, l, name_);
+    if (fused_ && !g.relu && epilogue_.act != ops::nn::FusedActivation::kNone) {
+      const LayerOutput& y = l.outputs[0];
+      check_launch(k::conv_epilogue(float_code(y.dtype), y.data, nullptr, nullptr, y.numel(), 1, geo.p.k,
+                                    static_cast<int>(epilogue_.act), epilogue_.a, epilogue_.b, l.stream),
+                   name_, "conv_epilogue");
+    }
+  }
 
   // KILNRT_CUDA_NHWC=1: a K,R,S,C copy of constant 2-D weights in the engine's 16-bit type, for cuDNN NHWC
   // convolutions. Left null (NCHW only) for what NHWC does not cover: non-constant or non-float32 weights, 1-D
@@ -570,6 +710,10 @@ class ConvLayer final : public CudaLayer {
     Shape key = l.inputs[0].shape;
     if (nhwc) key.push_back(-1);  // NHWC descriptors
     auto it = cache_.find(key);
+    if (it != cache_.end() && forcing_) {  // tuning: the next candidate on the same descriptors
+      it->second.choice = ConvChoice{};
+      apply_choice(it->second, l, geo, nhwc);
+    }
     if (it != cache_.end()) return &it->second;
     Cached& c = cache_[key];
     const CudnnApi& api = cudnn_api();
@@ -615,6 +759,7 @@ class ConvLayer final : public CudaLayer {
       c.workspace = ws;
       c.ok = true;
     }
+    apply_choice(c, l, geo, nhwc);
     return &c;
   }
 
@@ -630,6 +775,9 @@ class ConvLayer final : public CudaLayer {
   ops::nn::FusedEpilogue epilogue_;
   std::mutex mu_;
   std::map<Shape, Cached> cache_;
+  std::map<std::string, ConvChoice> choices_;  // layout_label() -> timed tactic (kConvTacticAttr)
+  ConvChoice forced_;                           // the candidate being timed (tune())
+  bool forcing_ = false;
 };
 
 std::string float_inputs(const ir::Node& n, const ir::Graph& g) {
