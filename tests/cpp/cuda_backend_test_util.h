@@ -1,9 +1,13 @@
-// Helpers for the CUDA backend tests: run a one-node graph on the CPU reference and on the CUDA backend (CudaPlan +
-// CudaRunner on a private stream) and compare.
+// Helpers for the CUDA backend tests: run a one-node graph (OneNode: inputs as graph inputs or constants, any domain)
+// on the CPU reference and on the CUDA backend (CudaPlan + CudaRunner on a private stream) and compare
+// (expect_tensors_close: any dtype, NaN-aware; integers bit for bit on request), check where the plan placed each
+// step (expect_cuda_placement), and the same for fp16 / bf16 engines (compare16_on_cuda).
 #pragma once
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,6 +18,7 @@
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"
 #include "kilnrt/doctor.h"
+#include "ops/common/double_io.h"
 #include "passes/shape_inference.h"
 
 namespace kilnrt::cudatest {
@@ -24,16 +29,19 @@ namespace kilnrt::cudatest {
     if (!::kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
   } while (0)
 
-// A one-node graph: inputs in0..inN-1 (graph inputs unless given as constants), outputs out0..
+// A one-node graph: the node's inputs become graph inputs (their feeds), or graph constants where `constant[i]`;
+// empty input names are omitted inputs. The node's domain is at `opset`; a node of another domain gets ai.onnx at
+// `onnx_opset` beside it.
 struct OneNode {
   ir::Graph g;
   std::map<std::string, Tensor> feeds;
   OneNode(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant = {},
-          int64_t opset = 17) {
+          int64_t opset = 17, int64_t onnx_opset = 17) {
     g.name = "one";
-    g.opsets[""] = opset;
+    g.opsets[""] = node.domain.empty() ? opset : onnx_opset;
+    if (!node.domain.empty()) g.opsets[node.domain] = opset;
     g.nodes.push_back(node);
-    for (size_t i = 0; i < inputs.size(); ++i) {
+    for (size_t i = 0; i < inputs.size() && i < node.inputs.size(); ++i) {
       const std::string& name = node.inputs[i];
       if (name.empty()) continue;
       if (i < constant.size() && constant[i]) {
@@ -93,26 +101,126 @@ inline std::map<std::string, Tensor> run_cuda(const ir::Graph& g, const std::map
   return out;
 }
 
-// Compares element by element: NaN where the reference has NaN, else |a-b| <= atol + rtol*|b|.
-inline void expect_tensors_close(const Tensor& got, const Tensor& want, double atol = 1e-5, double rtol = 1e-5) {
+// How integer and bool tensors are compared: as values within the tolerance, or bit for bit.
+enum class IntCompare { kAsValues, kBitExact };
+
+// Same dtype and shape; every value read as a double (ops::tensor_to_doubles: any float or integer dtype; bool as its
+// byte): NaN where the reference has NaN, else |a - b| <= atol + rtol * |b|. With IntCompare::kBitExact, integer and
+// bool tensors must match byte for byte instead. The first 5 mismatches are reported.
+inline void expect_tensors_close(const Tensor& got, const Tensor& want, double atol = 1e-5, double rtol = 1e-5,
+                                 IntCompare ints = IntCompare::kAsValues) {
   ASSERT_EQ(got.dtype(), want.dtype());
   ASSERT_EQ(got.shape(), want.shape());
-  const int64_t n = want.numel();
+  const DType dt = want.dtype();
+  const bool is_float =
+      dt == DType::kFloat32 || dt == DType::kFloat64 || dt == DType::kFloat16 || dt == DType::kBFloat16;
   int failures = 0;
-  for (int64_t i = 0; i < n && failures < 5; ++i) {
-    double a, b;
-    switch (want.dtype()) {
-      case DType::kFloat32: a = got.data<float>()[i]; b = want.data<float>()[i]; break;
-      case DType::kInt64: a = double(got.data<int64_t>()[i]); b = double(want.data<int64_t>()[i]); break;
-      case DType::kInt32: a = got.data<int32_t>()[i]; b = want.data<int32_t>()[i]; break;
-      case DType::kBool: case DType::kUInt8: a = got.data<uint8_t>()[i]; b = want.data<uint8_t>()[i]; break;
-      default: FAIL() << "dtype " << dtype_name(want.dtype());
+  if (!is_float && ints == IntCompare::kBitExact) {
+    const size_t es = dtype_size(dt);
+    for (int64_t i = 0; i < want.numel() && failures < 5; ++i) {
+      uint64_t a = 0, b = 0;
+      std::memcpy(&a, static_cast<const char*>(got.raw()) + i * es, es);
+      std::memcpy(&b, static_cast<const char*>(want.raw()) + i * es, es);
+      if (a != b) {
+        ++failures;
+        ADD_FAILURE() << "element " << i << ": got bits 0x" << std::hex << a << ", want 0x" << b << std::dec;
+      }
     }
-    const bool ok = std::isnan(b) ? std::isnan(a) : (std::fabs(a - b) <= atol + rtol * std::fabs(b) || a == b);
+    return;
+  }
+  const auto doubles = [](const Tensor& t) {
+    if (t.dtype() != DType::kBool) return ops::tensor_to_doubles(t, ir::Node{});
+    std::vector<double> v(static_cast<size_t>(t.numel()));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = t.data<uint8_t>()[i];
+    return v;
+  };
+  const std::vector<double> a = doubles(got), b = doubles(want);
+  for (size_t i = 0; i < b.size() && failures < 5; ++i) {
+    const bool ok = std::isnan(b[i]) ? std::isnan(a[i])
+                                     : (a[i] == b[i] || std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]));
     if (!ok) {
       ++failures;
-      ADD_FAILURE() << "element " << i << ": got " << a << ", want " << b;
+      ADD_FAILURE() << "element " << i << ": got " << a[i] << ", want " << b[i];
     }
+  }
+}
+
+// Where the steps of a CUDA plan may run: on the GPU only (a "cuda:" tactic), or also as host shape computations
+// (Shape / Size and nodes of host values: "host:shape...") — never as a CPU fallback.
+enum class Placement { kNotChecked, kGpuOrHostShape, kGpuOnly };
+
+inline void expect_cuda_placement(const ir::Graph& g, Placement placement = Placement::kGpuOrHostShape) {
+  kilnrt::cuda::ContextGuard guard(0);
+  backends::cuda::CudaPlan plan(g, 0);
+  for (const auto& [node, tactic] : plan.tactics()) {
+    const bool on_gpu = tactic.rfind("cuda:", 0) == 0;
+    const bool shape_computation = placement == Placement::kGpuOrHostShape && tactic.rfind("host:shape", 0) == 0;
+    EXPECT_TRUE(on_gpu || shape_computation) << node << " has tactic " << tactic;
+  }
+}
+
+// What compare_on_cuda checks besides the values: ai.onnx's opset beside a node of another domain (OneNode), the
+// placement of the CUDA plan, how integer outputs compare.
+struct CudaCheck {
+  int64_t onnx_opset = 17;
+  Placement placement = Placement::kGpuOrHostShape;
+  IntCompare ints = IntCompare::kAsValues;
+};
+
+// Runs `node` (a OneNode graph) on the CPU reference and on CUDA, compares every output within atol + rtol * |want|
+// and checks the placement. Returns the CUDA outputs.
+inline std::map<std::string, Tensor> compare_on_cuda(const ir::Node& node, const std::vector<Tensor>& inputs,
+                                                     const std::vector<bool>& constant, int64_t opset,
+                                                     double atol = 1e-6, double rtol = 1e-5,
+                                                     const CudaCheck& check = {}) {
+  OneNode one(node, inputs, constant, opset, check.onnx_opset);
+  const auto want = run_cpu(one.g, one.feeds);
+  const auto got = run_cuda(one.g, one.feeds);
+  EXPECT_EQ(got.size(), want.size());
+  for (const auto& [name, t] : want) {
+    SCOPED_TRACE(node.op_type + " output " + name);
+    expect_tensors_close(got.at(name), t, atol, rtol, check.ints);
+  }
+  if (check.placement != Placement::kNotChecked) expect_cuda_placement(one.g, check.placement);
+  return got;
+}
+
+// ---- 16-bit engines -----------------------------------------------------------------------------------------------
+struct Precision16 {
+  const char* name;  // the kilnrt_precision attribute's value
+  DType dt;
+  double u;  // unit roundoff
+};
+inline const Precision16 kPrecisions16[] = {{"fp16", DType::kFloat16, 1.0 / 2048},
+                                            {"bf16", DType::kBFloat16, 1.0 / 256}};
+
+// A float32 tensor with its values rounded to the 16-bit type `dt` (still float32); other tensors unchanged.
+inline Tensor rounded_to_16bit(const Tensor& t, DType dt) {
+  if (t.dtype() != DType::kFloat32) return t;
+  Tensor r = Tensor::from_data(t.raw(), t.dtype(), t.shape());
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    const float v = r.data<float>()[i];
+    r.data<float>()[i] =
+        dt == DType::kFloat16 ? half_to_float(float_to_half(v)) : bfloat16_to_float(float_to_bfloat16(v));
+  }
+  return r;
+}
+
+// The node as an fp16 and a bf16 engine builds it (the kilnrt_precision attribute), float32 inputs pre-rounded to the
+// 16-bit type; compared with the float32 CPU reference on the same inputs: |got - want| <= 16u * (scale + |want|).
+inline void compare16_on_cuda(const ir::Node& node, const std::vector<Tensor>& inputs,
+                              const std::vector<bool>& constant, int64_t opset, double scale,
+                              const CudaCheck& check = {}) {
+  for (const Precision16& p : kPrecisions16) {
+    SCOPED_TRACE(p.name);
+    ir::Node n = node;
+    ir::Attribute a;
+    a.kind = ir::Attribute::Kind::kString;
+    a.s = p.name;
+    n.attrs[backends::cuda::kPrecisionAttr] = a;
+    std::vector<Tensor> ins;
+    for (const Tensor& t : inputs) ins.push_back(rounded_to_16bit(t, p.dt));
+    compare_on_cuda(n, ins, constant, opset, 16 * p.u * scale, 16 * p.u, check);
   }
 }
 

@@ -11,7 +11,6 @@
 
 #include "backends/cuda/cuda_layer.h"
 #include "cuda_backend_test_util.h"
-#include "ops/common/double_io.h"
 #include "ops/nn/nn_test_util.h"
 
 using kilnrt::ops::nn::testing::Op;
@@ -40,102 +39,20 @@ Tensor bools(const Shape& s, uint32_t seed, double p_true) {
   return t;
 }
 
-// A one-node graph: the node's domain at `opset` (ai.onnx at 25 beside another domain).
-struct Net {
-  ir::Graph g;
-  std::map<std::string, Tensor> feeds;
-  Net(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset) {
-    g.name = "attn23";
-    g.opsets[""] = node.domain.empty() ? opset : 25;
-    if (!node.domain.empty()) g.opsets[node.domain] = opset;
-    g.nodes.push_back(node);
-    for (size_t i = 0; i < inputs.size() && i < node.inputs.size(); ++i) {
-      const std::string& name = node.inputs[i];
-      if (name.empty()) continue;
-      g.inputs.push_back(name);
-      ir::TensorType t;
-      t.dtype = inputs[i].dtype();
-      t.has_shape = true;
-      t.shape = ir::shape_to_sym(inputs[i].shape());
-      g.types[name] = t;
-      feeds[name] = inputs[i];
-    }
-    for (const std::string& o : node.outputs)
-      if (!o.empty()) g.outputs.push_back(o);
-    passes::infer_shapes(g);
-  }
+// This file's checks: ai.onnx at 25 beside another domain, every step on the GPU (no host shape computations).
+const CudaCheck kCheck{25, Placement::kGpuOnly};
+
+// OneNode / compare_on_cuda / compare16_on_cuda (scale 1) with kCheck and no constant inputs.
+struct Net : OneNode {
+  Net(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset)
+      : OneNode(node, inputs, {}, opset, kCheck.onnx_opset) {}
 };
-
-// Same dtype and shape; NaN where the reference has NaN, else |a - b| <= atol + rtol * |b|.
-void expect_close(const Tensor& got, const Tensor& want, double atol, double rtol, const ir::Node& node) {
-  ASSERT_EQ(got.dtype(), want.dtype());
-  ASSERT_EQ(got.shape(), want.shape());
-  const std::vector<double> a = ops::tensor_to_doubles(got, node), b = ops::tensor_to_doubles(want, node);
-  int failures = 0;
-  for (size_t i = 0; i < b.size() && failures < 5; ++i) {
-    const bool ok = std::isnan(b[i]) ? std::isnan(a[i])
-                                     : (a[i] == b[i] || std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]));
-    if (!ok) {
-      ++failures;
-      ADD_FAILURE() << "element " << i << ": got " << a[i] << ", want " << b[i];
-    }
-  }
-}
-
-// Every step of the CUDA plan is on the GPU (a "cuda:" tactic).
-void expect_cuda_placement(const ir::Graph& g) {
-  kilnrt::cuda::ContextGuard guard(0);
-  backends::cuda::CudaPlan plan(g, 0);
-  for (const auto& [node, tactic] : plan.tactics())
-    EXPECT_EQ(tactic.rfind("cuda:", 0), 0u) << node << " has tactic " << tactic;
-}
-
-// Runs the node on the CPU reference and on CUDA; compares every output; returns the CUDA outputs.
 std::map<std::string, Tensor> compare(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset,
                                       double atol = 1e-6, double rtol = 1e-5) {
-  Net net(node, inputs, opset);
-  const auto want = run_cpu(net.g, net.feeds);
-  const auto got = run_cuda(net.g, net.feeds);
-  EXPECT_EQ(got.size(), want.size());
-  for (const auto& [name, t] : want) {
-    SCOPED_TRACE(node.op_type + " output " + name);
-    expect_close(got.at(name), t, atol, rtol, node);
-  }
-  expect_cuda_placement(net.g);
-  return got;
+  return compare_on_cuda(node, inputs, {}, opset, atol, rtol, kCheck);
 }
-
-// The node in fp16 and bf16 engines (kilnrt_precision; float32 model, islands), inputs pre-rounded: compared with the
-// float32 CPU reference, |got - want| <= 16u * (1 + |want|).
 void compare16(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset) {
-  const struct {
-    const char* name;
-    DType dt;
-    double u;
-  } precs[] = {{"fp16", DType::kFloat16, 1.0 / 2048}, {"bf16", DType::kBFloat16, 1.0 / 256}};
-  for (const auto& p : precs) {
-    SCOPED_TRACE(p.name);
-    ir::Node n = node;
-    ir::Attribute a;
-    a.kind = ir::Attribute::Kind::kString;
-    a.s = p.name;
-    n.attrs[backends::cuda::kPrecisionAttr] = a;
-    std::vector<Tensor> ins;
-    for (const Tensor& t : inputs) {
-      if (t.dtype() != DType::kFloat32) {
-        ins.push_back(t);
-        continue;
-      }
-      Tensor r = Tensor::from_data(t.raw(), t.dtype(), t.shape());
-      for (int64_t i = 0; i < r.numel(); ++i) {
-        const float v = r.data<float>()[i];
-        r.data<float>()[i] = p.dt == DType::kFloat16 ? half_to_float(float_to_half(v))
-                                                     : bfloat16_to_float(float_to_bfloat16(v));
-      }
-      ins.push_back(r);
-    }
-    compare(n, ins, opset, 16 * p.u, 16 * p.u);
-  }
+  compare16_on_cuda(node, inputs, {}, opset, 1.0, kCheck);
 }
 
 // Attention's 7 inputs: omitted ones are empty tensors with their node input cleared.

@@ -46,94 +46,20 @@ Tensor bools(const Shape& s, uint32_t seed, double p_true) {
   return t;
 }
 
-// A one-node graph at `opset`; inputs with constant[i] become graph constants.
-struct Net {
-  ir::Graph g;
-  std::map<std::string, Tensor> feeds;
-  Net(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant, int64_t opset) {
-    g.name = "bits";
-    g.opsets[""] = opset;
-    g.nodes.push_back(node);
-    for (size_t i = 0; i < inputs.size() && i < node.inputs.size(); ++i) {
-      const std::string& name = node.inputs[i];
-      if (name.empty()) continue;
-      if (i < constant.size() && constant[i]) {
-        g.constants[name] = inputs[i];
-        continue;
-      }
-      g.inputs.push_back(name);
-      ir::TensorType t;
-      t.dtype = inputs[i].dtype();
-      t.has_shape = true;
-      t.shape = ir::shape_to_sym(inputs[i].shape());
-      g.types[name] = t;
-      feeds[name] = inputs[i];
-    }
-    for (const std::string& o : node.outputs)
-      if (!o.empty()) g.outputs.push_back(o);
-    passes::infer_shapes(g);
-  }
-};
-
-// Same dtype and shape; integer / bool outputs byte for byte, float outputs within atol + rtol * |want|.
-void expect_match(const Tensor& got, const Tensor& want, double atol, double rtol, const ir::Node& node) {
-  ASSERT_EQ(got.dtype(), want.dtype());
-  ASSERT_EQ(got.shape(), want.shape());
-  const bool is_float = backends::cuda::dtype_is_one_of(want.dtype(), {DType::kFloat32, DType::kFloat64, DType::kFloat16,
-                                                       DType::kBFloat16});
-  if (!is_float) {
-    const size_t es = dtype_size(want.dtype());
-    int failures = 0;
-    for (int64_t i = 0; i < want.numel() && failures < 5; ++i) {
-      uint64_t a = 0, b = 0;
-      std::memcpy(&a, static_cast<const char*>(got.raw()) + i * es, es);
-      std::memcpy(&b, static_cast<const char*>(want.raw()) + i * es, es);
-      if (a != b) {
-        ++failures;
-        ADD_FAILURE() << "element " << i << ": got bits 0x" << std::hex << a << ", want 0x" << b << std::dec;
-      }
-    }
-    return;
-  }
-  const std::vector<double> a = ops::tensor_to_doubles(got, node), b = ops::tensor_to_doubles(want, node);
-  int failures = 0;
-  for (size_t i = 0; i < b.size() && failures < 5; ++i) {
-    const bool ok = std::isnan(b[i]) ? std::isnan(a[i]) : (a[i] == b[i] || std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]));
-    if (!ok) {
-      ++failures;
-      ADD_FAILURE() << "element " << i << ": got " << a[i] << ", want " << b[i];
-    }
-  }
-}
-
-void expect_cuda_placement(const ir::Graph& g) {
-  kilnrt::cuda::ContextGuard guard(0);
-  backends::cuda::CudaPlan plan(g, 0);
-  for (const auto& [node, tactic] : plan.tactics()) {
-    const bool on_gpu = tactic.rfind("cuda:", 0) == 0;
-    const bool shape_computation = tactic.rfind("host:shape", 0) == 0;
-    EXPECT_TRUE(on_gpu || shape_computation) << node << " has tactic " << tactic;
-  }
-}
-
-// Runs the node on the CPU reference and on CUDA, compares every output and checks the placement.
+// Runs the node on the CPU reference and on CUDA, compares every output (integer / bool outputs bit for bit, float
+// outputs within atol + rtol * |want|) and checks the placement.
 // Host mode (no GPU needed): the CPU reference runs the case and CudaPlan::check_supported accepts its graph.
 bool g_host_mode = false;
 void compare(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant, int64_t opset,
              double atol = 0, double rtol = 0) {
-  Net net(node, inputs, constant, opset);
-  const auto want = run_cpu(net.g, net.feeds);
   if (g_host_mode) {
+    OneNode net(node, inputs, constant, opset);
+    const auto want = run_cpu(net.g, net.feeds);
     EXPECT_FALSE(want.empty());
     EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(net.g)) << node.op_type;
     return;
   }
-  const auto got = run_cuda(net.g, net.feeds);
-  for (const auto& [name, t] : want) {
-    SCOPED_TRACE(node.op_type + " output " + name);
-    expect_match(got.at(name), t, atol, rtol, node);
-  }
-  expect_cuda_placement(net.g);
+  compare_on_cuda(node, inputs, constant, opset, atol, rtol, {17, Placement::kGpuOrHostShape, IntCompare::kBitExact});
 }
 
 // ---- Bitwise* -------------------------------------------------------------------------------------------------------
@@ -541,8 +467,8 @@ TEST(CudaBits, HostEveryCaseRunsOnCpuAndIsSupported) {
 }
 
 // ---- support checks (run everywhere) ---------------------------------------------------------------------------------
-std::vector<Net> supported_nets() {
-  std::vector<Net> nets;
+std::vector<OneNode> supported_nets() {
+  std::vector<OneNode> nets;
   const Tensor a = ints(DType::kInt16, {2, 3}, 1000, -9, 9), b = ints(DType::kInt16, {3}, 1001, -9, 9);
   for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"})
     nets.emplace_back(Op(op, 2).node, std::vector<Tensor>{a, b}, std::vector<bool>{}, 18);
@@ -573,7 +499,7 @@ std::vector<Net> supported_nets() {
 }
 
 TEST(CudaBits, SupportCheckAcceptsTheNewGraphs) {
-  for (const Net& net : supported_nets()) {
+  for (const OneNode& net : supported_nets()) {
     SCOPED_TRACE(net.g.nodes.back().op_type);
     EXPECT_EQ(backends::cuda::cuda_supports(net.g.nodes.back(), net.g), "");
     EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(net.g));
@@ -584,10 +510,10 @@ TEST(CudaBits, SupportCheckAcceptsTheNewGraphs) {
 // between widths, a float BitwiseAnd.
 TEST(CudaBits, SupportCheckRefuses) {
   const Tensor a = ints(DType::kInt32, {3}, 1100, -9, 9);
-  Net shift(Op("BitShift", 2).s("direction", "LEFT").node, {a, a}, {}, 28);
+  OneNode shift(Op("BitShift", 2).s("direction", "LEFT").node, {a, a}, {}, 28);
   shift.g.opsets[""] = 27;
   EXPECT_NE(backends::cuda::cuda_supports(shift.g.nodes[0], shift.g).find("opset 28"), std::string::npos);
-  Net cast(Op("BitCast", 1).i("to", static_cast<int64_t>(DType::kInt32)).node, {a}, {}, 26);
+  OneNode cast(Op("BitCast", 1).i("to", static_cast<int64_t>(DType::kInt32)).node, {a}, {}, 26);
   cast.g.types["out0"].dtype = DType::kInt64;  // as a malformed model would declare it
   EXPECT_NE(backends::cuda::cuda_supports(cast.g.nodes[0], cast.g).find("widths"), std::string::npos);
   ir::Graph g;

@@ -8,7 +8,6 @@
 
 #include "backends/cuda/float32_island.h"
 #include "cuda_backend_test_util.h"
-#include "ops/common/double_io.h"
 #include "ops/nn/nn_test_util.h"
 
 using kilnrt::ops::nn::testing::Op;
@@ -32,81 +31,6 @@ Tensor halves(const Tensor& t) {  // float32 -> float16 (rounded)
   return h;
 }
 
-// Same dtype and shape; values as doubles: NaN where the reference has NaN, else |a - b| <= atol + rtol * |b|.
-void expect_close(const Tensor& got, const Tensor& want, double atol, double rtol, const ir::Node& node) {
-  ASSERT_EQ(got.dtype(), want.dtype());
-  ASSERT_EQ(got.shape(), want.shape());
-  const std::vector<double> a = ops::tensor_to_doubles(got, node), b = ops::tensor_to_doubles(want, node);
-  int failures = 0;
-  for (size_t i = 0; i < b.size() && failures < 5; ++i) {
-    const bool ok = std::isnan(b[i]) ? std::isnan(a[i])
-                                     : (a[i] == b[i] || std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]));
-    if (!ok) {
-      ++failures;
-      ADD_FAILURE() << "element " << i << ": got " << a[i] << ", want " << b[i];
-    }
-  }
-}
-
-// Every tensor step is on the GPU ("cuda:" tactic); shape computations ("host:shape...") are the only host steps.
-void expect_cuda_placement(const ir::Graph& g) {
-  kilnrt::cuda::ContextGuard guard(0);
-  backends::cuda::CudaPlan plan(g, 0);
-  for (const auto& [node, tactic] : plan.tactics()) {
-    const bool on_gpu = tactic.rfind("cuda:", 0) == 0;
-    const bool shape_computation = tactic.rfind("host:shape", 0) == 0;
-    EXPECT_TRUE(on_gpu || shape_computation) << node << " has tactic " << tactic;
-  }
-}
-
-// Runs the node on the CPU reference and on CUDA, compares output 0 and checks the placement. Returns CUDA's output.
-Tensor compare(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant,
-               int64_t opset, double atol = 1e-6, double rtol = 1e-5) {
-  OneNode net(node, inputs, constant, opset);
-  const auto want = run_cpu(net.g, net.feeds);
-  const auto got = run_cuda(net.g, net.feeds);
-  for (const auto& [name, t] : want) {
-    SCOPED_TRACE(node.op_type + " output " + name);
-    expect_close(got.at(name), t, atol, rtol, node);
-  }
-  expect_cuda_placement(net.g);
-  return got.at(node.outputs[0]);
-}
-
-// The node as a 16-bit engine builds it (kilnrt_precision), float inputs pre-rounded to the 16-bit type; compared with
-// the float32 CPU reference on the same inputs: |got - want| <= 16u * (scale + |want|).
-void compare16(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant,
-               int64_t opset, double scale) {
-  struct Prec {
-    const char* name;
-    DType dt;
-    double u;
-  };
-  for (const Prec& p : {Prec{"fp16", DType::kFloat16, 1.0 / 2048}, Prec{"bf16", DType::kBFloat16, 1.0 / 256}}) {
-    SCOPED_TRACE(p.name);
-    ir::Node n = node;
-    ir::Attribute a;
-    a.kind = ir::Attribute::Kind::kString;
-    a.s = p.name;
-    n.attrs[backends::cuda::kPrecisionAttr] = a;
-    std::vector<Tensor> ins;
-    for (const Tensor& t : inputs) {
-      if (t.dtype() != DType::kFloat32) {
-        ins.push_back(t);
-        continue;
-      }
-      Tensor r = Tensor::from_data(t.raw(), t.dtype(), t.shape());
-      for (int64_t i = 0; i < r.numel(); ++i) {
-        const float v = r.data<float>()[i];
-        r.data<float>()[i] =
-            p.dt == DType::kFloat16 ? half_to_float(float_to_half(v)) : bfloat16_to_float(float_to_bfloat16(v));
-      }
-      ins.push_back(r);
-    }
-    compare(n, ins, constant, opset, 16 * p.u * scale, 16 * p.u);
-  }
-}
-
 // ---- LpPool --------------------------------------------------------------------------------------------------------
 TEST(CudaGeom, LpPool) {
   KILNRT_SKIP_WITHOUT_GPU();
@@ -115,17 +39,18 @@ TEST(CudaGeom, LpPool) {
   const Tensor x3 = random_tensor({1, 2, 4, 5, 6}, 3, -2.f, 2.f);
   for (int64_t p : {1, 2, 3}) {
     SCOPED_TRACE("p=" + std::to_string(p));
-    compare(Op("LpPool", 1).i("p", p).ints("kernel_shape", {3}).node, {x1}, {}, 18);
-    compare(Op("LpPool", 1).i("p", p).ints("kernel_shape", {3, 2}).ints("pads", {1, 0, 1, 1}).ints("strides", {2, 1})
-                .node,
-            {x2}, {}, 18);
-    compare(Op("LpPool", 1).i("p", p).ints("kernel_shape", {2, 2, 3}).node, {x3}, {}, 18);
+    compare_on_cuda(Op("LpPool", 1).i("p", p).ints("kernel_shape", {3}).node, {x1}, {}, 18);
+    compare_on_cuda(
+        Op("LpPool", 1).i("p", p).ints("kernel_shape", {3, 2}).ints("pads", {1, 0, 1, 1}).ints("strides", {2, 1}).node,
+        {x2}, {}, 18);
+    compare_on_cuda(Op("LpPool", 1).i("p", p).ints("kernel_shape", {2, 2, 3}).node, {x3}, {}, 18);
   }
-  compare(Op("LpPool", 1).ints("kernel_shape", {2, 2}).ints("dilations", {2, 2}).node, {x2}, {}, 18);
-  compare(Op("LpPool", 1).ints("kernel_shape", {2, 3}).s("auto_pad", "SAME_UPPER").node, {x2}, {}, 18);
-  compare(Op("LpPool", 1).ints("kernel_shape", {2, 3}).s("auto_pad", "SAME_LOWER").node, {x2}, {}, 18);
-  compare(Op("LpPool", 1).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).i("ceil_mode", 1).node, {x2}, {}, 18);
-  compare16(Op("LpPool", 1).ints("kernel_shape", {3, 2}).ints("pads", {1, 1, 0, 0}).node, {x2}, {}, 18, 4.0);
+  compare_on_cuda(Op("LpPool", 1).ints("kernel_shape", {2, 2}).ints("dilations", {2, 2}).node, {x2}, {}, 18);
+  compare_on_cuda(Op("LpPool", 1).ints("kernel_shape", {2, 3}).s("auto_pad", "SAME_UPPER").node, {x2}, {}, 18);
+  compare_on_cuda(Op("LpPool", 1).ints("kernel_shape", {2, 3}).s("auto_pad", "SAME_LOWER").node, {x2}, {}, 18);
+  compare_on_cuda(Op("LpPool", 1).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).i("ceil_mode", 1).node, {x2}, {},
+                  18);
+  compare16_on_cuda(Op("LpPool", 1).ints("kernel_shape", {3, 2}).ints("pads", {1, 1, 0, 0}).node, {x2}, {}, 18, 4.0);
 }
 
 // ---- CenterCropPad -------------------------------------------------------------------------------------------------
@@ -135,46 +60,48 @@ TEST(CudaGeom, CenterCropPad) {
   for (bool constant : {true, false}) {  // shape a constant, or a graph input read at a sync point
     SCOPED_TRACE(constant ? "constant shape" : "shape input");
     const std::vector<bool> c{false, constant};
-    compare(Op("CenterCropPad", 2).node, {x, i64({3, 4, 3}, {3})}, c, 18);   // crop
-    compare(Op("CenterCropPad", 2).node, {x, i64({8, 10, 3}, {3})}, c, 18);  // pad
-    compare(Op("CenterCropPad", 2).node, {x, i64({2, 10, 4}, {3})}, c, 18);  // crop and pad
-    compare(Op("CenterCropPad", 2).ints("axes", {0, 1}).node, {x, i64({4, 9}, {2})}, c, 18);
-    compare(Op("CenterCropPad", 2).ints("axes", {-3, -2}).node, {x, i64({6, 2}, {2})}, c, 18);  // negative axes
-    compare(Op("CenterCropPad", 2).ints("axes", {1}).node, {x, i64({0}, {1})}, c, 18);          // empty output
+    compare_on_cuda(Op("CenterCropPad", 2).node, {x, i64({3, 4, 3}, {3})}, c, 18);   // crop
+    compare_on_cuda(Op("CenterCropPad", 2).node, {x, i64({8, 10, 3}, {3})}, c, 18);  // pad
+    compare_on_cuda(Op("CenterCropPad", 2).node, {x, i64({2, 10, 4}, {3})}, c, 18);  // crop and pad
+    compare_on_cuda(Op("CenterCropPad", 2).ints("axes", {0, 1}).node, {x, i64({4, 9}, {2})}, c, 18);
+    compare_on_cuda(Op("CenterCropPad", 2).ints("axes", {-3, -2}).node, {x, i64({6, 2}, {2})}, c, 18);  // negative axes
+    compare_on_cuda(Op("CenterCropPad", 2).ints("axes", {1}).node, {x, i64({0}, {1})}, c, 18);          // empty output
   }
-  compare(Op("CenterCropPad", 2).node, {ints<int64_t>(DType::kInt64, {4, 5}, 11, -99, 99), i64({6, 3}, {2})},
-          {false, true}, 18);
-  compare(Op("CenterCropPad", 2).node, {ints<uint8_t>(DType::kUInt8, {3, 6}, 12, 0, 255), i64({1, 9}, {2})},
-          {false, true}, 18);
-  compare(Op("CenterCropPad", 2).node, {halves(random_tensor({4, 4}, 13)), i64({3, 7}, {2})}, {false, true}, 18);
-  compare(Op("CenterCropPad", 2).node, {Tensor::empty(DType::kFloat32, {0, 4}), i64({2, 2}, {2})}, {false, true}, 18);
-  compare16(Op("CenterCropPad", 2).node, {x, i64({4, 9, 2}, {3})}, {false, true}, 18, 1.0);
+  compare_on_cuda(Op("CenterCropPad", 2).node, {ints<int64_t>(DType::kInt64, {4, 5}, 11, -99, 99), i64({6, 3}, {2})},
+                  {false, true}, 18);
+  compare_on_cuda(Op("CenterCropPad", 2).node, {ints<uint8_t>(DType::kUInt8, {3, 6}, 12, 0, 255), i64({1, 9}, {2})},
+                  {false, true}, 18);
+  compare_on_cuda(Op("CenterCropPad", 2).node, {halves(random_tensor({4, 4}, 13)), i64({3, 7}, {2})}, {false, true},
+                  18);
+  compare_on_cuda(Op("CenterCropPad", 2).node, {Tensor::empty(DType::kFloat32, {0, 4}), i64({2, 2}, {2})},
+                  {false, true}, 18);
+  compare16_on_cuda(Op("CenterCropPad", 2).node, {x, i64({4, 9, 2}, {3})}, {false, true}, 18, 1.0);
 }
 
 // ---- Col2Im --------------------------------------------------------------------------------------------------------
 TEST(CudaGeom, Col2Im) {
   KILNRT_SKIP_WITHOUT_GPU();
   // 2-D: image 5x5, block 1x5 -> L = 5 (the onnx example's geometry), channels 1 and 2.
-  compare(Op("Col2Im", 3).node, {random_tensor({1, 5, 5}, 20), i64({5, 5}, {2}), i64({1, 5}, {2})}, {false, true, true},
-          18);
+  compare_on_cuda(Op("Col2Im", 3).node, {random_tensor({1, 5, 5}, 20), i64({5, 5}, {2}), i64({1, 5}, {2})},
+                  {false, true, true}, 18);
   for (bool constant : {true, false}) {
     SCOPED_TRACE(constant ? "constant shapes" : "shape inputs");
     const std::vector<bool> c{false, constant, constant};
     // image 6x5, block 2x3, pads, strides, dilations: blocks ((6+1+0-3)/2+1 = 3) x ((5+1+1-3)/1+1 = 5) = 15.
-    compare(Op("Col2Im", 3).ints("pads", {1, 1, 0, 1}).ints("strides", {2, 1}).ints("dilations", {2, 1}).node,
-            {random_tensor({2, 2 * 6, 15}, 21), i64({6, 5}, {2}), i64({2, 3}, {2})}, c, 18);
+    compare_on_cuda(Op("Col2Im", 3).ints("pads", {1, 1, 0, 1}).ints("strides", {2, 1}).ints("dilations", {2, 1}).node,
+                    {random_tensor({2, 2 * 6, 15}, 21), i64({6, 5}, {2}), i64({2, 3}, {2})}, c, 18);
   }
   // 3-D (the 5d case's kind): image 3x4x5, block 1x2x2 -> 3*3*4 = 36 positions.
-  compare(Op("Col2Im", 3).node, {random_tensor({1, 2 * 4, 36}, 22), i64({3, 4, 5}, {3}), i64({1, 2, 2}, {3})},
-          {false, true, true}, 18);
+  compare_on_cuda(Op("Col2Im", 3).node, {random_tensor({1, 2 * 4, 36}, 22), i64({3, 4, 5}, {3}), i64({1, 2, 2}, {3})},
+                  {false, true, true}, 18);
   // 1-D with stride 3 (gaps) and pads that drop values.
-  compare(Op("Col2Im", 3).ints("strides", {3}).ints("pads", {2, 2}).node,
-          {random_tensor({2, 3 * 2, 4}, 23), i64({8}, {1}), i64({2}, {1})}, {false, true, true}, 18);
+  compare_on_cuda(Op("Col2Im", 3).ints("strides", {3}).ints("pads", {2, 2}).node,
+                  {random_tensor({2, 3 * 2, 4}, 23), i64({8}, {1}), i64({2}, {1})}, {false, true, true}, 18);
   // Empty batch.
-  compare(Op("Col2Im", 3).node, {Tensor::empty(DType::kFloat32, {0, 4, 4}), i64({3, 3}, {2}), i64({2, 2}, {2})},
-          {false, true, true}, 18);
-  compare16(Op("Col2Im", 3).ints("strides", {1, 2}).node,
-            {random_tensor({1, 4, 6}, 24), i64({3, 6}, {2}), i64({2, 2}, {2})}, {false, true, true}, 18, 4.0);
+  compare_on_cuda(Op("Col2Im", 3).node, {Tensor::empty(DType::kFloat32, {0, 4, 4}), i64({3, 3}, {2}), i64({2, 2}, {2})},
+                  {false, true, true}, 18);
+  compare16_on_cuda(Op("Col2Im", 3).ints("strides", {1, 2}).node,
+                    {random_tensor({1, 4, 6}, 24), i64({3, 6}, {2}), i64({2, 2}, {2})}, {false, true, true}, 18, 4.0);
 }
 
 // ---- AffineGrid ----------------------------------------------------------------------------------------------------
@@ -182,16 +109,18 @@ TEST(CudaGeom, AffineGrid) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (int64_t align : {0, 1}) {
     SCOPED_TRACE("align_corners=" + std::to_string(align));
-    compare(Op("AffineGrid", 2).i("align_corners", align).node, {random_tensor({2, 2, 3}, 30), i64({2, 3, 5, 6}, {4})},
-            {false, true}, 20);
-    compare(Op("AffineGrid", 2).i("align_corners", align).node,
-            {random_tensor({2, 3, 4}, 31), i64({2, 1, 3, 4, 5}, {5})}, {false, true}, 20);
-    compare(Op("AffineGrid", 2).i("align_corners", align).node, {random_tensor({1, 2, 3}, 32), i64({1, 1, 1, 4}, {4})},
-            {false, false}, 20);  // height 1; size a graph input (sync point)
+    compare_on_cuda(Op("AffineGrid", 2).i("align_corners", align).node,
+                    {random_tensor({2, 2, 3}, 30), i64({2, 3, 5, 6}, {4})}, {false, true}, 20);
+    compare_on_cuda(Op("AffineGrid", 2).i("align_corners", align).node,
+                    {random_tensor({2, 3, 4}, 31), i64({2, 1, 3, 4, 5}, {5})}, {false, true}, 20);
+    compare_on_cuda(Op("AffineGrid", 2).i("align_corners", align).node,
+                    {random_tensor({1, 2, 3}, 32), i64({1, 1, 1, 4}, {4})}, {false, false},
+                    20);  // height 1; size a graph input (sync point)
   }
-  compare(Op("AffineGrid", 2).node, {Tensor::empty(DType::kFloat32, {0, 2, 3}), i64({0, 1, 3, 3}, {4})}, {false, true},
-          20);
-  compare16(Op("AffineGrid", 2).node, {random_tensor({2, 2, 3}, 33), i64({2, 3, 4, 4}, {4})}, {false, true}, 20, 3.0);
+  compare_on_cuda(Op("AffineGrid", 2).node, {Tensor::empty(DType::kFloat32, {0, 2, 3}), i64({0, 1, 3, 3}, {4})},
+                  {false, true}, 20);
+  compare16_on_cuda(Op("AffineGrid", 2).node, {random_tensor({2, 2, 3}, 33), i64({2, 3, 4, 4}, {4})}, {false, true}, 20,
+                    3.0);
 }
 
 // ---- DeformConv ----------------------------------------------------------------------------------------------------
@@ -200,31 +129,35 @@ TEST(CudaGeom, DeformConv) {
   // Offsets up to +-2.5 pixels move taps outside the image (zero there) and between pixels.
   {
     const Tensor x = random_tensor({2, 3, 5, 6}, 40), w = random_tensor({4, 3, 2, 2}, 41);
-    compare(Op("DeformConv", 3).node, {x, w, random_tensor({2, 8, 4, 5}, 42, -2.5f, 2.5f)}, {}, 19);
-    compare(Op("DeformConv", 3).ints("pads", {1, 1, 1, 1}).node, {x, w, random_tensor({2, 8, 6, 7}, 43, -2.5f, 2.5f)},
-            {}, 19);
+    compare_on_cuda(Op("DeformConv", 3).node, {x, w, random_tensor({2, 8, 4, 5}, 42, -2.5f, 2.5f)}, {}, 19);
+    compare_on_cuda(Op("DeformConv", 3).ints("pads", {1, 1, 1, 1}).node,
+                    {x, w, random_tensor({2, 8, 6, 7}, 43, -2.5f, 2.5f)}, {}, 19);
     // bias and mask, strides and dilations: oh = (5+1+0-3)/2+1 = 2, ow = (6+0+1-3)/1+1 = 5.
-    compare(Op("DeformConv", 5).ints("pads", {1, 0, 0, 1}).ints("strides", {2, 1}).ints("dilations", {2, 2}).node,
-            {x, w, random_tensor({2, 8, 2, 5}, 44, -2.5f, 2.5f), random_tensor({4}, 45), random_tensor({2, 4, 2, 5}, 46)},
-            {false, true, false, true, false}, 19);
+    compare_on_cuda(
+        Op("DeformConv", 5).ints("pads", {1, 0, 0, 1}).ints("strides", {2, 1}).ints("dilations", {2, 2}).node,
+        {x, w, random_tensor({2, 8, 2, 5}, 44, -2.5f, 2.5f), random_tensor({4}, 45), random_tensor({2, 4, 2, 5}, 46)},
+        {false, true, false, true, false}, 19);
     // Mask without bias (B omitted).
-    compare(Op("DeformConv", 5).omit_input(3).node,
-            {x, w, random_tensor({2, 8, 4, 5}, 47, -2.5f, 2.5f), Tensor(), random_tensor({2, 4, 4, 5}, 48)}, {}, 19);
+    compare_on_cuda(Op("DeformConv", 5).omit_input(3).node,
+                    {x, w, random_tensor({2, 8, 4, 5}, 47, -2.5f, 2.5f), Tensor(), random_tensor({2, 4, 4, 5}, 48)}, {},
+                    19);
   }
   {  // groups 2 and offset groups 2 (and offset groups 4 over 4 channels)
     const Tensor x = random_tensor({1, 4, 6, 5}, 50);
-    compare(Op("DeformConv", 4).i("group", 2).i("offset_group", 2).node,
-            {x, random_tensor({6, 2, 3, 3}, 51), random_tensor({1, 36, 4, 3}, 52, -2.f, 2.f), random_tensor({6}, 53)},
-            {}, 19);
-    compare(Op("DeformConv", 3).i("offset_group", 4).node,
-            {x, random_tensor({2, 4, 2, 2}, 54), random_tensor({1, 32, 5, 4}, 55, -1.5f, 1.5f)}, {}, 19);
+    compare_on_cuda(
+        Op("DeformConv", 4).i("group", 2).i("offset_group", 2).node,
+        {x, random_tensor({6, 2, 3, 3}, 51), random_tensor({1, 36, 4, 3}, 52, -2.f, 2.f), random_tensor({6}, 53)}, {},
+        19);
+    compare_on_cuda(Op("DeformConv", 3).i("offset_group", 4).node,
+                    {x, random_tensor({2, 4, 2, 2}, 54), random_tensor({1, 32, 5, 4}, 55, -1.5f, 1.5f)}, {}, 19);
     // Integer offsets (the taps land on pixels exactly).
     Tensor off = ints<float>(DType::kFloat32, {1, 8, 5, 4}, 56, -2, 2);
-    compare(Op("DeformConv", 3).node, {x, random_tensor({3, 4, 2, 2}, 57), off}, {}, 19);
+    compare_on_cuda(Op("DeformConv", 3).node, {x, random_tensor({3, 4, 2, 2}, 57), off}, {}, 19);
   }
-  compare16(Op("DeformConv", 3).node,
-            {random_tensor({1, 2, 4, 4}, 58), random_tensor({2, 2, 2, 2}, 59), random_tensor({1, 8, 3, 3}, 60, -1.f, 1.f)},
-            {}, 19, 8.0);
+  compare16_on_cuda(
+      Op("DeformConv", 3).node,
+      {random_tensor({1, 2, 4, 4}, 58), random_tensor({2, 2, 2, 2}, 59), random_tensor({1, 8, 3, 3}, 60, -1.f, 1.f)},
+      {}, 19, 8.0);
 }
 
 // ---- TensorScatter -------------------------------------------------------------------------------------------------
@@ -232,23 +165,27 @@ TEST(CudaGeom, TensorScatter) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor cache = random_tensor({2, 3, 6, 4}, 70), update = random_tensor({2, 3, 2, 4}, 71);
   // linear (default axis -2), write_indices a graph input and a constant.
-  compare(Op("TensorScatter", 3).node, {cache, update, i64({1, 4}, {2})}, {}, 24);
-  compare(Op("TensorScatter", 3).node, {cache, update, i64({0, 3}, {2})}, {false, false, true}, 24);
+  compare_on_cuda(Op("TensorScatter", 3).node, {cache, update, i64({1, 4}, {2})}, {}, 24);
+  compare_on_cuda(Op("TensorScatter", 3).node, {cache, update, i64({0, 3}, {2})}, {false, false, true}, 24);
   // circular: positions wrap (5, 6 -> 5, 0) and a negative start.
-  const Tensor got = compare(Op("TensorScatter", 3).s("mode", "circular").node, {cache, update, i64({5, -1}, {2})}, {}, 24);
+  const Op circular = Op("TensorScatter", 3).s("mode", "circular");
+  const Tensor got =
+      compare_on_cuda(circular.node, {cache, update, i64({5, -1}, {2})}, {}, 24).at(circular.node.outputs[0]);
   EXPECT_EQ(got.data<float>()[0], update.data<float>()[4]);  // batch 0, row 0 of the cache <- update row 1
   // write_indices omitted (zeros), axis 1 of a 3-D cache, the whole length.
-  compare(Op("TensorScatter", 2).i("axis", 1).node, {random_tensor({2, 5, 3}, 72), random_tensor({2, 5, 3}, 73)}, {}, 24);
-  compare(Op("TensorScatter", 3).i("axis", -1).s("mode", "circular").node,
-          {random_tensor({3, 2, 4}, 74), random_tensor({3, 2, 3}, 75), i64({2, 3, 0}, {3})}, {}, 24);
+  compare_on_cuda(Op("TensorScatter", 2).i("axis", 1).node,
+                  {random_tensor({2, 5, 3}, 72), random_tensor({2, 5, 3}, 73)}, {}, 24);
+  compare_on_cuda(Op("TensorScatter", 3).i("axis", -1).s("mode", "circular").node,
+                  {random_tensor({3, 2, 4}, 74), random_tensor({3, 2, 3}, 75), i64({2, 3, 0}, {3})}, {}, 24);
   // Other dtypes: int64, float16 (moved natively), an empty update.
-  compare(Op("TensorScatter", 3).node,
-          {ints<int64_t>(DType::kInt64, {2, 4, 3}, 76, -50, 50), ints<int64_t>(DType::kInt64, {2, 1, 3}, 77, -50, 50),
-           i64({3, 0}, {2})},
-          {}, 24);
-  compare(Op("TensorScatter", 3).node, {halves(cache), halves(update), i64({2, 0}, {2})}, {}, 24);
-  compare(Op("TensorScatter", 3).node, {cache, Tensor::empty(DType::kFloat32, {2, 3, 0, 4}), i64({6, 6}, {2})}, {}, 24);
-  compare16(Op("TensorScatter", 3).node, {cache, update, i64({1, 4}, {2})}, {}, 24, 1.0);
+  compare_on_cuda(Op("TensorScatter", 3).node,
+                  {ints<int64_t>(DType::kInt64, {2, 4, 3}, 76, -50, 50),
+                   ints<int64_t>(DType::kInt64, {2, 1, 3}, 77, -50, 50), i64({3, 0}, {2})},
+                  {}, 24);
+  compare_on_cuda(Op("TensorScatter", 3).node, {halves(cache), halves(update), i64({2, 0}, {2})}, {}, 24);
+  compare_on_cuda(Op("TensorScatter", 3).node, {cache, Tensor::empty(DType::kFloat32, {2, 3, 0, 4}), i64({6, 6}, {2})},
+                  {}, 24);
+  compare16_on_cuda(Op("TensorScatter", 3).node, {cache, update, i64({1, 4}, {2})}, {}, 24, 1.0);
   // A constant linear-mode position past the cache is refused like the CPU reference does.
   OneNode bad(Op("TensorScatter", 3).node, {cache, update, i64({0, 5}, {2})}, {false, false, true}, 24);
   EXPECT_THROW(run_cpu(bad.g, bad.feeds), Error);

@@ -12,7 +12,6 @@
 
 #include "backends/cuda/float32_island.h"
 #include "cuda_backend_test_util.h"
-#include "ops/common/double_io.h"
 #include "ops/nn/nn_test_util.h"
 
 using kilnrt::ops::nn::testing::Op;
@@ -42,78 +41,6 @@ Tensor ints(DType dt, const Shape& s, uint32_t seed, int lo, int hi) {
   return t;
 }
 
-// A one-node graph at `opset`; inputs flagged in `constant` become graph constants, empty tensors omitted inputs.
-struct Net {
-  ir::Graph g;
-  std::map<std::string, Tensor> feeds;
-  Net(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant, int64_t opset) {
-    g.name = "linatt";
-    g.opsets[""] = opset;
-    g.nodes.push_back(node);
-    for (size_t i = 0; i < inputs.size() && i < node.inputs.size(); ++i) {
-      const std::string& name = node.inputs[i];
-      if (name.empty()) continue;
-      if (i < constant.size() && constant[i]) {
-        g.constants[name] = inputs[i];
-        continue;
-      }
-      g.inputs.push_back(name);
-      ir::TensorType t;
-      t.dtype = inputs[i].dtype();
-      t.has_shape = true;
-      t.shape = ir::shape_to_sym(inputs[i].shape());
-      g.types[name] = t;
-      feeds[name] = inputs[i];
-    }
-    for (const std::string& o : node.outputs)
-      if (!o.empty()) g.outputs.push_back(o);
-    passes::infer_shapes(g);
-  }
-};
-
-// Same dtype and shape; values as doubles: NaN where the reference has NaN, else |a - b| <= atol + rtol * |b|.
-void expect_close(const Tensor& got, const Tensor& want, double atol, double rtol, const ir::Node& node) {
-  ASSERT_EQ(got.dtype(), want.dtype());
-  ASSERT_EQ(got.shape(), want.shape());
-  const std::vector<double> a = ops::tensor_to_doubles(got, node), b = ops::tensor_to_doubles(want, node);
-  int failures = 0;
-  for (size_t i = 0; i < b.size() && failures < 5; ++i) {
-    const bool ok = std::isnan(b[i]) ? std::isnan(a[i])
-                                     : (a[i] == b[i] || std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]));
-    if (!ok) {
-      ++failures;
-      ADD_FAILURE() << "element " << i << ": got " << a[i] << ", want " << b[i];
-    }
-  }
-}
-
-// Every step of the CUDA plan is on the GPU (a "cuda:" tactic) or a host shape computation.
-void expect_cuda_placement(const ir::Graph& g) {
-  kilnrt::cuda::ContextGuard guard(0);
-  backends::cuda::CudaPlan plan(g, 0);
-  for (const auto& [node, tactic] : plan.tactics()) {
-    const bool on_gpu = tactic.rfind("cuda:", 0) == 0;
-    const bool shape_computation = tactic.rfind("host:shape", 0) == 0;
-    EXPECT_TRUE(on_gpu || shape_computation) << node << " has tactic " << tactic;
-  }
-}
-
-// Runs the node on the CPU reference and on CUDA, compares every output, checks the placement; returns CUDA's.
-std::map<std::string, Tensor> compare(const ir::Node& node, const std::vector<Tensor>& inputs,
-                                      const std::vector<bool>& constant, int64_t opset, double atol = 1e-6,
-                                      double rtol = 1e-5) {
-  Net net(node, inputs, constant, opset);
-  const auto want = run_cpu(net.g, net.feeds);
-  const auto got = run_cuda(net.g, net.feeds);
-  EXPECT_EQ(got.size(), want.size());
-  for (const auto& [name, t] : want) {
-    SCOPED_TRACE(node.op_type + " output " + name);
-    expect_close(got.at(name), t, atol, rtol, node);
-  }
-  expect_cuda_placement(net.g);
-  return got;
-}
-
 // The same node with its float32 inputs given as float16 and bfloat16 (a float32 island on CUDA).
 void compare_16bit(const ir::Node& node, const std::vector<Tensor>& inputs, int64_t opset) {
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
@@ -121,7 +48,7 @@ void compare_16bit(const ir::Node& node, const std::vector<Tensor>& inputs, int6
     std::vector<Tensor> ins;
     for (const Tensor& t : inputs) ins.push_back(t.defined() && t.dtype() == DType::kFloat32 ? to_dtype(t, dt) : t);
     // Both round the same float32 result: equal, or one 16-bit step apart where the float32 results differ.
-    compare(node, ins, {}, opset, 1e-3, dt == DType::kFloat16 ? 1e-3 : 8e-3);
+    compare_on_cuda(node, ins, {}, opset, 1e-3, dt == DType::kFloat16 ? 1e-3 : 8e-3);
   }
 }
 
@@ -172,7 +99,7 @@ TEST(CudaLinAtt, LinearAttentionAllRules) {
   for (const LinAttCase& c : kLinAttCases) {
     SCOPED_TRACE(std::string(c.rule) + " hq=" + std::to_string(c.hq) + " hkv=" + std::to_string(c.hkv) +
                  " dk=" + std::to_string(c.dk));
-    compare(linatt_node(c), linatt_inputs(c, seed += 10), {}, 27, 1e-5, 1e-5);
+    compare_on_cuda(linatt_node(c), linatt_inputs(c, seed += 10), {}, 27, 1e-5, 1e-5);
   }
 }
 
@@ -180,16 +107,16 @@ TEST(CudaLinAtt, LinearAttentionEdgeCases) {
   KILNRT_SKIP_WITHOUT_GPU();
   // T = 0 with a past state: empty output, present = past.
   const LinAttCase empty{"gated_delta", 2, 0, 2, 2, 4, 3, true, false, false, 0.f};
-  const auto got = compare(linatt_node(empty), linatt_inputs(empty, 7), {}, 27);
+  const auto got = compare_on_cuda(linatt_node(empty), linatt_inputs(empty, 7), {}, 27);
   EXPECT_EQ(got.at("out0").numel(), 0);
   // Only the output (present_state omitted), past state as a constant.
   const LinAttCase c{"delta", 1, 3, 2, 1, 4, 4, true, false, false, 0.f};
   ir::Node n = linatt_node(c);
   n.outputs.pop_back();
-  compare(n, linatt_inputs(c, 8), {false, false, false, true}, 27);
+  compare_on_cuda(n, linatt_inputs(c, 8), {false, false, false, true}, 27);
   // States of 20 (batch, head) pairs of 512 x 512 doubles (40 MiB) exceed the 32 MiB workspace: two launches.
   const LinAttCase big{"gated_delta", 5, 2, 4, 4, 512, 512, true, true, false, 0.f};
-  compare(linatt_node(big), linatt_inputs(big, 10), {}, 27, 1e-5, 1e-5);
+  compare_on_cuda(linatt_node(big), linatt_inputs(big, 10), {}, 27, 1e-5, 1e-5);
   // float16 / bfloat16 models.
   const LinAttCase h{"gated_delta", 1, 4, 2, 2, 4, 4, true, false, false, 0.f};
   compare_16bit(linatt_node(h), linatt_inputs(h, 9), 27);
@@ -215,10 +142,11 @@ TEST(CudaLinAtt, CausalConvWithState) {
         SCOPED_TRACE("k=" + std::to_string(k) + " len=" + std::to_string(len) + " variant=" + std::to_string(variant));
         const int64_t b = 2, c = 3;
         seed += 5;
-        compare(causal_node(bias, past, act),
-                {random_tensor({b, c, len}, seed), random_tensor({c, 1, k}, seed + 1),
-                 bias ? random_tensor({c}, seed + 2) : Tensor(), past ? random_tensor({b, c, k - 1}, seed + 3) : Tensor()},
-                {false, true, true, false}, 27);
+        compare_on_cuda(
+            causal_node(bias, past, act),
+            {random_tensor({b, c, len}, seed), random_tensor({c, 1, k}, seed + 1),
+             bias ? random_tensor({c}, seed + 2) : Tensor(), past ? random_tensor({b, c, k - 1}, seed + 3) : Tensor()},
+            {false, true, true, false}, 27);
       }
     }
   }
@@ -227,12 +155,13 @@ TEST(CudaLinAtt, CausalConvWithState) {
 TEST(CudaLinAtt, CausalConvWithStateEdgeCases) {
   KILNRT_SKIP_WITHOUT_GPU();
   // L = 0: empty output, present = past.
-  compare(causal_node(true, true, "silu"),
-          {random_tensor({1, 2, 0}, 1), random_tensor({2, 1, 3}, 2), random_tensor({2}, 3), random_tensor({1, 2, 2}, 4)},
-          {}, 27);
+  compare_on_cuda(
+      causal_node(true, true, "silu"),
+      {random_tensor({1, 2, 0}, 1), random_tensor({2, 1, 3}, 2), random_tensor({2}, 3), random_tensor({1, 2, 2}, 4)},
+      {}, 27);
   // L shorter than K - 1 without a past state: present mixes zeros and inputs.
-  compare(causal_node(false, false, nullptr), {random_tensor({2, 2, 2}, 5), random_tensor({2, 1, 5}, 6), Tensor(), Tensor()},
-          {}, 27);
+  compare_on_cuda(causal_node(false, false, nullptr),
+                  {random_tensor({2, 2, 2}, 5), random_tensor({2, 1, 5}, 6), Tensor(), Tensor()}, {}, 27);
   compare_16bit(causal_node(true, true, "silu"),
                 {random_tensor({1, 4, 5}, 7), random_tensor({4, 1, 3}, 8), random_tensor({4}, 9), random_tensor({1, 4, 2}, 10)},
                 27);
@@ -250,16 +179,16 @@ TEST(CudaLinAtt, RmsNormalizationEveryAxis) {
     Op op("RMSNormalization", 2);
     op.i("axis", axis);
     if (axis == 1) op.f("epsilon", 1e-2f);
-    compare(op.node, {random_tensor(xs, seed += 3), random_tensor(norm, seed + 1)}, {false, true}, 23);
+    compare_on_cuda(op.node, {random_tensor(xs, seed += 3), random_tensor(norm, seed + 1)}, {false, true}, 23);
     // Scale broadcast: its last dim only, and a single value.
-    compare(op.node, {random_tensor(xs, seed + 2), random_tensor({norm.back()}, seed + 3)}, {}, 23);
-    compare(op.node, {random_tensor(xs, seed + 4), random_tensor({1}, seed + 5)}, {}, 23);
+    compare_on_cuda(op.node, {random_tensor(xs, seed + 2), random_tensor({norm.back()}, seed + 3)}, {}, 23);
+    compare_on_cuda(op.node, {random_tensor(xs, seed + 4), random_tensor({1}, seed + 5)}, {}, 23);
   }
   // Default axis (-1), long rows (several warps per row), 1-D input.
-  compare(Op("RMSNormalization", 2).node, {random_tensor({3, 1000}, 1), random_tensor({1000}, 2)}, {}, 23);
-  compare(Op("RMSNormalization", 2).node, {random_tensor({7}, 3), random_tensor({7}, 4)}, {}, 23);
+  compare_on_cuda(Op("RMSNormalization", 2).node, {random_tensor({3, 1000}, 1), random_tensor({1000}, 2)}, {}, 23);
+  compare_on_cuda(Op("RMSNormalization", 2).node, {random_tensor({7}, 3), random_tensor({7}, 4)}, {}, 23);
   // Empty rows: nothing to do.
-  compare(Op("RMSNormalization", 2).node, {random_tensor({0, 4}, 5), random_tensor({4}, 6)}, {}, 23);
+  compare_on_cuda(Op("RMSNormalization", 2).node, {random_tensor({0, 4}, 5), random_tensor({4}, 6)}, {}, 23);
   compare_16bit(Op("RMSNormalization", 2).i("axis", 1).node, {random_tensor({2, 3, 8}, 7), random_tensor({3, 8}, 8)}, 23);
 }
 
@@ -270,10 +199,10 @@ TEST(CudaLinAtt, LpNormalization) {
   for (int64_t p : {1, 2})
     for (int64_t axis : {-3, -2, -1, 0, 1, 2}) {
       SCOPED_TRACE("p=" + std::to_string(p) + " axis=" + std::to_string(axis));
-      compare(Op("LpNormalization", 1).i("p", p).i("axis", axis).node, {x}, {}, 22);
+      compare_on_cuda(Op("LpNormalization", 1).i("p", p).i("axis", axis).node, {x}, {}, 22);
     }
-  compare(Op("LpNormalization", 1).node, {random_tensor({2, 6}, 601)}, {}, 22);  // defaults: p 2, axis -1
-  compare(Op("LpNormalization", 1).node, {random_tensor({0, 6}, 602)}, {}, 22);
+  compare_on_cuda(Op("LpNormalization", 1).node, {random_tensor({2, 6}, 601)}, {}, 22);  // defaults: p 2, axis -1
+  compare_on_cuda(Op("LpNormalization", 1).node, {random_tensor({0, 6}, 602)}, {}, 22);
   compare_16bit(Op("LpNormalization", 1).i("p", 1).i("axis", 0).node, {random_tensor({4, 3}, 603)}, 22);
 }
 
@@ -286,23 +215,24 @@ TEST(CudaLinAtt, CumProd) {
     op.i("exclusive", flags & 1).i("reverse", (flags >> 1) & 1);
     for (int64_t axis : {-3, -1, 0, 1, 2}) {
       SCOPED_TRACE("flags " + std::to_string(flags) + " axis " + std::to_string(axis));
-      compare(op.node, {x, i64({axis}, {})}, {}, 26);                    // axis a graph input (read on the device)
-      compare(op.node, {x, i32({static_cast<int32_t>(axis)}, {})}, {false, true}, 26);  // int32 constant axis
-      compare(op.node, {to_dtype(x, DType::kFloat64), i64({axis}, {})}, {}, 26, 1e-12, 1e-12);
-      compare(op.node, {ints<int32_t>(DType::kInt32, {3, 4, 5}, 701, -3, 3), i64({axis}, {})}, {}, 26, 0, 0);
-      compare(op.node, {ints<int64_t>(DType::kInt64, {3, 4, 5}, 702, -5, 5), i64({axis}, {})}, {}, 26, 0, 0);
+      compare_on_cuda(op.node, {x, i64({axis}, {})}, {}, 26);  // axis a graph input (read on the device)
+      compare_on_cuda(op.node, {x, i32({static_cast<int32_t>(axis)}, {})}, {false, true}, 26);  // int32 constant axis
+      compare_on_cuda(op.node, {to_dtype(x, DType::kFloat64), i64({axis}, {})}, {}, 26, 1e-12, 1e-12);
+      compare_on_cuda(op.node, {ints<int32_t>(DType::kInt32, {3, 4, 5}, 701, -3, 3), i64({axis}, {})}, {}, 26, 0, 0);
+      compare_on_cuda(op.node, {ints<int64_t>(DType::kInt64, {3, 4, 5}, 702, -5, 5), i64({axis}, {})}, {}, 26, 0, 0);
     }
   }
   // Integer overflow wraps like the CPU reference.
-  compare(Op("CumProd", 2).node, {i64({int64_t(1) << 40, int64_t(1) << 40, 3}, {3}), i64({0}, {})}, {}, 26, 0, 0);
-  compare(Op("CumProd", 2).node, {i32({1 << 20, 1 << 20, 7}, {3}), i64({0}, {})}, {}, 26, 0, 0);
-  compare(Op("CumProd", 2).node, {random_tensor({0, 3}, 703), i64({1}, {})}, {}, 26);
+  compare_on_cuda(Op("CumProd", 2).node, {i64({int64_t(1) << 40, int64_t(1) << 40, 3}, {3}), i64({0}, {})}, {}, 26, 0,
+                  0);
+  compare_on_cuda(Op("CumProd", 2).node, {i32({1 << 20, 1 << 20, 7}, {3}), i64({0}, {})}, {}, 26, 0, 0);
+  compare_on_cuda(Op("CumProd", 2).node, {random_tensor({0, 3}, 703), i64({1}, {})}, {}, 26);
   compare_16bit(Op("CumProd", 2).i("reverse", 1).node, {random_tensor({2, 6}, 704, 0.5f, 1.5f), i64({1}, {})}, 26);
 }
 
 // ---- without a GPU: the support checks -------------------------------------------------------------------------------------
-std::vector<Net> supported_nets() {
-  std::vector<Net> nets;
+std::vector<OneNode> supported_nets() {
+  std::vector<OneNode> nets;
   for (const LinAttCase& c : kLinAttCases) nets.emplace_back(linatt_node(c), linatt_inputs(c, 1), std::vector<bool>{}, 27);
   nets.emplace_back(causal_node(true, true, "silu"),
                     std::vector<Tensor>{random_tensor({1, 2, 3}, 1), random_tensor({2, 1, 3}, 2), random_tensor({2}, 3),
@@ -333,7 +263,7 @@ std::vector<Net> supported_nets() {
 }
 
 TEST(CudaLinAtt, SupportCheckAccepts) {
-  for (const Net& net : supported_nets()) {
+  for (const OneNode& net : supported_nets()) {
     SCOPED_TRACE(net.g.nodes.back().op_type);
     EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(net.g));
     EXPECT_EQ(backends::cuda::cuda_supports_or_island(net.g.nodes.back(), net.g), "");
@@ -342,14 +272,14 @@ TEST(CudaLinAtt, SupportCheckAccepts) {
 
 // ... and refuses what the kernels do not run, naming the reason.
 TEST(CudaLinAtt, SupportCheckRefuses) {
-  Net p3(Op("LpNormalization", 1).i("p", 3).node, {random_tensor({2, 3}, 1)}, {}, 22);
+  OneNode p3(Op("LpNormalization", 1).i("p", 3).node, {random_tensor({2, 3}, 1)}, {}, 22);
   EXPECT_NE(backends::cuda::cuda_supports(p3.g.nodes[0], p3.g).find("p must be 1 or 2"), std::string::npos);
   // gated without its decay input
   ir::Node n = linatt_node({"gated", 1, 2, 2, 2, 4, 4, false, false, false, 0.f});
   n.inputs[4] = "";
-  Net g(n, linatt_inputs({"linear", 1, 2, 2, 2, 4, 4, false, false, false, 0.f}, 2), {}, 27);
+  OneNode g(n, linatt_inputs({"linear", 1, 2, 2, 2, 4, 4, false, false, false, 0.f}, 2), {}, 27);
   EXPECT_NE(backends::cuda::cuda_supports(g.g.nodes[0], g.g).find("requires the decay input"), std::string::npos);
-  Net u8(Op("CumProd", 2).node, {ints<uint8_t>(DType::kUInt8, {4}, 3, 0, 3), i64({0}, {})}, {}, 26);
+  OneNode u8(Op("CumProd", 2).node, {ints<uint8_t>(DType::kUInt8, {4}, 3, 0, 3), i64({0}, {})}, {}, 26);
   EXPECT_NE(backends::cuda::cuda_supports(u8.g.nodes[0], u8.g).find("uint8"), std::string::npos);
 }
 

@@ -10,7 +10,6 @@
 #include <random>
 
 #include "cuda_backend_test_util.h"
-#include "ops/common/double_io.h"
 #include "ops/nn/nn_test_util.h"
 
 using kilnrt::ops::nn::testing::Op;
@@ -42,113 +41,6 @@ Tensor ints(DType dt, const Shape& s, uint32_t seed, int lo, int hi) {
   return t;
 }
 
-// A one-node graph with the node's domain at `opset` (ai.onnx too, for the training domain's helpers).
-struct Net {
-  ir::Graph g;
-  std::map<std::string, Tensor> feeds;
-  Net(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant, int64_t opset) {
-    g.name = "misc_gaps";
-    g.opsets[""] = node.domain.empty() ? opset : 17;
-    if (!node.domain.empty()) g.opsets[node.domain] = opset;
-    g.nodes.push_back(node);
-    for (size_t i = 0; i < inputs.size() && i < node.inputs.size(); ++i) {
-      const std::string& name = node.inputs[i];
-      if (name.empty()) continue;
-      if (i < constant.size() && constant[i]) {
-        g.constants[name] = inputs[i];
-        continue;
-      }
-      g.inputs.push_back(name);
-      ir::TensorType t;
-      t.dtype = inputs[i].dtype();
-      t.has_shape = true;
-      t.shape = ir::shape_to_sym(inputs[i].shape());
-      g.types[name] = t;
-      feeds[name] = inputs[i];
-    }
-    for (const std::string& o : node.outputs)
-      if (!o.empty()) g.outputs.push_back(o);
-    passes::infer_shapes(g);
-  }
-};
-
-// Same dtype and shape; values as doubles: NaN where the reference has NaN, else |a - b| <= atol + rtol * |b|.
-void expect_close(const Tensor& got, const Tensor& want, double atol, double rtol, const ir::Node& node) {
-  ASSERT_EQ(got.dtype(), want.dtype());
-  ASSERT_EQ(got.shape(), want.shape());
-  const std::vector<double> a = ops::tensor_to_doubles(got, node), b = ops::tensor_to_doubles(want, node);
-  int failures = 0;
-  for (size_t i = 0; i < b.size() && failures < 5; ++i) {
-    const bool ok = std::isnan(b[i]) ? std::isnan(a[i]) : (a[i] == b[i] || std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]));
-    if (!ok) {
-      ++failures;
-      ADD_FAILURE() << "element " << i << ": got " << a[i] << ", want " << b[i];
-    }
-  }
-}
-
-// Every tensor step of the CUDA plan of `g` is placed on the GPU (a "cuda:" tactic, never a CPU fallback); shape
-// computations (Shape / Size and nodes of host values: "host:shape...") are the only host steps allowed.
-void expect_cuda_placement(const ir::Graph& g) {
-  kilnrt::cuda::ContextGuard guard(0);
-  backends::cuda::CudaPlan plan(g, 0);
-  for (const auto& [node, tactic] : plan.tactics()) {
-    const bool on_gpu = tactic.rfind("cuda:", 0) == 0;
-    const bool shape_computation = tactic.rfind("host:shape", 0) == 0;
-    EXPECT_TRUE(on_gpu || shape_computation) << node << " has tactic " << tactic;
-  }
-}
-
-// Runs the node on the CPU reference and on CUDA, compares every output and checks the placement.
-std::map<std::string, Tensor> compare(const ir::Node& node, const std::vector<Tensor>& inputs,
-                                      const std::vector<bool>& constant, int64_t opset, double atol = 1e-6,
-                                      double rtol = 1e-5) {
-  Net net(node, inputs, constant, opset);
-  const auto want = run_cpu(net.g, net.feeds);
-  const auto got = run_cuda(net.g, net.feeds);
-  for (const auto& [name, t] : want) {
-    SCOPED_TRACE(node.op_type + " output " + name);
-    expect_close(got.at(name), t, atol, rtol, node);
-  }
-  expect_cuda_placement(net.g);
-  return got;
-}
-
-// ---- 16-bit engines -----------------------------------------------------------------------------------------------
-struct Prec {
-  const char* name;
-  DType dt;
-  double u;  // unit roundoff
-};
-const Prec kPrecs[] = {{"fp16", DType::kFloat16, 1.0 / 2048}, {"bf16", DType::kBFloat16, 1.0 / 256}};
-
-Tensor rounded(const Tensor& t, DType dt) {
-  if (t.dtype() != DType::kFloat32) return t;
-  Tensor r = Tensor::from_data(t.raw(), t.dtype(), t.shape());
-  for (int64_t i = 0; i < r.numel(); ++i) {
-    const float v = r.data<float>()[i];
-    r.data<float>()[i] = dt == DType::kFloat16 ? half_to_float(float_to_half(v)) : bfloat16_to_float(float_to_bfloat16(v));
-  }
-  return r;
-}
-
-// The node as a 16-bit engine builds it (kilnrt_precision), inputs pre-rounded to the 16-bit type; compared with the
-// float32 CPU reference on the same inputs: |got - want| <= 16u * (scale + |want|).
-void compare16(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant,
-               int64_t opset, double scale) {
-  for (const Prec& p : kPrecs) {
-    SCOPED_TRACE(p.name);
-    ir::Node n = node;
-    ir::Attribute a;
-    a.kind = ir::Attribute::Kind::kString;
-    a.s = p.name;
-    n.attrs[backends::cuda::kPrecisionAttr] = a;
-    std::vector<Tensor> ins;
-    for (const Tensor& t : inputs) ins.push_back(rounded(t, p.dt));
-    compare(n, ins, constant, opset, 16 * p.u * scale, 16 * p.u);
-  }
-}
-
 ir::Node training_node(const std::string& op, size_t n_in, size_t n_out) {
   ir::Node n = Op(op, n_in, n_out).node;
   n.domain = kTraining;
@@ -164,14 +56,15 @@ TEST(CudaMiscGaps, Adagrad) {
   op.node.domain = kTraining;
   op.f("decay_factor", 0.1f).f("epsilon", 1e-5f).f("norm_coefficient", 0.01f);
   const ir::Node& one = op.node;
-  compare(one, {r, t, x, g, h}, {}, 1);
-  compare(one, {r, t, x, g, h}, {true, true, false, false, false}, 1);       // R and T constants
-  compare(one, {r, t, f64_of(x), f64_of(g), f64_of(h)}, {}, 1, 1e-12, 1e-12);  // float64 tensors
+  compare_on_cuda(one, {r, t, x, g, h}, {}, 1);
+  compare_on_cuda(one, {r, t, x, g, h}, {true, true, false, false, false}, 1);         // R and T constants
+  compare_on_cuda(one, {r, t, f64_of(x), f64_of(g), f64_of(h)}, {}, 1, 1e-12, 1e-12);  // float64 tensors
   // Two optimized tensors of different shapes.
   ir::Node two = training_node("Adagrad", 8, 4);
-  compare(two, {r, t, x, random_tensor({5}, 4), g, random_tensor({5}, 5), h, random_tensor({5}, 6, 0.f, 1.f)}, {}, 1);
-  compare16(two, {r, t, x, random_tensor({5}, 4), g, random_tensor({5}, 5), h, random_tensor({5}, 6, 0.f, 1.f)}, {},
-            1, 1.0);
+  compare_on_cuda(two, {r, t, x, random_tensor({5}, 4), g, random_tensor({5}, 5), h, random_tensor({5}, 6, 0.f, 1.f)},
+                  {}, 1);
+  compare16_on_cuda(two, {r, t, x, random_tensor({5}, 4), g, random_tensor({5}, 5), h, random_tensor({5}, 6, 0.f, 1.f)},
+                    {}, 1, 1.0);
 }
 
 TEST(CudaMiscGaps, MomentumStandardAndNesterov) {
@@ -183,17 +76,18 @@ TEST(CudaMiscGaps, MomentumStandardAndNesterov) {
       Op op("Momentum", 5, 2);
       op.node.domain = kTraining;
       op.f("alpha", 0.95f).f("beta", 0.1f).f("norm_coefficient", 0.02f).s("mode", mode);
-      compare(op.node, {f32({0.05f}, {}), i64({step}, {}), x, g, v}, {}, 1);
-      compare(op.node, {f64_of(f32({0.05f}, {})), i64({step}, {}), f64_of(x), f64_of(g), f64_of(v)}, {}, 1, 1e-12,
-              1e-12);
+      compare_on_cuda(op.node, {f32({0.05f}, {}), i64({step}, {}), x, g, v}, {}, 1);
+      compare_on_cuda(op.node, {f64_of(f32({0.05f}, {})), i64({step}, {}), f64_of(x), f64_of(g), f64_of(v)}, {}, 1,
+                      1e-12, 1e-12);
     }
   }
   Op multi("Momentum", 8, 4);
   multi.node.domain = kTraining;
   multi.f("alpha", 0.9f).f("beta", 1.f).f("norm_coefficient", 0.f).s("mode", "nesterov");
-  compare(multi.node, {f32({0.01f}, {}), i64({1}, {}), x, random_tensor({3}, 14), g, random_tensor({3}, 15), v,
-                       random_tensor({3}, 16)},
-          {}, 1);
+  compare_on_cuda(
+      multi.node,
+      {f32({0.01f}, {}), i64({1}, {}), x, random_tensor({3}, 14), g, random_tensor({3}, 15), v, random_tensor({3}, 16)},
+      {}, 1);
 }
 
 TEST(CudaMiscGaps, Adam) {
@@ -206,16 +100,16 @@ TEST(CudaMiscGaps, Adam) {
     op.node.domain = kTraining;
     op.f("alpha", 0.85f).f("beta", 0.95f).f("epsilon", 1e-4f).f("norm_coefficient", 0.001f)
         .f("norm_coefficient_post", 0.02f);
-    compare(op.node, {f32({0.1f}, {}), i64({step}, {}), x, g, v, h}, {}, 1, 1e-6, 1e-5);
-    compare(op.node, {f32({0.1f}, {}), i64({step}, {}), f64_of(x), f64_of(g), f64_of(v), f64_of(h)}, {}, 1, 1e-12,
-            1e-11);
+    compare_on_cuda(op.node, {f32({0.1f}, {}), i64({step}, {}), x, g, v, h}, {}, 1, 1e-6, 1e-5);
+    compare_on_cuda(op.node, {f32({0.1f}, {}), i64({step}, {}), f64_of(x), f64_of(g), f64_of(v), f64_of(h)}, {}, 1,
+                    1e-12, 1e-11);
   }
   Op two("Adam", 10, 6);  // default attributes, two tensors
   two.node.domain = kTraining;
   const std::vector<Tensor> ins = {f32({0.1f}, {}), i64({2}, {}), x, random_tensor({2}, 25), g, random_tensor({2}, 26),
                                    v, random_tensor({2}, 27), h, random_tensor({2}, 28, 0.f, 1.f)};
-  compare(two.node, ins, {}, 1);
-  compare16(two.node, ins, {}, 1, 1.0);
+  compare_on_cuda(two.node, ins, {}, 1);
+  compare16_on_cuda(two.node, ins, {}, 1, 1.0);
 }
 
 // ---- signal: sizes / axis read at a sync point ----------------------------------------------------------------------
@@ -223,15 +117,15 @@ TEST(CudaMiscGaps, WindowsAndMelWithDeviceSizes) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
     SCOPED_TRACE(op);
-    compare(Op(op, 1).node, {i64({10}, {})}, {false}, 17);
-    compare(Op(op, 1).i("periodic", 0).node, {i64({7}, {})}, {false}, 17);
-    compare(Op(op, 1).i("output_datatype", 11).node, {i64({9}, {})}, {false}, 17, 1e-12, 1e-12);  // float64
+    compare_on_cuda(Op(op, 1).node, {i64({10}, {})}, {false}, 17);
+    compare_on_cuda(Op(op, 1).i("periodic", 0).node, {i64({7}, {})}, {false}, 17);
+    compare_on_cuda(Op(op, 1).i("output_datatype", 11).node, {i64({9}, {})}, {false}, 17, 1e-12, 1e-12);  // float64
   }
-  compare(Op("MelWeightMatrix", 5).node,
-          {i64({8}, {}), i64({64}, {}), i64({16000}, {}), f32({0.f}, {}), f32({8000.f}, {})}, {}, 17);
-  compare(Op("MelWeightMatrix", 5).node,  // only num_mel_bins on the device
-          {i64({6}, {}), i64({64}, {}), i64({16000}, {}), f32({0.f}, {}), f32({8000.f}, {})},
-          {false, true, true, true, true}, 17);
+  compare_on_cuda(Op("MelWeightMatrix", 5).node,
+                  {i64({8}, {}), i64({64}, {}), i64({16000}, {}), f32({0.f}, {}), f32({8000.f}, {})}, {}, 17);
+  compare_on_cuda(Op("MelWeightMatrix", 5).node,  // only num_mel_bins on the device
+                  {i64({6}, {}), i64({64}, {}), i64({16000}, {}), f32({0.f}, {}), f32({8000.f}, {})},
+                  {false, true, true, true, true}, 17);
 }
 
 TEST(CudaMiscGaps, DftAxisInput) {
@@ -240,16 +134,17 @@ TEST(CudaMiscGaps, DftAxisInput) {
   const Tensor none;
   for (int64_t axis : {1, 2, -2, -3, 0}) {
     SCOPED_TRACE("axis " + std::to_string(axis));
-    compare(Op("DFT", 3).omit_input(1).node, {real, none, i64({axis}, {})}, {}, 20, 1e-4, 1e-4);
-    compare(Op("DFT", 3).omit_input(1).i("inverse", 1).node, {cplx, none, i64({axis}, {})}, {}, 20, 1e-4, 1e-4);
-    compare(Op("DFT", 3).omit_input(1).node, {cplx, none, i64({axis}, {})}, {false, false, true}, 20, 1e-4, 1e-4);
+    compare_on_cuda(Op("DFT", 3).omit_input(1).node, {real, none, i64({axis}, {})}, {}, 20, 1e-4, 1e-4);
+    compare_on_cuda(Op("DFT", 3).omit_input(1).i("inverse", 1).node, {cplx, none, i64({axis}, {})}, {}, 20, 1e-4, 1e-4);
+    compare_on_cuda(Op("DFT", 3).omit_input(1).node, {cplx, none, i64({axis}, {})}, {false, false, true}, 20, 1e-4,
+                    1e-4);
   }
   // dft_length and onesided with the axis on the device; axis omitted (opset 20 default -2).
-  compare(Op("DFT", 3).i("onesided", 1).node, {real, i64({8}, {}), i64({2}, {})}, {false, true, false}, 20, 1e-4,
-          1e-4);
-  compare(Op("DFT", 1).node, {real}, {}, 20, 1e-4, 1e-4);
+  compare_on_cuda(Op("DFT", 3).i("onesided", 1).node, {real, i64({8}, {}), i64({2}, {})}, {false, true, false}, 20,
+                  1e-4, 1e-4);
+  compare_on_cuda(Op("DFT", 1).node, {real}, {}, 20, 1e-4, 1e-4);
   // An axis naming the real / complex dim is an error on both sides.
-  Net bad(Op("DFT", 3).omit_input(1).node, {real, none, i64({3}, {})}, {}, 20);
+  OneNode bad(Op("DFT", 3).omit_input(1).node, {real, none, i64({3}, {})}, {}, 20);
   EXPECT_THROW(run_cpu(bad.g, bad.feeds), Error);
   EXPECT_THROW(run_cuda(bad.g, bad.feeds), Error);
 }
@@ -266,16 +161,17 @@ TEST(CudaMiscGaps, DropoutMask) {
     ASSERT_EQ(mask.dtype(), DType::kBool);
     for (int64_t i = 0; i < mask.numel(); ++i) ASSERT_EQ(mask.data<uint8_t>()[i], 1) << "mask element " << i;
   };
-  check_identity(compare(Op("Dropout", 1, 2).node, {x}, {}, 13), x);
-  check_identity(compare(Op("Dropout", 2, 2).node, {x, f32({0.3f}, {})}, {}, 13), x);  // ratio alone: inference
-  check_identity(compare(Op("Dropout", 3, 2).node, {x, f32({0.f}, {}), boolean(true)}, {}, 13), x);
-  check_identity(compare(Op("Dropout", 3, 2).node, {x, f32({0.7f}, {}), boolean(false)}, {}, 13), x);
-  check_identity(compare(Op("Dropout", 3, 2).node, {x, f32({0.f}, {}), boolean(true)}, {false, true, true}, 13), x);
+  check_identity(compare_on_cuda(Op("Dropout", 1, 2).node, {x}, {}, 13), x);
+  check_identity(compare_on_cuda(Op("Dropout", 2, 2).node, {x, f32({0.3f}, {})}, {}, 13), x);  // ratio alone: inference
+  check_identity(compare_on_cuda(Op("Dropout", 3, 2).node, {x, f32({0.f}, {}), boolean(true)}, {}, 13), x);
+  check_identity(compare_on_cuda(Op("Dropout", 3, 2).node, {x, f32({0.7f}, {}), boolean(false)}, {}, 13), x);
+  check_identity(compare_on_cuda(Op("Dropout", 3, 2).node, {x, f32({0.f}, {}), boolean(true)}, {false, true, true}, 13),
+                 x);
   const Tensor xi = i64({1, -2, 3, 4}, {2, 2});
-  check_identity(compare(Op("Dropout", 1, 2).node, {xi}, {}, 13), xi);
-  compare16(Op("Dropout", 1, 2).node, {x}, {}, 13, 1.0);
+  check_identity(compare_on_cuda(Op("Dropout", 1, 2).node, {xi}, {}, 13), xi);
+  compare16_on_cuda(Op("Dropout", 1, 2).node, {x}, {}, 13, 1.0);
   // training_mode with a non-zero ratio (random dropout): refused on both sides, naming the node.
-  Net random(Op("Dropout", 3, 2).node, {x, f32({0.5f}, {}), boolean(true)}, {}, 13);
+  OneNode random(Op("Dropout", 3, 2).node, {x, f32({0.5f}, {}), boolean(true)}, {}, 13);
   EXPECT_THROW(run_cpu(random.g, random.feeds), Error);
   try {
     run_cuda(random.g, random.feeds);
@@ -291,22 +187,24 @@ TEST(CudaMiscGaps, BatchNormDeviceParams) {
   const Tensor x = random_tensor({2, 3, 4, 5}, 51, -3.f, 4.f);
   const Tensor scale = random_tensor({3}, 52, 0.5f, 2.f), bias = random_tensor({3}, 53);
   const Tensor mean = random_tensor({3}, 54), var = random_tensor({3}, 55, 0.2f, 3.f);
-  compare(Op("BatchNormalization", 5).f("epsilon", 1e-2f).node, {x, scale, bias, mean, var}, {}, 15, 1e-5, 1e-5);
-  compare(Op("BatchNormalization", 5).node, {random_tensor({4, 3, 7}, 56), scale, bias, mean, var},
-          {false, true, false, true, false}, 15, 1e-5, 1e-5);
+  compare_on_cuda(Op("BatchNormalization", 5).f("epsilon", 1e-2f).node, {x, scale, bias, mean, var}, {}, 15, 1e-5,
+                  1e-5);
+  compare_on_cuda(Op("BatchNormalization", 5).node, {random_tensor({4, 3, 7}, 56), scale, bias, mean, var},
+                  {false, true, false, true, false}, 15, 1e-5, 1e-5);
   // Training mode: batch statistics, running mean / var outputs (also with constant parameters).
   for (bool consts : {false, true}) {
     SCOPED_TRACE(consts ? "constant parameters" : "graph-input parameters");
     const std::vector<bool> c = {false, consts, consts, consts, consts};
-    compare(Op("BatchNormalization", 5, 3).i("training_mode", 1).f("momentum", 0.8f).f("epsilon", 1e-3f).node,
-            {x, scale, bias, mean, var}, c, 15, 1e-5, 1e-4);
-    compare(Op("BatchNormalization", 5, 1).i("training_mode", 1).node, {x, scale, bias, mean, var}, c, 15, 1e-5,
-            1e-4);
+    compare_on_cuda(Op("BatchNormalization", 5, 3).i("training_mode", 1).f("momentum", 0.8f).f("epsilon", 1e-3f).node,
+                    {x, scale, bias, mean, var}, c, 15, 1e-5, 1e-4);
+    compare_on_cuda(Op("BatchNormalization", 5, 1).i("training_mode", 1).node, {x, scale, bias, mean, var}, c, 15, 1e-5,
+                    1e-4);
   }
-  compare(Op("BatchNormalization", 5, 3).i("training_mode", 1).node,
-          {random_tensor({3, 3, 600}, 57, 10.f, 12.f), scale, bias, mean, var}, {}, 15, 1e-5, 1e-4);
-  compare16(Op("BatchNormalization", 5).node, {x, scale, bias, mean, var}, {}, 15, 4.0);
-  compare16(Op("BatchNormalization", 5, 3).i("training_mode", 1).node, {x, scale, bias, mean, var}, {}, 15, 4.0);
+  compare_on_cuda(Op("BatchNormalization", 5, 3).i("training_mode", 1).node,
+                  {random_tensor({3, 3, 600}, 57, 10.f, 12.f), scale, bias, mean, var}, {}, 15, 1e-5, 1e-4);
+  compare16_on_cuda(Op("BatchNormalization", 5).node, {x, scale, bias, mean, var}, {}, 15, 4.0);
+  compare16_on_cuda(Op("BatchNormalization", 5, 3).i("training_mode", 1).node, {x, scale, bias, mean, var}, {}, 15,
+                    4.0);
 }
 
 // ---- quantization / cast ------------------------------------------------------------------------------------------
@@ -314,14 +212,14 @@ TEST(CudaMiscGaps, DequantizeLinear16BitIntegers) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor s16 = ints<int16_t>(DType::kInt16, {3, 4}, 61, -32768, 32767);
   const Tensor u16 = ints<uint16_t>(DType::kUInt16, {3, 4}, 62, 0, 65535);
-  compare(Op("DequantizeLinear", 3).node,
-          {s16, f32({0.01f}, {}), ints<int16_t>(DType::kInt16, {}, 63, -100, 100)}, {}, 21);
-  compare(Op("DequantizeLinear", 2).node, {s16, f32({0.5f}, {})}, {}, 21);
-  compare(Op("DequantizeLinear", 3).i("axis", 0).node,
-          {u16, f32({0.25f, 2.f, 1e-3f}, {3}), ints<uint16_t>(DType::kUInt16, {3}, 64, 0, 60000)}, {}, 21);
-  compare(Op("DequantizeLinear", 3).i("axis", 1).node,
-          {u16, random_tensor({4}, 65, 0.01f, 1.f), ints<uint16_t>(DType::kUInt16, {4}, 66, 0, 65535)},
-          {false, true, true}, 21);
+  compare_on_cuda(Op("DequantizeLinear", 3).node,
+                  {s16, f32({0.01f}, {}), ints<int16_t>(DType::kInt16, {}, 63, -100, 100)}, {}, 21);
+  compare_on_cuda(Op("DequantizeLinear", 2).node, {s16, f32({0.5f}, {})}, {}, 21);
+  compare_on_cuda(Op("DequantizeLinear", 3).i("axis", 0).node,
+                  {u16, f32({0.25f, 2.f, 1e-3f}, {3}), ints<uint16_t>(DType::kUInt16, {3}, 64, 0, 60000)}, {}, 21);
+  compare_on_cuda(Op("DequantizeLinear", 3).i("axis", 1).node,
+                  {u16, random_tensor({4}, 65, 0.01f, 1.f), ints<uint16_t>(DType::kUInt16, {4}, 66, 0, 65535)},
+                  {false, true, true}, 21);
 }
 
 TEST(CudaMiscGaps, QLinearMatMulFloat16Scales) {
@@ -331,27 +229,27 @@ TEST(CudaMiscGaps, QLinearMatMulFloat16Scales) {
     auto q = [&](const Shape& s, uint32_t seed) {
       return t == DType::kUInt8 ? ints<uint8_t>(t, s, seed, 0, 255) : ints<int8_t>(t, s, seed, -128, 127);
     };
-    compare(Op("QLinearMatMul", 8).node,
-            {q({2, 4}, 71), half_scalar(0.0066f), q({}, 72), q({4, 3}, 73), half_scalar(0.00705f), q({}, 74),
-             half_scalar(0.0107f), q({}, 75)},
-            {}, 21, 0, 0);
-    compare(Op("QLinearMatMul", 8).node,  // 3-D, scales as constants
-            {q({2, 2, 4}, 76), half_scalar(0.02f), q({}, 77), q({2, 4, 3}, 78), half_scalar(0.011f), q({}, 79),
-             half_scalar(0.3f), q({}, 80)},
-            {false, true, false, false, true, false, true, false}, 21, 0, 0);
+    compare_on_cuda(Op("QLinearMatMul", 8).node,
+                    {q({2, 4}, 71), half_scalar(0.0066f), q({}, 72), q({4, 3}, 73), half_scalar(0.00705f), q({}, 74),
+                     half_scalar(0.0107f), q({}, 75)},
+                    {}, 21, 0, 0);
+    compare_on_cuda(Op("QLinearMatMul", 8).node,  // 3-D, scales as constants
+                    {q({2, 2, 4}, 76), half_scalar(0.02f), q({}, 77), q({2, 4, 3}, 78), half_scalar(0.011f), q({}, 79),
+                     half_scalar(0.3f), q({}, 80)},
+                    {false, true, false, false, true, false, true, false}, 21, 0, 0);
   }
 }
 
 // CastLike of a host value whose dtype shape inference leaves unknown (as an If's output inside an expanded function
 // body: test_affine_grid_*_expanded): accepted at build, the dtype is known at run time.
-Net castlike_of_unknown_dtype() {
+OneNode castlike_of_unknown_dtype() {
   ir::Node shape = Op("Shape", 1, 1, "shape0").node;
   shape.inputs = {"x"};
   shape.outputs = {"s"};
   ir::Node cast = Op("CastLike", 2, 1, "castlike0").node;
   cast.inputs = {"s", "x"};
   cast.outputs = {"y"};
-  Net net(shape, {random_tensor({2, 3, 5}, 81)}, {}, 19);
+  OneNode net(shape, {random_tensor({2, 3, 5}, 81)}, {}, 19);
   net.g.nodes.push_back(cast);
   net.g.outputs = {"y"};
   passes::infer_shapes(net.g);
@@ -361,7 +259,7 @@ Net castlike_of_unknown_dtype() {
 
 TEST(CudaMiscGaps, CastLikeOfUnknownDtype) {
   KILNRT_SKIP_WITHOUT_GPU();
-  Net net = castlike_of_unknown_dtype();
+  OneNode net = castlike_of_unknown_dtype();
   const auto got = run_cuda(net.g, net.feeds);
   const Tensor& y = got.at("y");
   ASSERT_EQ(y.dtype(), DType::kFloat32);
@@ -379,23 +277,38 @@ TEST(CudaMiscGaps, MaxPoolIndices) {
   x.data<float>()[10] = std::numeric_limits<float>::quiet_NaN();  // NaN propagates with its index
   for (int64_t order : {0, 1}) {
     SCOPED_TRACE("storage_order " + std::to_string(order));
-    compare(Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("storage_order", order).node,
-            {x}, {}, 12, 0, 0);
-    compare(Op("MaxPool", 1, 2).ints("kernel_shape", {3, 3}).ints("strides", {2, 1}).ints("pads", {1, 1, 1, 1})
-                .i("storage_order", order).node,
-            {x}, {}, 12, 0, 0);
-    compare(Op("MaxPool", 1, 2).ints("kernel_shape", {2, 3}).ints("dilations", {2, 1}).i("ceil_mode", 1)
-                .ints("strides", {2, 2}).i("storage_order", order).node,
-            {x}, {}, 12, 0, 0);
-    compare(Op("MaxPool", 1, 2).ints("kernel_shape", {3, 3}).s("auto_pad", "SAME_UPPER").i("storage_order", order).node,
-            {x}, {}, 12, 0, 0);
-    compare(Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2, 2}).ints("pads", {0, 1, 0, 1, 0, 1}).i("storage_order", order).node,
-            {random_tensor({1, 2, 4, 5, 3}, 92)}, {}, 12, 0, 0);
+    compare_on_cuda(
+        Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("storage_order", order).node, {x},
+        {}, 12, 0, 0);
+    compare_on_cuda(Op("MaxPool", 1, 2)
+                        .ints("kernel_shape", {3, 3})
+                        .ints("strides", {2, 1})
+                        .ints("pads", {1, 1, 1, 1})
+                        .i("storage_order", order)
+                        .node,
+                    {x}, {}, 12, 0, 0);
+    compare_on_cuda(Op("MaxPool", 1, 2)
+                        .ints("kernel_shape", {2, 3})
+                        .ints("dilations", {2, 1})
+                        .i("ceil_mode", 1)
+                        .ints("strides", {2, 2})
+                        .i("storage_order", order)
+                        .node,
+                    {x}, {}, 12, 0, 0);
+    compare_on_cuda(
+        Op("MaxPool", 1, 2).ints("kernel_shape", {3, 3}).s("auto_pad", "SAME_UPPER").i("storage_order", order).node,
+        {x}, {}, 12, 0, 0);
+    compare_on_cuda(Op("MaxPool", 1, 2)
+                        .ints("kernel_shape", {2, 2, 2})
+                        .ints("pads", {0, 1, 0, 1, 0, 1})
+                        .i("storage_order", order)
+                        .node,
+                    {random_tensor({1, 2, 4, 5, 3}, 92)}, {}, 12, 0, 0);
   }
-  compare(Op("MaxPool", 1, 2).ints("kernel_shape", {3}).ints("strides", {2}).node, {random_tensor({2, 2, 9}, 93)}, {},
-          12, 0, 0);
-  compare16(Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).ints("strides", {1, 1}).node,
-            {random_tensor({1, 2, 5, 5}, 94)}, {}, 12, 1.0);
+  compare_on_cuda(Op("MaxPool", 1, 2).ints("kernel_shape", {3}).ints("strides", {2}).node,
+                  {random_tensor({2, 2, 9}, 93)}, {}, 12, 0, 0);
+  compare16_on_cuda(Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).ints("strides", {1, 1}).node,
+                    {random_tensor({1, 2, 5, 5}, 94)}, {}, 12, 1.0);
 }
 
 TEST(CudaMiscGaps, MaxPool8Bit) {
@@ -404,11 +317,11 @@ TEST(CudaMiscGaps, MaxPool8Bit) {
   const Tensor s = ints<int8_t>(DType::kInt8, {2, 2, 5, 5}, 102, -128, 127);
   for (const Tensor& x : {u, s}) {
     SCOPED_TRACE(dtype_name(x.dtype()));
-    compare(Op("MaxPool", 1).ints("kernel_shape", {5, 5}).ints("pads", {2, 2, 2, 2}).node, {x}, {}, 12, 0, 0);
-    compare(Op("MaxPool", 1).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("ceil_mode", 1).node, {x}, {}, 12,
-            0, 0);
-    compare(Op("MaxPool", 1, 2).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).i("storage_order", 1).node, {x},
-            {}, 12, 0, 0);
+    compare_on_cuda(Op("MaxPool", 1).ints("kernel_shape", {5, 5}).ints("pads", {2, 2, 2, 2}).node, {x}, {}, 12, 0, 0);
+    compare_on_cuda(Op("MaxPool", 1).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("ceil_mode", 1).node, {x},
+                    {}, 12, 0, 0);
+    compare_on_cuda(Op("MaxPool", 1, 2).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).i("storage_order", 1).node,
+                    {x}, {}, 12, 0, 0);
   }
 }
 
@@ -416,7 +329,7 @@ TEST(CudaMiscGaps, MaxPool8Bit) {
 TEST(CudaMiscGaps, SupportCheckAccepts) {
   const Tensor x = random_tensor({2, 3, 4, 5}, 111), c3 = random_tensor({3}, 112, 0.5f, 1.f);
   const Tensor none;
-  std::vector<Net> nets;
+  std::vector<OneNode> nets;
   {
     Op a("Adam", 6, 3);
     a.node.domain = kTraining;
@@ -452,7 +365,7 @@ TEST(CudaMiscGaps, SupportCheckAccepts) {
                     std::vector<Tensor>{ints<uint8_t>(DType::kUInt8, {1, 1, 4, 4}, 117, 0, 255)}, std::vector<bool>{},
                     12);
   nets.push_back(castlike_of_unknown_dtype());
-  for (const Net& net : nets) {
+  for (const OneNode& net : nets) {
     SCOPED_TRACE(net.g.nodes.back().op_type);
     EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(net.g));
   }
@@ -461,7 +374,7 @@ TEST(CudaMiscGaps, SupportCheckAccepts) {
 // ... and still refuses what no layer runs, naming the node.
 TEST(CudaMiscGaps, SupportCheckRefuses) {
   const Tensor xi = ints<int32_t>(DType::kInt32, {1, 1, 4, 4}, 118, -9, 9);
-  Net pool(Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).node, {xi}, {}, 12);  // Indices of an int32 input
+  OneNode pool(Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).node, {xi}, {}, 12);  // Indices of an int32 input
   try {
     backends::cuda::CudaPlan::check_supported(pool.g);
     FAIL() << "expected an error";
@@ -470,7 +383,7 @@ TEST(CudaMiscGaps, SupportCheckRefuses) {
     EXPECT_NE(std::string(e.what()).find("int32"), std::string::npos) << e.what();
   }
   Op bad("Adam", 6, 3);  // an optimizer outside its domain is not a training op
-  Net other(Op("Relu", 1).node, {f32({1.f}, {1})}, {}, 17);
+  OneNode other(Op("Relu", 1).node, {f32({1.f}, {1})}, {}, 17);
   EXPECT_NE(backends::cuda::cuda_supports(bad.node, other.g), "");
 }
 
