@@ -319,15 +319,16 @@ ConvChoice ConvTuningScope::tune(ConvTuneRequest& req,
   r.stream.synchronize();
 
   // GPU time as the engine runs it (one CUDA graph, no host gaps): kReps launches captured into one graph, the
-  // median of 3 replays. The warm-up (direct launch, host overhead included: an upper bound) drops clearly slower ones.
+  // median of 3 replays. A second direct launch (host overhead included: an upper bound) drops clearly slower ones.
   constexpr int kReps = 8;
   double best_ms = -1.0;
   std::string report;
   for (const ConvChoice& c : req.candidates) {
     double upper = 0;
     try {
+      run(c, l);  // warm-up (lazy library set-up); a tactic that does not apply throws here
       r.start.record(r.stream);
-      run(c, l);  // warm-up; a tactic that does not apply throws here
+      run(c, l);
       r.stop.record(r.stream);
       r.stop.synchronize();
       upper = kc::Event::elapsed_ms(r.start, r.stop);
@@ -336,7 +337,7 @@ ConvChoice ConvTuningScope::tune(ConvTuneRequest& req,
       KILNRT_LOG(kDebug, node << ": tactic " << choice_to_string(c) << " skipped: " << e.what());
       continue;
     }
-    if (best_ms >= 0 && upper > 3 * best_ms + 0.05) {
+    if (best_ms >= 0 && upper > 3 * best_ms + 0.1) {
       report += " " + choice_to_string(c) + ">" + std::to_string(upper).substr(0, 6);
       continue;
     }
