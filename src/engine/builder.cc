@@ -17,6 +17,9 @@
 #include "ops/sequence/sequence_support.h"
 #include "passes/optimize.h"
 #include "passes/shape_inference.h"
+#ifdef KILNRT_HAVE_CUDA
+#include "backends/cuda/fused_pointwise_code.h"
+#endif
 
 namespace kilnrt {
 
@@ -167,6 +170,9 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
       options.mark_all_outputs ? engine::mark_all_outputs(graph) : std::vector<std::string>{};
   passes::OptimizeOptions passes_options;
   passes_options.fuse_attention = !cuda || options.fp16 || options.bf16;  // float32 CUDA: MatMul + Softmax is faster
+#ifdef KILNRT_HAVE_CUDA
+  passes_options.fuse_pointwise = cuda && backends::cuda::fused_pointwise_available();  // NVRTC kernels (issue 7)
+#endif
   passes::optimize_graph(graph, passes_options);
   if (options.mark_all_outputs) engine::prune_marked_outputs(graph, marked);
   // Precision is an attribute of the plan, stored per layer (the CPU oracle ignores it).
@@ -183,6 +189,9 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   for (const std::string& out : graph.outputs) meta.outputs.push_back(tensor_info(graph, out));
   if (cuda) {
     ops::check_cuda_sequences(graph);  // main-graph sequence ops only (backends/cuda/sequence_steps.h)
+#ifdef KILNRT_HAVE_CUDA
+    backends::cuda::embed_fused_pointwise_code(graph, target.device);  // NVRTC now: loading the engine skips it
+#endif
     // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
     std::map<std::string, std::string> timed;  // conv tactics timed on this GPU (backends/cuda/conv_tactics.h)
     auto plan = engine::make_cuda_plan(graph, target.device, nullptr, /*record=*/true, &timed);

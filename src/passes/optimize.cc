@@ -7,6 +7,7 @@
 #include "passes/fuse_gelu.h"
 #include "passes/fuse_gemm_epilogue.h"
 #include "passes/fuse_layernorm.h"
+#include "passes/fuse_pointwise.h"
 #include "passes/fold_conv_bn.h"
 #include "passes/fuse_conv_epilogue.h"
 #include "passes/shape_inference.h"
@@ -44,6 +45,14 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
     infer_shapes(graph);
     KILNRT_LOG(kInfo, "fused " << attention << " attention block(s), " << gelu << " GELU(s), " << gemm
                                << " GEMM epilogue(s), " << layernorm << " LayerNorm(s)");
+  }
+  // Pointwise chains last, so that the pattern fusions above keep theirs (issue 7).
+  if (options.fuse_pointwise) {
+    const size_t pointwise = fuse_pointwise(graph);
+    if (pointwise > 0) {
+      infer_shapes(graph);
+      KILNRT_LOG(kInfo, "fused " << pointwise << " pointwise chain(s)");
+    }
   }
   r.removed = eliminate_dead_code(graph);
   r.nodes_after = graph.nodes.size();

@@ -18,7 +18,7 @@ bool elementwise_op(const std::string& op) {
       "Add",  "Sub",      "Mul",       "Div",        "Pow",     "Max",        "Min",         "Sum",   "Relu",
       "Sigmoid", "Tanh",  "HardSigmoid", "HardSwish", "Erf",    "Exp",        "Log",         "Sqrt",  "Neg",
       "Abs",  "Reciprocal", "LeakyRelu", "Elu",      "Softplus", "Gelu",      "Clip",        "Mish",  "Selu",
-      "Celu", "Softsign"};
+      "Celu", "Softsign", "FusedPointwise"};
   return ops.count(op) != 0;
 }
 
