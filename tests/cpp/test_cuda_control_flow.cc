@@ -14,6 +14,7 @@
 
 #include "backends/cuda/cuda_plan.h"
 #include "cuda_backend_test_util.h"
+#include "graph_build_test_util.h"
 #include "ir/graph.h"
 #include "kilnrt/error.h"
 #include "passes/shape_inference.h"
@@ -25,49 +26,16 @@ using backends::cuda::CudaPlan;
 using backends::cuda::CudaRunner;
 namespace kc = kilnrt::cuda;
 
-ir::TensorType type(DType dt, ir::SymShape s) {
-  ir::TensorType t;
-  t.dtype = dt;
-  t.has_shape = true;
-  t.shape = std::move(s);
-  return t;
-}
-ir::Node& add_node(ir::Graph& g, const std::string& op, const std::string& name, std::vector<std::string> in,
-                   std::vector<std::string> out) {
-  ir::Node n;
-  n.op_type = op;
-  n.name = name;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  g.nodes.push_back(std::move(n));
-  return g.nodes.back();
-}
-void set_graph(ir::Node& n, const std::string& attr, ir::Graph body, int64_t opset = 17) {
-  if (body.opsets.empty()) body.opsets[""] = opset;  // as the ONNX importer gives bodies (CpuPlan reads it)
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kGraph;
-  a.g = std::make_shared<ir::Graph>(std::move(body));
-  n.attrs[attr] = a;
-}
-void set_ints(ir::Node& n, const std::string& attr, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  n.attrs[attr] = a;
-}
-void set_int(ir::Node& n, const std::string& attr, int64_t v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  n.attrs[attr] = a;
-}
-void input(ir::Graph& g, const std::string& name, DType dt, ir::SymShape s) {
-  g.inputs.push_back(name);
-  g.types[name] = type(dt, std::move(s));
-}
-Tensor f32(std::vector<float> v, Shape s) { return Tensor::from_vector(v, DType::kFloat32, s); }
-Tensor i64(int64_t v) { return Tensor::from_vector(std::vector<int64_t>{v}, DType::kInt64, {}); }
-Tensor boolean(bool v) { return Tensor::from_vector(std::vector<uint8_t>{v ? uint8_t(1) : uint8_t(0)}, DType::kBool, {}); }
+using graphtest::add_input;
+using graphtest::add_node;
+using graphtest::boolean;
+using graphtest::f32;
+using graphtest::i64;
+using graphtest::set_graph;
+using graphtest::set_int;
+using graphtest::set_ints;
+using graphtest::tensor_type;
+
 Tensor ramp(Shape s, float start, float step) {
   Tensor t = Tensor::empty(DType::kFloat32, s);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = start + step * static_cast<float>(i);
@@ -79,9 +47,9 @@ Tensor ramp(Shape s, float start, float step) {
 ir::Graph if_graph(bool with_constant) {
   ir::Graph g;
   g.opsets[""] = 17;
-  input(g, "c", DType::kBool, {});
-  input(g, "x", DType::kFloat32, {3});
-  if (!with_constant) input(g, "k", DType::kFloat32, {1});
+  add_input(g, "c", DType::kBool, {});
+  add_input(g, "x", DType::kFloat32, {3});
+  if (!with_constant) add_input(g, "k", DType::kFloat32, {1});
   g.outputs = {"y"};
   add_node(g, "Add", "double", {"x", "x"}, {"x2"});
   auto branch = [&](const std::string& op) {
@@ -90,7 +58,7 @@ ir::Graph if_graph(bool with_constant) {
     if (with_constant) b.constants["k"] = f32({10.f}, {1});
     add_node(b, op, op + "_node", {"x2", "k"}, {"out"});
     b.outputs = {"out"};
-    b.types["out"] = type(DType::kFloat32, {3});
+    b.types["out"] = tensor_type(DType::kFloat32, {3});
     return b;
   };
   ir::Node& n = add_node(g, "If", "the_if", {"c"}, {"y"});
@@ -106,32 +74,15 @@ ir::Graph if_graph(bool with_constant) {
 ir::Graph loop_graph(bool trip, bool cond) {
   ir::Graph g;
   g.opsets[""] = 17;
-  if (trip) input(g, "M", DType::kInt64, {});
+  if (trip) add_input(g, "M", DType::kInt64, {});
   if (cond) {
-    input(g, "c", DType::kBool, {});
-    input(g, "lim", DType::kInt64, {});
+    add_input(g, "c", DType::kBool, {});
+    add_input(g, "lim", DType::kInt64, {});
   }
-  input(g, "v0", DType::kFloat32, {3});
-  input(g, "x", DType::kFloat32, {3});
+  add_input(g, "v0", DType::kFloat32, {3});
+  add_input(g, "x", DType::kFloat32, {3});
   g.outputs = {"v_final", "v_all"};
-  ir::Graph b;
-  b.name = "loop_body";
-  input(b, "i", DType::kInt64, {});
-  input(b, "c_in", DType::kBool, {});
-  input(b, "v", DType::kFloat32, {3});
-  add_node(b, "Add", "step", {"v", "x"}, {"v_next"});
-  add_node(b, "Add", "twice", {"v", "v"}, {"v_scan"});
-  std::string c_out = "c_in";
-  if (cond) {
-    add_node(b, "Less", "test", {"i", "lim"}, {"c_out"});
-    c_out = "c_out";
-    b.types["c_out"] = type(DType::kBool, {});
-  }
-  b.outputs = {c_out, "v_next", "v_scan"};
-  b.types["v_next"] = type(DType::kFloat32, {3});
-  b.types["v_scan"] = type(DType::kFloat32, {3});
-  ir::Node& n = add_node(g, "Loop", "the_loop", {trip ? "M" : "", cond ? "c" : "", "v0"}, {"v_final", "v_all"});
-  set_graph(n, "body", std::move(b));
+  graphtest::add_test_loop(g, trip, cond, "v0");
   passes::infer_shapes(g);
   return g;
 }
@@ -141,18 +92,18 @@ ir::Graph loop_graph(bool trip, bool cond) {
 ir::Graph scan_graph(int64_t out_axis, bool out_reverse) {
   ir::Graph g;
   g.opsets[""] = 11;
-  input(g, "s0", DType::kFloat32, {2, 3});
-  input(g, "x", DType::kFloat32, {2, 4, 3});
+  add_input(g, "s0", DType::kFloat32, {2, 3});
+  add_input(g, "x", DType::kFloat32, {2, 4, 3});
   g.outputs = {"s_final", "y"};
   ir::Graph b;
   b.name = "scan_body";
-  input(b, "s", DType::kFloat32, {2, 3});
-  input(b, "xs", DType::kFloat32, {2, 3});
+  add_input(b, "s", DType::kFloat32, {2, 3});
+  add_input(b, "xs", DType::kFloat32, {2, 3});
   add_node(b, "Add", "acc", {"s", "xs"}, {"s_next"});
   add_node(b, "Mul", "prod", {"s_next", "xs"}, {"y_t"});
   b.outputs = {"s_next", "y_t"};
-  b.types["s_next"] = type(DType::kFloat32, {2, 3});
-  b.types["y_t"] = type(DType::kFloat32, {2, 3});
+  b.types["s_next"] = tensor_type(DType::kFloat32, {2, 3});
+  b.types["y_t"] = tensor_type(DType::kFloat32, {2, 3});
   ir::Node& n = add_node(g, "Scan", "the_scan", {"s0", "x"}, {"s_final", "y"});
   set_graph(n, "body", std::move(b), 11);
   set_int(n, "num_scan_inputs", 1);
@@ -168,18 +119,18 @@ ir::Graph scan_graph(int64_t out_axis, bool out_reverse) {
 ir::Graph scan8_graph() {
   ir::Graph g;
   g.opsets[""] = 8;
-  input(g, "s0", DType::kFloat32, {3, 2});
-  input(g, "x", DType::kFloat32, {3, 5, 2});
+  add_input(g, "s0", DType::kFloat32, {3, 2});
+  add_input(g, "x", DType::kFloat32, {3, 5, 2});
   g.outputs = {"s_final", "y"};
   ir::Graph b;
   b.name = "scan8_body";
-  input(b, "s", DType::kFloat32, {2});
-  input(b, "xs", DType::kFloat32, {2});
+  add_input(b, "s", DType::kFloat32, {2});
+  add_input(b, "xs", DType::kFloat32, {2});
   add_node(b, "Add", "acc", {"s", "xs"}, {"s_next"});
   add_node(b, "Identity", "copy", {"s_next"}, {"y_t"});
   b.outputs = {"s_next", "y_t"};
-  b.types["s_next"] = type(DType::kFloat32, {2});
-  b.types["y_t"] = type(DType::kFloat32, {2});
+  b.types["s_next"] = tensor_type(DType::kFloat32, {2});
+  b.types["y_t"] = tensor_type(DType::kFloat32, {2});
   ir::Node& n = add_node(g, "Scan", "scan8", {"", "s0", "x"}, {"s_final", "y"});
   set_graph(n, "body", std::move(b), 8);
   set_int(n, "num_scan_inputs", 1);
@@ -193,9 +144,9 @@ ir::Graph scan8_graph() {
 ir::Graph nested_graph() {
   ir::Graph g;
   g.opsets[""] = 17;
-  input(g, "M", DType::kInt64, {});
-  input(g, "v0", DType::kFloat32, {3});
-  input(g, "x", DType::kFloat32, {3});
+  add_input(g, "M", DType::kInt64, {});
+  add_input(g, "v0", DType::kFloat32, {3});
+  add_input(g, "x", DType::kFloat32, {3});
   g.outputs = {"v_final", "v_all"};
   g.constants["two"] = Tensor::from_vector(std::vector<int64_t>{2}, DType::kInt64, {});
   auto branch = [](const std::string& op) {
@@ -203,22 +154,22 @@ ir::Graph nested_graph() {
     br.name = op;
     add_node(br, op, op + "_branch_node", {"v", "x"}, {"r"});
     br.outputs = {"r"};
-    br.types["r"] = type(DType::kFloat32, {3});
+    br.types["r"] = tensor_type(DType::kFloat32, {3});
     return br;
   };
   ir::Graph b;
   b.name = "outer_body";
-  input(b, "i", DType::kInt64, {});
-  input(b, "c_in", DType::kBool, {});
-  input(b, "v", DType::kFloat32, {3});
+  add_input(b, "i", DType::kInt64, {});
+  add_input(b, "c_in", DType::kBool, {});
+  add_input(b, "v", DType::kFloat32, {3});
   add_node(b, "Less", "early", {"i", "two"}, {"is_early"});
   ir::Node& inner = add_node(b, "If", "inner_if", {"is_early"}, {"v_next"});
   set_graph(inner, "then_branch", branch("Add"));
   set_graph(inner, "else_branch", branch("Mul"));
   add_node(b, "Identity", "keep", {"v_next"}, {"v_scan"});
   b.outputs = {"c_in", "v_next", "v_scan"};
-  b.types["v_next"] = type(DType::kFloat32, {3});
-  b.types["v_scan"] = type(DType::kFloat32, {3});
+  b.types["v_next"] = tensor_type(DType::kFloat32, {3});
+  b.types["v_scan"] = tensor_type(DType::kFloat32, {3});
   ir::Node& n = add_node(g, "Loop", "outer_loop", {"M", "", "v0"}, {"v_final", "v_all"});
   set_graph(n, "body", std::move(b));
   passes::infer_shapes(g);
@@ -232,8 +183,8 @@ ir::Graph nested_graph() {
 ir::Graph undeclared_if_graph() {
   ir::Graph g;
   g.opsets[""] = 17;
-  input(g, "c", DType::kBool, {});
-  input(g, "x", DType::kFloat32, {2, 3});
+  add_input(g, "c", DType::kBool, {});
+  add_input(g, "x", DType::kFloat32, {2, 3});
   g.outputs = {"z"};
   ir::Graph then_b, else_b;
   add_node(then_b, "Add", "twice", {"x", "x"}, {"t"});
@@ -254,9 +205,9 @@ ir::Graph undeclared_if_graph() {
 ir::Graph float16_loop_graph() {
   ir::Graph g;
   g.opsets[""] = 17;
-  input(g, "M", DType::kInt64, {});
-  input(g, "v0", DType::kFloat16, {3});
-  input(g, "x", DType::kFloat16, {3});
+  add_input(g, "M", DType::kInt64, {});
+  add_input(g, "v0", DType::kFloat16, {3});
+  add_input(g, "x", DType::kFloat16, {3});
   g.outputs = {"v_final", "y"};
   ir::Graph b;
   b.inputs = {"i", "c_in", "v"};
@@ -329,7 +280,7 @@ TEST(CudaControlFlowHost, MismatchedBodySignaturesAreClearErrors) {
     EXPECT_NE(std::string(e.what()).find("else_branch has 2 outputs, the node 1"), std::string::npos) << e.what();
   }
   ir::Graph l = loop_graph(true, false);
-  input(*l.nodes[0].attrs["body"].g, "extra", DType::kFloat32, {3});
+  add_input(*l.nodes[0].attrs["body"].g, "extra", DType::kFloat32, {3});
   try {
     CudaPlan plan(l, 0);
     FAIL() << "expected kInvalidModel";

@@ -16,6 +16,7 @@
 #include "backends/cuda/cuda_plan.h"
 #include "cuda_backend_test_util.h"
 #include "dd_test_graph.h"
+#include "graph_build_test_util.h"
 #include "ops/nn/nn_test_util.h"
 
 namespace kilnrt::cudatest {
@@ -24,10 +25,15 @@ namespace {
 using backends::cuda::CudaPlan;
 using backends::cuda::CudaRunner;
 using ddtest::Net;
+using graphtest::add_input;
+using graphtest::add_node;
+using graphtest::f32;
+using graphtest::set_graph;
+using graphtest::set_ints;
+using graphtest::tensor_type;
 using kilnrt::ops::nn::testing::random_tensor;
 namespace kc = kilnrt::cuda;
 
-Tensor f32(const std::vector<float>& v, const Shape& s) { return Tensor::from_vector(v, DType::kFloat32, s); }
 Tensor i64(const std::vector<int64_t>& v, const Shape& s) { return Tensor::from_vector(v, DType::kInt64, s); }
 Tensor boolean(bool v) { return Tensor::from_vector(std::vector<uint8_t>{v ? uint8_t(1) : uint8_t(0)}, DType::kBool, {}); }
 
@@ -48,45 +54,6 @@ std::string precision_of(const CudaPlan& plan, const std::string& node) {
   for (const auto& [name, p] : plan.precisions())
     if (name == node) return p;
   return "";
-}
-
-ir::Node& add(ir::Graph& g, const std::string& op, const std::string& name, std::vector<std::string> in,
-              std::vector<std::string> out) {
-  ir::Node n;
-  n.op_type = op;
-  n.name = name;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  g.nodes.push_back(std::move(n));
-  return g.nodes.back();
-}
-void input(ir::Graph& g, const std::string& name, DType dt, const Shape& s) {
-  g.inputs.push_back(name);
-  ir::TensorType t;
-  t.dtype = dt;
-  t.has_shape = true;
-  t.shape = ir::shape_to_sym(s);
-  g.types[name] = t;
-}
-ir::TensorType f32_type(const Shape& s) {
-  ir::TensorType t;
-  t.dtype = DType::kFloat32;
-  t.has_shape = true;
-  t.shape = ir::shape_to_sym(s);
-  return t;
-}
-void set_body(ir::Node& n, const std::string& attr, ir::Graph body, int64_t opset) {
-  body.opsets[""] = opset;
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kGraph;
-  a.g = std::make_shared<ir::Graph>(std::move(body));
-  n.attrs[attr] = a;
-}
-void set_ints(ir::Node& n, const std::string& attr, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  n.attrs[attr] = a;
 }
 
 // ---- graphs --------------------------------------------------------------------------------------------------------
@@ -138,23 +105,13 @@ ir::Graph reshape_graph() {
 ir::Graph loop16_graph() {
   ir::Graph g;
   g.opsets[""] = 17;
-  input(g, "M", DType::kInt64, {});
-  input(g, "v0", DType::kFloat32, {3});
-  input(g, "x", DType::kFloat32, {3});
+  add_input(g, "M", DType::kInt64, {});
+  add_input(g, "v0", DType::kFloat32, {3});
+  add_input(g, "x", DType::kFloat32, {3});
   g.outputs = {"v_final", "y"};
-  add(g, "Add", "pre", {"v0", "x"}, {"v0p"});
-  ir::Graph b;
-  input(b, "i", DType::kInt64, {});
-  input(b, "c_in", DType::kBool, {});
-  input(b, "v", DType::kFloat32, {3});
-  add(b, "Add", "step", {"v", "x"}, {"v_next"});
-  add(b, "Add", "twice", {"v", "v"}, {"v_scan"});
-  b.outputs = {"c_in", "v_next", "v_scan"};
-  b.types["v_next"] = f32_type({3});
-  b.types["v_scan"] = f32_type({3});
-  ir::Node& n = add(g, "Loop", "the_loop", {"M", "", "v0p"}, {"v_final", "v_all"});
-  set_body(n, "body", std::move(b), 17);
-  add(g, "Relu", "post", {"v_all"}, {"y"});
+  add_node(g, "Add", "pre", {"v0", "x"}, {"v0p"});
+  graphtest::add_test_loop(g, /*trip=*/true, /*cond=*/false, "v0p");
+  add_node(g, "Relu", "post", {"v_all"}, {"y"});
   passes::infer_shapes(g);
   return g;
 }
@@ -163,22 +120,22 @@ ir::Graph loop16_graph() {
 ir::Graph if16_graph() {
   ir::Graph g;
   g.opsets[""] = 17;
-  input(g, "c", DType::kBool, {});
-  input(g, "x", DType::kFloat32, {4});
-  input(g, "k", DType::kFloat32, {1});
+  add_input(g, "c", DType::kBool, {});
+  add_input(g, "x", DType::kFloat32, {4});
+  add_input(g, "k", DType::kFloat32, {1});
   g.outputs = {"z"};
-  add(g, "Mul", "square", {"x", "x"}, {"x2"});
+  add_node(g, "Mul", "square", {"x", "x"}, {"x2"});
   auto branch = [](const std::string& op) {
     ir::Graph br;
-    add(br, op, op + "_node", {"x2", "k"}, {"out"});
+    add_node(br, op, op + "_node", {"x2", "k"}, {"out"});
     br.outputs = {"out"};
-    br.types["out"] = f32_type({4});
+    br.types["out"] = tensor_type(DType::kFloat32, {4});
     return br;
   };
-  ir::Node& n = add(g, "If", "the_if", {"c"}, {"y"});
-  set_body(n, "then_branch", branch("Add"), 17);
-  set_body(n, "else_branch", branch("Sub"), 17);
-  add(g, "Neg", "after", {"y"}, {"z"});
+  ir::Node& n = add_node(g, "If", "the_if", {"c"}, {"y"});
+  set_graph(n, "then_branch", branch("Add"), 17);
+  set_graph(n, "else_branch", branch("Sub"), 17);
+  add_node(g, "Neg", "after", {"y"}, {"z"});
   passes::infer_shapes(g);
   return g;
 }
@@ -187,20 +144,20 @@ ir::Graph if16_graph() {
 ir::Graph scan16_graph() {
   ir::Graph g;
   g.opsets[""] = 11;
-  input(g, "s0", DType::kFloat32, {2, 3});
-  input(g, "x", DType::kFloat32, {2, 4, 3});
+  add_input(g, "s0", DType::kFloat32, {2, 3});
+  add_input(g, "x", DType::kFloat32, {2, 4, 3});
   g.outputs = {"s_final", "y"};
-  add(g, "Tanh", "squash", {"x"}, {"xt"});
+  add_node(g, "Tanh", "squash", {"x"}, {"xt"});
   ir::Graph b;
-  input(b, "s", DType::kFloat32, {2, 3});
-  input(b, "xs", DType::kFloat32, {2, 3});
-  add(b, "Add", "acc", {"s", "xs"}, {"s_next"});
-  add(b, "Mul", "prod", {"s_next", "xs"}, {"y_t"});
+  add_input(b, "s", DType::kFloat32, {2, 3});
+  add_input(b, "xs", DType::kFloat32, {2, 3});
+  add_node(b, "Add", "acc", {"s", "xs"}, {"s_next"});
+  add_node(b, "Mul", "prod", {"s_next", "xs"}, {"y_t"});
   b.outputs = {"s_next", "y_t"};
-  b.types["s_next"] = f32_type({2, 3});
-  b.types["y_t"] = f32_type({2, 3});
-  ir::Node& n = add(g, "Scan", "the_scan", {"s0", "xt"}, {"s_final", "y"});
-  set_body(n, "body", std::move(b), 11);
+  b.types["s_next"] = tensor_type(DType::kFloat32, {2, 3});
+  b.types["y_t"] = tensor_type(DType::kFloat32, {2, 3});
+  ir::Node& n = add_node(g, "Scan", "the_scan", {"s0", "xt"}, {"s_final", "y"});
+  set_graph(n, "body", std::move(b), 11);
   ddtest::set_int(n, "num_scan_inputs", 1);
   set_ints(n, "scan_input_axes", {1});
   passes::infer_shapes(g);

@@ -17,6 +17,7 @@
 #include "kilnrt/engine.h"
 #include "ops/sequence/sequence_support.h"
 #include "passes/shape_inference.h"
+#include "graph_build_test_util.h"
 #include "sequence_test_model.h"
 
 using namespace kilnrt;
@@ -25,44 +26,13 @@ namespace {
 
 using backends::cuda::CudaPlan;
 
-ir::Node node(const std::string& name, const std::string& op, std::vector<std::string> in,
-              std::vector<std::string> out) {
-  ir::Node n;
-  n.name = name;
-  n.op_type = op;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
-
-ir::Node with_int(ir::Node n, const std::string& attr, int64_t v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  n.attrs[attr] = a;
-  return n;
-}
-
-ir::Node with_graph(ir::Node n, const std::string& attr, ir::Graph g) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kGraph;
-  a.g = std::make_shared<ir::Graph>(std::move(g));
-  n.attrs[attr] = a;
-  return n;
-}
-
-Tensor boolean(bool v) {
-  Tensor t = Tensor::empty(DType::kBool, {});
-  t.data<bool>()[0] = v;
-  return t;
-}
-
-Tensor f32(std::vector<float> v, Shape s) { return Tensor::from_vector(v, DType::kFloat32, s); }
-Tensor i64(int64_t v) { return Tensor::from_vector(std::vector<int64_t>{v}, DType::kInt64, {}); }
-Tensor i64s(std::vector<int64_t> v) {
-  const int64_t n = static_cast<int64_t>(v.size());
-  return Tensor::from_vector(v, DType::kInt64, {n});
-}
+using graphtest::boolean;
+using graphtest::f32;
+using graphtest::i64;
+using graphtest::i64s;
+using graphtest::node;
+using graphtest::with_graph;
+using graphtest::with_int;
 
 // A graph of `nodes` whose inputs take the dtypes / shapes of `feeds` (constants: `consts`); types inferred.
 ir::Graph make_graph(const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& outputs,

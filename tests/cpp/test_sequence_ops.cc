@@ -14,6 +14,7 @@
 #include "backends/cpu/cpu_executor.h"
 #include "ir/graph.h"
 #include "engine/engine_impl.h"
+#include "graph_build_test_util.h"
 #include "ir/onnx_import.h"
 #include "kilnrt/engine.h"
 #include "kilnrt/error.h"
@@ -27,56 +28,19 @@ using namespace kilnrt;
 
 namespace {
 
-ir::Node node(const std::string& name, const std::string& op, std::vector<std::string> in,
-              std::vector<std::string> out) {
-  ir::Node n;
-  n.name = name;
-  n.op_type = op;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
+using graphtest::boolean;
+using graphtest::f32;
+using graphtest::i64;
+using graphtest::i64s;
+using graphtest::node;
+using graphtest::tensor_type;
+using graphtest::with_graph;
+using graphtest::with_int;
 
-ir::Node with_int(ir::Node n, const std::string& attr, int64_t v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  n.attrs[attr] = a;
-  return n;
-}
-
-ir::Node with_graph(ir::Node n, const std::string& attr, ir::Graph g) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kGraph;
-  a.g = std::make_shared<ir::Graph>(std::move(g));
-  n.attrs[attr] = a;
-  return n;
-}
-
-Tensor f32(std::vector<float> v, Shape s) { return Tensor::from_vector(v, DType::kFloat32, s); }
-Tensor i64(int64_t v) { return Tensor::from_vector(std::vector<int64_t>{v}, DType::kInt64, {}); }
-Tensor i64s(std::vector<int64_t> v) {
-  const int64_t n = static_cast<int64_t>(v.size());
-  return Tensor::from_vector(v, DType::kInt64, {n});
-}
-Tensor boolean(bool v) {
-  Tensor t = Tensor::empty(DType::kBool, {});
-  t.data<bool>()[0] = v;
-  return t;
-}
 std::vector<float> values(const Tensor& t) {
   EXPECT_EQ(t.dtype(), DType::kFloat32);
   return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
 }
-ir::TensorType type(DType dt, ir::SymShape s, bool sequence = false) {
-  ir::TensorType t;
-  t.is_sequence = sequence;
-  t.dtype = dt;
-  t.has_shape = true;
-  t.shape = std::move(s);
-  return t;
-}
-
 ir::Graph graph(std::vector<std::string> inputs, std::vector<std::string> outputs) {
   ir::Graph g;
   g.opsets[""] = 17;
@@ -252,7 +216,7 @@ TEST(SequenceOps, ConcatFromSequenceNewAxisAndMismatch) {
 
 TEST(SequenceOps, ShapeFunctions) {
   ir::Graph g = graph({"x"}, {"back", "last", "n"});
-  g.types["x"] = type(DType::kFloat32, {ir::Dim::symbol("batch"), 4});
+  g.types["x"] = tensor_type(DType::kFloat32, {ir::Dim::symbol("batch"), 4});
   g.nodes.push_back(with_int(node("split", "SplitToSequence", {"x"}, {"s"}), "axis", 1));
   g.nodes.push_back(node("len", "SequenceLength", {"s"}, {"n"}));
   g.constants["zero"] = i64(0);
@@ -290,9 +254,9 @@ ir::Graph loop_with_sequence_state() {
   body.name = "loop_body";
   body.opsets[""] = 17;
   body.inputs = {"i", "c_in", "seq_in"};
-  body.types["i"] = type(DType::kInt64, {});
-  body.types["c_in"] = type(DType::kBool, {});
-  body.types["seq_in"] = type(DType::kFloat32, {2}, /*sequence=*/true);
+  body.types["i"] = tensor_type(DType::kInt64, {});
+  body.types["c_in"] = tensor_type(DType::kBool, {});
+  body.types["seq_in"] = tensor_type(DType::kFloat32, {2}, /*sequence=*/true);
   body.nodes.push_back(with_int(node("to_float", "Cast", {"i"}, {"fi"}), "to", static_cast<int64_t>(DType::kFloat32)));
   body.nodes.push_back(node("row", "SequenceAt", {"rows", "i"}, {"r"}));  // reads the outer-scope sequence
   body.nodes.push_back(node("scale", "Mul", {"r", "fi"}, {"ri"}));
@@ -300,7 +264,7 @@ ir::Graph loop_with_sequence_state() {
   body.nodes.push_back(node("keep", "Identity", {"c_in"}, {"c_out"}));
   body.nodes.push_back(node("emit", "Identity", {"r"}, {"scan"}));
   body.outputs = {"c_out", "seq_out", "scan"};
-  body.types["seq_out"] = type(DType::kFloat32, {1, 2}, /*sequence=*/true);
+  body.types["seq_out"] = tensor_type(DType::kFloat32, {1, 2}, /*sequence=*/true);
   g.nodes.push_back(with_graph(node("the_loop", "Loop", {"M", "", "seq0"}, {"seq_final", "picked"}), "body", body));
   g.nodes.push_back(with_int(node("cat", "ConcatFromSequence", {"seq_final"}, {"stacked"}), "axis", 0));
   return g;
@@ -320,8 +284,8 @@ TEST(SequenceOps, LoopCarriesSequenceState) {
   // A trip count beyond the outer sequence: the body's SequenceAt names itself.
   expect_error(g, {{"M", i64(4)}, {"x", x}}, ErrorCode::kInvalidArgument, "row", "position 3 is out of range");
   ir::Graph typed = loop_with_sequence_state();
-  typed.types["M"] = type(DType::kInt64, {});
-  typed.types["x"] = type(DType::kFloat32, {3, 2});
+  typed.types["M"] = tensor_type(DType::kInt64, {});
+  typed.types["x"] = tensor_type(DType::kFloat32, {3, 2});
   passes::infer_shapes(typed);
   EXPECT_TRUE(typed.type_of("seq_final")->is_sequence);
   EXPECT_FALSE(typed.type_of("picked")->is_sequence);
@@ -335,13 +299,13 @@ TEST(SequenceOps, IfReturnsASequence) {
   then_g.opsets[""] = 17;
   then_g.nodes.push_back(node("pair", "SequenceConstruct", {"x", "x"}, {"ts"}));
   then_g.outputs = {"ts"};
-  then_g.types["ts"] = type(DType::kFloat32, {3}, true);
+  then_g.types["ts"] = tensor_type(DType::kFloat32, {3}, true);
   ir::Graph else_g;
   else_g.name = "else";
   else_g.opsets[""] = 17;
   else_g.nodes.push_back(with_int(node("pieces", "SplitToSequence", {"x"}, {"es"}), "keepdims", 0));
   else_g.outputs = {"es"};
-  else_g.types["es"] = type(DType::kFloat32, {}, true);
+  else_g.types["es"] = tensor_type(DType::kFloat32, {}, true);
   g.nodes.push_back(with_graph(with_graph(node("choose", "If", {"c"}, {"s"}), "then_branch", then_g), "else_branch",
                                else_g));
   g.nodes.push_back(node("len", "SequenceLength", {"s"}, {"n"}));
@@ -357,8 +321,8 @@ TEST(SequenceOps, IfReturnsASequence) {
   EXPECT_EQ(no.at("n").data<int64_t>()[0], 3);
   EXPECT_EQ(no.at("first").shape(), Shape{});
   EXPECT_EQ(values(no.at("first")), (std::vector<float>{7}));
-  g.types["c"] = type(DType::kBool, {});
-  g.types["x"] = type(DType::kFloat32, {3});
+  g.types["c"] = tensor_type(DType::kBool, {});
+  g.types["x"] = tensor_type(DType::kFloat32, {3});
   passes::infer_shapes(g);
   EXPECT_TRUE(g.type_of("s")->is_sequence);
   EXPECT_TRUE(g.type_of("s_copy")->is_sequence);
@@ -377,7 +341,7 @@ TEST(SequenceOps, SequenceMapRunsTheBodyPerElement) {
   body.nodes.push_back(node("add2", "Add", {"xy", "z"}, {"out"}));
   body.nodes.push_back(node("shape", "Shape", {"x"}, {"shp"}));
   body.outputs = {"out", "shp"};
-  body.types["out"] = type(DType::kFloat32, {ir::Dim()});
+  body.types["out"] = tensor_type(DType::kFloat32, {ir::Dim()});
   g.nodes.push_back(with_graph(node("map", "SequenceMap", {"a", "b", "t"}, {"sums", "shapes"}), "body", body));
   g.nodes.push_back(with_int(node("cat", "ConcatFromSequence", {"sums"}, {"sum"}), "axis", 0));
   g.nodes.push_back(node("len", "SequenceLength", {"shapes"}, {"n_shapes"}));
