@@ -5,6 +5,9 @@
 // GPU, another driver, damage) or the node carries none, the kernel is regenerated from the node's program and
 // recompiled, with a warning saying why.
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
 #include <cstring>
 #include <memory>
 
@@ -223,10 +226,33 @@ bool fused_pointwise_available() {
 }
 
 size_t embed_fused_pointwise_code(ir::Graph& graph, int device) {
-  size_t count = 0;
-  for (ir::Node& n : graph.nodes) {
-    if (n.domain != ops::nn::kKilnrtDomain || n.op_type != ops::nn::kFusedPointwiseOp) continue;
-    const auto code = compile_node(n, graph, device);
+  std::vector<ir::Node*> nodes;
+  for (ir::Node& n : graph.nodes)
+    if (n.domain == ops::nn::kKilnrtDomain && n.op_type == ops::nn::kFusedPointwiseOp) nodes.push_back(&n);
+  if (nodes.empty()) return 0;
+  // NVRTC runs are independent: compile on a few threads (build time of models with dozens of chains).
+  std::vector<std::shared_ptr<const CompiledCode>> codes(nodes.size());
+  std::vector<std::exception_ptr> errors(nodes.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < nodes.size(); i = next++) {
+      try {
+        codes[i] = compile_node(*nodes[i], graph, device);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const size_t threads = std::min<size_t>(nodes.size(), std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ir::Node& n = *nodes[i];
+    const CompiledCode& code = *codes[i];
     auto set_int = [&](const char* key, int64_t v) {
       ir::Attribute a;
       a.kind = ir::Attribute::Kind::kInt;
@@ -235,18 +261,17 @@ size_t embed_fused_pointwise_code(ir::Graph& graph, int device) {
     };
     ir::Attribute image, lowered;
     image.kind = ir::Attribute::Kind::kString;
-    image.s = code->image;
+    image.s = code.image;
     lowered.kind = ir::Attribute::Kind::kStrings;
-    lowered.strings = code->lowered_names;
+    lowered.strings = code.lowered_names;
     n.attrs[kPwCodeAttr] = image;
     n.attrs[kPwCodeLoweredAttr] = lowered;
-    set_int(kPwCodeKindAttr, code->kind == CompiledCode::Kind::kPtx ? 2 : 1);
-    set_int(kPwCodeArchAttr, code->arch);
-    set_int(kPwCodeNvrtcAttr, code->nvrtc_version);
-    ++count;
+    set_int(kPwCodeKindAttr, code.kind == CompiledCode::Kind::kPtx ? 2 : 1);
+    set_int(kPwCodeArchAttr, code.arch);
+    set_int(kPwCodeNvrtcAttr, code.nvrtc_version);
   }
-  if (count) KILNRT_LOG(kInfo, "compiled " << count << " fused pointwise kernel(s) with NVRTC");
-  return count;
+  KILNRT_LOG(kInfo, "compiled " << nodes.size() << " fused pointwise kernel(s) with NVRTC");
+  return nodes.size();
 }
 
 }  // namespace kilnrt::backends::cuda
