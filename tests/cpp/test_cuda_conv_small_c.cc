@@ -1,0 +1,281 @@
+// Convolutions with few input channels (backends/cuda/conv_small_c.h, issue 7): the patchify GEMM and the channel
+// pack + cuDNN NHWC paths against the CPU reference, fp16 and bf16, C = 1 / 3 / 4, the three zoo stems (resnet50
+// 7x7/2 pad 3, vit_b_16 16x16/16, convnext 4x4/4) and other strides / pads, plain Conv with bias and FusedConv with
+// bias + relu, NCHW and NHWC outputs, batch 1 and 5, batches that take several workspace chunks; float32 engines keep
+// the usual path. Host tests: which paths apply, and the weights each path uploads. GPU tests skip with a message
+// without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/conv_small_c.h"
+#include "conv_fusion_test_util.h"
+#include "cuda_backend_test_util.h"
+#include "passes/fuse_conv_epilogue.h"
+
+using namespace kilnrt;
+using namespace kilnrt::testing_conv;
+using backends::cuda::SmallCConv;
+using backends::cuda::SmallCPath;
+
+namespace {
+
+struct Geo {
+  int64_t n, c, h, w, k;
+  int kh, kw, stride, pad;
+};
+
+// Conv node (attributes of `g`), optional bias, optional Relu (fused into a FusedConv when `fuse`), optional Neg
+// after it so that the convolution's output is not a graph output (NHWC plans: the conv then writes NHWC).
+ir::Graph conv_graph(const Geo& g, bool bias, bool relu, bool tail, uint32_t seed = 11) {
+  GraphBuilder b;
+  b.seed = seed;
+  b.input("x", {g.n, g.c, g.h, g.w});
+  std::vector<std::string> ins = {"x", b.random_constant("W", {g.k, g.c, g.kh, g.kw}, -0.5f, 0.5f)};
+  if (bias) ins.push_back(b.random_constant("B", {g.k}));
+  ir::Node& n = b.node("Conv", ins, {"c"});
+  n.attrs["kernel_shape"] = ints_attr({g.kh, g.kw});
+  n.attrs["strides"] = ints_attr({g.stride, g.stride});
+  n.attrs["pads"] = ints_attr({g.pad, g.pad, g.pad, g.pad});
+  std::string cur = "c";
+  if (relu) {
+    b.node("Relu", {cur}, {"r"});
+    cur = "r";
+  }
+  if (tail) {
+    b.node("Neg", {cur}, {"y"});
+    cur = "y";
+  }
+  b.output(cur);
+  ir::Graph out = b.finish();
+  if (relu) passes::fuse_conv_epilogues(out);
+  passes::infer_shapes(out);
+  return out;
+}
+
+void set_precision(ir::Graph& g, const char* p) {
+  for (ir::Node& n : g.nodes) n.attrs["kilnrt_precision"] = string_attr(p);
+}
+
+std::string tactics_of(const ir::Graph& g) {
+  kilnrt::cuda::ContextGuard guard(0);
+  backends::cuda::CudaPlan plan(g, 0);
+  std::string s;
+  for (const auto& [node, t] : plan.tactics()) s += node + "=" + t + " ";
+  return s;
+}
+
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* v) : name(n) {
+    if (v) setenv(n, v, 1);
+    else unsetenv(n);
+  }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+// Runs `g` (precision p: "fp16", "bf16" or "" for float32) on CUDA and on the CPU reference and compares; checks
+// that the tactic names the small-C path exactly when `expect_small_c`.
+void check(const ir::Graph& g0, const char* prec, bool expect_small_c, const char* expect_in_tactic = nullptr) {
+  ir::Graph g = g0;
+  if (*prec) set_precision(g, prec);
+  std::map<std::string, Tensor> feeds;
+  const Shape xs = ir::sym_shape_to_shape(g.type_of("x")->shape);
+  feeds["x"] = random_tensor(xs, 5, -1.f, 1.f);
+  const auto want = cudatest::run_cpu(g0, feeds);
+  const auto got = cudatest::run_cuda(g, feeds);
+  // 16-bit operands, float32 accumulation: the error grows with the dot length (C*KH*KW).
+  const Tensor& w = g.constants.at("W");
+  const double len = double(w.numel() / w.dim(0));
+  const double scale = std::sqrt(len / 27.0);
+  const std::string p = prec;
+  const double atol = p == "bf16" ? 4e-2 * scale : p == "fp16" ? 6e-3 * scale : 1e-4;
+  const double rtol = p == "bf16" ? 2e-2 : p == "fp16" ? 4e-3 : 1e-4;
+  for (const std::string& o : g.outputs) cudatest::expect_tensors_close(got.at(o), want.at(o), atol, rtol);
+  const std::string tactics = tactics_of(g);
+  EXPECT_EQ(tactics.find("small-c") != std::string::npos, expect_small_c) << tactics;
+  if (expect_in_tactic) EXPECT_NE(tactics.find(expect_in_tactic), std::string::npos) << tactics;
+}
+
+// Zoo stems at full size (batch 1) and smaller geometries of every kind.
+const Geo kStemResnet = {1, 3, 224, 224, 64, 7, 7, 2, 3};
+const Geo kStemVit = {1, 3, 224, 224, 768, 16, 16, 16, 0};
+const Geo kStemConvnext = {1, 3, 224, 224, 96, 4, 4, 4, 0};
+
+// ---- host ----------------------------------------------------------------------------------------------------------
+
+ir::Node conv_node(int64_t k, int64_t s, int64_t pad) {
+  ir::Node n;
+  n.name = "conv";
+  n.op_type = "Conv";
+  n.inputs = {"x", "W"};
+  n.outputs = {"y"};
+  n.attrs["kernel_shape"] = ints_attr({k, k});
+  n.attrs["strides"] = ints_attr({s, s});
+  n.attrs["pads"] = ints_attr({pad, pad, pad, pad});
+  return n;
+}
+
+// Records uploads (host copies) instead of touching a device.
+struct RecordingWeights final : backends::cuda::DeviceWeights {
+  std::map<std::string, Tensor> uploads;
+  const void* get(const std::string&) const override { return nullptr; }
+  const void* upload(const std::string& key, const Tensor& host) override {
+    uploads[key] = host.clone();
+    return uploads[key].raw();
+  }
+};
+
+}  // namespace
+
+TEST(CudaConvSmallC, PathsThatApply) {
+  using P = std::vector<SmallCPath>;
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), true),
+            (P{SmallCPath::kPatchGemm, SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn}));
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), false), (P{SmallCPath::kPatchGemm}));
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), true), (P{SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn}));
+  EXPECT_TRUE(SmallCConv::applicable_paths(conv_node(7, 2, 3), false).empty());
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(4, 4, 1), false), P{});  // padded: not a patchify
+  EXPECT_EQ(SmallCConv::fixed_rule({SmallCPath::kPatchGemm, SmallCPath::kPack8Cudnn}), SmallCPath::kPatchGemm);
+  EXPECT_EQ(SmallCConv::fixed_rule({SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn}), SmallCPath::kPack8Cudnn);
+}
+
+TEST(CudaConvSmallC, CreatesOnlyFor16BitSmallChannelConvsAndRepacksWeights) {
+  auto graph_with = [](const ir::Node& n, int64_t c, const char* prec) {
+    ir::Graph g;
+    g.nodes.push_back(n);
+    g.nodes.back().attrs["kilnrt_precision"] = string_attr(prec);
+    g.constants["W"] = random_tensor({2, c, 2, 2}, 3);
+    return g;
+  };
+  for (const char* prec : {"fp16", "bf16"}) {
+    SCOPED_TRACE(prec);
+    ir::Graph g = graph_with(conv_node(2, 2, 0), 3, prec);
+    RecordingWeights w;
+    backends::cuda::LayerCreateArgs a{g.nodes[0], g, 17, w, 0};
+    auto s = SmallCConv::create(a, true);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->path(), SmallCPath::kPatchGemm);
+    EXPECT_NE(s->tactic().find("patchify"), std::string::npos);
+    // [K, kc_pad]: 12 weights per filter then zeros up to 16.
+    const std::string key = std::string("conv/small_c_patch_W#") + prec;
+    ASSERT_EQ(w.uploads.count(key), 1u);
+    const Tensor& t = w.uploads.at(key);
+    ASSERT_EQ(t.shape(), (Shape{2, 16}));
+    const bool bf = std::string(prec) == "bf16";
+    auto val = [&](int64_t i) {
+      const uint16_t v = t.data<uint16_t>()[i];
+      return bf ? bfloat16_to_float(v) : half_to_float(v);
+    };
+    const float* src = g.constants.at("W").data<float>();
+    for (int64_t o = 0; o < 2; ++o)
+      for (int64_t j = 0; j < 16; ++j)
+        EXPECT_NEAR(val(o * 16 + j), j < 12 ? src[o * 12 + j] : 0.f, bf ? 1e-2 : 1e-3) << o << " " << j;
+    // The pack path: [K, KH, KW, 8], channel innermost, zeros beyond C.
+    ASSERT_TRUE(s->set_path(SmallCPath::kPack8Cudnn, a));
+    const Tensor& p8 = w.uploads.at(std::string("conv/small_c_pack8_W#") + prec);
+    ASSERT_EQ(p8.shape(), (Shape{2, 2, 2, 8}));
+    for (int64_t o = 0; o < 2; ++o)
+      for (int64_t y = 0; y < 2; ++y)
+        for (int64_t x = 0; x < 2; ++x)
+          for (int64_t c = 0; c < 8; ++c) {
+            const uint16_t v = p8.data<uint16_t>()[((o * 2 + y) * 2 + x) * 8 + c];
+            const float f = bf ? bfloat16_to_float(v) : half_to_float(v);
+            EXPECT_NEAR(f, c < 3 ? src[((o * 3 + c) * 2 + y) * 2 + x] : 0.f, bf ? 1e-2 : 1e-3);
+          }
+  }
+  // Not for: float32 / tf32 layers, C > 4, grouped convs, KILNRT_CUDA_SMALL_C=0, no path (padded, no cuDNN).
+  RecordingWeights w;
+  for (const char* prec : {"fp32", "tf32"}) {
+    ir::Graph g = graph_with(conv_node(2, 2, 0), 3, prec);
+    EXPECT_FALSE(SmallCConv::create({g.nodes[0], g, 17, w, 0}, true)) << prec;
+  }
+  ir::Graph wide = graph_with(conv_node(2, 2, 0), 5, "fp16");
+  EXPECT_FALSE(SmallCConv::create({wide.nodes[0], wide, 17, w, 0}, true));
+  ir::Graph grouped = graph_with(conv_node(2, 2, 0), 1, "fp16");
+  grouped.nodes[0].attrs["group"] = int_attr(3);
+  EXPECT_FALSE(SmallCConv::create({grouped.nodes[0], grouped, 17, w, 0}, true));
+  ir::Graph padded = graph_with(conv_node(3, 1, 1), 3, "fp16");
+  EXPECT_FALSE(SmallCConv::create({padded.nodes[0], padded, 17, w, 0}, false));
+  EXPECT_TRUE(SmallCConv::create({padded.nodes[0], padded, 17, w, 0}, true));
+  {
+    ScopedEnv off("KILNRT_CUDA_SMALL_C", "0");
+    ir::Graph g = graph_with(conv_node(2, 2, 0), 3, "fp16");
+    EXPECT_FALSE(SmallCConv::create({g.nodes[0], g, 17, w, 0}, true));
+  }
+  {
+    ScopedEnv pack4("KILNRT_CUDA_SMALL_C", "pack4");
+    ir::Graph g = graph_with(conv_node(2, 2, 0), 4, "fp16");  // C == 4 does not fit 4 channels plus padding rule
+    EXPECT_FALSE(SmallCConv::create({g.nodes[0], g, 17, w, 0}, true));
+  }
+}
+
+// ---- GPU -----------------------------------------------------------------------------------------------------------
+
+TEST(CudaConvSmallC, ZooStemsMatchCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  ScopedEnv nhwc("KILNRT_CUDA_NHWC", "1");
+  for (const char* prec : {"fp16", "bf16"}) {
+    SCOPED_TRACE(prec);
+    // resnet50: FusedConv bias + relu into the NHWC pack path; NCHW output (a graph output): cuDNN NCHW fallback.
+    check(conv_graph(kStemResnet, true, true, true), prec, true, "pack8");
+    check(conv_graph(kStemResnet, true, true, false), prec, true);
+    // vit_b_16: plain Conv with bias, NCHW output (strided batched GEMM) and NHWC output (bias epilogue).
+    check(conv_graph(kStemVit, true, false, false), prec, true, "patchify");
+    check(conv_graph(kStemVit, true, false, true), prec, true, "patchify");
+    // convnext: NCHW and NHWC.
+    check(conv_graph(kStemConvnext, true, false, false), prec, true, "patchify");
+    check(conv_graph(kStemConvnext, true, true, true), prec, true, "patchify");
+  }
+}
+
+TEST(CudaConvSmallC, EveryPathLayoutChannelCountAndBatch) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Geo geos[] = {
+      {5, 3, 30, 30, 16, 7, 7, 2, 3},   // resnet-like stem, odd output size
+      {1, 1, 17, 19, 8, 3, 3, 1, 1},    // C = 1, stride 1
+      {5, 4, 20, 24, 24, 3, 3, 2, 0},   // C = 4, no pad
+      {1, 3, 33, 31, 12, 5, 5, 1, 2},   // 5x5 pad 2
+      {5, 3, 32, 48, 40, 4, 4, 4, 0},   // patchify 4x4
+      {1, 4, 32, 32, 20, 8, 8, 8, 0},   // patchify C = 4
+      {5, 1, 18, 18, 8, 3, 3, 3, 0},    // patchify C = 1, kc 9 padded to 16
+      {1, 3, 34, 34, 16, 16, 16, 16, 0},  // patchify with a remainder (34 / 16: 2 patches, rows 32..33 unused)
+  };
+  for (const char* layout : {"1", "0"}) {
+    ScopedEnv nhwc("KILNRT_CUDA_NHWC", layout);
+    for (const char* mode : {"auto", "patch", "pack8", "pack4"}) {
+      ScopedEnv env("KILNRT_CUDA_SMALL_C", mode);
+      for (const Geo& g : geos) {
+        const bool patch_ok = g.kh == g.stride && g.pad == 0;
+        const bool applies = std::string(mode) == "patch" ? patch_ok : std::string(mode) == "pack4" ? g.c < 4 : true;
+        for (const char* prec : {"fp16", "bf16"}) {
+          for (bool fused : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "NHWC=" << layout << " mode " << mode << " " << prec << " n" << g.n
+                                              << " c" << g.c << " " << g.h << "x" << g.w << " k" << g.kh << " s"
+                                              << g.stride << " p" << g.pad << (fused ? " fused relu" : ""));
+            check(conv_graph(g, true, fused, true), prec, applies);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaConvSmallC, Float32EnginesKeepTheUsualPath) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  check(conv_graph({2, 3, 20, 20, 8, 7, 7, 2, 3}, true, true, true), "", false);
+  check(conv_graph({2, 3, 32, 32, 8, 4, 4, 4, 0}, true, false, false), "", false);
+}
+
+TEST(CudaConvSmallC, BatchesLargerThanTheWorkspaceRunInChunks) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  ScopedEnv nhwc("KILNRT_CUDA_NHWC", "1");
+  // pack8: 224x224x8 halves = 0.8 MB per image, so 40 images take two chunks of the 32 MB workspace.
+  check(conv_graph({40, 3, 224, 224, 4, 7, 7, 2, 3}, true, true, true), "fp16", true, "pack8");
+  // patchify 16x16: 196 x 768 halves = 0.3 MB per image: 100 images take two chunks, NCHW and NHWC.
+  check(conv_graph({100, 3, 224, 224, 8, 16, 16, 16, 0}, true, false, false), "fp16", true, "patchify");
+  check(conv_graph({100, 3, 224, 224, 8, 16, 16, 16, 0}, true, false, true), "fp16", true, "patchify");
+}
