@@ -11,23 +11,25 @@
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
-namespace {
 
 namespace bk = kilnrt::cuda::kernels::bits;
 
-int int_code(DType t) {
+int bits_int_code(DType t, IntCodes accepted) {
+  const bool all = accepted == IntCodes::kAll;
   switch (t) {
     case DType::kInt8: return bk::kI8;
     case DType::kUInt8: return bk::kU8;
     case DType::kInt16: return bk::kI16;
     case DType::kUInt16: return bk::kU16;
     case DType::kInt32: return bk::kI32;
-    case DType::kUInt32: return bk::kU32;
-    case DType::kInt64: return bk::kI64;
-    case DType::kUInt64: return bk::kU64;
+    case DType::kUInt32: return all ? bk::kU32 : -1;
+    case DType::kInt64: return all ? bk::kI64 : -1;
+    case DType::kUInt64: return all ? bk::kU64 : -1;
     default: return -1;
   }
 }
+
+namespace {
 
 bool is_unsigned(DType t) {
   return dtype_is_one_of(t, {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64});
@@ -46,7 +48,7 @@ class BitBinaryLayer final : public CudaLayer {
     const LayerTensor& a = l.inputs.at(0);
     const LayerTensor& b = l.inputs.at(1);
     LayerOutput& y = l.outputs.at(0);
-    const int code = int_code(a.dtype);
+    const int code = bits_int_code(a.dtype);
     KILNRT_CHECK(code >= 0 && a.dtype == b.dtype && y.dtype == a.dtype, kUnsupported, name_,
                  "inputs must be of one integer dtype, got " << dtype_name(a.dtype) << " and " << dtype_name(b.dtype));
     if (y.numel() == 0) return;
@@ -65,7 +67,8 @@ class BitNotLayer final : public CudaLayer {
   std::string tactic() const override { return "kernel:bits-not"; }
   void enqueue(LayerLaunch& l) override {
     const LayerTensor& x = l.inputs.at(0);
-    KILNRT_CHECK(int_code(x.dtype) >= 0, kUnsupported, name_, "dtype " << dtype_name(x.dtype) << " is not an integer");
+    KILNRT_CHECK(bits_int_code(x.dtype) >= 0, kUnsupported, name_,
+                 "dtype " << dtype_name(x.dtype) << " is not an integer");
     check_launch(bk::bit_not(x.data, l.outputs.at(0).data, x.numel(), dtype_size(x.dtype), l.stream), name_,
                  "bit_not");
   }
@@ -182,7 +185,7 @@ std::string integer_inputs(const ir::Node& n, const ir::Graph& g, size_t count) 
   const DType t0 = value_dtype(g, n.inputs[0]);
   for (size_t i = 0; i < count; ++i) {
     const DType t = value_dtype(g, n.inputs[i]);
-    if (int_code(t) < 0) return std::string("dtype ") + dtype_name(t) + " of input " + std::to_string(i) +
+    if (bits_int_code(t) < 0) return std::string("dtype ") + dtype_name(t) + " of input " + std::to_string(i) +
                                 " (the CUDA layer takes integers)";
     if (t != t0) return "mixed input dtypes";
   }

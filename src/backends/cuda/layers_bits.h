@@ -10,6 +10,11 @@
 
 namespace kilnrt::backends::cuda {
 
+// The integer dtype codes of kernels/bits.h (kI8 ... kU64) for the integer dtypes a kernel takes, -1 for others:
+// every integer dtype (the bit ops), or only int8 / uint8 / int16 / uint16 / int32 (the quantize kernels).
+enum class IntCodes { kAll, kQuantized };
+int bits_int_code(DType t, IntCodes accepted = IntCodes::kAll);
+
 // True for ReduceMax / ReduceMin of a bool input.
 bool reduce_is_bool(const ir::Node& n, const ir::Graph& g);
 std::string reduce_bool_supports(const ir::Node& n, const ir::Graph& g);

@@ -10,17 +10,6 @@ namespace {
 
 namespace bk = kilnrt::cuda::kernels::bits;
 
-int quant_code(DType t) {
-  switch (t) {
-    case DType::kInt8: return bk::kI8;
-    case DType::kUInt8: return bk::kU8;
-    case DType::kInt16: return bk::kI16;
-    case DType::kUInt16: return bk::kU16;
-    case DType::kInt32: return bk::kI32;
-    default: return -1;
-  }
-}
-
 // The layout of a scale / zero point of `p_shape` over X of `x_shape`, as element_params of the CPU reference reads
 // it: per tensor (<= 1 value), blocked (block_size > 0: X's rank, ceil(len / block) along the axis) or per axis.
 bk::QuantParams param_layout(const Shape& x_shape, const Shape& p_shape, int64_t axis_attr, int64_t block,
@@ -74,7 +63,7 @@ class QuantGeneralLayer final : public CudaLayer {
     if (has_zp) pz = param_layout(x.shape, l.inputs[2].shape, axis_, block_, blocked, node_, name_, "zero point");
     const void* zp = has_zp ? l.inputs[2].data : nullptr;
     if (quantize_) {
-      const int code = quant_code(y.dtype);
+      const int code = bits_int_code(y.dtype, IntCodes::kQuantized);
       KILNRT_CHECK(x.dtype == DType::kFloat32 && code >= 0 && code != bk::kI32 && (!has_zp || l.inputs[2].dtype == y.dtype),
                    kUnsupported, name_,
                    "QuantizeLinear of " << dtype_name(x.dtype) << " to " << dtype_name(y.dtype)
@@ -83,7 +72,7 @@ class QuantGeneralLayer final : public CudaLayer {
                                         y.data, code, y.numel(), ps, pz, l.stream),
                    name_, "quantize_general");
     } else {
-      const int code = quant_code(x.dtype);
+      const int code = bits_int_code(x.dtype, IntCodes::kQuantized);
       KILNRT_CHECK(code >= 0 && y.dtype == DType::kFloat32 && (!has_zp || l.inputs[2].dtype == x.dtype), kUnsupported,
                    name_, "DequantizeLinear of " << dtype_name(x.dtype) << " to " << dtype_name(y.dtype));
       check_launch(bk::dequantize_general(x.data, static_cast<const float*>(scale.data), zp,
@@ -130,7 +119,7 @@ std::string quant_general_supports(const ir::Node& n, const ir::Graph& g) {
     return "";
   }
   const DType t = value_dtype(g, n.inputs[0]);
-  if (quant_code(t) < 0) return "x must be int8 / uint8 / int16 / uint16 / int32";
+  if (bits_int_code(t, IntCodes::kQuantized) < 0) return "x must be int8 / uint8 / int16 / uint16 / int32";
   if (has_input(n, 2) && value_dtype(g, n.inputs[2]) != t) return "zero point dtype differs from x";
   return "";
 }

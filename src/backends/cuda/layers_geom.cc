@@ -9,6 +9,7 @@
 
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/geom.h"
+#include "backends/cuda/pool3_geometry.h"
 #include "ops/nn/nn_common.h"
 #include "ops/op_registry.h"
 
@@ -38,23 +39,8 @@ class LpPoolLayer final : public CudaLayer {
     const int nd = static_cast<int>(x.shape.size()) - 2;
     KILNRT_CHECK(nd >= 1 && nd <= 3, kUnsupported, name_, "LpPool takes 1-D to 3-D inputs, got " << shape_to_string(x.shape));
     KILNRT_CHECK(p_ >= 1, kInvalidModel, name_, "p must be >= 1, got " << p_);
-    ops::nn::SpatialParams p = ops::nn::read_spatial_params(node_, nd, {}, true);
-    const std::vector<int64_t> in_sp(x.shape.begin() + 2, x.shape.end());
-    const std::vector<int64_t> out_sp = ops::nn::pooled_output_dims(p, in_sp, node_);
-    const ops::nn::Geometry3 g = ops::nn::make_geometry3(p, in_sp, out_sp, node_);
-    Shape want{x.shape[0], x.shape[1]};
-    want.insert(want.end(), out_sp.begin(), out_sp.end());
-    expect_output(l.outputs.at(0), want, name_);
     gk::LpPool3 q;
-    q.planes = x.shape[0] * x.shape[1];
-    for (int i = 0; i < 3; ++i) {
-      q.in[i] = g.in[i];
-      q.out[i] = g.out[i];
-      q.k[i] = g.k[i];
-      q.s[i] = g.s[i];
-      q.d[i] = g.d[i];
-      q.pad[i] = g.pad_begin[i];
-    }
+    expect_output(l.outputs.at(0), to_pool3(node_, x.shape, q), name_);
     q.p = static_cast<double>(p_);
     check_launch(gk::lp_pool3(static_cast<const float*>(x.data), static_cast<float*>(l.outputs[0].data), q, l.stream),
                  name_, "lp_pool3");

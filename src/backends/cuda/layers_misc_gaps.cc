@@ -4,6 +4,7 @@
 #include "backends/cuda/layers_misc_gaps.h"
 
 #include "backends/cuda/kernels/misc_gaps.h"
+#include "backends/cuda/pool3_geometry.h"
 #include "ops/common/double_io.h"
 #include "ops/nn/nn_common.h"
 #include "ops/op_registry.h"
@@ -84,24 +85,10 @@ class MaxPoolGeneralLayer final : public CudaLayer {
     const int dt = pool_dtype_code(x.dtype);
     KILNRT_CHECK(dt >= 0, kUnsupported, name_, "dtype " << dtype_name(x.dtype) << " (this CUDA MaxPool takes float32, "
                                                          "int8 or uint8)");
-    ops::nn::SpatialParams p = ops::nn::read_spatial_params(node_, nd, {}, true);
-    const std::vector<int64_t> in_sp(x.shape.begin() + 2, x.shape.end());
-    const std::vector<int64_t> out_sp = ops::nn::pooled_output_dims(p, in_sp, node_);
-    const ops::nn::Geometry3 g = ops::nn::make_geometry3(p, in_sp, out_sp, node_);
-    Shape expect{x.shape[0], x.shape[1]};
-    expect.insert(expect.end(), out_sp.begin(), out_sp.end());
+    gp::Pool3 q;
+    const Shape expect = to_pool3(node_, x.shape, q);
     KILNRT_CHECK(l.outputs.at(0).shape == expect, kInternal, name_,
                  "output shape " << shape_to_string(l.outputs[0].shape) << ", expected " << shape_to_string(expect));
-    gp::Pool3 q;
-    q.planes = x.shape[0] * x.shape[1];
-    for (int i = 0; i < 3; ++i) {
-      q.in[i] = g.in[i];
-      q.out[i] = g.out[i];
-      q.k[i] = g.k[i];
-      q.s[i] = g.s[i];
-      q.d[i] = g.d[i];
-      q.pad[i] = g.pad_begin[i];
-    }
     int64_t* indices = nullptr;
     if (l.outputs.size() > 1 && l.outputs[1].present) {
       KILNRT_CHECK(l.outputs[1].dtype == DType::kInt64 && l.outputs[1].shape == expect, kInternal, name_,
