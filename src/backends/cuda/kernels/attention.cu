@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "backends/cuda/kernels/attention.h"
+#include "backends/cuda/kernels/attention_mma.h"
 #include "backends/cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
@@ -314,6 +315,7 @@ int attention(const AttentionArgs& a, StreamT stream) {
   if (a.d < 1 || a.dv < 1 || a.d > kAttentionMaxHead || a.dv > kAttentionMaxHead || a.b0 < 0 || a.b1 < 0 || a.sq < 0 ||
       a.sk < 0)
     return static_cast<int>(cudaErrorInvalidValue);
+  if (attention_uses_mma(a)) return attention_mma(a, stream);  // FlashAttention-2-style, attention_mma.cu
   const bool tc = attention_uses_tensor_cores(a);
   switch (a.dt) {
     case 0: return launch<float>(a, false, stream);

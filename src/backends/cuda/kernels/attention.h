@@ -22,8 +22,9 @@ struct AttentionArgs {
 };
 
 constexpr int64_t kAttentionMaxHead = 128;  // largest D / Dv the kernels take
-// Tensor cores (WMMA, float accumulation) for 16-bit storage with D, Dv multiples of 16; a float32 SIMT kernel
-// otherwise. Both tile 64 queries x 64 keys with an online softmax: no Sq x Sk scores in memory, no allocation.
+// 16-bit storage: the FlashAttention-2-style mma.sync kernel (attention_mma.h) where its preconditions hold (D == Dv
+// in {32, 64, 128}, rows movable with 16-byte loads), else tensor cores through WMMA (D, Dv multiples of 16); a
+// float32 SIMT kernel otherwise. All use an online softmax: no Sq x Sk scores in memory, no allocation.
 // A row whose scores are all -inf gets uniform weights. Returns the launch status.
 int attention(const AttentionArgs& a, StreamT stream);
 // Whether attention() takes the tensor-core path for these arguments.

@@ -1,0 +1,361 @@
+// FlashAttention-2-style fused attention (see attention_mma.h). A block of kWarps warps owns 16 * kWarps query rows
+// of one (b0, b1) entry; each warp owns 16 rows and walks all keys in tiles of 64:
+//   - Q: copied once to shared memory (cp.async), then held in registers as mma A fragments (ldmatrix);
+//   - K / V tiles: double-buffered in shared memory with 16-byte cp.async (rows past Sk zero-filled), so the copy of
+//     tile j + 1 overlaps the math of tile j;
+//   - S = Q K^T with mma.sync m16n8k16 (K rows via ldmatrix as the col-major B operand), float32 accumulators;
+//   - online softmax on the accumulators in registers, in the log2 domain (exp2f, scale * log2(e)); each row's four
+//     lanes reduce the tile max with two shuffles, the row sum stays per lane until the end;
+//   - P is rounded to 16 bits in registers and is the A operand of O += P V (V via ldmatrix .trans);
+//   - O is divided by the row sum at the end and stored through the output strides.
+// A row whose scores are all -inf gets uniform weights (zeros with zero_masked_rows), as the other kernels do.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "backends/cuda/kernels/attention_mma.h"
+#include "backends/cuda/kernels/launch_common.cuh"
+
+namespace kilnrt::cuda::kernels {
+namespace {
+
+using namespace launch_common;
+
+constexpr int kKeyTile = 64;         // keys per shared-memory tile
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr unsigned kFull = 0xffffffffu;
+
+// ---- PTX wrappers (sm_80+) ------------------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// 16 bytes global -> shared; valid == false zero-fills the destination (the source is not read).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p))
+               : "memory");
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p))
+               : "memory");
+}
+
+// 16-bit type traits: the mma instruction, float <-> packed pair conversions.
+template <class T> struct Bits16;
+template <> struct Bits16<__half> {
+  using Pair = __half2;
+  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  __device__ static uint32_t pack(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  __device__ static float2 unpack(Pair p) { return __half22float2(p); }
+  __device__ static float to_f(__half x) { return __half2float(x); }
+};
+template <> struct Bits16<__nv_bfloat16> {
+  using Pair = __nv_bfloat162;
+  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  __device__ static uint32_t pack(float lo, float hi) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  __device__ static float2 unpack(Pair p) { return __bfloat1622float2(p); }
+  __device__ static float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+};
+
+// Starts the copy of `rows` rows of D elements (row stride rs) into shared memory (row stride D + 8: the 16-byte
+// pad keeps ldmatrix free of bank conflicts). Rows >= valid are zero-filled.
+template <class T, int D, int kThreads>
+__device__ __forceinline__ void load_rows_async(T* dst, const T* src, int64_t rs, int rows, int valid) {
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  for (int i = threadIdx.x; i < rows * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = (i - r * kChunks) * 8;
+    const bool ok = r < valid;
+    cp_async16(dst + r * (D + 8) + c, src + (ok ? r * rs : 0) + c, ok);
+  }
+}
+
+enum Flags : int {
+  kPairOut = 1,   // O: unit column stride, 4-byte aligned pairs
+  kPairMask = 2,  // mask: unit key stride, 4-byte aligned pairs
+};
+
+// Mask values of keys (key, key + 1) of one row (0 past Sk: those scores are -inf anyway).
+template <class T>
+__device__ __forceinline__ float2 mask_pair(const T* row, int key, int64_t cs, bool pair, int sk) {
+  using B = Bits16<T>;
+  if (pair && key + 1 < sk) return B::unpack(*reinterpret_cast<const typename B::Pair*>(row + key));
+  return make_float2(key < sk ? B::to_f(row[key * cs]) : 0.f, key + 1 < sk ? B::to_f(row[(key + 1) * cs]) : 0.f);
+}
+
+template <class T, int D, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32) attention_fa2(AttentionArgs a, int flags) {
+  using B = Bits16<T>;
+  constexpr int kThreads = kWarps * 32, kRows = kWarps * 16, kLd = D + 8;
+  static_assert(D % 16 == 0 && D <= 128, "head size");
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* qsm = reinterpret_cast<T*>(smem);
+  T* ksm = qsm + kRows * kLd;          // [2][kKeyTile][kLd]
+  T* vsm = ksm + 2 * kKeyTile * kLd;   // [2][kKeyTile][kLd]
+
+  const int sq = static_cast<int>(a.sq), sk = static_cast<int>(a.sk);
+  const int q0 = blockIdx.x * kRows;
+  const int64_t b1 = blockIdx.y, b0 = blockIdx.z;
+  const T* q = static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] + int64_t(q0) * a.qs[2];
+  const T* k = static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1];
+  const T* v = static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int ntiles = (sk + kKeyTile - 1) / kKeyTile;
+
+  load_rows_async<T, D, kThreads>(qsm, q, a.qs[2], kRows, min(kRows, sq - q0));
+  auto load_kv = [&](int j) {
+    const int kt = j * kKeyTile, valid = min(kKeyTile, sk - kt);
+    load_rows_async<T, D, kThreads>(ksm + (j & 1) * kKeyTile * kLd, k + int64_t(kt) * a.ks[2], a.ks[2], kKeyTile,
+                                    valid);
+    load_rows_async<T, D, kThreads>(vsm + (j & 1) * kKeyTile * kLd, v + int64_t(kt) * a.vs[2], a.vs[2], kKeyTile,
+                                    valid);
+  };
+  if (ntiles > 0) load_kv(0);
+  cp_async_commit();
+
+  // This lane's two query rows: g and g + 8 of the warp's 16.
+  const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;
+  const T* mbase = a.mask ? static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] : nullptr;
+  const T* mrow[2] = {mbase && r0 < sq ? mbase + int64_t(r0) * a.ms[2] : nullptr,
+                      mbase && r1 < sq ? mbase + int64_t(r1) * a.ms[2] : nullptr};
+  const int64_t mcs = a.ms[3];
+  const bool mpair = flags & kPairMask;
+  const float sl2 = a.scale * kLog2e;
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  uint32_t qf[D / 16][4];
+
+  for (int j = 0; j < ntiles; ++j) {
+    if (j + 1 < ntiles) load_kv(j + 1);
+    cp_async_commit();
+    cp_async_wait<1>();  // everything but tile j + 1 has landed
+    __syncthreads();
+    if (j == 0) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        ldsm_x4(qf[kk], qsm + (warp * 16 + (lane & 15)) * kLd + kk * 16 + (lane >> 4) * 8);
+    }
+    const T* kb = ksm + (j & 1) * kKeyTile * kLd;
+    const T* vb = vsm + (j & 1) * kKeyTile * kLd;
+
+    // S = Q K^T: 16 rows x 64 keys per warp, 8 accumulator tiles of 16 x 8.
+    float s[kKeyTile / 8][4];
+#pragma unroll
+    for (int i = 0; i < kKeyTile / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+      for (int np = 0; np < kKeyTile / 16; ++np) {
+        uint32_t b[4];
+        ldsm_x4(b, kb + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * kLd + kk * 16 + ((lane >> 3) & 1) * 8);
+        B::mma(s[2 * np], qf[kk], b[0], b[1]);
+        B::mma(s[2 * np + 1], qf[kk], b[2], b[3]);
+      }
+    }
+
+    // Scale (log2 domain), mask, tail keys -> -inf; the tile max of each row.
+    const int kt = j * kKeyTile;
+    const bool tail = kt + kKeyTile > sk;
+    float mt[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int i = 0; i < kKeyTile / 8; ++i) {
+      const int key = kt + i * 8 + 2 * t;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float x0 = s[i][2 * h] * sl2, x1 = s[i][2 * h + 1] * sl2;
+        if (mrow[h]) {
+          const float2 mv = mask_pair(mrow[h], key, mcs, mpair, sk);
+          x0 = fmaf(mv.x, kLog2e, x0);
+          x1 = fmaf(mv.y, kLog2e, x1);
+        }
+        if (tail) {
+          if (key >= sk) x0 = -INFINITY;
+          if (key + 1 >= sk) x1 = -INFINITY;
+        }
+        s[i][2 * h] = x0;
+        s[i][2 * h + 1] = x1;
+        mt[h] = fmaxf(mt[h], fmaxf(x0, x1));
+      }
+    }
+    // Online softmax update per row; while every score so far is -inf the weights are 1 for valid keys.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mt[h] = fmaxf(mt[h], __shfl_xor_sync(kFull, mt[h], 1));
+      mt[h] = fmaxf(mt[h], __shfl_xor_sync(kFull, mt[h], 2));
+      const float mn = fmaxf(m[h], mt[h]);
+      const bool none = mn == -INFINITY;
+      const float alpha = none ? 1.f : exp2f(m[h] - mn);  // m = -inf, mn finite: 0
+      float sum = 0.f;
+#pragma unroll
+      for (int i = 0; i < kKeyTile / 8; ++i) {
+        const int key = kt + i * 8 + 2 * t;
+        const float p0 = none ? (key < sk ? 1.f : 0.f) : exp2f(s[i][2 * h] - mn);
+        const float p1 = none ? (key + 1 < sk ? 1.f : 0.f) : exp2f(s[i][2 * h + 1] - mn);
+        s[i][2 * h] = p0;
+        s[i][2 * h + 1] = p1;
+        sum += p0 + p1;
+      }
+      l[h] = l[h] * alpha + sum;
+      m[h] = mn;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[n][2 * h] *= alpha;
+        o[n][2 * h + 1] *= alpha;
+      }
+    }
+
+    // O += P V: P (16 x 64, 16-bit) as A fragments straight from the S accumulators.
+#pragma unroll
+    for (int kk = 0; kk < kKeyTile / 16; ++kk) {
+      const uint32_t pa[4] = {B::pack(s[2 * kk][0], s[2 * kk][1]), B::pack(s[2 * kk][2], s[2 * kk][3]),
+                              B::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              B::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int dn = 0; dn < D / 16; ++dn) {
+        uint32_t b[4];
+        ldsm_x4_trans(b, vb + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kLd + dn * 16 + (lane >> 4) * 8);
+        B::mma(o[2 * dn], pa, b[0], b[1]);
+        B::mma(o[2 * dn + 1], pa, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // buffer j & 1 is refilled by the next iteration's copy of tile j + 2
+  }
+  cp_async_wait<0>();
+
+  // Normalise and store.
+  const bool pair_out = flags & kPairOut;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float lt = l[h];
+    lt += __shfl_xor_sync(kFull, lt, 1);
+    lt += __shfl_xor_sync(kFull, lt, 2);
+    const int row = h ? r1 : r0;
+    if (row >= sq) continue;
+    const float inv = lt > 0.f && !(a.zero_masked_rows && m[h] == -INFINITY) ? 1.f / lt : 0.f;
+    T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1] + int64_t(row) * a.os[2];
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      const int c = n * 8 + 2 * t;
+      const float y0 = o[n][2 * h] * inv, y1 = o[n][2 * h + 1] * inv;
+      if (pair_out) {
+        *reinterpret_cast<uint32_t*>(out + c) = B::pack(y0, y1);
+      } else {
+        const uint32_t pk = B::pack(y0, y1);
+        const T* e = reinterpret_cast<const T*>(&pk);
+        out[c * a.os[3]] = e[0];
+        out[(c + 1) * a.os[3]] = e[1];
+      }
+    }
+  }
+}
+
+bool aligned(const void* p, unsigned bytes) { return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0; }
+// Rows movable with 16-byte copies: unit element stride, every row start 16-byte aligned (8 elements).
+bool rows16(const void* p, const int64_t (&s)[4]) {
+  return s[3] == 1 && s[0] % 8 == 0 && s[1] % 8 == 0 && s[2] % 8 == 0 && aligned(p, 16);
+}
+// Pairs of adjacent elements along the last axis movable as 4 bytes.
+bool pairs4(const void* p, const int64_t (&s)[4]) {
+  return s[3] == 1 && s[0] % 2 == 0 && s[1] % 2 == 0 && s[2] % 2 == 0 && aligned(p, 4);
+}
+
+template <int D, int kWarps>
+constexpr size_t smem_bytes() {
+  return 2 * size_t(kWarps * 16 + 4 * kKeyTile) * (D + 8);
+}
+
+template <class T, int D, int kWarps>
+int launch_fa2(const AttentionArgs& a, StreamT stream) {
+  constexpr int kRows = kWarps * 16;
+  const size_t bytes = smem_bytes<D, kWarps>();
+  auto kernel = attention_fa2<T, D, kWarps>;
+  const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (st != cudaSuccess) return static_cast<int>(st);
+  const int flags = (pairs4(a.o, a.os) ? kPairOut : 0) | (a.mask && pairs4(a.mask, a.ms) ? kPairMask : 0);
+  const dim3 grid(static_cast<unsigned>((a.sq + kRows - 1) / kRows), static_cast<unsigned>(a.b1),
+                  static_cast<unsigned>(a.b0));
+  kernel<<<grid, kWarps * 32, bytes, reinterpret_cast<cudaStream_t>(stream)>>>(a, flags);
+  return launch_status();
+}
+
+// Query rows per block: 64 (4 warps) while that still gives a few blocks per SM, else smaller tiles so that small
+// batches (BERT / ViT at batch 1: 12 heads) spread over more SMs.
+constexpr int64_t kFillBlocks = 256;
+int warps_for(const AttentionArgs& a) {
+  const int64_t heads = a.b0 * a.b1;
+  for (int w : {4, 2}) {
+    const int64_t rows = 16 * w;
+    if (heads * ((a.sq + rows - 1) / rows) >= kFillBlocks) return w;
+  }
+  return 1;
+}
+
+template <class T, int D>
+int launch_d(const AttentionArgs& a, StreamT stream) {
+  switch (warps_for(a)) {
+    case 4: return launch_fa2<T, D, 4>(a, stream);
+    case 2: return launch_fa2<T, D, 2>(a, stream);
+    default: return launch_fa2<T, D, 1>(a, stream);
+  }
+}
+
+template <class T>
+int launch_t(const AttentionArgs& a, StreamT stream) {
+  switch (a.d) {
+    case 32: return launch_d<T, 32>(a, stream);
+    case 64: return launch_d<T, 64>(a, stream);
+    case 128: return launch_d<T, 128>(a, stream);
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+}  // namespace
+
+bool attention_uses_mma(const AttentionArgs& a) {
+  if (a.dt != 1 && a.dt != 2) return false;
+  if (a.d != a.dv || (a.d != 32 && a.d != 64 && a.d != 128)) return false;
+  if (a.b0 < 1 || a.b0 > 65535 || a.b1 < 1 || a.b1 > 65535 || a.sq < 1 || a.sk < 0) return false;
+  if (a.sq > INT_MAX - 128 || a.sk > INT_MAX - 128) return false;
+  return rows16(a.q, a.qs) && rows16(a.k, a.ks) && rows16(a.v, a.vs);
+}
+
+int attention_mma(const AttentionArgs& a, StreamT stream) {
+  if (!attention_uses_mma(a)) return static_cast<int>(cudaErrorInvalidValue);
+  return a.dt == 1 ? launch_t<__half>(a, stream) : launch_t<__nv_bfloat16>(a, stream);
+}
+
+}  // namespace kilnrt::cuda::kernels

@@ -1,0 +1,222 @@
+// The FlashAttention-2-style attention kernel (kernels/attention_mma.cu, issue 7) against the CPU reference of
+// com.kilnrt:FusedAttention in float16 and bfloat16 storage: head sizes 32 / 64 / 128, Sq != Sk, partial tiles (197,
+// 77, 1 tokens), broadcast key masks and full [B, H, Sq, Sk] masks, fully masked rows (uniform, or zeros with
+// zero_masked_rows), the exporters' strided head layouts read in place, a strided output; plus cases that must fall
+// back to the older kernels (K with a non-unit element stride, D != Dv, D = 80). Each case also asserts which kernel
+// attention() picks for its strides. GPU cases skip with a message without a GPU; the dispatch checks run everywhere.
+#include <cmath>
+#include <limits>
+
+#include "attention_test_util.h"
+#include "backends/cuda/kernels/attention_mma.h"
+#include "cuda_backend_test_util.h"
+#include "ops/nn/fused_attention.h"
+
+namespace kilnrt::cudatest {
+namespace {
+
+namespace k = kilnrt::cuda::kernels;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+struct Prec {
+  const char* name;
+  DType dt;
+  double u;  // unit roundoff
+};
+const Prec kPrecs[] = {{"fp16", DType::kFloat16, 1.0 / 2048}, {"bf16", DType::kBFloat16, 1.0 / 256}};
+
+float round_to(float v, DType dt) {
+  return dt == DType::kFloat16 ? half_to_float(float_to_half(v)) : bfloat16_to_float(float_to_bfloat16(v));
+}
+
+struct Case {
+  const char* label;
+  Shape q, k, v;  // physical shapes
+  std::vector<int64_t> q_perm, k_perm, v_perm, out_perm;
+  Shape mask;           // empty: none
+  bool mma;             // whether attention() must take the mma kernel for these strides
+  int masked_rows = 0;  // leading mask rows set to mask_value (whole flat rows of the mask's last axis)
+  float mask_value = -kInf;
+  bool zero_masked_rows = false;
+};
+
+ir::Attribute ints(const std::vector<int64_t>& v) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = v;
+  return a;
+}
+
+struct Built {
+  attntest::Builder b;
+  ir::Graph g;
+};
+
+// One FusedAttention node (scale 0.3, the case's perms / mask) with random inputs; V in [-1, 1], mask in [-2, 0].
+void build(const Case& c, Built& out) {
+  attntest::Builder& b = out.b;
+  b.input("q", c.q);
+  b.input("k", c.k);
+  b.input("v", c.v);
+  std::vector<std::string> ins = {"q", "k", "v"};
+  if (!c.mask.empty()) {
+    b.input("mask", c.mask, -2.f, 0.f);
+    Tensor& m = b.feeds["mask"];
+    const int64_t row = c.mask.back();
+    for (int64_t i = 0; i < c.masked_rows * row && i < m.numel(); ++i) m.data<float>()[i] = c.mask_value;
+    ins.push_back("mask");
+  }
+  ir::Node& n = b.node("FusedAttention", ins, "y");
+  n.domain = "com.kilnrt";
+  n.attrs["scale"].kind = ir::Attribute::Kind::kFloat;
+  n.attrs["scale"].f = 0.3f;
+  if (!c.q_perm.empty()) n.attrs["q_perm"] = ints(c.q_perm);
+  if (!c.k_perm.empty()) n.attrs["k_perm"] = ints(c.k_perm);
+  if (!c.v_perm.empty()) n.attrs["v_perm"] = ints(c.v_perm);
+  if (!c.out_perm.empty()) n.attrs["out_perm"] = ints(c.out_perm);
+  if (c.zero_masked_rows) {
+    n.attrs["zero_masked_rows"].kind = ir::Attribute::Kind::kInt;
+    n.attrs["zero_masked_rows"].i = 1;
+  }
+  b.g.opsets["com.kilnrt"] = 1;
+  b.output("y");
+  out.g = b.finish();
+}
+
+// The kernel arguments the CUDA layer passes for this node (16-byte aligned stand-in pointers).
+k::AttentionArgs args_for(const Case& c, const ir::Graph& g, int dt) {
+  const ir::Node& n = g.nodes.at(0);
+  const ops::nn::AttentionGeometry geo = ops::nn::attention_geometry(n, c.q, c.k, c.v, c.mask.empty() ? nullptr : &c.mask);
+  k::AttentionArgs a;
+  a.dt = dt;
+  alignas(16) static unsigned char dummy[64];
+  a.q = a.k = a.v = a.o = dummy;
+  a.mask = c.mask.empty() ? nullptr : dummy;
+  a.b0 = geo.b0;
+  a.b1 = geo.b1;
+  a.sq = geo.sq;
+  a.sk = geo.sk;
+  a.d = geo.d;
+  a.dv = geo.dv;
+  for (int i = 0; i < 4; ++i) {
+    a.qs[i] = geo.q[i];
+    a.ks[i] = geo.k[i];
+    a.vs[i] = geo.v[i];
+    a.ms[i] = geo.m[i];
+    a.os[i] = geo.o[i];
+  }
+  return a;
+}
+
+const std::vector<int64_t> kHeads = {0, 2, 1, 3};  // [B, S, H, D] read as [B, H, S, D]
+const std::vector<int64_t> kSeqFirst = {1, 0, 2};  // [S, B*H, D] read as [B*H, S, D]
+
+const Case kCases[] = {
+    // BERT: heads read in place from [B, S, H, D], output written as [B, S, H, D], key mask [B, 1, 1, S].
+    {"bert s128 d64 key mask", {2, 128, 3, 64}, {2, 128, 3, 64}, {2, 128, 3, 64}, kHeads, kHeads, kHeads, kHeads,
+     {2, 1, 1, 128}, true},
+    // ViT: [S, B*H, D], 197 tokens (partial query and key tiles), no mask.
+    {"vit s197 d64", {197, 6, 64}, {197, 6, 64}, {197, 6, 64}, kSeqFirst, kSeqFirst, kSeqFirst, kSeqFirst, {}, true},
+    // Sq != Sk, D = 128, a full [B, H, Sq, Sk] mask.
+    {"d128 sq65 sk130 full mask", {2, 3, 65, 128}, {2, 3, 130, 128}, {2, 3, 130, 128}, {}, {}, {}, {},
+     {2, 3, 65, 130}, true},
+    {"d64 sq77 sk33", {3, 77, 64}, {3, 33, 64}, {3, 33, 64}, {}, {}, {}, {}, {}, true},
+    {"d32 sq33 sk77 per-query mask", {2, 33, 32}, {2, 77, 32}, {2, 77, 32}, {}, {}, {}, {}, {33, 77}, true},
+    {"d64 sq1 sk1", {4, 1, 64}, {4, 1, 64}, {4, 1, 64}, {}, {}, {}, {}, {}, true},
+    {"d128 sq1 sk300 key mask", {4, 1, 128}, {4, 300, 128}, {4, 300, 128}, {}, {}, {}, {}, {4, 1, 300}, true},
+    // Many heads at batch 1-like sizes (the small-tile launch) and at larger ones (64-row tiles).
+    {"d64 s128 24 heads", {24, 128, 64}, {24, 128, 64}, {24, 128, 64}, {}, {}, {}, {}, {}, true},
+    {"d64 s197 64 heads", {64, 197, 64}, {64, 197, 64}, {64, 197, 64}, {}, {}, {}, {}, {}, true},
+    // Output with a non-unit column stride: O [B, S, D] stored as [B, D, S].
+    {"d64 strided output", {2, 70, 64}, {2, 90, 64}, {2, 90, 64}, {}, {}, {}, {0, 2, 1}, {2, 70, 90}, true},
+    // Fully masked rows: the first 3 query rows of (0, 0) are -inf everywhere -> uniform, or zeros with the flag;
+    // -1e9 rows stay finite (uniform as well). A key mask masking every key of batch entry 0: all its rows.
+    {"masked rows -inf", {1, 2, 40, 64}, {1, 2, 70, 64}, {1, 2, 70, 64}, {}, {}, {}, {}, {1, 2, 40, 70}, true, 3},
+    {"masked rows -1e9", {1, 2, 40, 64}, {1, 2, 70, 64}, {1, 2, 70, 64}, {}, {}, {}, {}, {1, 2, 40, 70}, true, 3,
+     -1e9f},
+    {"masked rows zero", {1, 2, 40, 64}, {1, 2, 70, 64}, {1, 2, 70, 64}, {}, {}, {}, {}, {1, 2, 40, 70}, true, 3,
+     -kInf, true},
+    {"masked entry uniform", {2, 100, 2, 64}, {2, 100, 2, 64}, {2, 100, 2, 64}, kHeads, kHeads, kHeads, kHeads,
+     {2, 1, 1, 100}, true, 1},
+    {"masked entry zero", {2, 100, 2, 64}, {2, 100, 2, 64}, {2, 100, 2, 64}, kHeads, kHeads, kHeads, kHeads,
+     {2, 1, 1, 100}, true, 1, -kInf, true},
+    // Fallbacks: K given as K^T ([B, H, D, S], element stride S), D != Dv, D = 80.
+    {"fallback k transposed", {2, 2, 50, 64}, {2, 2, 64, 50}, {2, 2, 50, 64}, {}, {0, 1, 3, 2}, {}, {}, {}, false},
+    {"fallback dv32", {2, 50, 64}, {2, 50, 64}, {2, 50, 32}, {}, {}, {}, {}, {}, false},
+    {"fallback d80", {2, 50, 80}, {2, 50, 80}, {2, 50, 80}, {}, {}, {}, {}, {}, false},
+};
+
+void run_case(const Case& c, const Prec& p) {
+  SCOPED_TRACE(std::string(c.label) + " " + p.name);
+  Built bt;
+  build(c, bt);
+  for (ir::Node& n : bt.g.nodes) {
+    ir::Attribute a;
+    a.kind = ir::Attribute::Kind::kString;
+    a.s = p.name;
+    n.attrs["kilnrt_precision"] = a;
+  }
+  std::map<std::string, Tensor> feeds;
+  for (const auto& [name, t] : bt.b.feeds) {
+    Tensor r = Tensor::from_data(t.raw(), t.dtype(), t.shape());
+    for (int64_t i = 0; i < r.numel(); ++i) r.data<float>()[i] = round_to(r.data<float>()[i], p.dt);
+    feeds[name] = r;
+  }
+  const Tensor want = run_cpu(bt.g, feeds).at("y");
+  const Tensor got = run_cuda(bt.g, feeds).at("y");
+  for (int64_t i = 0; i < got.numel(); ++i) ASSERT_FALSE(std::isnan(got.data<float>()[i])) << "NaN at " << i;
+  // P and O are rounded once each to the storage dtype: a few units of roundoff of |O| <= 1.
+  expect_tensors_close(got, want, 6.0 * p.u, 8.0 * p.u);
+  if (c.masked_rows > 0 && c.mask_value == -kInf) {
+    // Fully masked rows, in Y's layout: count the output elements equal to zero there and compare with the flag.
+    const ops::nn::AttentionGeometry geo =
+        ops::nn::attention_geometry(bt.g.nodes[0], c.q, c.k, c.v, &c.mask);
+    const bool key_mask = c.mask[c.mask.size() - 2] == 1;  // [B, 1, 1, S]: masks whole batch entries
+    const int64_t rows = key_mask ? geo.b1 * geo.sq : c.masked_rows;
+    int64_t zeros = 0, total = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t b1 = key_mask ? r / geo.sq : 0, i = key_mask ? r % geo.sq : r;
+      for (int64_t col = 0; col < geo.dv; ++col, ++total)
+        zeros += got.data<float>()[b1 * geo.o[1] + i * geo.o[2] + col * geo.o[3]] == 0.f;
+    }
+    if (c.zero_masked_rows)
+      EXPECT_EQ(zeros, total) << "fully masked rows must be zeros";
+    else
+      EXPECT_LT(zeros, total / 4) << "fully masked rows must be the mean of V, not zeros";
+  }
+}
+
+}  // namespace
+
+TEST(AttentionMmaDispatch, PicksTheMmaKernelWhereItsPreconditionsHold) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.label);
+    Built bt;
+    build(c, bt);
+    EXPECT_EQ(k::attention_uses_mma(args_for(c, bt.g, 1)), c.mma);
+    EXPECT_EQ(k::attention_uses_mma(args_for(c, bt.g, 2)), c.mma);
+    EXPECT_FALSE(k::attention_uses_mma(args_for(c, bt.g, 0))) << "float32 storage never takes it";
+  }
+  // Misaligned rows: a row stride that is not a multiple of 8 elements, or a base pointer off 16 bytes.
+  Built bt;
+  build(kCases[0], bt);
+  k::AttentionArgs a = args_for(kCases[0], bt.g, 1);
+  ASSERT_TRUE(k::attention_uses_mma(a));
+  k::AttentionArgs odd = a;
+  odd.qs[2] += 4;
+  EXPECT_FALSE(k::attention_uses_mma(odd));
+  odd = a;
+  odd.v = static_cast<const unsigned char*>(a.v) + 2;
+  EXPECT_FALSE(k::attention_uses_mma(odd));
+  odd = a;
+  odd.b1 = 70000;  // beyond the grid's y limit
+  EXPECT_FALSE(k::attention_uses_mma(odd));
+}
+
+TEST(CudaAttentionMma, MatchesCpuReference) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const Prec& p : kPrecs)
+    for (const Case& c : kCases) run_case(c, p);
+}
+
+}  // namespace kilnrt::cudatest
