@@ -6,6 +6,7 @@
 // recompiled, with a warning saying why.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <thread>
 #include <cstring>
