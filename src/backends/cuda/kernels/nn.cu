@@ -9,6 +9,7 @@
 
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch_common.cuh"
+#include "backends/cuda/kernels/layernorm.h"
 
 namespace kilnrt::cuda::kernels {
 namespace {
@@ -377,6 +378,9 @@ int layernorm(int dt, const void* x, const void* scale, const void* bias, void* 
               int64_t rows, int64_t n, float eps, StreamT stream) {
   if (rows == 0 || n == 0) return 0;
   if (rows >= 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
+  // 16-byte vectors, a group of lanes per row (layernorm.cu) when n and the pointers allow it; else the kernels below.
+  const int vec = layernorm_vec(dt, x, scale, bias, y, mean, inv_std, rows, n, eps, stream);
+  if (vec >= 0) return vec;
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   if (n <= 32 * kLnWarpMax) {  // one warp per row, 8 rows per block
     const int64_t blocks = (rows + 7) / 8;

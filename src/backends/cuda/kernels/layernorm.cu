@@ -1,0 +1,173 @@
+// Vectorized LayerNormalization (see layernorm.h). Each row is split into 16-byte vectors; a group of G lanes
+// (a power of two, G <= 32, aligned inside a warp) holds the row's vectors in registers, NV per lane, so the row is
+// read once and written once with 16-byte accesses. Mean and variance in float32, two passes over the registers
+// (no cancellation of E[x^2] - E[x]^2, no 16-bit overflow), reduced by shuffles inside the group.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/kernels/launch_common.cuh"
+#include "backends/cuda/kernels/layernorm.h"
+
+namespace kilnrt::cuda::kernels {
+namespace {
+
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int kN = 16 / static_cast<int>(sizeof(T));
+  T e[kN];
+};
+
+constexpr int kBlock = 128;
+
+template <typename T, int G, int NV>
+__global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* __restrict__ x, const T* __restrict__ scale,
+                                                               const T* __restrict__ bias, T* __restrict__ y,
+                                                               float* mean_out, float* inv_std_out, int64_t rows,
+                                                               int nvec, float eps) {
+  using P = Pack<T>;
+  constexpr int kV = P::kN;
+  const int g = threadIdx.x % G;
+  const int64_t r = blockIdx.x * int64_t(kBlock / G) + threadIdx.x / G;
+  const bool row_ok = r < rows;  // no early return: every lane of the warp takes part in the shuffles
+  const P* xr = reinterpret_cast<const P*>(x) + (row_ok ? r : 0) * int64_t(nvec);
+  float v[NV][kV];
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int c = g + j * G;
+    if (row_ok && c < nvec) {
+      const P p = xr[c];
+#pragma unroll
+      for (int k = 0; k < kV; ++k) {
+        v[j][k] = to_f(p.e[k]);
+        s += v[j][k];
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kV; ++k) v[j][k] = 0.f;
+    }
+  }
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  const float n = float(nvec) * float(kV);
+  const float mean = s / n;
+  float q = 0.f;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    if (g + j * G < nvec) {
+#pragma unroll
+      for (int k = 0; k < kV; ++k) {
+        const float d = v[j][k] - mean;
+        q += d * d;
+      }
+    }
+  }
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);
+  const float inv_std = 1.f / sqrtf(q / n + eps);
+  if (!row_ok) return;
+  if (y) {
+    P* yr = reinterpret_cast<P*>(y) + r * int64_t(nvec);
+    const P* sc = reinterpret_cast<const P*>(scale);
+    const P* bi = reinterpret_cast<const P*>(bias);
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const int c = g + j * G;
+      if (c >= nvec) continue;
+      P gs, bs, o;
+      if (sc) gs = sc[c];
+      if (bi) bs = bi[c];
+#pragma unroll
+      for (int k = 0; k < kV; ++k) {
+        float t = (v[j][k] - mean) * inv_std;
+        if (sc) t *= to_f(gs.e[k]);
+        if (bi) t += to_f(bs.e[k]);
+        o.e[k] = from_f<T>(t);
+      }
+      yr[c] = o;
+    }
+  }
+  if (g == 0) {
+    if (mean_out) mean_out[r] = mean;
+    if (inv_std_out) inv_std_out[r] = inv_std;
+  }
+}
+
+template <typename T, int G, int NV>
+int launch(const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std, int64_t rows,
+           int nvec, float eps, cudaStream_t s) {
+  constexpr int64_t kRowsPerBlock = kBlock / G;
+  const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  if (blocks >= 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
+  layernorm_vec_kernel<T, G, NV><<<static_cast<unsigned>(blocks), kBlock, 0, s>>>(
+      static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias), static_cast<T*>(y), mean,
+      inv_std, rows, nvec, eps);
+  return launch_common::launch_status();
+}
+
+// G lanes per row, NV vectors per lane (nvec <= G * NV).
+template <typename T, int G>
+int launch_nv(int nv, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
+              int64_t rows, int nvec, float eps, cudaStream_t s) {
+  switch (nv) {
+    case 1: return launch<T, G, 1>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 2: return launch<T, G, 2>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 3: return launch<T, G, 3>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 4: return launch<T, G, 4>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    default: break;
+  }
+  if constexpr (G == 32) {
+    switch (nv) {
+      case 5: case 6: return launch<T, G, 6>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+      case 7: case 8: return launch<T, G, 8>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+      default: break;
+    }
+  }
+  return -1;
+}
+
+template <typename T>
+int dispatch(const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std, int64_t rows,
+             int nvec, float eps, cudaStream_t s) {
+  // The fewest lanes that keep at most 4 vectors each (a warp for wide rows, up to 8 vectors a lane there).
+  int g = 1;
+  while (g < 32 && g * 4 < nvec) g *= 2;
+  const int nv = (nvec + g - 1) / g;
+  switch (g) {
+    case 1: return launch_nv<T, 1>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 2: return launch_nv<T, 2>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 4: return launch_nv<T, 4>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 8: return launch_nv<T, 8>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 16: return launch_nv<T, 16>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    default: return launch_nv<T, 32>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+}  // namespace
+
+int layernorm_vec(int dt, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
+                  int64_t rows, int64_t n, float eps, StreamT stream) {
+  const int64_t elem = dt == 0 ? 4 : 2;
+  if (dt < 0 || dt > 2 || rows <= 0 || n <= 0 || (n * elem) % 16 != 0 || n * elem > kLayerNormVecMaxBytes) return -1;
+  if (!aligned16(x) || !aligned16(y) || !aligned16(scale) || !aligned16(bias)) return -1;  // null is aligned
+  const int nvec = static_cast<int>(n * elem / 16);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (dt == 0) return dispatch<float>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+  if (dt == 1) return dispatch<__half>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+  return dispatch<__nv_bfloat16>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+}
+
+}  // namespace kilnrt::cuda::kernels
