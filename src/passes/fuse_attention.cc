@@ -8,7 +8,9 @@
 #include "ops/op_registry.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"
+#include "passes/dead_code.h"
 #include "passes/select_packed_qkv.h"
+#include "passes/split_packed_projection.h"
 #include "passes/shape_inference.h"
 
 namespace kilnrt::passes {
@@ -369,7 +371,12 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m
 size_t fuse_attention(ir::Graph& graph) {
   if (!fusion_enabled("attention")) return 0;
   // MultiheadAttention's packed q / k / v selects first: Slice of the projection instead of Transpose + Gather.
-  if (select_packed_qkv(graph) > 0) infer_shapes(graph);
+  if (select_packed_qkv(graph) > 0) {
+    eliminate_dead_code(graph);  // the replaced Transpose chain still reads the projection
+    infer_shapes(graph);
+  }
+  // Then each selected part from a GEMM of its own (no strided copies of the packed projection).
+  if (split_packed_projection(graph) > 0) infer_shapes(graph);
   // One match at a time: a match erases values a later match's operands might have been traced through.
   size_t fused = 0;
   for (bool found = true; found;) {

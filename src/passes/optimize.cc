@@ -10,6 +10,7 @@
 #include "passes/fuse_pointwise.h"
 #include "passes/fold_conv_bn.h"
 #include "passes/fuse_conv_epilogue.h"
+#include "passes/patchify_conv.h"
 #include "passes/shape_inference.h"
 
 namespace kilnrt::passes {
@@ -29,6 +30,8 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
     infer_shapes(graph);  // folded Shape nodes make more shapes (and constants) known
     if (n == 0) break;
   }
+  // Patch-embedding convolutions read as tokens (ViT) become one copy + a GEMM (issue 7; before the GEMM epilogues).
+  if (patchify_conv(graph) > 0) infer_shapes(graph);
   // Conv+BN folding, then conv epilogue fusion (bias / residual add / activation -> com.kilnrt:FusedConv; its CPU
   // reference is the Conv kernel plus an in-place epilogue, so CPU engines get it too).
   const size_t bn_folded = fold_conv_batchnorm(graph);
