@@ -196,6 +196,45 @@ TEST(CudaConvTactics, PlainConvWithBias) {
   }
 }
 
+// KILNRT_CONV_LT_NCHW=1: cuBLASLt for NCHW 1x1 convs on [N,C,1,1] values (squeeze-excite), with bias, residual and
+// ReLU in the GEMM epilogue, or SiLU in a pass afterwards.
+TEST(CudaConvTactics, CublasLtOnLayoutFreeNchw) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  EnvVar lt("KILNRT_CONV_LT_NCHW", "1");
+  EnvVar layout("KILNRT_CUDA_NHWC", "0");
+  for (const Prec& p : kPrecs) {
+    for (const char* act : {"Relu", "Silu"}) {
+      SCOPED_TRACE(std::string(p.name) + " " + act);
+      GraphBuilder b;
+      b.input("r0", {4, 64, 1, 1});
+      b.conv("r0", "c1", 64, 64, 1, 1, true);
+      b.node("Add", {"c1", "r0"}, {"s1"});
+      std::string out = "a1";
+      if (std::string(act) == "Silu") {
+        b.node("Sigmoid", {"s1"}, {"sg"});
+        b.node("Mul", {"s1", "sg"}, {"a1"});
+      } else {
+        b.node(act, {"s1"}, {"a1"});
+      }
+      b.output(out);
+      const ir::Graph original = b.finish();
+      ir::Graph g = original;
+      passes::optimize_graph(g);
+      set_precision(g, p.name);
+      ir::Node& n = tested_node(g);
+      ASSERT_EQ(n.op_type, "FusedConv");
+      for (const char* t : {"cublaslt:0", "cublaslt:1"}) {
+        n.attrs[bc::kConvTacticAttr] = string_attr(std::string("nchw-") + p.label + "=" + t);
+        const auto feeds = feeds_for(g);
+        const int before = bc::tuning_stats().fallbacks;
+        cudatest::expect_tensors_close(cudatest::run_cuda(g, feeds).at(out), cudatest::run_cpu(original, feeds).at(out),
+                                       p.atol, p.rtol);
+        EXPECT_EQ(bc::tuning_stats().fallbacks, before) << t << " did not apply";
+      }
+    }
+  }
+}
+
 // A stored choice that does not apply (cuBLASLt for a 3x3 conv) falls back to the heuristic, counted, still correct.
 TEST(CudaConvTactics, UnusableStoredChoiceFallsBack) {
   KILNRT_SKIP_WITHOUT_GPU();
@@ -231,13 +270,14 @@ TEST(CudaConvTactics, TuningRecordsWinnersAndCaches) {
   std::map<std::string, std::string> first, second;
   tune(&first);
   const bc::TuningStats s1 = bc::tuning_stats();
-  ASSERT_EQ(first.size(), 3u) << "three convs";
+  // Recorded: the layouts where a tactic beat cuDNN's heuristic (the others keep it and store nothing).
+  EXPECT_LE(first.size(), 3u);
   for (const auto& [node, attr] : first) {
     const auto m = bc::parse_tactic_attr(attr);
-    EXPECT_EQ(m.size(), 2u) << node << ": " << attr << " (NCHW and NHWC timed)";
-    EXPECT_EQ(m.count("nhwc-f16"), 1u) << attr;
+    EXPECT_FALSE(m.empty()) << node << ": " << attr;
+    for (const auto& [label, c] : m) EXPECT_TRUE(label == "nchw-f16" || label == "nhwc-f16") << attr;
   }
-  EXPECT_EQ(s1.timed - s0.timed, 6);
+  EXPECT_EQ(s1.timed - s0.timed, 6) << "three convs, NCHW and NHWC";
   tune(&second);
   const bc::TuningStats s2 = bc::tuning_stats();
   EXPECT_EQ(s2.timed, s1.timed) << "the second build is answered by the timing cache";
@@ -252,6 +292,7 @@ TEST(CudaConvTactics, TuningRecordsWinnersAndCaches) {
                                  3 * kPrecs[0].atol, 3 * kPrecs[0].rtol);
   EXPECT_EQ(bc::tuning_stats().fallbacks, before);
   bc::timing_cache_clear();
+  for (ir::Node& n : g.nodes) n.attrs.erase(bc::kConvTacticAttr);  // a stored choice is never timed again
   std::map<std::string, std::string> third;
   tune(&third);
   EXPECT_EQ(bc::tuning_stats().timed - s2.timed, 6) << "cleared cache: timed again";
@@ -276,7 +317,7 @@ TEST(CudaConvTactics, EngineFileKeepsTimedTactics) {
       ++stored;
       EXPECT_FALSE(bc::parse_tactic_attr(n.attr_string(bc::kConvTacticAttr)).empty()) << n.name;
     }
-  EXPECT_GT(stored, 10);
+  EXPECT_GT(stored, 0) << "cuBLASLt beats cuDNN on the NHWC 1x1 convs";
   int shown = 0;
   for (const auto& [node, t] : e.meta.layer_tactics) shown += t.find("[timed ") != std::string::npos;
   EXPECT_EQ(shown, stored);

@@ -9,7 +9,9 @@
 //                       [N*H*W, C] x [K, C]^T with cuBLASLt's BIAS / RELU_BIAS epilogue and the residual as C
 //                       (beta = 1); <i> indexes cuBLASLt's heuristic list. Other activations: one activation-only
 //                       pass after the GEMM.
-// Without a choice the layer keeps the heuristic (cudnnGetConvolutionForwardAlgorithm_v7).
+// Without a choice the layer keeps the heuristic (cudnnGetConvolutionForwardAlgorithm_v7). The heuristic's algorithm
+// is itself a candidate: another tactic is recorded only when it is at least 3% faster, so timing never picks
+// something slower than what the engine ran before (as measured).
 //
 // Build-time timing: the builder opens a ConvTuningScope around the planning of a CUDA engine (engine/cuda_engine.cc).
 // Each conv layer created under it with static shapes times its candidate tactics on the target GPU (private stream,
@@ -60,6 +62,9 @@ struct TuningStats {
 };
 TuningStats tuning_stats();
 void note_tactic_fallback();
+// KILNRT_CONV_LT_NCHW=1: the cuBLASLt tactic also for NCHW 1x1 convolutions on [N,C,1,1] values (squeeze-excite;
+// the same bytes as NHWC). Off by default until measured on the GPU.
+bool conv_lt_nchw_enabled();
 
 // What a conv layer asks the tuner to time for one layout.
 struct ConvTuneRequest {

@@ -9,7 +9,6 @@
 #include <mutex>
 
 #include "backends/cuda/conv_tactics.h"
-#include "backends/cuda/conv_small_c.h"
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/kernels/conv_kernels.h"
@@ -353,7 +352,6 @@ class ConvLayer final : public CudaLayer {
     use_cudnn_ = !(env && std::string(env) == "direct") && cudnn_usable(&why);
     const char* nhwc = std::getenv("KILNRT_CUDA_NHWC");  // NHWC storage unless =0 (layout_plan.h decides)
     if (use_cudnn_ && p16_ && !(nhwc && std::string(nhwc) == "0")) upload_nhwc_weights(a);
-    small_c_ = SmallCConv::create(a, use_cudnn_);  // C <= 4 (stems, patchify): conv_small_c.h
     // Tactics chosen by timing at build (conv_tactics.h): stored with the node, or timed now under the builder's scope.
     if (use_cudnn_ && a.node.has_attr(kConvTacticAttr)) choices_ = parse_tactic_attr(a.node.attr_string(kConvTacticAttr));
     else if (use_cudnn_ && ConvTuningScope::current()) tune(a, *ConvTuningScope::current());
@@ -362,7 +360,6 @@ class ConvLayer final : public CudaLayer {
   std::string tactic() const override {
     const std::string epi = (fused_ ? "+kernel:conv-epilogue(" + ops::nn::describe_epilogue(epilogue_) + ")" : "") +
                             (choices_.empty() ? "" : " [timed " + format_tactic_attr(choices_) + "]");
-    if (small_c_) return small_c_->tactic() + epi;
     if (!use_cudnn_) return "kernel:conv2d-direct" + epi;
     if (p16_ && dw_w_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32|nhwc:kernel:depthwise" + epi;
     if (p16_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32" + epi;
@@ -380,7 +377,6 @@ class ConvLayer final : public CudaLayer {
     const void* bias = l.inputs.size() > 2 && l.inputs[2].present ? l.inputs[2].data : nullptr;
     if (fused_) check_epilogue_operands(l);
     const bool symmetric = geo.pad_end_h == geo.p.ph && geo.pad_end_w == geo.p.pw;
-    if (small_c_ && small_c_->run(l, geo.p, symmetric, &bias)) { run_epilogue(l, geo, bias); return; }
     if (nhwc && dw_w_ && geo.p.groups == geo.p.c && geo.p.k == geo.p.c && l.inputs[0].dtype != DType::kFloat32) {
       // Own NHWC depthwise kernel (kernels/nhwc_depthwise.cu), then bias / residual / activation.
       check_launch(k::depthwise_conv2d_nhwc(float_code(l.inputs[0].dtype), l.inputs[0].data, dw_w_,
@@ -449,6 +445,11 @@ class ConvLayer final : public CudaLayer {
     size_t workspace = 0;
     bool ok = false;
     ConvChoice choice;  // kHeuristic: algo from cudnnGetConvolutionForwardAlgorithm_v7
+    cudnnConvolutionFwdAlgo_t heur_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;  // the heuristic's, kept
+    size_t heur_workspace = 0;
+    bool heur_ok = false;
+    bool forced_valid = false;  // tuning: `forced` is applied
+    ConvChoice forced;
   };
 
   void clear_cache() {
@@ -504,8 +505,17 @@ class ConvLayer final : public CudaLayer {
     }
     std::string why;
     const k::Conv2d& p = geo.p;
+    if (want.path == ConvPath::kHeuristic) {  // tuning: the heuristic's algorithm as a candidate
+      c.algo = c.heur_algo;
+      c.workspace = c.heur_workspace;
+      c.ok = c.heur_ok;
+      c.choice = want;
+      return;
+    }
     if (want.path == ConvPath::kCublasLt) {
-      if (!nhwc || l.inputs[0].dtype == DType::kFloat32 || p.kh != 1 || p.kw != 1 || p.sh != 1 || p.sw != 1 ||
+      // NCHW only where the bytes are NHWC's too (H = W = 1: squeeze-excite convs), behind conv_lt_nchw_enabled().
+      const bool layout_ok = nhwc || (p.h * p.w == 1 && p.oh * p.ow == 1 && conv_lt_nchw_enabled());
+      if (!layout_ok || l.inputs[0].dtype == DType::kFloat32 || p.kh != 1 || p.kw != 1 || p.sh != 1 || p.sw != 1 ||
           p.ph != 0 || p.pw != 0 || p.groups != 1)
         why = "not a 16-bit NHWC 1x1 stride-1 convolution";
     } else if (want.path != ConvPath::kHeuristic) {
@@ -551,7 +561,7 @@ class ConvLayer final : public CudaLayer {
     g.n = geo.p.k;
     g.k = geo.p.c;
     g.a = l.inputs[0].data;
-    g.b = nhwc_w_;
+    g.b = l.inputs[0].nhwc ? nhwc_w_ : l.inputs[1].data;  // 1x1: K,C,1,1 and K,1,1,C are the same bytes
     g.c = l.outputs[0].data;
     g.ab_type = g.c_type = l.inputs[0].dtype == DType::kFloat16 ? CUDA_R_16F : CUDA_R_16BF;
     g.workspace = l.workspace;
@@ -714,9 +724,12 @@ class ConvLayer final : public CudaLayer {
     Shape key = l.inputs[0].shape;
     if (nhwc) key.push_back(-1);  // NHWC descriptors
     auto it = cache_.find(key);
-    if (it != cache_.end() && forcing_) {  // tuning: the next candidate on the same descriptors
+    if (it != cache_.end() && forcing_ && !(it->second.forced_valid && it->second.forced == forced_)) {
+      it->second.forced_valid = false;  // tuning: the next candidate on the same descriptors
       it->second.choice = ConvChoice{};
       apply_choice(it->second, l, geo, nhwc);
+      it->second.forced = forced_;
+      it->second.forced_valid = true;
     }
     if (it != cache_.end()) return &it->second;
     Cached& c = cache_[key];
@@ -763,7 +776,14 @@ class ConvLayer final : public CudaLayer {
       c.workspace = ws;
       c.ok = true;
     }
+    c.heur_algo = c.algo;
+    c.heur_workspace = c.workspace;
+    c.heur_ok = c.ok;
     apply_choice(c, l, geo, nhwc);
+    if (forcing_) {
+      c.forced = forced_;
+      c.forced_valid = true;
+    }
     return &c;
   }
 
@@ -775,7 +795,6 @@ class ConvLayer final : public CudaLayer {
   bool use_cudnn_ = false;
   const void* nhwc_w_ = nullptr;  // 16-bit weights in K,R,S,C order for NHWC convolutions (null: NCHW only)
   const void* dw_w_ = nullptr;    // depthwise only: 16-bit weights [R,S,K] for kernels/nhwc_depthwise.cu
-  std::unique_ptr<SmallCConv> small_c_;  // few input channels: own path first (null: none)
   bool fused_ = false;
   ops::nn::FusedEpilogue epilogue_;
   std::mutex mu_;
