@@ -10,10 +10,13 @@
 
 #include "core/failure_injection.h"
 #include "core/logging.h"
+#include "engine/api_boundary.h"
 #include "engine_file_mutator.h"
 #include "kilnrt/engine.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // A std::exception escaping the library is a finding: keep it raw (not a kInternal kilnrt::Error).
+  kilnrt::engine::set_exception_translation(false);
   // A hostile file must not make the loader allocate much more than its own size: cap single allocations.
   kilnrt::failure_injection::set_host_allocation_limit(size_t(64) << 20);
   kilnrt::set_log_level(kilnrt::LogLevel::kError);  // opset / precision warnings would flood the output

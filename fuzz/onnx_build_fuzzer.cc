@@ -23,6 +23,7 @@
 
 #include "core/failure_injection.h"
 #include "core/logging.h"
+#include "engine/api_boundary.h"
 #include "kilnrt/engine.h"
 
 namespace {
@@ -41,6 +42,8 @@ kilnrt::Tensor zeros_for(const kilnrt::TensorInfo& info, int64_t* budget) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // A std::exception escaping the library is a finding: keep it raw (not a kInternal kilnrt::Error).
+  kilnrt::engine::set_exception_translation(false);
   kilnrt::failure_injection::set_host_allocation_limit(size_t(32) << 20);
   kilnrt::failure_injection::set_loop_iteration_limit(100000);  // a trip count of 2^62 must not hang
   kilnrt::set_log_level(kilnrt::LogLevel::kError);  // opset / precision warnings would flood the output

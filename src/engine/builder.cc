@@ -8,6 +8,7 @@
 #include "core/failure_injection.h"
 #include "core/logging.h"
 #include "engine/activation_memory.h"
+#include "engine/api_boundary.h"
 #include "engine/cuda_engine.h"
 #include "engine/engine_file.h"
 #include "engine/layer_precision.h"
@@ -147,7 +148,8 @@ InputProfile parse_shape_spec(const std::string& spec) {
   return p;
 }
 
-std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptions& options) {
+// build_engine without the exception boundary (api_boundary.h).
+static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, const BuildOptions& options) {
   const int cuda_device = parse_device(options.device);
   const bool cuda = cuda_device >= 0;
   // A CUDA engine is built on (and for) the GPU that will run it: fail early and clearly without one.
@@ -218,12 +220,18 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
   return engine::serialize_engine(graph, meta);
 }
 
+std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptions& options) {
+  return engine::translate_exceptions("build_engine", [&] { return build_engine_bytes(onnx_path, options); });
+}
+
 void build_engine_file(const std::string& onnx_path, const std::string& engine_path, const BuildOptions& options) {
-  std::vector<uint8_t> bytes = build_engine(onnx_path, options);
-  std::ofstream f(engine_path, std::ios::binary);
-  KILNRT_CHECK(f.good(), kIo, engine_path, "cannot write engine file");
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  KILNRT_CHECK(f.good(), kIo, engine_path, "error writing engine file");
+  engine::translate_exceptions("build_engine_file", [&] {
+    std::vector<uint8_t> bytes = build_engine(onnx_path, options);
+    std::ofstream f(engine_path, std::ios::binary);
+    KILNRT_CHECK(f.good(), kIo, engine_path, "cannot write engine file");
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    KILNRT_CHECK(f.good(), kIo, engine_path, "error writing engine file");
+  });
 }
 
 std::string describe_onnx_model(const std::string& onnx_path) {

@@ -8,6 +8,7 @@
 #include "core/failure_injection.h"
 #include "core/logging.h"
 #include "engine/activation_memory.h"
+#include "engine/api_boundary.h"
 #include "engine/cuda_engine.h"
 #include "engine/engine_impl.h"
 #include "engine/file_bytes.h"
@@ -147,7 +148,9 @@ class CpuExecutionContext final : public ExecutionContext {
 Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
-std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const std::string& label, int device) {
+// Engine::from_bytes without the exception boundary (api_boundary.h).
+static std::shared_ptr<Engine> load_engine_bytes(const void* data, size_t size, const std::string& label,
+                                                 int device) {
   using clock = std::chrono::steady_clock;
   const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
   const auto t0 = clock::now();
@@ -199,13 +202,20 @@ std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const 
   return std::make_shared<Engine>(std::move(impl));
 }
 
+std::shared_ptr<Engine> Engine::from_bytes(const void* data, size_t size, const std::string& label, int device) {
+  return engine::translate_exceptions("Engine::from_bytes",
+                                      [&] { return load_engine_bytes(data, size, label, device); });
+}
+
 std::shared_ptr<Engine> Engine::load(const std::string& engine_path, int device) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const engine::FileBytes bytes(engine_path);  // mapped (file_bytes.h)
-  const double read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  KILNRT_LOG(kInfo, "engine load " << engine_path << ": " << (bytes.mapped() ? "mapped " : "read ") << bytes.size()
-                                   << " bytes in " << read_ms << " ms");
-  return from_bytes(bytes.data(), bytes.size(), engine_path, device);
+  return engine::translate_exceptions("Engine::load", [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    const engine::FileBytes bytes(engine_path);  // mapped (file_bytes.h)
+    const double read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    KILNRT_LOG(kInfo, "engine load " << engine_path << ": " << (bytes.mapped() ? "mapped " : "read ") << bytes.size()
+                                     << " bytes in " << read_ms << " ms");
+    return from_bytes(bytes.data(), bytes.size(), engine_path, device);
+  });
 }
 
 int Engine::device() const { return impl_->cuda_plan ? impl_->cuda_device : -1; }
@@ -278,8 +288,12 @@ std::string Engine::describe() const {
 std::unique_ptr<ExecutionContext> Engine::create_context() const { return create_context(ContextOptions{}); }
 
 std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& options) const {
-  if (impl_->cuda_plan) return engine::make_cuda_context(shared_from_this(), options);
-  return std::make_unique<CpuExecutionContext>(shared_from_this());
+  return engine::translate_exceptions("Engine::create_context", [&] {
+    std::unique_ptr<ExecutionContext> context;
+    if (impl_->cuda_plan) context = engine::make_cuda_context(shared_from_this(), options);
+    else context = std::make_unique<CpuExecutionContext>(shared_from_this());
+    return engine::with_exception_translation(std::move(context));  // api_boundary.h
+  });
 }
 
 size_t Engine::activation_memory_size() const {
