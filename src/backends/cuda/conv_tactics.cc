@@ -239,8 +239,10 @@ std::vector<ConvTuneRequest> conv_tune_requests(const ir::Node& node, const ir::
         if (relu || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) r.candidates.push_back({ConvPath::kCudnnFused, a});
     }
     const bool layout_free = xs[2] * xs[3] == 1 && ys[2] * ys[3] == 1;
-    if ((nhwc || (layout_free && conv_lt_nchw_enabled())) && st16 && pointwise)
+    if ((nhwc || (layout_free && conv_lt_nchw_enabled())) && st16 && pointwise) {
       for (int i = 0; i < 4; ++i) r.candidates.push_back({ConvPath::kCublasLt, i});
+      if (!nhwc) r.key += " lt-nchw";  // other candidates: another cache entry
+    }
     out.push_back(std::move(r));
   }
   return out;
