@@ -62,8 +62,9 @@ std::string device_key(int device) {
   CUdevice dev = 0;
   KILNRT_CU_CHECK(api, api.DeviceGet(&dev, device), "conv tuning");
   int major = 0, minor = 0;
-  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "conv tuning");
-  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "conv tuning");
+  const char* where = "conv tuning";
+  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), where);
+  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), where);
   char name[256] = {};
   KILNRT_CU_CHECK(api, api.DeviceGetName(name, sizeof(name) - 1, dev), "conv tuning");
   const kc::LibraryInfo& dnn = kc::library(kc::Library::kCudnn);
@@ -174,7 +175,8 @@ TuningStats tuning_stats() {
 }
 
 // ---- candidates ------------------------------------------------------------------------------------------------
-std::vector<ConvTuneRequest> conv_tune_requests(const ir::Node& node, const ir::Graph& graph, const ConvTuneInfo& info) {
+std::vector<ConvTuneRequest> conv_tune_requests(const ir::Node& node, const ir::Graph& graph,
+                                                const ConvTuneInfo& info) {
   auto static_shape = [&](const std::string& v, Shape* out) {
     const ir::TensorType* t = v.empty() ? nullptr : graph.type_of(v);
     if (!t || !t->has_shape) return false;
@@ -192,9 +194,11 @@ std::vector<ConvTuneRequest> conv_tune_requests(const ir::Node& node, const ir::
   const auto pads = node.attr_ints("pads", zeros);
   const int64_t group = node.attr_int("group", 1);
   const std::string auto_pad = node.attr_string("auto_pad", std::string("NOTSET"));
+  auto all_equal = [](const std::vector<int64_t>& v, int64_t x) {
+    return std::all_of(v.begin(), v.end(), [x](int64_t d) { return d == x; });
+  };
   const bool pointwise = ws[2] == 1 && ws[3] == 1 && group == 1 && auto_pad != "SAME_UPPER" &&
-                         auto_pad != "SAME_LOWER" && std::all_of(strides.begin(), strides.end(), [](int64_t v) { return v == 1; }) &&
-                         std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; });
+                         auto_pad != "SAME_LOWER" && all_equal(strides, 1) && all_equal(pads, 0);
   auto ints = [](const std::vector<int64_t>& v) {
     std::string s;
     for (int64_t d : v) s += std::to_string(d) + ",";
@@ -207,7 +211,8 @@ std::vector<ConvTuneRequest> conv_tune_requests(const ir::Node& node, const ir::
     ConvTuneRequest r;
     r.label = layout_label(nhwc != 0, info.storage);
     r.key = "conv x" + ints(xs) + " w" + ints(ws) + " s" + ints(strides) + " p" + ints(pads) + " d" + ints(dil) + " g" +
-            std::to_string(group) + " " + auto_pad + " " + r.label + " " + (info.fused ? "fused(" + info.epilogue + ")" : "plain") +
+            std::to_string(group) + " " + auto_pad + " " + r.label + " " +
+            (info.fused ? "fused(" + info.epilogue + ")" : "plain") +
             (has_bias ? "+bias" : "");
     auto tensor = [&](const Shape& sh, bool present) {
       LayerTensor t;
@@ -229,14 +234,16 @@ std::vector<ConvTuneRequest> conv_tune_requests(const ir::Node& node, const ir::
     r.candidates.push_back({ConvPath::kHeuristic, 0});  // the baseline: what an untimed engine runs
     // Legacy algorithms (FFT and non-fused Winograd excluded: they trade accuracy for speed).
     for (int a : {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
-                  CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD})
+                  CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_DIRECT,
+                  CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD})
       r.candidates.push_back({ConvPath::kCudnn, a});
     // Conv + bias + residual + ReLU / identity in one cuDNN call (identity: implicit precomputed GEMM only).
     const bool relu = info.act == 1, none = info.act == 0;
     if (has_bias && (relu || none)) {
       for (int a : {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
                     CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD})
-        if (relu || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) r.candidates.push_back({ConvPath::kCudnnFused, a});
+        if (relu || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+          r.candidates.push_back({ConvPath::kCudnnFused, a});
     }
     const bool layout_free = xs[2] * xs[3] == 1 && ys[2] * ys[3] == 1;
     if ((nhwc || (layout_free && conv_lt_nchw_enabled())) && st16 && pointwise) {

@@ -303,7 +303,8 @@ void CudaRunner::ensure_resources() {
     if (step.host) continue;
     const std::string tactic = step.layer->tactic();
     if (tactic.rfind("cudnn:", 0) == 0) handles_.get_cudnn();
-    else if (tactic.rfind("cublaslt:", 0) == 0) handles_.get_cublaslt();
+    // cuBLASLt layers, and convs whose timed tactic (conv_tactics.h) is a cuBLASLt GEMM: "[timed ...=cublaslt:0]".
+    if (tactic.rfind("cublaslt:", 0) == 0 || tactic.find("=cublaslt:") != std::string::npos) handles_.get_cublaslt();
   }
 }
 
