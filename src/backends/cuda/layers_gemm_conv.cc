@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/f64_math.h"
+#include "backends/cuda/lt_gemm.h"
 #include "core/logging.h"
 #include "cuda/driver_api.h"
 #include "ops/nn/fused_conv.h"
@@ -21,94 +22,6 @@ namespace kilnrt::backends::cuda {
 namespace {
 
 namespace k = kilnrt::cuda::kernels;
-
-// ---- cuBLASLt ----------------------------------------------------------------------------------------------------
-struct GemmArgs {
-  bool trans_a = false, trans_b = false;
-  int64_t m = 0, n = 0, k = 0;
-  const void* a = nullptr;  // float32, or 16-bit (ab_type) for --fp16 / --bf16 layers
-  const void* b = nullptr;
-  void* c = nullptr;
-  cudaDataType_t ab_type = CUDA_R_32F;
-  cudaDataType_t c_type = CUDA_R_32F;  // 16-bit in --fp16 / --bf16 engines (activations stored 16-bit)
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // COMPUTE_32F_FAST_TF32 for --tf32 layers
-  void* workspace = nullptr;                        // cuBLASLt workspace (what the 16-bit operands leave free)
-  size_t workspace_bytes = 0;
-  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
-  float alpha = 1.f, beta = 0.f;
-  const void* bias = nullptr;  // n elements (c_type), added to every row
-  const void* c_in = nullptr;  // C read with beta when not the output itself (a conv's residual)
-  bool relu = false;           // RELU / RELU_BIAS epilogue (after beta * C and the bias)
-  int algo_index = 0;          // which of cuBLASLt's heuristic results (conv tactic cublaslt:<i>)
-};
-
-template <class T, class D>
-struct LtHandle {  // RAII for one cuBLASLt descriptor
-  T h = nullptr;
-  D destroy;
-  ~LtHandle() { if (h) destroy(h); }
-};
-
-// Row-major C[m,n] = alpha * op(A) op(B) + beta * C (+ bias), computed as column-major C^T = op(B)^T op(A)^T.
-void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
-  if (g.m == 0 || g.n == 0) return;
-  const CublasLtApi& api = cublaslt_api();
-  cublasLtHandle_t handle = l.libs->get_cublaslt();
-  using Desc = LtHandle<cublasLtMatmulDesc_t, decltype(api.cublasLtMatmulDescDestroy)>;
-  using Layout = LtHandle<cublasLtMatrixLayout_t, decltype(api.cublasLtMatrixLayoutDestroy)>;
-  using Pref = LtHandle<cublasLtMatmulPreference_t, decltype(api.cublasLtMatmulPreferenceDestroy)>;
-  Desc desc{nullptr, api.cublasLtMatmulDescDestroy};
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescCreate(&desc.h, g.compute, CUDA_R_32F), name);
-  const cublasOperation_t op_p = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // P = op(B)^T, stored B
-  const cublasOperation_t op_q = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // Q = op(A)^T, stored A
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_p, sizeof(op_p)), name);
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &op_q, sizeof(op_q)), name);
-  if (g.bias || g.relu) {
-    const cublasLtEpilogue_t epi = g.bias ? (g.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
-                                          : CUBLASLT_EPILOGUE_RELU;
-    KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), name);
-    if (g.bias)
-      KILNRT_CUBLASLT_CHECK(
-          api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)), name);
-  }
-  auto make_layout = [&](Layout& lay, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride, cudaDataType_t t) {
-    KILNRT_CUBLASLT_CHECK(api.cublasLtMatrixLayoutCreate(&lay.h, t, rows, cols, ld), name);
-    if (g.batch > 1) {
-      const int32_t count = static_cast<int32_t>(g.batch);
-      KILNRT_CUBLASLT_CHECK(
-          api.cublasLtMatrixLayoutSetAttribute(lay.h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), name);
-      KILNRT_CUBLASLT_CHECK(api.cublasLtMatrixLayoutSetAttribute(lay.h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                                                 &stride, sizeof(stride)),
-                            name);
-    }
-  };
-  Layout lp{nullptr, api.cublasLtMatrixLayoutDestroy}, lq{nullptr, api.cublasLtMatrixLayoutDestroy},
-      lc{nullptr, api.cublasLtMatrixLayoutDestroy};
-  // Stored B: row-major k x n (ld n) is column-major n x k; transposed: row-major n x k is column-major k x n.
-  if (g.trans_b) make_layout(lp, g.k, g.n, g.k, g.stride_b, g.ab_type); else make_layout(lp, g.n, g.k, g.n, g.stride_b, g.ab_type);
-  if (g.trans_a) make_layout(lq, g.m, g.k, g.m, g.stride_a, g.ab_type); else make_layout(lq, g.k, g.m, g.k, g.stride_a, g.ab_type);
-  make_layout(lc, g.n, g.m, g.n, g.stride_c, g.c_type);
-  Pref pref{nullptr, api.cublasLtMatmulPreferenceDestroy};
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceCreate(&pref.h), name);
-  const uint64_t ws = g.workspace_bytes;
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                                                 sizeof(ws)),
-                        name);
-  cublasLtMatmulHeuristicResult_t results[8] = {};
-  int returned = 0;
-  const int want = std::min(8, std::max(1, g.algo_index + 1));
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulAlgoGetHeuristic(handle, desc.h, lp.h, lq.h, lc.h, lc.h, pref.h, want, results,
-                                                           &returned),
-                        name);
-  KILNRT_CHECK(returned > 0, kCuda, name,
-               "cuBLASLt found no algorithm for a " << g.m << "x" << g.n << "x" << g.k << " GEMM");
-  const cublasLtMatmulHeuristicResult_t& result = results[std::min(g.algo_index, returned - 1)];
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmul(handle, desc.h, &g.alpha, g.b, lp.h, g.a, lq.h, &g.beta,
-                                           g.c_in ? g.c_in : g.c, lc.h, g.c,
-                                           lc.h, &result.algo, g.workspace, g.workspace_bytes,
-                                           reinterpret_cast<cudaStream_t>(l.stream)),
-                        name);
-}
 
 // 16-bit copy of a constant float32 operand, uploaded once at load (nullptr when not applicable).
 const void* weight_16(const LayerCreateArgs& a, size_t input, Precision p) {

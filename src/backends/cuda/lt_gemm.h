@@ -1,0 +1,35 @@
+// Row-major GEMMs on cuBLASLt for the CUDA layers (MatMul, Gemm, and 1x1 convolutions: conv tactic cublaslt:<i>,
+// conv_tactics.h): float32 compute, optional bias / ReLU epilogue, C read with beta from the output or another buffer.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/cuda_libs.h"
+
+namespace kilnrt::backends::cuda {
+
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;  // float32, or 16-bit (ab_type) for --fp16 / --bf16 layers
+  const void* b = nullptr;
+  void* c = nullptr;
+  cudaDataType_t ab_type = CUDA_R_32F;
+  cudaDataType_t c_type = CUDA_R_32F;  // 16-bit in --fp16 / --bf16 engines (activations stored 16-bit)
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // COMPUTE_32F_FAST_TF32 for --tf32 layers
+  void* workspace = nullptr;                        // cuBLASLt workspace (what the 16-bit operands leave free)
+  size_t workspace_bytes = 0;
+  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+  float alpha = 1.f, beta = 0.f;
+  const void* bias = nullptr;  // n elements (c_type), added to every row
+  const void* c_in = nullptr;  // C read with beta when not the output itself (a conv's residual)
+  bool relu = false;           // RELU / RELU_BIAS epilogue (after beta * C and the bias)
+  int algo_index = 0;          // which of cuBLASLt's heuristic results (conv tactic cublaslt:<i>)
+};
+
+// Row-major C[m,n] = alpha * op(A) op(B) + beta * C (+ bias) (ReLU), computed as column-major C^T = op(B)^T op(A)^T,
+// on launch.stream with cuBLASLt's heuristic result number g.algo_index. Throws naming `name` on failure.
+void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name);
+
+}  // namespace kilnrt::backends::cuda
