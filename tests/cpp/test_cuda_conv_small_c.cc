@@ -1,4 +1,4 @@
-// Convolutions with few input channels (backends/cuda/conv_small_c.h, issue 7): the patchify GEMM and the channel
+// Convolutions with few input channels (backends/cuda/conv_small_c.h, issue 7): the im2col GEMM and the channel
 // pack + cuDNN NHWC paths against the CPU reference, fp16 and bf16, C = 1 / 3 / 4, the three zoo stems (resnet50
 // 7x7/2 pad 3, vit_b_16 16x16/16, convnext 4x4/4) and other strides / pads, plain Conv with bias and FusedConv with
 // bias + relu, NCHW and NHWC outputs, batch 1 and 5, batches that take several workspace chunks; float32 engines keep
@@ -133,14 +133,21 @@ struct RecordingWeights final : backends::cuda::DeviceWeights {
 
 TEST(CudaConvSmallC, PathsThatApply) {
   using P = std::vector<SmallCPath>;
-  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), true),
-            (P{SmallCPath::kPatchGemm, SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn}));
-  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), false), (P{SmallCPath::kPatchGemm}));
-  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), true), (P{SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn}));
-  EXPECT_TRUE(SmallCConv::applicable_paths(conv_node(7, 2, 3), false).empty());
-  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(4, 4, 1), false), P{});  // padded: not a patchify
-  EXPECT_EQ(SmallCConv::fixed_rule({SmallCPath::kPatchGemm, SmallCPath::kPack8Cudnn}), SmallCPath::kPatchGemm);
-  EXPECT_EQ(SmallCConv::fixed_rule({SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn}), SmallCPath::kPack8Cudnn);
+  const P all = {SmallCPath::kIm2colGemm, SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn};
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), true), all);
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), false), (P{SmallCPath::kIm2colGemm}));
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), true), all);
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), false), (P{SmallCPath::kIm2colGemm}));
+  EXPECT_TRUE(SmallCConv::is_patchify(conv_node(16, 16, 0)));
+  EXPECT_TRUE(SmallCConv::is_patchify(conv_node(4, 4, 0)));
+  EXPECT_FALSE(SmallCConv::is_patchify(conv_node(4, 4, 1)));  // padded
+  EXPECT_FALSE(SmallCConv::is_patchify(conv_node(7, 2, 3)));
+  ir::Node dilated = conv_node(2, 2, 0);
+  dilated.attrs["dilations"] = ints_attr({2, 2});
+  EXPECT_FALSE(SmallCConv::is_patchify(dilated));
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(16, 16, 0), true), SmallCPath::kIm2colGemm);
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), true), SmallCPath::kPack8Cudnn);
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), false), SmallCPath::kIm2colGemm);
 }
 
 TEST(CudaConvSmallC, CreatesOnlyFor16BitSmallChannelConvsAndRepacksWeights) {
@@ -158,10 +165,10 @@ TEST(CudaConvSmallC, CreatesOnlyFor16BitSmallChannelConvsAndRepacksWeights) {
     backends::cuda::LayerCreateArgs a{g.nodes[0], g, 17, w, 0};
     auto s = SmallCConv::create(a, true);
     ASSERT_TRUE(s);
-    EXPECT_EQ(s->path(), SmallCPath::kPatchGemm);
-    EXPECT_NE(s->tactic().find("patchify"), std::string::npos);
+    EXPECT_EQ(s->path(), SmallCPath::kIm2colGemm);
+    EXPECT_NE(s->tactic().find("im2col"), std::string::npos);
     // [K, kc_pad]: 12 weights per filter then zeros up to 16.
-    const std::string key = std::string("conv/small_c_patch_W#") + prec;
+    const std::string key = std::string("conv/small_c_gemm_W#") + prec;
     ASSERT_EQ(w.uploads.count(key), 1u);
     const Tensor& t = w.uploads.at(key);
     ASSERT_EQ(t.shape(), (Shape{2, 16}));
@@ -187,7 +194,7 @@ TEST(CudaConvSmallC, CreatesOnlyFor16BitSmallChannelConvsAndRepacksWeights) {
             EXPECT_NEAR(f, c < 3 ? src[((o * 3 + c) * 2 + y) * 2 + x] : 0.f, bf ? 1e-2 : 1e-3);
           }
   }
-  // Not for: float32 / tf32 layers, C > 4, grouped convs, KILNRT_CUDA_SMALL_C=0, no path (padded, no cuDNN).
+  // Not for: float32 / tf32 layers, C > 4, grouped convs, KILNRT_CUDA_SMALL_C=0 or KILNRT_CUDA_CONV=direct.
   RecordingWeights w;
   for (const char* prec : {"fp32", "tf32"}) {
     ir::Graph g = graph_with(conv_node(2, 2, 0), 3, prec);
@@ -199,12 +206,27 @@ TEST(CudaConvSmallC, CreatesOnlyFor16BitSmallChannelConvsAndRepacksWeights) {
   grouped.nodes[0].attrs["group"] = int_attr(3);
   EXPECT_FALSE(SmallCConv::create({grouped.nodes[0], grouped, 17, w, 0}, true));
   ir::Graph padded = graph_with(conv_node(3, 1, 1), 3, "fp16");
-  EXPECT_FALSE(SmallCConv::create({padded.nodes[0], padded, 17, w, 0}, false));
-  EXPECT_TRUE(SmallCConv::create({padded.nodes[0], padded, 17, w, 0}, true));
+  auto without_cudnn = SmallCConv::create({padded.nodes[0], padded, 17, w, 0}, false);
+  ASSERT_TRUE(without_cudnn);
+  EXPECT_EQ(without_cudnn->path(), SmallCPath::kIm2colGemm);
+  auto with_cudnn = SmallCConv::create({padded.nodes[0], padded, 17, w, 0}, true);
+  ASSERT_TRUE(with_cudnn);
+  EXPECT_EQ(with_cudnn->path(), SmallCPath::kPack8Cudnn);
   {
     ScopedEnv off("KILNRT_CUDA_SMALL_C", "0");
     ir::Graph g = graph_with(conv_node(2, 2, 0), 3, "fp16");
     EXPECT_FALSE(SmallCConv::create({g.nodes[0], g, 17, w, 0}, true));
+  }
+  {
+    ScopedEnv direct("KILNRT_CUDA_CONV", "direct");
+    ir::Graph g = graph_with(conv_node(2, 2, 0), 3, "fp16");
+    EXPECT_FALSE(SmallCConv::create({g.nodes[0], g, 17, w, 0}, true));
+  }
+  {
+    ScopedEnv gemm("KILNRT_CUDA_SMALL_C", "gemm");
+    auto s = SmallCConv::create({padded.nodes[0], padded, 17, w, 0}, true);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->path(), SmallCPath::kIm2colGemm);
   }
   {
     ScopedEnv pack4("KILNRT_CUDA_SMALL_C", "pack4");
@@ -223,12 +245,17 @@ TEST(CudaConvSmallC, ZooStemsMatchCpu) {
     // resnet50: FusedConv bias + relu into the NHWC pack path; NCHW output (a graph output): cuDNN NCHW fallback.
     check(conv_graph(kStemResnet, true, true, true), prec, true, "pack8");
     check(conv_graph(kStemResnet, true, true, false), prec, true);
+    {  // ... and on the im2col GEMM: NHWC (bias + relu in cuBLASLt's epilogue), NCHW.
+      ScopedEnv gemm("KILNRT_CUDA_SMALL_C", "gemm");
+      check(conv_graph(kStemResnet, true, true, true), prec, true, "im2col");
+      check(conv_graph(kStemResnet, true, true, false), prec, true, "im2col");
+    }
     // vit_b_16: plain Conv with bias, NCHW output (strided batched GEMM) and NHWC output (bias epilogue).
-    check(conv_graph(kStemVit, true, false, false), prec, true, "patchify");
-    check(conv_graph(kStemVit, true, false, true), prec, true, "patchify");
+    check(conv_graph(kStemVit, true, false, false), prec, true, "im2col");
+    check(conv_graph(kStemVit, true, false, true), prec, true, "im2col");
     // convnext: NCHW and NHWC.
-    check(conv_graph(kStemConvnext, true, false, false), prec, true, "patchify");
-    check(conv_graph(kStemConvnext, true, true, true), prec, true, "patchify");
+    check(conv_graph(kStemConvnext, true, false, false), prec, true, "im2col");
+    check(conv_graph(kStemConvnext, true, true, true), prec, true, "im2col");
   }
 }
 
@@ -246,11 +273,10 @@ TEST(CudaConvSmallC, EveryPathLayoutChannelCountAndBatch) {
   };
   for (const char* layout : {"1", "0"}) {
     ScopedEnv nhwc("KILNRT_CUDA_NHWC", layout);
-    for (const char* mode : {"auto", "patch", "pack8", "pack4"}) {
+    for (const char* mode : {"auto", "gemm", "pack8", "pack4"}) {
       ScopedEnv env("KILNRT_CUDA_SMALL_C", mode);
       for (const Geo& g : geos) {
-        const bool patch_ok = g.kh == g.stride && g.pad == 0;
-        const bool applies = std::string(mode) == "patch" ? patch_ok : std::string(mode) == "pack4" ? g.c < 4 : true;
+        const bool applies = std::string(mode) == "pack4" ? g.c < 4 : true;
         for (const char* prec : {"fp16", "bf16"}) {
           for (bool fused : {false, true}) {
             SCOPED_TRACE(::testing::Message() << "NHWC=" << layout << " mode " << mode << " " << prec << " n" << g.n
@@ -276,6 +302,10 @@ TEST(CudaConvSmallC, BatchesLargerThanTheWorkspaceRunInChunks) {
   // pack8: 224x224x8 halves = 0.8 MB per image, so 40 images take two chunks of the 32 MB workspace.
   check(conv_graph({40, 3, 224, 224, 4, 7, 7, 2, 3}, true, true, true), "fp16", true, "pack8");
   // patchify 16x16: 196 x 768 halves = 0.3 MB per image: 100 images take two chunks, NCHW and NHWC.
-  check(conv_graph({100, 3, 224, 224, 8, 16, 16, 16, 0}, true, false, false), "fp16", true, "patchify");
-  check(conv_graph({100, 3, 224, 224, 8, 16, 16, 16, 0}, true, false, true), "fp16", true, "patchify");
+  check(conv_graph({100, 3, 224, 224, 8, 16, 16, 16, 0}, true, false, false), "fp16", true, "im2col");
+  check(conv_graph({100, 3, 224, 224, 8, 16, 16, 16, 0}, true, false, true), "fp16", true, "im2col");
+  // im2col of the resnet stem: 12544 x 152 halves = 3.8 MB per image: 12 images take two chunks, NHWC and NCHW.
+  ScopedEnv gemm("KILNRT_CUDA_SMALL_C", "gemm");
+  check(conv_graph({12, 3, 224, 224, 4, 7, 7, 2, 3}, true, true, true), "fp16", true, "im2col");
+  check(conv_graph({12, 3, 224, 224, 4, 7, 7, 2, 3}, true, true, false), "fp16", true, "im2col");
 }

@@ -1,4 +1,4 @@
-// Small-input-channel convolutions (conv_small_c.h): weight preparation at load, the patchify GEMM path on
+// Small-input-channel convolutions (conv_small_c.h): weight preparation at load, the im2col GEMM path on
 // cuBLASLt and the channel-pack path on cuDNN NHWC.
 #include "backends/cuda/conv_small_c.h"
 
@@ -9,6 +9,7 @@
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/kernels/conv_small_c.h"
 #include "cuda/driver_api.h"
+#include "ops/nn/fused_conv.h"
 
 namespace kilnrt::backends::cuda {
 
@@ -56,6 +57,7 @@ struct LtCall {
   void* d = nullptr;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_d = 0;
   const void* bias = nullptr;
+  bool relu = false;
   cudaDataType_t type = CUDA_R_16F;
 };
 
@@ -70,11 +72,14 @@ void lt_matmul(const LtCall& c, LayerLaunch& l, void* ws, size_t ws_bytes, const
   const cublasOperation_t opa = c.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = c.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)), name);
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)), name);
-  if (c.bias) {
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), name);
-    KILNRT_CUBLASLT_CHECK(
-        api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c.bias, sizeof(c.bias)), name);
+  if (c.bias || c.relu) {
+    const cublasLtEpilogue_t epi = c.bias ? (c.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                          : CUBLASLT_EPILOGUE_RELU;
+    KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
+                          name);
+    if (c.bias)
+      KILNRT_CUBLASLT_CHECK(
+          api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c.bias, sizeof(c.bias)), name);
   }
   auto make = [&](Layout& lay, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
     KILNRT_CUBLASLT_CHECK(api.cublasLtMatrixLayoutCreate(&lay.h, c.type, uint64_t(rows), uint64_t(cols), ld), name);
@@ -110,7 +115,7 @@ void lt_matmul(const LtCall& c, LayerLaunch& l, void* ws, size_t ws_bytes, const
   KILNRT_CUBLASLT_CHECK(
       api.cublasLtMatmulAlgoGetHeuristic(handle, desc.h, la.h, lb.h, ld.h, ld.h, pref.h, 1, &result, &returned), name);
   KILNRT_CHECK(returned > 0, kCuda, name,
-               "cuBLASLt found no algorithm for the " << c.m << "x" << c.n << "x" << c.k << " patchify GEMM");
+               "cuBLASLt found no algorithm for the " << c.m << "x" << c.n << "x" << c.k << " im2col GEMM");
   const float one = 1.f, zero = 0.f;
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmul(handle, desc.h, &one, c.a, la.h, c.b, lb.h, &zero, c.d, ld.h, c.d, ld.h,
                                            &result.algo, ws, ws_bytes, reinterpret_cast<cudaStream_t>(l.stream)),
@@ -123,7 +128,7 @@ bool env_is(const char* v, const char* want) { return v && std::strcmp(v, want) 
 
 const char* small_c_path_name(SmallCPath p) {
   switch (p) {
-    case SmallCPath::kPatchGemm: return "patch-gemm";
+    case SmallCPath::kIm2colGemm: return "im2col-gemm";
     case SmallCPath::kPack4Cudnn: return "pack4-cudnn";
     case SmallCPath::kPack8Cudnn: return "pack8-cudnn";
   }
@@ -154,8 +159,7 @@ SmallCConv::SmallCConv(const ir::Node& node, bool bf16, bool cudnn)
     : node_(node), name_(node.describe()), bf16_(bf16), cudnn_(cudnn) {}
 SmallCConv::~SmallCConv() = default;
 
-std::vector<SmallCPath> SmallCConv::applicable_paths(const ir::Node& n, bool cudnn) {
-  std::vector<SmallCPath> out;
+bool SmallCConv::is_patchify(const ir::Node& n) {
   const auto ks = n.attr_ints("kernel_shape", std::vector<int64_t>{});
   const auto st = n.attr_ints("strides", std::vector<int64_t>(2, 1));
   const auto dil = n.attr_ints("dilations", std::vector<int64_t>(2, 1));
@@ -163,7 +167,11 @@ std::vector<SmallCPath> SmallCConv::applicable_paths(const ir::Node& n, bool cud
   const std::string auto_pad = n.attr_string("auto_pad", std::string("NOTSET"));
   const bool no_pad = auto_pad == "VALID" ||
                       (auto_pad == "NOTSET" && std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; }));
-  if (ks.size() == 2 && st == ks && dil == std::vector<int64_t>{1, 1} && no_pad) out.push_back(SmallCPath::kPatchGemm);
+  return ks.size() == 2 && st == ks && dil == std::vector<int64_t>{1, 1} && no_pad;
+}
+
+std::vector<SmallCPath> SmallCConv::applicable_paths(const ir::Node& n, bool cudnn) {
+  std::vector<SmallCPath> out = {SmallCPath::kIm2colGemm};
   if (cudnn) {
     out.push_back(SmallCPath::kPack8Cudnn);
     out.push_back(SmallCPath::kPack4Cudnn);
@@ -171,10 +179,8 @@ std::vector<SmallCPath> SmallCConv::applicable_paths(const ir::Node& n, bool cud
   return out;
 }
 
-SmallCPath SmallCConv::fixed_rule(const std::vector<SmallCPath>& applicable) {
-  for (SmallCPath p : {SmallCPath::kPatchGemm, SmallCPath::kPack8Cudnn})
-    if (std::find(applicable.begin(), applicable.end(), p) != applicable.end()) return p;
-  return applicable.front();
+SmallCPath SmallCConv::fixed_rule(const ir::Node& node, bool cudnn) {
+  return is_patchify(node) || !cudnn ? SmallCPath::kIm2colGemm : SmallCPath::kPack8Cudnn;
 }
 
 std::unique_ptr<SmallCConv> SmallCConv::create(const LayerCreateArgs& a, bool cudnn) {
@@ -187,13 +193,15 @@ std::unique_ptr<SmallCConv> SmallCConv::create(const LayerCreateArgs& a, bool cu
   const Tensor& w = a.graph.constants.at(n.inputs[1]);
   if (w.dtype() != DType::kFloat32 || w.rank() != 4 || w.dim(1) > kMaxSmallC || w.dim(1) < 1 || w.dim(0) < 1)
     return nullptr;
-  const std::vector<SmallCPath> paths = applicable_paths(n, cudnn);
-  if (paths.empty()) return nullptr;
-  SmallCPath want = fixed_rule(paths);
-  if (env_is(env, "patch")) want = SmallCPath::kPatchGemm;
+  SmallCPath want = fixed_rule(n, cudnn);
+  if (env_is(env, "gemm")) want = SmallCPath::kIm2colGemm;
   if (env_is(env, "pack4")) want = SmallCPath::kPack4Cudnn;
   if (env_is(env, "pack8")) want = SmallCPath::kPack8Cudnn;
   std::unique_ptr<SmallCConv> s(new SmallCConv(n, prec == Precision::kBf16, cudnn));
+  if (n.op_type == ops::nn::kFusedConvOp) {
+    const ops::nn::FusedEpilogue e = ops::nn::read_fused_epilogue(n);
+    s->relu_only_ = e.act == ops::nn::FusedActivation::kRelu && !e.has_residual;
+  }
   if (!s->set_path(want, a)) return nullptr;
   return s;
 }
@@ -213,10 +221,10 @@ bool SmallCConv::upload_weights(SmallCPath p, const LayerCreateArgs& a) {
   const DType dt = bf16_ ? DType::kBFloat16 : DType::kFloat16;
   auto to16 = [&](float v) { return bf16_ ? float_to_bfloat16(v) : float_to_half(v); };
   const std::string suffix = bf16_ ? "#bf16" : "#fp16";
-  if (p == SmallCPath::kPatchGemm) {
+  if (p == SmallCPath::kIm2colGemm) {
     kc_pad_ = (c * r * s + 7) / 8 * 8;
-    const std::string key = node_.name + "/small_c_patch_W" + suffix;
-    if ((patch_w_ = a.weights.find(key))) return true;
+    const std::string key = node_.name + "/small_c_gemm_W" + suffix;
+    if ((gemm_w_ = a.weights.find(key))) return true;
     if (!a.weights.has_host_data(wname)) return false;
     Tensor out = Tensor::empty(dt, {kk, kc_pad_});
     uint16_t* d = out.data<uint16_t>();
@@ -224,8 +232,8 @@ bool SmallCConv::upload_weights(SmallCPath p, const LayerCreateArgs& a) {
     const float* src = w.data<float>();
     for (int64_t o = 0; o < kk; ++o)
       for (int64_t j = 0; j < c * r * s; ++j) d[o * kc_pad_ + j] = to16(src[o * c * r * s + j]);
-    patch_w_ = a.weights.upload(key, out);
-    return patch_w_ != nullptr;
+    gemm_w_ = a.weights.upload(key, out);
+    return gemm_w_ != nullptr;
   }
   pack_cp_ = p == SmallCPath::kPack4Cudnn ? 4 : 8;
   if (c >= pack_cp_) return false;
@@ -245,22 +253,23 @@ bool SmallCConv::upload_weights(SmallCPath p, const LayerCreateArgs& a) {
 }
 
 std::string SmallCConv::tactic() const {
-  return path_ == SmallCPath::kPatchGemm ? "kernel:small-c-patchify+cublaslt:gemm"
+  return path_ == SmallCPath::kIm2colGemm ? "kernel:small-c-im2col+cublaslt:gemm"
                                          : std::string("kernel:small-c-") + (pack_cp_ == 4 ? "pack4" : "pack8") +
                                                "+cudnn:conv-fwd-nhwc|nchw:cudnn:conv-fwd";
 }
 
-bool SmallCConv::run(LayerLaunch& l, const k::Conv2d& p, bool symmetric, const void** bias) {
+bool SmallCConv::run(LayerLaunch& l, const k::Conv2d& p, bool symmetric, const void** bias, bool* done) {
+  *done = false;
   const DType want = bf16_ ? DType::kBFloat16 : DType::kFloat16;
   if (l.inputs[0].dtype != want || l.outputs[0].dtype != want || !symmetric || p.groups != 1 || p.c > kMaxSmallC)
     return false;
   if (l.inputs[0].shape.size() != 4 || p.n == 0 || p.k == 0 || p.oh == 0 || p.ow == 0) return false;
-  if (path_ == SmallCPath::kPatchGemm) return run_patch(l, p, bias);
+  if (path_ == SmallCPath::kIm2colGemm) return run_gemm(l, p, bias, done);
   return run_pack(l, p);
 }
 
-bool SmallCConv::run_patch(LayerLaunch& l, const k::Conv2d& p, const void** bias) {
-  if (!patch_w_ || p.sh != p.kh || p.sw != p.kw || p.ph != 0 || p.pw != 0 || p.dh != 1 || p.dw != 1) return false;
+bool SmallCConv::run_gemm(LayerLaunch& l, const k::Conv2d& p, const void** bias, bool* done) {
+  if (!gemm_w_) return false;
   const int64_t np = p.oh * p.ow;
   const size_t per_image = size_t(np) * size_t(kc_pad_) * 2;
   if (l.workspace_bytes <= kLibReserve) return false;
@@ -272,8 +281,7 @@ bool SmallCConv::run_patch(LayerLaunch& l, const k::Conv2d& p, const void** bias
   const size_t col_bytes = align256(per_image * size_t(chunk));
   for (int64_t n0 = 0; n0 < p.n; n0 += chunk) {
     const int64_t cnt = std::min(chunk, p.n - n0);
-    check_launch(k::patchify_im2col16(l.inputs[0].data, l.inputs[0].nhwc, ws, p, n0, cnt, kc_pad_, l.stream), name_,
-                 "patchify_im2col16");
+    check_launch(k::im2col16(l.inputs[0].data, l.inputs[0].nhwc, ws, p, n0, cnt, kc_pad_, l.stream), name_, "im2col16");
     LtCall c;
     c.type = type;
     c.k = kc_pad_;
@@ -282,13 +290,14 @@ bool SmallCConv::run_patch(LayerLaunch& l, const k::Conv2d& p, const void** bias
       c.ta = true;
       c.m = p.k;
       c.n = cnt * np;
-      c.a = patch_w_;
+      c.a = gemm_w_;
       c.lda = kc_pad_;
       c.b = ws;
       c.ldb = kc_pad_;
       c.d = y;
       c.ldd = p.k;
       c.bias = *bias;
+      c.relu = relu_only_;
     } else {  // per image: column-major [P x K] (= row-major [K, P]) = col (kc x P, transposed) * W (kc x K)
       c.ta = true;
       c.m = np;
@@ -296,7 +305,7 @@ bool SmallCConv::run_patch(LayerLaunch& l, const k::Conv2d& p, const void** bias
       c.a = ws;
       c.lda = kc_pad_;
       c.stride_a = np * kc_pad_;
-      c.b = patch_w_;
+      c.b = gemm_w_;
       c.ldb = kc_pad_;
       c.stride_b = 0;
       c.d = y;
@@ -306,7 +315,10 @@ bool SmallCConv::run_patch(LayerLaunch& l, const k::Conv2d& p, const void** bias
     }
     lt_matmul(c, l, ws + col_bytes, l.workspace_bytes - col_bytes, name_);
   }
-  if (y_nhwc) *bias = nullptr;  // added by the GEMM's epilogue
+  if (y_nhwc) {  // the GEMM's epilogue added the bias (and applied relu_only_'s relu)
+    *bias = nullptr;
+    *done = relu_only_;
+  }
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "backends/cuda/conv_tactics.h"
+#include "backends/cuda/conv_small_c.h"
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/kernels/conv_kernels.h"
@@ -265,6 +266,7 @@ class ConvLayer final : public CudaLayer {
     use_cudnn_ = !(env && std::string(env) == "direct") && cudnn_usable(&why);
     const char* nhwc = std::getenv("KILNRT_CUDA_NHWC");  // NHWC storage unless =0 (layout_plan.h decides)
     if (use_cudnn_ && p16_ && !(nhwc && std::string(nhwc) == "0")) upload_nhwc_weights(a);
+    small_c_ = SmallCConv::create(a, use_cudnn_);  // C <= 4 (stems, patchify): conv_small_c.h
     // Tactics chosen by timing at build (conv_tactics.h): stored with the node, or timed now under the builder's scope.
     if (use_cudnn_ && a.node.has_attr(kConvTacticAttr)) choices_ = parse_tactic_attr(a.node.attr_string(kConvTacticAttr));
     else if (use_cudnn_ && ConvTuningScope::current()) tune(a, *ConvTuningScope::current());
@@ -273,6 +275,7 @@ class ConvLayer final : public CudaLayer {
   std::string tactic() const override {
     const std::string epi = (fused_ ? "+kernel:conv-epilogue(" + ops::nn::describe_epilogue(epilogue_) + ")" : "") +
                             (choices_.empty() ? "" : " [timed " + format_tactic_attr(choices_) + "]");
+    if (small_c_) return small_c_->tactic() + epi;
     if (!use_cudnn_) return "kernel:conv2d-direct" + epi;
     if (p16_ && dw_w_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32|nhwc:kernel:depthwise" + epi;
     if (p16_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32" + epi;
@@ -290,6 +293,11 @@ class ConvLayer final : public CudaLayer {
     const void* bias = l.inputs.size() > 2 && l.inputs[2].present ? l.inputs[2].data : nullptr;
     if (fused_) check_epilogue_operands(l);
     const bool symmetric = geo.pad_end_h == geo.p.ph && geo.pad_end_w == geo.p.pw;
+    bool small_c_done = false;  // few input channels (conv_small_c.h): own path first
+    if (small_c_ && small_c_->run(l, geo.p, symmetric, &bias, &small_c_done)) {
+      if (!small_c_done) run_epilogue(l, geo, bias);
+      return;
+    }
     if (nhwc && dw_w_ && geo.p.groups == geo.p.c && geo.p.k == geo.p.c && l.inputs[0].dtype != DType::kFloat32) {
       // Own NHWC depthwise kernel (kernels/nhwc_depthwise.cu), then bias / residual / activation.
       check_launch(k::depthwise_conv2d_nhwc(float_code(l.inputs[0].dtype), l.inputs[0].data, dw_w_,
@@ -708,6 +716,7 @@ class ConvLayer final : public CudaLayer {
   bool use_cudnn_ = false;
   const void* nhwc_w_ = nullptr;  // 16-bit weights in K,R,S,C order for NHWC convolutions (null: NCHW only)
   const void* dw_w_ = nullptr;    // depthwise only: 16-bit weights [R,S,K] for kernels/nhwc_depthwise.cu
+  std::unique_ptr<SmallCConv> small_c_;  // few input channels: own path first (null: none)
   bool fused_ = false;
   ops::nn::FusedEpilogue epilogue_;
   std::mutex mu_;

@@ -1,5 +1,5 @@
-// Kernels of the small-input-channel convolution paths (conv_small_c.h): a patchify im2col (one thread per 8 column
-// entries, one 16-byte store) and a channel pack to 4 / 8 channels (one thread per pixel, one 8- / 16-byte store).
+// Kernels of the small-input-channel convolution paths (conv_small_c.h): an im2col (one thread per 8 column entries,
+// one 16-byte store; a pure rearrangement for patchify geometries) and a channel pack to 4 / 8 channels (one thread per pixel, one 8- / 16-byte store).
 // Both only move 16-bit values; index math in 32 bits except the image offsets.
 #include <cuda_runtime.h>
 
@@ -12,10 +12,14 @@ namespace {
 using launch_common::kThreads;
 
 // Thread i: column row r = i / groups (patch), entries [8*(i % groups), +8).
-__global__ void patchify_kernel(const uint16_t* __restrict__ x, bool nhwc, uint4* __restrict__ col, int c, int h,
-                                int w, int kh, int kw, int oh, int ow, int kc, int groups, int total) {
+struct Im2colGeo {
+  int c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, kc, groups, total;
+};
+
+__global__ void im2col_kernel(const uint16_t* __restrict__ x, bool nhwc, uint4* __restrict__ col, Im2colGeo q) {
+  const int c = q.c, h = q.h, w = q.w, kw = q.kw, ow = q.ow, oh = q.oh, kc = q.kc, groups = q.groups;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= total) return;
+  if (i >= q.total) return;
   const int g = i % groups;
   const int r = i / groups;
   const int ox = r % ow;
@@ -23,7 +27,7 @@ __global__ void patchify_kernel(const uint16_t* __restrict__ x, bool nhwc, uint4
   const int b = r / (ow * oh);
   const uint16_t* img = x + int64_t(b) * c * h * w;
   uint16_t v[8];
-  const int kk = kh * kw;
+  const int kk = q.kh * kw;
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
     const int j = g * 8 + e;
@@ -33,8 +37,9 @@ __global__ void patchify_kernel(const uint16_t* __restrict__ x, bool nhwc, uint4
       const int t = j - ci * kk;
       const int ky = t / kw;
       const int kx = t - ky * kw;
-      const int iy = oy * kh + ky, ix = ox * kw + kx;
-      val = nhwc ? img[(int64_t(iy) * w + ix) * c + ci] : img[(int64_t(ci) * h + iy) * w + ix];
+      const int iy = oy * q.sh - q.ph + ky * q.dh, ix = ox * q.sw - q.pw + kx * q.dw;
+      if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+        val = nhwc ? img[(int64_t(iy) * w + ix) * c + ci] : img[(int64_t(ci) * h + iy) * w + ix];
     }
     v[e] = val;
   }
@@ -71,8 +76,8 @@ bool fits_int(int64_t v) { return v >= 0 && v < (int64_t(1) << 31); }
 
 }  // namespace
 
-int patchify_im2col16(const void* x, bool x_nhwc, void* col, const Conv2d& p, int64_t n0, int64_t count,
-                      int64_t kc_pad, StreamT stream) {
+int im2col16(const void* x, bool x_nhwc, void* col, const Conv2d& p, int64_t n0, int64_t count, int64_t kc_pad,
+             StreamT stream) {
   const int64_t kc = p.c * p.kh * p.kw;
   if (kc_pad % 8 != 0 || kc_pad < kc || (reinterpret_cast<uintptr_t>(col) & 15) != 0)
     return static_cast<int>(cudaErrorInvalidValue);
@@ -81,9 +86,10 @@ int patchify_im2col16(const void* x, bool x_nhwc, void* col, const Conv2d& p, in
   if (!fits_int(total) || !fits_int(p.c * p.h * p.w)) return static_cast<int>(cudaErrorInvalidValue);
   const uint16_t* xb = static_cast<const uint16_t*>(x) + n0 * p.c * p.h * p.w;
   const unsigned blocks = static_cast<unsigned>((total + kThreads - 1) / kThreads);
-  patchify_kernel<<<blocks, kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(
-      xb, x_nhwc, static_cast<uint4*>(col), int(p.c), int(p.h), int(p.w), p.kh, p.kw, int(p.oh), int(p.ow), int(kc),
-      int(groups), int(total));
+  const Im2colGeo q{int(p.c), int(p.h), int(p.w), p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, int(p.oh), int(p.ow),
+                    int(kc), int(groups), int(total)};
+  im2col_kernel<<<blocks, kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(xb, x_nhwc, static_cast<uint4*>(col),
+                                                                                  q);
   return launch_common::launch_status();
 }
 

@@ -7,12 +7,13 @@
 
 namespace kilnrt::cuda::kernels {
 
-// Patchify im2col for a convolution whose kernel equals its stride (no padding, no dilation): for images
-// [n0, n0 + count) of x (NCHW, or NHWC when x_nhwc), writes col[(b - n0) * OH*OW + oy*OW + ox][j], row length
-// kc_pad (a multiple of 8, >= C*KH*KW), j = (c*KH + ky)*KW + kx (the order of a [K, C, KH, KW] weight), zeros for
-// j >= C*KH*KW. col must be 16-byte aligned. Returns the launch status.
-int patchify_im2col16(const void* x, bool x_nhwc, void* col, const Conv2d& p, int64_t n0, int64_t count,
-                      int64_t kc_pad, StreamT stream);
+// im2col of a group-1 convolution (any stride / padding / dilation; a pure rearrangement when the kernel equals
+// the stride without padding: ViT / ConvNeXt patchify): for images [n0, n0 + count) of x (NCHW, or NHWC when
+// x_nhwc), writes col[(b - n0) * OH*OW + oy*OW + ox][j], row length kc_pad (a multiple of 8, >= C*KH*KW),
+// j = (c*KH + ky)*KW + kx (the order of a [K, C, KH, KW] weight), zeros for padding and for j >= C*KH*KW. col must
+// be 16-byte aligned. Returns the launch status.
+int im2col16(const void* x, bool x_nhwc, void* col, const Conv2d& p, int64_t n0, int64_t count, int64_t kc_pad,
+             StreamT stream);
 
 // Packs images [n0, n0 + count) of x (C channels, NCHW or NHWC storage) into NHWC with cp channels (4 or 8, > C),
 // the extra channels zero: out[((b - n0)*H + y)*W + x][0..cp). out must be cp*2-byte aligned.
