@@ -8,6 +8,7 @@
 #include "ops/op_registry.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"
+#include "passes/batch_first_attention.h"
 #include "passes/dead_code.h"
 #include "passes/select_packed_qkv.h"
 #include "passes/split_packed_projection.h"
@@ -399,6 +400,12 @@ size_t fuse_attention(ir::Graph& graph) {
     use_kilnrt_domain(graph);
     graph.topo_sort();
     ++fused;
+  }
+  // torch's batch_first MultiheadAttention: its two [B, S, E] <-> [S, B, E] transposes per layer, read in place.
+  if (fused > 0) {
+    eliminate_dead_code(graph);
+    infer_shapes(graph);
+    if (drop_batch_first_transposes(graph) > 0) infer_shapes(graph);
   }
   return fused;
 }

@@ -67,5 +67,30 @@ TEST(CudaXfmrRewrites, SplitPackedProjectionMatchesCpu) {
   }
 }
 
+TEST(CudaXfmrRewrites, BatchFirstBlockWithoutTransposesMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  attntest::Builder b;
+  const ir::Graph before = attntest::batch_first_mha_block(b, 3, 37, 2, 32);
+  const auto want = run_cpu(before, b.feeds).at("out");
+  for (const char* prec : {"", "fp16", "bf16"}) {
+    SCOPED_TRACE(*prec ? prec : "fp32");
+    ir::Graph g = before;
+    passes::optimize_graph(g);
+    size_t transposes = 0, gemms = 0;
+    for (ir::Node& n : g.nodes) {
+      transposes += n.op_type == "Transpose";
+      gemms += n.op_type == "FusedMatMul";
+      if (!*prec) continue;
+      n.attrs["kilnrt_precision"].kind = ir::Attribute::Kind::kString;
+      n.attrs["kilnrt_precision"].s = prec;
+    }
+    EXPECT_EQ(transposes, 0u);
+    EXPECT_EQ(gemms, 4u);
+    passes::infer_shapes(g);
+    const double tol = !*prec ? 1e-4 : std::string(prec) == "fp16" ? 0.03 : 0.15;
+    expect_tensors_close(run_cuda(g, b.feeds).at("out"), want, tol, 2e-2);
+  }
+}
+
 }  // namespace
 }  // namespace kilnrt::cudatest

@@ -1,6 +1,7 @@
 // passes/split_packed_projection on the CPU backend (issue 7): MultiheadAttention's packed in-projection, once
 // select_packed_qkv has made its q / k / v selects Slices, becomes one GEMM per part (no Slice copies left), inside
-// fuse_attention and through the whole optimizer; the outputs stay equal. Left alone: a projection read elsewhere,
+// fuse_attention and through the whole optimizer; the outputs stay equal. And passes/batch_first_attention: the
+// batch_first block's two transposes per layer dropped (the region runs in [B, S, ...] order). Left alone: a projection read elsewhere,
 // a packed view with another reader.
 #include <gtest/gtest.h>
 
@@ -68,6 +69,47 @@ TEST(SplitPackedProjection, ProjectionReadElsewhereOrPartialSlicesAreLeftAlone) 
     passes::infer_shapes(g);
     EXPECT_EQ(passes::split_packed_projection(g), 0u);
     EXPECT_EQ(count_ops(g, "Slice"), 3u);
+  }
+}
+
+TEST(BatchFirstAttention, VitTransposesAroundAttentionAreDropped) {
+  // B = 3, S = 13 (told apart by shapes); after fuse_attention no Transpose is left, the out-projection is a MatMul
+  // on [B, S, E], and through the optimizer it takes the residual Add as its C operand.
+  Builder b;
+  const ir::Graph g = attntest::batch_first_mha_block(b, 3, 13, 2, 8);
+  const auto want = passtest::run_cpu(g, b.feeds).at("out");
+  ir::Graph after = g;
+  EXPECT_EQ(passes::fuse_attention(after), 1u);
+  passes::infer_shapes(after);
+  EXPECT_EQ(count_ops(after, "Transpose"), 0u) << after.to_string(false);
+  EXPECT_EQ(count_ops(after, "Gemm"), 0u);
+  EXPECT_LE(max_rel_diff(passtest::run_cpu(after, b.feeds).at("out"), want), 1e-5);
+  ir::Graph opt = g;
+  passes::optimize_graph(opt);
+  EXPECT_EQ(count_ops(opt, "Transpose") + count_ops(opt, "Add") + count_ops(opt, "Slice"), 0u) << opt.to_string(false);
+  EXPECT_EQ(count_ops(opt, "FusedMatMul"), 4u);
+  EXPECT_LE(max_rel_diff(passtest::run_cpu(opt, b.feeds).at("out"), want), 1e-5);
+}
+
+TEST(BatchFirstAttention, OtherReadersOrEqualBatchAndSequenceKeepTheTransposes) {
+  {  // the [S, B, E] out-projection is also a graph output
+    Builder b;
+    const ir::Graph g = attntest::batch_first_mha_block(b, 3, 13, 2, 8, /*exit_is_output=*/true);
+    ir::Graph after = g;
+    EXPECT_EQ(passes::fuse_attention(after), 1u);
+    EXPECT_EQ(count_ops(after, "Transpose"), 2u);
+    passes::infer_shapes(after);
+    const auto want = passtest::run_cpu(g, b.feeds), got = passtest::run_cpu(after, b.feeds);
+    for (const char* o : {"out", "o3"}) EXPECT_LE(max_rel_diff(got.at(o), want.at(o)), 1e-5) << o;
+  }
+  {  // B == S: shapes cannot tell the axes apart
+    Builder b;
+    const ir::Graph g = attntest::batch_first_mha_block(b, 4, 4, 2, 8);
+    ir::Graph after = g;
+    EXPECT_EQ(passes::fuse_attention(after), 1u);
+    EXPECT_EQ(count_ops(after, "Transpose"), 2u);
+    passes::infer_shapes(after);
+    EXPECT_LE(max_rel_diff(passtest::run_cpu(after, b.feeds).at("out"), passtest::run_cpu(g, b.feeds).at("out")), 1e-5);
   }
 }
 
