@@ -253,9 +253,10 @@ bool SmallCConv::upload_weights(SmallCPath p, const LayerCreateArgs& a) {
 }
 
 std::string SmallCConv::tactic() const {
-  return path_ == SmallCPath::kIm2colGemm ? "kernel:small-c-im2col+cublaslt:gemm"
-                                         : std::string("kernel:small-c-") + (pack_cp_ == 4 ? "pack4" : "pack8") +
-                                               "+cudnn:conv-fwd-nhwc|nchw:cudnn:conv-fwd";
+  // The library prefix makes the runner create the handle before a captured launch (CudaRunner::ensure_resources).
+  return path_ == SmallCPath::kIm2colGemm ? "cublaslt:small-c-im2col-gemm"
+                                         : std::string("cudnn:small-c-") + (pack_cp_ == 4 ? "pack4" : "pack8") +
+                                               "-nhwc|nchw:conv-fwd";
 }
 
 bool SmallCConv::run(LayerLaunch& l, const k::Conv2d& p, bool symmetric, const void** bias, bool* done) {
