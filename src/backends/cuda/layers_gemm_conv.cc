@@ -269,7 +269,7 @@ class ConvLayer final : public CudaLayer {
     small_c_ = SmallCConv::create(a, use_cudnn_);  // C <= 4 (stems, patchify): conv_small_c.h
     // Tactics chosen by timing at build (conv_tactics.h): stored with the node, or timed now under the builder's scope.
     if (use_cudnn_ && a.node.has_attr(kConvTacticAttr)) choices_ = parse_tactic_attr(a.node.attr_string(kConvTacticAttr));
-    else if (use_cudnn_ && ConvTuningScope::current()) tune(a, *ConvTuningScope::current());
+    else if (use_cudnn_ && !small_c_ && ConvTuningScope::current()) tune(a, *ConvTuningScope::current());
   }
   ~ConvLayer() override { clear_cache(); }
   std::string tactic() const override {
