@@ -58,6 +58,7 @@ struct Plan {
   std::string attention;                      // FusedAttention node
   std::string r1, gemm, r2, t2;               // exit chain nodes
   std::string o, t2_out;                      // attention output, exit value
+  std::vector<std::string> values;            // region values whose axes 0 / 1 swap (their types are dropped)
   int64_t e = 0;                              // attention output's last-axes size (H * D)
 };
 
@@ -117,6 +118,8 @@ bool plan_region(const ir::Graph& g, const GraphIndex& ix, const ir::Node& t1, P
   // O -> Reshape [S*B, E] -> Gemm / MatMul (const W) -> Reshape [S, B, N] -> Transpose (1, 0, 2).
   p->attention = att->name;
   p->o = att->outputs[0];
+  p->values.assign(seen.begin(), seen.end());
+  p->values.push_back(p->o);
   const ir::SymShape* os = shape_of(g, p->o);
   if (!os || os->size() < 3 || !((*os)[0] == s) || !((*os)[1] == b)) return false;
   int64_t e = 1;
@@ -231,6 +234,9 @@ size_t drop_batch_first_transposes(ir::Graph& graph) {
     mm.inputs = {pre + "_rows", w};
     mm.outputs = {bias.empty() ? p.t2_out : pre + "_linear"};
     erase.insert(erase.end(), {p.t1, p.r1, p.gemm, p.r2, p.t2});
+    // Inferred types must not merge with the old [S, B, ...] ones (a declared known dim would win over "batch").
+    for (const std::string& v : p.values) graph.types.erase(v);
+    graph.types.erase(p.t2_out);
     graph.nodes.push_back(std::move(r));
     graph.nodes.push_back(std::move(mm));
     if (!bias.empty()) {
