@@ -124,7 +124,7 @@ const Case kCases[] = {
     {"d32 sq33 sk77 per-query mask", {2, 33, 32}, {2, 77, 32}, {2, 77, 32}, {}, {}, {}, {}, {33, 77}, true},
     {"d64 sq1 sk1", {4, 1, 64}, {4, 1, 64}, {4, 1, 64}, {}, {}, {}, {}, {}, true},
     {"d128 sq1 sk300 key mask", {4, 1, 128}, {4, 300, 128}, {4, 300, 128}, {}, {}, {}, {}, {4, 1, 300}, true},
-    // The three launch sizes: 16-row tiles (few heads), 32-row and 64-row tiles (more blocks).
+    // Many heads, full and partial query tiles.
     {"d64 s128 24 heads", {24, 128, 64}, {24, 128, 64}, {24, 128, 64}, {}, {}, {}, {}, {}, true},
     {"d64 s197 64 heads", {64, 197, 64}, {64, 197, 64}, {64, 197, 64}, {}, {}, {}, {}, {}, true},
     {"d64 s200 40 heads", {40, 200, 64}, {40, 200, 64}, {40, 200, 64}, {}, {}, {}, {}, {40, 1, 200}, true},

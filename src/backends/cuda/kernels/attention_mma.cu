@@ -312,25 +312,14 @@ int launch_fa2(const AttentionArgs& a, StreamT stream) {
   return launch_status();
 }
 
-// Query rows per block: 64 (4 warps) while that still gives a few blocks per SM, else smaller tiles so that small
-// batches (BERT / ViT at batch 1: 12 heads) spread over more SMs.
-constexpr int64_t kFillBlocks = 256;
-int warps_for(const AttentionArgs& a) {
-  const int64_t heads = a.b0 * a.b1;
-  for (int w : {4, 2}) {
-    const int64_t rows = 16 * w;
-    if (heads * ((a.sq + rows - 1) / rows) >= kFillBlocks) return w;
-  }
-  return 1;
-}
+// Query rows per block: 64 (4 warps). Measured on the H100 (bench/results/h100_2026-11-22_s4_attn.md) against 16,
+// 32 and 128 rows at BERT (S 128) and ViT (S 197) shapes, batch 1 and 32: 64 is fastest everywhere, at batch 1 too
+// (12 heads: smaller tiles give more blocks but not a shorter key loop per block).
+constexpr int kWarpsPerBlock = 4;
 
 template <class T, int D>
 int launch_d(const AttentionArgs& a, StreamT stream) {
-  switch (warps_for(a)) {
-    case 4: return launch_fa2<T, D, 4>(a, stream);
-    case 2: return launch_fa2<T, D, 2>(a, stream);
-    default: return launch_fa2<T, D, 1>(a, stream);
-  }
+  return launch_fa2<T, D, kWarpsPerBlock>(a, stream);
 }
 
 template <class T>
