@@ -7,6 +7,9 @@
 #include <cstdlib>
 
 #include "conv_fusion_test_util.h"
+#include "engine_features_model.h"
+#include "kilnrt/engine.h"
+#include "onnx_test_writer.h"
 #include "ops/nn/fused_pointwise.h"
 #include "passes/fuse_pointwise.h"
 #include "passes/optimize.h"
@@ -293,6 +296,21 @@ TEST(FusePointwise, OptimizeRunsItAfterThePatternFusionsAndOnlyWhenAsked) {
   EXPECT_EQ(ops::nn::describe_pointwise(ops::nn::read_pointwise_program(fused.nodes[0])), "gelu+add");
   const auto feeds = feeds_for(b.g, -2.f, 2.f);
   EXPECT_LE(max_rel_diff(run_cpu(fused, feeds).at("y"), run_cpu(b.g, feeds).at("y")), 1e-5);
+}
+
+TEST(FusePointwise, CpuEnginesKeepThePlainOps) {
+  using namespace kilnrt::onnx_test;
+  ModelSpec m;
+  m.graph.inputs.push_back(ValueInfoSpec::tensor("x", kFloat, {2, 3}));
+  m.graph.nodes.push_back(NodeSpec{"Relu", {"x"}, {"a"}, {}, "relu"});
+  m.graph.nodes.push_back(NodeSpec{"Neg", {"a"}, {"y"}, {}, "neg"});
+  m.graph.outputs.push_back(ValueInfoSpec::tensor("y", kFloat, {2, 3}));
+  const std::string file = enginetest::write_model(::testing::TempDir() + "/kilnrt_pointwise_cpu.onnx", m.serialize());
+  const std::vector<uint8_t> bytes = build_engine(file, BuildOptions{});
+  const auto engine = Engine::from_bytes(bytes.data(), bytes.size());
+  std::vector<std::string> ops;
+  for (const LayerInfo& l : engine->layers()) ops.push_back(l.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Relu", "Neg"}));
 }
 
 TEST(FusePointwise, DamagedProgramIsRefusedNamingTheNode) {
