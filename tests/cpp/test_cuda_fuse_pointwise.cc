@@ -74,8 +74,23 @@ ir::Graph chain(const Shape& x) {
   return b.g;
 }
 
-void check(const Shape& x, const Prec& p) {
-  ir::Graph g = chain(x);
+// (x * v + r) / 2 with v [W] varying along the last dim only: vector loads of v at a per-vector offset.
+ir::Graph last_dim_chain(const Shape& x) {
+  GraphBuilder b(17);
+  b.input("x", x);
+  b.input("r", x);
+  b.input("v", {x.back()});
+  b.constant("two", Tensor::from_vector(std::vector<float>{2.f}, DType::kFloat32, {}));
+  b.node("Mul", {"x", "v"}, {"a"});
+  b.node("Add", {"a", "r"}, {"s"});
+  b.node("Div", {"s", "two"}, {"y"});
+  b.g.outputs = {"y"};
+  passes::infer_shapes(b.g);
+  return b.g;
+}
+
+void check(const Shape& x, const Prec& p, bool last_dim = false) {
+  ir::Graph g = last_dim ? last_dim_chain(x) : chain(x);
   ASSERT_EQ(passes::fuse_pointwise(g), 1u);
   passes::infer_shapes(g);
   if (*p.name)
@@ -120,6 +135,8 @@ TEST(CudaFusedPointwise, MatchesCpuInEveryPrecisionVectorAndScalarPaths) {
     SCOPED_TRACE(std::string("precision ") + (*p.name ? p.name : "fp32"));
     check({2, 16, 8, 8}, p);  // W % 8 == 0: vector loads, cond strided with a contiguous last dim
     check({3, 5, 7, 9}, p);   // odd sizes: scalar path
+    check({2, 4, 6, 16}, p, true);  // a [W] operand: strided with a contiguous last dim, vector path
+    check({2, 4, 6, 6}, p, true);   // W % 4 != 0: scalar path
   }
 }
 
