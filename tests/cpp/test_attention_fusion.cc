@@ -667,6 +667,11 @@ TEST(AttentionFusion, DynamoEncoderLayerFusesAndMatchesTorch) {
   passes::optimize_graph(g);
   EXPECT_EQ(count_ops(g, "FusedAttention"), 1u) << g.to_string(false);
   EXPECT_EQ(count_ops(g, "Softmax"), 0u);
+  // batch_first MultiheadAttention (dynamic batch): no Slice / Gather / Transpose copies are left (select_packed_qkv,
+  // split_packed_projection, batch_first_attention), and the output keeps its symbolic batch dim.
+  EXPECT_EQ(count_ops(g, "Transpose") + count_ops(g, "Slice") + count_ops(g, "Gather"), 0u) << g.to_string(false);
+  EXPECT_EQ(g.type_of("y")->shape[0].param, "batch");
+  EXPECT_FALSE(g.type_of("y")->shape[0].known());
   const Tensor x = load_npy(dir + "transformer_encoder_layer.input.npy");
   const Tensor want = load_npy(dir + "transformer_encoder_layer.expected.npy");
   const auto got = run_cpu(g, {{"x", x}});
