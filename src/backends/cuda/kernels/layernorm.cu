@@ -30,9 +30,10 @@ struct alignas(16) Pack {
 
 constexpr int kBlock = 128;
 
+// x and y may be the same buffer (in place): each row is read whole into registers before it is written.
 template <typename T, int G, int NV>
-__global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* __restrict__ x, const T* __restrict__ scale,
-                                                               const T* __restrict__ bias, T* __restrict__ y,
+__global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const T* __restrict__ scale,
+                                                               const T* __restrict__ bias, T* y,
                                                                float* mean_out, float* inv_std_out, int64_t rows,
                                                                int nvec, float eps) {
   using P = Pack<T>;
