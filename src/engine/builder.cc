@@ -20,6 +20,7 @@
 #include "passes/shape_inference.h"
 #ifdef KILNRT_HAVE_CUDA
 #include "backends/cuda/fused_pointwise_code.h"
+#include "backends/cuda/layout_timing.h"
 #endif
 
 namespace kilnrt {
@@ -196,12 +197,27 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
 #endif
     // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
     std::map<std::string, std::string> timed;  // conv tactics timed on this GPU (backends/cuda/conv_tactics.h)
+#ifdef KILNRT_HAVE_CUDA
+    // NCHW or NHWC storage: both whole plans timed on this GPU, the faster recorded with the convs (layout_timing.h).
+    KILNRT_LOG(kInfo, backends::cuda::choose_layout_by_timing(graph, target.device, &timed).note);
+#endif
     auto plan = engine::make_cuda_plan(graph, target.device, nullptr, /*record=*/true, &timed);
-    for (ir::Node& n : graph.nodes) {  // stored with the node: loading reads the choice and never times
-      if (!timed.count(n.name)) continue;
-      ir::Attribute& a = n.attrs["kilnrt_conv_tactic"];
-      a.kind = ir::Attribute::Kind::kString;
-      a.s = timed[n.name];
+    // Stored with the node: loading reads the choice and never times. Keys are node names (kilnrt_conv_tactic) or
+    // "node<TAB>attribute" (other layers: kilnrt_gemm_algo, backends/cuda/gemm_tactics.h).
+    std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_node;
+    for (const auto& [key, value] : timed) {
+      const size_t tab = key.find('\t');
+      if (tab == std::string::npos) by_node[key].emplace_back("kilnrt_conv_tactic", value);
+      else by_node[key.substr(0, tab)].emplace_back(key.substr(tab + 1), value);
+    }
+    for (ir::Node& n : graph.nodes) {
+      auto it = by_node.find(n.name);
+      if (it == by_node.end()) continue;
+      for (const auto& [attr, value] : it->second) {
+        ir::Attribute& a = n.attrs[attr];
+        a.kind = ir::Attribute::Kind::kString;
+        a.s = value;
+      }
     }
     meta.layer_tactics = engine::cuda_tactics(*plan);
     // Activation memory at each profile's max shapes (host-only layout, the one contexts use).

@@ -50,13 +50,12 @@ void load_file_locked(Cache& c) {
   std::string line;
   while (std::getline(in, line)) {
     const size_t tab = line.find('\t');
-    ConvChoice ch;
-    if (tab == std::string::npos || !parse_choice(line.substr(tab + 1), &ch)) continue;
+    if (tab == std::string::npos || tab == 0 || tab + 1 >= line.size()) continue;  // values are parsed at find
     c.entries[line.substr(0, tab)] = line.substr(tab + 1);
   }
 }
 
-std::string device_key(int device) {
+std::string query_device_key(int device) {
   kc::ContextGuard guard(device);
   const kc::DriverApi& api = guard.api();
   CUdevice dev = 0;
@@ -74,6 +73,19 @@ std::string device_key(int device) {
 }
 
 }  // namespace
+
+std::string tuning_device_key(int device) {
+  static std::mutex mu;
+  static std::map<int, std::string>* keys = new std::map<int, std::string>;  // leaked: used at exit
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = keys->find(device);
+    if (it != keys->end()) return it->second;
+  }
+  const std::string key = query_device_key(device);
+  std::lock_guard<std::mutex> lock(mu);
+  return (*keys)[device] = key;
+}
 
 std::string choice_to_string(const ConvChoice& c) {
   switch (c.path) {
@@ -137,11 +149,22 @@ bool timing_cache_find(const std::string& key, ConvChoice* out) {
   return it != c.entries.end() && parse_choice(it->second, out);
 }
 
-void timing_cache_store(const std::string& key, const ConvChoice& ch) {
+void timing_cache_store(const std::string& key, const ConvChoice& ch) { timing_cache_store_raw(key, choice_to_string(ch)); }
+
+bool timing_cache_find_raw(const std::string& key, std::string* value) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   load_file_locked(c);
-  const std::string v = choice_to_string(ch);
+  auto it = c.entries.find(key);
+  if (it == c.entries.end()) return false;
+  *value = it->second;
+  return true;
+}
+
+void timing_cache_store_raw(const std::string& key, const std::string& v) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  load_file_locked(c);
   c.entries[key] = v;
   if (const char* path = cache_file()) {
     std::ofstream f(path, std::ios::app);
@@ -166,6 +189,12 @@ void note_tactic_fallback() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   c.stats.fallbacks++;
+}
+
+void note_gemm_tuning(bool cache_hit) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  (cache_hit ? c.stats.gemm_cache_hits : c.stats.gemm_timed)++;
 }
 
 TuningStats tuning_stats() {
@@ -297,15 +326,21 @@ ConvTuningScope* ConvTuningScope::current() {
   return env && std::string(env) == "0" ? nullptr : t_scope;
 }
 
+ConvTuningScope* ConvTuningScope::open_scope() { return t_scope; }
+
 void ConvTuningScope::record(const std::string& node, const std::string& attr_value) {
   if (out_) (*out_)[node] = attr_value;
+}
+
+void ConvTuningScope::record(const std::string& node, const std::string& attr, const std::string& value) {
+  if (out_) (*out_)[node + "\t" + attr] = value;
 }
 
 ConvChoice ConvTuningScope::tune(ConvTuneRequest& req,
                                  const std::function<void(const ConvChoice&, LayerLaunch&)>& run,
                                  const std::string& node) {
   kc::ContextGuard guard(device_);
-  if (device_key_.empty()) device_key_ = device_key(device_);
+  if (device_key_.empty()) device_key_ = tuning_device_key(device_);
   const std::string key = device_key_ + "|" + req.key;
   ConvChoice best;
   if (timing_cache_find(key, &best)) {
@@ -313,6 +348,22 @@ ConvChoice ConvTuningScope::tune(ConvTuneRequest& req,
     cache().stats.cache_hits++;
     return best;
   }
+  bind(req.launch);
+  const int w = time_candidates(
+      req.launch, int(req.candidates.size()),
+      [&](int i, LayerLaunch& l) { run(req.candidates[size_t(i)], l); },
+      [&](int i) { return choice_to_string(req.candidates[size_t(i)]); }, node, req.label);
+  if (w >= 0) best = req.candidates[size_t(w)];
+  {
+    std::lock_guard<std::mutex> lock(cache().mu);
+    cache().stats.timed++;
+  }
+  if (w >= 0) timing_cache_store(key, best);  // the heuristic too: a hit skips the timing
+  return best;
+}
+
+void ConvTuningScope::bind(LayerLaunch& l) {
+  kc::ContextGuard guard(device_);
   if (!res_) {
     res_ = std::make_unique<Resources>();
     res_->stream = kc::Stream(device_);
@@ -322,7 +373,6 @@ ConvChoice ConvTuningScope::tune(ConvTuneRequest& req,
     res_->stop = kc::Event(device_, /*timing=*/true);
   }
   Resources& r = *res_;
-  LayerLaunch& l = req.launch;
   size_t slot = 0;
   for (LayerTensor& t : l.inputs)
     if (t.present) t.data = r.slot(device_, slot++, size_t(t.numel()) * dtype_size(t.dtype));
@@ -333,21 +383,29 @@ ConvChoice ConvTuningScope::tune(ConvTuneRequest& req,
   l.workspace = r.workspace.data();
   l.workspace_bytes = r.workspace.size();
   r.stream.synchronize();
+}
 
+int ConvTuningScope::time_candidates(LayerLaunch& l, int count, const std::function<void(int, LayerLaunch&)>& run,
+                                     const std::function<std::string(int)>& label, const std::string& node,
+                                     const std::string& what) {
+  kc::ContextGuard guard(device_);
+  KILNRT_CHECK(res_ != nullptr, kInternal, node, "tactic timing before bind()");
+  Resources& r = *res_;
   // GPU time as the engine runs it (one CUDA graph, no host gaps: the legacy cuDNN API spends up to a millisecond
   // of host time per call): kReps launches captured into one graph; the first replay drops candidates 3x slower than
   // the best so far, the others get the median of 3 more. A direct launch first checks that the tactic applies.
   constexpr int kReps = 8;
-  constexpr double kMargin = 0.97;  // a tactic must beat the heuristic's algorithm by 3% to replace it
+  constexpr double kMargin = 0.97;  // a tactic must beat the incumbent (candidate 0) by 3% to replace it
   double best_ms = -1.0, best_score = -1.0;
+  int best = -1;
   std::string report;
-  for (const ConvChoice& c : req.candidates) {
+  for (int c = 0; c < count; ++c) {
     try {
       run(c, l);  // a tactic that does not apply throws here
       r.stream.synchronize();
     } catch (const Error& e) {
       r.stream.synchronize();  // a real device fault is sticky and throws here
-      KILNRT_LOG(kDebug, node << ": tactic " << choice_to_string(c) << " skipped: " << e.what());
+      KILNRT_LOG(kDebug, node << ": tactic " << label(c) << " skipped: " << e.what());
       continue;
     }
     double med = 0;
@@ -377,24 +435,19 @@ ConvChoice ConvTuningScope::tune(ConvTuneRequest& req,
       }
     } catch (const Error& e) {
       r.stream.synchronize();
-      KILNRT_LOG(kDebug, node << ": tactic " << choice_to_string(c) << " not capturable: " << e.what());
+      KILNRT_LOG(kDebug, node << ": tactic " << label(c) << " not capturable: " << e.what());
       continue;
     }
-    report += " " + choice_to_string(c) + (dropped ? ">" : "=") + std::to_string(med).substr(0, 6);
+    report += " " + label(c) + (dropped ? ">" : "=") + std::to_string(med).substr(0, 6);
     if (dropped) continue;
-    const double score = c.path == ConvPath::kHeuristic ? med : med / kMargin;
+    const double score = c == 0 ? med : med / kMargin;
     if (best_ms < 0 || med < best_ms) best_ms = med;
     if (best_score < 0 || score < best_score) {
       best_score = score;
       best = c;
     }
   }
-  KILNRT_LOG(kDebug, node << " [" << req.label << "] timed (ms):" << report << " -> " << choice_to_string(best));
-  {
-    std::lock_guard<std::mutex> lock(cache().mu);
-    cache().stats.timed++;
-  }
-  if (best_score >= 0) timing_cache_store(key, best);  // the heuristic too: a hit skips the timing
+  KILNRT_LOG(kDebug, node << " [" << what << "] timed (ms):" << report << " -> " << (best >= 0 ? label(best) : "-"));
   return best;
 }
 

@@ -54,14 +54,22 @@ std::string layout_label(bool nhwc, DType storage);
 // ---- process-wide timing cache ----
 bool timing_cache_find(const std::string& key, ConvChoice* out);
 void timing_cache_store(const std::string& key, const ConvChoice& c);
+// Any value (GEMM algorithms, gemm_tactics.h, store their own encoding); find checks nothing.
+bool timing_cache_find_raw(const std::string& key, std::string* value);
+void timing_cache_store_raw(const std::string& key, const std::string& value);
+// GPU name + SM + cuDNN + cuBLASLt versions of `device` (the device part of every cache key), remembered per device.
+std::string tuning_device_key(int device);
 void timing_cache_clear();  // forgets the in-memory entries (tests); the file stays
 struct TuningStats {
   int timed = 0;       // layouts timed (one per conv layer and layout)
   int cache_hits = 0;  // layouts answered by the timing cache
+  int gemm_timed = 0;       // GEMM layers timed (gemm_tactics.h)
+  int gemm_cache_hits = 0;  // GEMM layers answered by the timing cache
   int fallbacks = 0;   // stored choices that did not apply at run (heuristic used instead, with a warning)
 };
 TuningStats tuning_stats();
 void note_tactic_fallback();
+void note_gemm_tuning(bool cache_hit);
 // KILNRT_CONV_LT_NCHW=1: the cuBLASLt tactic also for NCHW 1x1 convolutions on [N,C,1,1] values (squeeze-excite;
 // the same bytes as NHWC). Off by default until measured on the GPU.
 bool conv_lt_nchw_enabled();
@@ -93,13 +101,24 @@ class ConvTuningScope {
   ~ConvTuningScope();
   ConvTuningScope(const ConvTuningScope&) = delete;
   ConvTuningScope& operator=(const ConvTuningScope&) = delete;
-  static ConvTuningScope* current();  // the scope open on this thread, or nullptr
+  static ConvTuningScope* current();  // the scope open on this thread, or nullptr (also when KILNRT_CONV_TUNING=0)
+  static ConvTuningScope* open_scope();  // the scope open on this thread whatever KILNRT_CONV_TUNING says
 
   // Times every candidate of `req` (run(choice, launch) enqueues the layer with that choice on launch.stream); the
   // fastest that ran without error wins (a timing-cache hit skips the timing). Returns kHeuristic when none ran.
   ConvChoice tune(ConvTuneRequest& req, const std::function<void(const ConvChoice&, LayerLaunch&)>& run,
                   const std::string& node);
   void record(const std::string& node, const std::string& attr_value);
+  // Another attribute than kConvTacticAttr (GEMM layers: kGemmAlgoAttr): stored under "node<TAB>attr" in `out`.
+  void record(const std::string& node, const std::string& attr, const std::string& value);
+
+  // The machinery under tune(), for other layers: bind() points the present tensors of `l` at zero-filled scratch
+  // buffers and sets stream, library handles and workspace; time_candidates() then runs run(i, l) for each
+  // i < count (0 is the incumbent, kept unless another is >= 3% faster) as tune() does and returns the winner, or -1
+  // when none ran. `label(i)` names candidate i in the debug log.
+  void bind(LayerLaunch& l);
+  int time_candidates(LayerLaunch& l, int count, const std::function<void(int, LayerLaunch&)>& run,
+                      const std::function<std::string(int)>& label, const std::string& node, const std::string& what);
 
  private:
   struct Resources;

@@ -82,12 +82,14 @@ class MatMulLayer final : public CudaLayer {
  public:
   explicit MatMulLayer(const LayerCreateArgs& a)
       : name_(a.node.describe()), precision_(node_precision(a.node)), b16_(weight_16(a, 1, precision_)),
-        io16_(value_dtype(a.graph, a.node.inputs.at(0))) {}
+        io16_(value_dtype(a.graph, a.node.inputs.at(0))) {
+    setup_gemm_tactic(a, gemm_storage(precision_), tactic_, [this](LayerLaunch& l) { enqueue(l); });  // timed algo
+  }
   // "-fp16-io" / "-bf16-io": 16-bit model tensors (matmul_inputs) read and written as they are.
   std::string tactic() const override {
     if (io16_ == DType::kFloat64) return "kernel:matmul-f64";  // kernels/f64_math.cu
     const char* io = io16_ == DType::kFloat16 ? "-fp16-io" : io16_ == DType::kBFloat16 ? "-bf16-io" : "";
-    return gemm_tactic("matmul", precision_) + io;
+    return gemm_tactic("matmul", precision_) + io + tactic_.suffix();
   }
   bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
@@ -131,6 +133,7 @@ class MatMulLayer final : public CudaLayer {
       return;
     }
     set_precision(g, precision_, l.inputs[0].numel(), l.inputs[1].numel(), b16_, l, name_);
+    g.tactic = &tactic_;
     const int64_t es = g.ab_type == CUDA_R_32F ? 4 : 2;  // operand element size
     const int64_t ces = g.c_type == CUDA_R_32F ? 4 : 2;
     if (nb == 1) {  // weights shared by every batch: one tall GEMM
@@ -167,6 +170,7 @@ class MatMulLayer final : public CudaLayer {
   Precision precision_;
   const void* b16_;
   DType io16_;
+  GemmTactic tactic_;
 };
 
 class GemmLayer final : public CudaLayer {
@@ -174,6 +178,7 @@ class GemmLayer final : public CudaLayer {
   explicit GemmLayer(const LayerCreateArgs& a) : GemmLayer(a.node) {
     precision_ = node_precision(a.node);
     b16_ = weight_16(a, 1, precision_);
+    setup_gemm_tactic(a, gemm_storage(precision_), tactic_, [this](LayerLaunch& l) { enqueue(l); });  // timed algo
   }
   explicit GemmLayer(const ir::Node& n)
       : name_(n.describe()),
@@ -181,7 +186,7 @@ class GemmLayer final : public CudaLayer {
         trans_b_(n.attr_int("transB", 0) != 0),
         alpha_(n.attr_float("alpha", 1.f)),
         beta_(n.attr_float("beta", 1.f)) {}
-  std::string tactic() const override { return gemm_tactic("gemm", precision_); }
+  std::string tactic() const override { return gemm_tactic("gemm", precision_) + tactic_.suffix(); }
   bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     const Shape& as = l.inputs[0].shape;
@@ -234,6 +239,7 @@ class GemmLayer final : public CudaLayer {
     KILNRT_CHECK(g.k > 0, kUnsupported, name_, "Gemm with an empty inner dimension (K == 0)");
     if (g.m == 0 || g.n == 0) return;
     set_precision(g, precision_, l.inputs[0].numel(), l.inputs[1].numel(), b16_, l, name_);
+    g.tactic = &tactic_;
     lt_gemm(g, l, name_);
   }
 
@@ -243,6 +249,7 @@ class GemmLayer final : public CudaLayer {
   float alpha_, beta_;
   Precision precision_ = Precision::kFp32;
   const void* b16_ = nullptr;
+  GemmTactic tactic_;
 };
 
 // ---- Conv ------------------------------------------------------------------------------------------------------

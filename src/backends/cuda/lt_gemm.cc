@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "backends/cuda/conv_tactics.h"
+#include "core/logging.h"
+
 namespace kilnrt::backends::cuda {
 namespace {
 
@@ -28,9 +31,10 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
   const cublasOperation_t op_q = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // Q = op(A)^T, stored A
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_p, sizeof(op_p)), name);
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &op_q, sizeof(op_q)), name);
-  if (g.bias || g.relu) {
-    const cublasLtEpilogue_t epi = g.bias ? (g.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
-                                          : CUBLASLT_EPILOGUE_RELU;
+  if (g.bias || g.relu || g.gelu) {
+    const cublasLtEpilogue_t epi = g.gelu ? (g.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                   : g.bias ? (g.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                            : CUBLASLT_EPILOGUE_RELU;
     KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), name);
     if (g.bias)
       KILNRT_CUBLASLT_CHECK(
@@ -59,18 +63,48 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                                                  sizeof(ws)),
                         name);
-  cublasLtMatmulHeuristicResult_t results[8] = {};
-  int returned = 0;
-  const int want = std::min(8, std::max(1, g.algo_index + 1));
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulAlgoGetHeuristic(handle, desc.h, lp.h, lq.h, lc.h, lc.h, pref.h, want, results,
-                                                           &returned),
-                        name);
-  KILNRT_CHECK(returned > 0, kCuda, name,
-               "cuBLASLt found no algorithm for a " << g.m << "x" << g.n << "x" << g.k << " GEMM");
-  const cublasLtMatmulHeuristicResult_t& result = results[std::min(g.algo_index, returned - 1)];
+  GemmTactic* t = g.tactic;
+  const cublasLtMatmulAlgo_t* algo = nullptr;
+  if (t && t->mode != GemmTactic::Mode::kList && (t->mode == GemmTactic::Mode::kForce || t->has_algo)) {
+    // A stored / forced algorithm: cuBLASLt checks it against this problem, and it must fit the workspace.
+    cublasLtMatmulHeuristicResult_t checked{};
+    const cublasStatus_t st =
+        api.cublasLtMatmulAlgoCheck(handle, desc.h, lp.h, lq.h, lc.h, lc.h, &t->algo, &checked);
+    const bool fits = st == CUBLAS_STATUS_SUCCESS && checked.workspaceSize <= g.workspace_bytes;
+    if (fits) {
+      algo = &t->algo;
+    } else if (t->mode == GemmTactic::Mode::kForce) {
+      KILNRT_CHECK(false, kUnsupported, name, "cuBLASLt refuses this algorithm (status " << int(st) << ")");
+    } else if (!t->warned.exchange(true)) {
+      KILNRT_LOG(kWarning, name << ": cuBLASLt refuses the stored GEMM algorithm (status " << int(st) << ", workspace "
+                                << checked.workspaceSize << " of " << g.workspace_bytes
+                                << " bytes); cuBLASLt's heuristic is used");
+      note_tactic_fallback();
+    }
+  }
+  constexpr int kMaxResults = std::max(8, kGemmCandidates);
+  cublasLtMatmulHeuristicResult_t results[kMaxResults] = {};
+  if (!algo) {
+    const bool listing = t && t->mode == GemmTactic::Mode::kList;
+    int returned = 0;
+    const int want = listing ? kGemmCandidates : std::min(8, std::max(1, g.algo_index + 1));
+    KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulAlgoGetHeuristic(handle, desc.h, lp.h, lq.h, lc.h, lc.h, pref.h, want,
+                                                             results, &returned),
+                          name);
+    KILNRT_CHECK(returned > 0, kCuda, name,
+                 "cuBLASLt found no algorithm for a " << g.m << "x" << g.n << "x" << g.k << " GEMM");
+    if (listing) {  // the tuner's candidates; nothing runs
+      t->listed.clear();
+      for (int i = 0; i < returned; ++i)
+        if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= g.workspace_bytes)
+          t->listed.push_back(results[i].algo);
+      return;
+    }
+    algo = &results[std::min(g.algo_index, returned - 1)].algo;
+  }
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmul(handle, desc.h, &g.alpha, g.b, lp.h, g.a, lq.h, &g.beta,
                                            g.c_in ? g.c_in : g.c, lc.h, g.c,
-                                           lc.h, &result.algo, g.workspace, g.workspace_bytes,
+                                           lc.h, algo, g.workspace, g.workspace_bytes,
                                            reinterpret_cast<cudaStream_t>(l.stream)),
                         name);
 }

@@ -6,6 +6,7 @@
 
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_libs.h"
+#include "backends/cuda/gemm_tactics.h"
 
 namespace kilnrt::backends::cuda {
 
@@ -25,11 +26,14 @@ struct GemmArgs {
   const void* bias = nullptr;  // n elements (c_type), added to every row
   const void* c_in = nullptr;  // C read with beta when not the output itself (a conv's residual)
   bool relu = false;           // RELU / RELU_BIAS epilogue (after beta * C and the bias)
+  bool gelu = false;           // GELU / GELU_BIAS epilogue (cuBLASLt's tanh form; not with relu)
   int algo_index = 0;          // which of cuBLASLt's heuristic results (conv tactic cublaslt:<i>)
+  GemmTactic* tactic = nullptr;  // a timed / stored algorithm, or the tuner's listing (gemm_tactics.h)
 };
 
 // Row-major C[m,n] = alpha * op(A) op(B) + beta * C (+ bias) (ReLU), computed as column-major C^T = op(B)^T op(A)^T,
-// on launch.stream with cuBLASLt's heuristic result number g.algo_index. Throws naming `name` on failure.
+// on launch.stream with cuBLASLt's heuristic result number g.algo_index, or g.tactic's algorithm (checked first).
+// Throws naming `name` on failure.
 void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name);
 
 }  // namespace kilnrt::backends::cuda

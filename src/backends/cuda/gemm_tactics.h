@@ -1,0 +1,69 @@
+// cuBLASLt algorithm timing at build for the GEMM layers of the CUDA backend (issue 7): FusedMatMul, MatMul, Gemm.
+//
+// Without a choice a GEMM layer runs the first algorithm of cuBLASLt's heuristic (cublasLtMatmulAlgoGetHeuristic).
+// At build, under the ConvTuningScope the builder opens (conv_tactics.h: same timing machinery, CUDA-graph replays,
+// median, timing cache), a GEMM layer whose shapes are all static asks the heuristic for up to kGemmCandidates
+// algorithms for its problem (with the workspace the layer gets), times each, and keeps the heuristic's first unless
+// another is at least 3% faster. The winner, the heuristic's first included (cublasLtMatmulAlgo_t: 8 opaque uint64 words) is stored as the node's
+// string attribute kGemmAlgoAttr = "<device key>#<128 hex digits>", where the device key names the GPU, its SM and
+// the cuDNN / cuBLASLt versions (tuning_device_key()). Loading reads it and never times; at run every call checks
+// the stored algorithm with cublasLtMatmulAlgoCheck (and the workspace it needs): another GPU or library version, or
+// a refused algorithm, falls back to the heuristic with one warning (tuning_stats().fallbacks counts it).
+//
+// Identical GEMM problems (same op, shapes, storage dtype, precision, epilogue attributes) are timed once per process
+// through the timing cache (KILNRT_TIMING_CACHE=FILE keeps it across processes). KILNRT_GEMM_TUNING=0 turns the
+// timing off (the heuristic, as engines built before it); KILNRT_CONV_TUNING does not affect it.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/cuda_libs.h"
+
+namespace kilnrt::backends::cuda {
+
+constexpr const char* kGemmAlgoAttr = "kilnrt_gemm_algo";
+constexpr int kGemmCandidates = 12;  // heuristic results timed per GEMM problem
+
+// The cuBLASLt algorithm of one GEMM layer. lt_gemm (lt_gemm.h) reads it through GemmArgs::tactic.
+struct GemmTactic {
+  enum class Mode {
+    kRun,    // the stored algorithm when has_algo (checked at every call, heuristic when refused), else heuristic
+    kForce,  // tuning: exactly `algo` (throws when cuBLASLt refuses it)
+    kList,   // tuning: lt_gemm fills `listed` with the heuristic's candidates and runs nothing
+  };
+  Mode mode = Mode::kRun;
+  bool has_algo = false;
+  cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> listed;
+  std::atomic<bool> warned{false};  // the stored algorithm was refused once (warning logged)
+  std::string name;                 // the layer, for the warning
+  // Appended to the layer's tactic(): "|timed-algo" while a stored algorithm is in use.
+  std::string suffix() const { return has_algo ? "|timed-algo" : ""; }
+};
+
+std::string gemm_algo_to_hex(const cublasLtMatmulAlgo_t& a);               // 128 lowercase hex digits
+bool gemm_algo_from_hex(const std::string& hex, cublasLtMatmulAlgo_t* out);  // false when malformed
+// kGemmAlgoAttr values: "<device key>#<hex>".
+std::string encode_gemm_algo_attr(const std::string& device_key, const cublasLtMatmulAlgo_t& a);
+bool decode_gemm_algo_attr(const std::string& s, std::string* device_key, cublasLtMatmulAlgo_t* out);
+bool gemm_tuning_enabled();  // KILNRT_GEMM_TUNING is not "0"
+
+// Called by a GEMM layer's constructor. A node with kGemmAlgoAttr: the stored algorithm when its device key is this
+// device's (else a warning and the heuristic). Otherwise, under an open tuning scope with tuning enabled, a
+// float32-typed node with static shapes only: times the candidates (enqueue(l) runs the layer, which passes `t` to
+// lt_gemm) and records the winner with the scope. `storage`: the dtype the layer's float tensors are stored in.
+void setup_gemm_tactic(const LayerCreateArgs& a, DType storage, GemmTactic& t,
+                       const std::function<void(LayerLaunch&)>& enqueue);
+
+// Tests: called on the building thread with each GEMM problem's candidates as they are listed for timing ([0]: the
+// heuristic's first). An empty function removes it.
+void set_gemm_candidates_observer(
+    std::function<void(const std::string& node, const std::vector<cublasLtMatmulAlgo_t>& candidates)> f);
+
+// The activation storage of a layer of precision `p` (16-bit for --fp16 / --bf16 layers).
+DType gemm_storage(Precision p);
+
+}  // namespace kilnrt::backends::cuda
