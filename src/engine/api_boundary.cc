@@ -70,10 +70,10 @@ class TranslatingContext final : public ExecutionContext {
 void set_exception_translation(bool enabled) { g_translate.store(enabled, std::memory_order_relaxed); }
 bool exception_translation() { return g_translate.load(std::memory_order_relaxed); }
 
-void rethrow_translated(const char* where) {
-  if (!exception_translation()) throw;
+void rethrow_translated(const char* where, std::exception_ptr caught) {
+  if (!exception_translation()) std::rethrow_exception(caught);
   try {
-    throw;
+    std::rethrow_exception(caught);
   } catch (const std::bad_alloc& e) {
     KILNRT_THROW(kOutOfMemory, where, "out of host memory (" << type_name(e) << ": " << e.what() << ")");
   } catch (const std::exception& e) {

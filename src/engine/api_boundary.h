@@ -20,9 +20,11 @@ namespace kilnrt::engine {
 void set_exception_translation(bool enabled);
 bool exception_translation();
 
-// Inside a catch block of a std::exception: throws it again, as the kilnrt::Error described above (or unchanged
-// when the translation is off).
-[[noreturn]] void rethrow_translated(const char* where);
+// Throws `caught` (a std::exception captured with std::current_exception() in a catch block) again, as the
+// kilnrt::Error described above (or unchanged when the translation is off). The exception travels as an
+// exception_ptr rather than through a bare `throw;` in a called function: a binary built with g++ 13 terminated
+// ("terminate called without an active exception") on the H100 box with the bare form.
+[[noreturn]] void rethrow_translated(const char* where, std::exception_ptr caught);
 
 // Runs f() at the entry point `where` ("build_engine", "Engine::from_bytes", ...), translating what escapes it.
 template <class F>
@@ -32,7 +34,7 @@ decltype(auto) translate_exceptions(const char* where, F&& f) {
   } catch (const Error&) {
     throw;
   } catch (const std::exception&) {
-    rethrow_translated(where);
+    rethrow_translated(where, std::current_exception());
   }
 }
 
