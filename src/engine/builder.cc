@@ -20,6 +20,7 @@
 #include "passes/shape_inference.h"
 #ifdef KILNRT_HAVE_CUDA
 #include "backends/cuda/fused_pointwise_code.h"
+#include "backends/cuda/layout_timing.h"
 #endif
 
 namespace kilnrt {
@@ -196,6 +197,10 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
 #endif
     // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
     std::map<std::string, std::string> timed;  // conv tactics timed on this GPU (backends/cuda/conv_tactics.h)
+#ifdef KILNRT_HAVE_CUDA
+    // NCHW or NHWC storage: both whole plans timed on this GPU, the faster recorded with the convs (layout_timing.h).
+    KILNRT_LOG(kInfo, backends::cuda::choose_layout_by_timing(graph, target.device, &timed).note);
+#endif
     auto plan = engine::make_cuda_plan(graph, target.device, nullptr, /*record=*/true, &timed);
     // Stored with the node: loading reads the choice and never times. Keys are node names (kilnrt_conv_tactic) or
     // "node<TAB>attribute" (other layers: kilnrt_gemm_algo, backends/cuda/gemm_tactics.h).

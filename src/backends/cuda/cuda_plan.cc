@@ -13,6 +13,7 @@
 #include "backends/cuda/runner_profiling.h"
 #include "backends/cuda/sequence_steps.h"
 #include "backends/cuda/layout_plan.h"
+#include "backends/cuda/layout_timing.h"
 #include "backends/cuda/memory_plan.h"
 #include "core/logging.h"
 #include "cuda/capture_safety.h"
@@ -181,10 +182,14 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
                    "a data-dependent or control-flow layer with 16-bit kernels is not supported in --fp16 / --bf16 "
                    "engines (it must run as a float32 island)");
     }
-    // 1: NHWC, 0: NCHW, unset: where predicted to win. Static plans only: the segmented run of plans with sync
-    // points (runner_segments.cc) keeps every value NCHW.
-    const char* nhwc_env = sync_points_ > 0 ? "0" : std::getenv("KILNRT_CUDA_NHWC");
-    if (!nhwc_env || std::string(nhwc_env) != "0") plan_layouts(graph, nhwc_env && std::string(nhwc_env) == "1");
+    // KILNRT_CUDA_NHWC=1 / =0 forces NHWC / NCHW; else the layout the builder timed (kLayoutAttr); else (older or
+    // dynamic-shape engines) where predicted to win (layout_timing.h). The segmented run of plans with sync points
+    // (runner_segments.cc) keeps every value NCHW.
+    const LayoutPolicy layout =
+        layout_policy(std::getenv("KILNRT_CUDA_NHWC"), recorded_layout(graph), sync_points_ > 0);
+    if (layout.plan) plan_layouts(graph, layout.forced);
+    if (std::string(layout.source) != "prediction")
+      KILNRT_LOG(kInfo, "storage layout from " << layout.source << ": " << (layout.plan ? "NHWC" : "NCHW"));
   }
   for (const std::string& name : device_constants) {
     const Tensor& t = graph.constants.at(name);
