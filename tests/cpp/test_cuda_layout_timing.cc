@@ -132,6 +132,14 @@ TEST(CudaLayoutPolicy, RecordLivesOnTheConvNodes) {
   EXPECT_EQ(bc::recorded_layout(g), "");
   g.nodes[0].attrs[bc::kLayoutAttr] = string_attr("sideways");  // a damaged record reads as none
   EXPECT_EQ(bc::recorded_layout(g), "");
+  // After the passes: FusedConv nodes (domain com.kilnrt) carry it too.
+  ir::Graph f = fp16(model());
+  int fused = 0;
+  for (const ir::Node& n : f.nodes) fused += n.op_type == "FusedConv";
+  ASSERT_GE(fused, 2);
+  bc::set_recorded_layout(f, "nhwc");
+  EXPECT_EQ(recorded_nodes(f, "nhwc"), conv_nodes(f));
+  EXPECT_EQ(bc::recorded_layout(f), "nhwc");
 }
 
 TEST(CudaLayoutPolicy, TimingOnlyForStatic16BitConvGraphs) {

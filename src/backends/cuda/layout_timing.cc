@@ -16,13 +16,17 @@
 #include "ir/graph.h"
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"
+#include "ops/nn/fused_conv.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
 namespace kc = kilnrt::cuda;
 
-bool is_conv(const ir::Node& n) { return n.domain.empty() && (n.op_type == "Conv" || n.op_type == "FusedConv"); }
+bool is_conv(const ir::Node& n) {
+  return (n.domain.empty() && n.op_type == "Conv") ||
+         (n.domain == ops::nn::kFusedConvDomain && n.op_type == ops::nn::kFusedConvOp);
+}
 
 // Whole-plan timing: a few warm-up runs (the first direct, the second captures the CUDA graph), then kRounds rounds
 // of kRuns replays per plan, the plans interleaved so that clock changes hit both alike.
