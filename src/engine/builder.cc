@@ -199,7 +199,8 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
     std::map<std::string, std::string> timed;  // conv tactics timed on this GPU (backends/cuda/conv_tactics.h)
 #ifdef KILNRT_HAVE_CUDA
     // NCHW or NHWC storage: both whole plans timed on this GPU, the faster recorded with the convs (layout_timing.h).
-    KILNRT_LOG(kInfo, backends::cuda::choose_layout_by_timing(graph, target.device, &timed).note);
+    const std::string layout_note = backends::cuda::choose_layout_by_timing(graph, target.device, &timed).note;
+    KILNRT_LOG(kInfo, layout_note);
 #endif
     auto plan = engine::make_cuda_plan(graph, target.device, nullptr, /*record=*/true, &timed);
     // Stored with the node: loading reads the choice and never times. Keys are node names (kilnrt_conv_tactic) or
