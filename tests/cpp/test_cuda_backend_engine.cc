@@ -457,7 +457,7 @@ TEST_P(CudaFixture, ReducedPrecisionEnginesMatchTorch) {
     auto engine = Engine::from_bytes(bytes.data(), bytes.size());
     int reduced = 0;
     for (const LayerInfo& l : engine->layers())
-      if (l.op_type == "MatMul" || l.op_type == "Gemm") {
+      if (l.op_type == "MatMul" || l.op_type == "Gemm" || l.op_type == "FusedMatMul") {  // GEMMs (epilogue-fused too)
         EXPECT_NE(l.tactic.find(p), std::string::npos) << l.name << ": " << l.tactic;
         ++reduced;
       }
