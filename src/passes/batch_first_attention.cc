@@ -12,28 +12,7 @@
 namespace kilnrt::passes {
 namespace {
 
-bool is_op(const ir::Node* n, const char* op) { return n && n->domain.empty() && n->op_type == op; }
-
-const ir::SymShape* shape_of(const ir::Graph& g, const std::string& v) {
-  const ir::TensorType* t = g.type_of(v);
-  return t && t->has_shape ? &t->shape : nullptr;
-}
-
 bool named_or_known(const ir::Dim& d) { return d.known() || !d.param.empty(); }
-
-std::optional<std::vector<int64_t>> int_constant(const ir::Graph& g, const std::string& v) {
-  auto it = g.constants.find(v);
-  if (it == g.constants.end() || it->second.rank() != 1) return std::nullopt;
-  const Tensor& t = it->second;
-  std::vector<int64_t> out;
-  if (t.dtype() == DType::kInt64)
-    for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.data<int64_t>()[i]);
-  else if (t.dtype() == DType::kInt32)
-    for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.data<int32_t>()[i]);
-  else
-    return std::nullopt;
-  return out;
-}
 
 bool is_swap(const ir::Node& t) {
   return is_op(&t, "Transpose") && t.outputs.size() == 1 &&

@@ -17,8 +17,6 @@
 namespace kilnrt::passes {
 namespace {
 
-bool is_op(const ir::Node* n, const char* op) { return n && n->domain.empty() && n->op_type == op; }
-
 int rank_of(const ir::Graph& g, const std::string& v) {
   const ir::TensorType* t = g.type_of(v);
   return t && t->has_shape ? static_cast<int>(t->shape.size()) : -1;

@@ -10,8 +10,6 @@
 namespace kilnrt::passes {
 namespace {
 
-bool is_op(const ir::Node* n, const char* op) { return n && n->domain.empty() && n->op_type == op; }
-
 // When `v` is produced by `op`(x, c) (either order; for Div only x / c) with scalar constant c near `want`, returns x.
 const ir::Node* scalar_op(const ir::Graph& g, const GraphIndex& ix, const std::string& v, const char* op, double want,
                           std::string* x) {

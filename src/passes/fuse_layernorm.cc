@@ -9,8 +9,6 @@
 namespace kilnrt::passes {
 namespace {
 
-bool is_op(const ir::Node* n, const char* op) { return n && n->domain.empty() && n->op_type == op; }
-
 // A ReduceMean over the last axis only, keeping dims (axes from the attribute, or from a constant input at opset 18).
 bool mean_over_last(const ir::Graph& g, const ir::Node& n) {
   if (!is_op(&n, "ReduceMean") || n.outputs.size() != 1 || n.attr_int("keepdims", 1) != 1) return false;

@@ -9,13 +9,6 @@
 namespace kilnrt::passes {
 namespace {
 
-bool is_op(const ir::Node* n, const char* op) { return n && n->domain.empty() && n->op_type == op; }
-
-const ir::SymShape* shape_of(const ir::Graph& g, const std::string& v) {
-  const ir::TensorType* t = g.type_of(v);
-  return t && t->has_shape ? &t->shape : nullptr;
-}
-
 bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   for (int64_t e : v)
     if (e != x) return false;

@@ -42,6 +42,27 @@ const ir::Node* GraphIndex::sole_consumer(const std::string& value) const {
   return it == readers_.end() || it->second.size() != 1 ? nullptr : &g_.nodes[it->second[0]];
 }
 
+bool is_op(const ir::Node* n, const char* op) { return n && n->domain.empty() && n->op_type == op; }
+
+const ir::SymShape* shape_of(const ir::Graph& g, const std::string& value) {
+  const ir::TensorType* t = g.type_of(value);
+  return t && t->has_shape ? &t->shape : nullptr;
+}
+
+std::optional<std::vector<int64_t>> int_constant(const ir::Graph& g, const std::string& value) {
+  auto it = g.constants.find(value);
+  if (it == g.constants.end()) return std::nullopt;
+  const Tensor& t = it->second;
+  std::vector<int64_t> out;
+  if (t.dtype() == DType::kInt64)
+    for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.data<int64_t>()[i]);
+  else if (t.dtype() == DType::kInt32)
+    for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.data<int32_t>()[i]);
+  else
+    return std::nullopt;
+  return out;
+}
+
 std::optional<double> scalar_constant(const ir::Graph& g, const std::string& value) {
   auto it = g.constants.find(value);
   if (it == g.constants.end() || it->second.numel() != 1) return std::nullopt;

@@ -1,5 +1,6 @@
-// Helpers shared by the pattern-fusion passes (fuse_attention, fuse_gelu, fuse_gemm_epilogue): who produces and who
-// reads each value, and scalar constants.
+// Helpers shared by the pattern-fusion and rewrite passes (fuse_attention, fuse_gelu, fuse_layernorm, patchify_conv,
+// select_packed_qkv, split_packed_projection, batch_first_attention, ...): who produces and who reads each value,
+// op tests, shapes and constants.
 #pragma once
 #include <functional>
 #include <optional>
@@ -28,6 +29,12 @@ class GraphIndex {
   std::unordered_map<std::string, int> uses_;
 };
 
+// Whether `n` is a node of the default (ONNX) domain with op type `op`; false for nullptr.
+bool is_op(const ir::Node* n, const char* op);
+// The value's shape when its type has one (symbolic dims allowed), else nullptr.
+const ir::SymShape* shape_of(const ir::Graph& g, const std::string& value);
+// The values of an int64 / int32 constant (any rank, flattened in order), else nullopt.
+std::optional<std::vector<int64_t>> int_constant(const ir::Graph& g, const std::string& value);
 // The value of a float constant with exactly one element (any rank), else nullopt.
 std::optional<double> scalar_constant(const ir::Graph& g, const std::string& value);
 // For a binary node with one scalar-constant input: that constant and the other input's index.

@@ -9,28 +9,6 @@
 namespace kilnrt::passes {
 namespace {
 
-bool is_op(const ir::Node* n, const char* op) { return n && n->domain.empty() && n->op_type == op; }
-
-// The values of an integer constant (int64 / int32), else nullopt.
-std::optional<std::vector<int64_t>> int_constant(const ir::Graph& g, const std::string& v) {
-  auto it = g.constants.find(v);
-  if (it == g.constants.end()) return std::nullopt;
-  const Tensor& t = it->second;
-  std::vector<int64_t> out;
-  if (t.dtype() == DType::kInt64)
-    for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.data<int64_t>()[i]);
-  else if (t.dtype() == DType::kInt32)
-    for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.data<int32_t>()[i]);
-  else
-    return std::nullopt;
-  return out;
-}
-
-const ir::SymShape* shape_of(const ir::Graph& g, const std::string& v) {
-  const ir::TensorType* t = g.type_of(v);
-  return t && t->has_shape ? &t->shape : nullptr;
-}
-
 // Normalised axes of Squeeze / Unsqueeze (input 1, opset >= 13) for a tensor of rank r; nullopt when not constant
 // or out of range.
 std::optional<std::vector<int64_t>> axes_of(const ir::Graph& g, const ir::Node& n, int64_t r) {
