@@ -90,15 +90,6 @@ Tensor transposed_weight(const Tensor& w, int64_t o, int64_t k) {
   return t;
 }
 
-ir::Node make(const std::string& name, const char* op, std::vector<std::string> in, const std::string& out) {
-  ir::Node n;
-  n.name = name;
-  n.op_type = op;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  return n;
-}
-
 }  // namespace
 
 size_t patchify_conv(ir::Graph& graph) {
@@ -120,15 +111,15 @@ size_t patchify_conv(ir::Graph& graph) {
     graph.constants[p + "/patches_shape"] = ints({0, m.c, m.hp, m.kh, m.wp, m.kw});
     graph.constants[p + "/tokens_shape"] = ints({0, l, k});
     graph.constants[p + "/weight_t"] = transposed_weight(graph.constants.at(m.w), m.o, k);
-    graph.nodes.push_back(make(p + "/patches", "Reshape", {m.x, p + "/patches_shape"}, p + "/patches"));
-    ir::Node t = make(p + "/im2col", "Transpose", {p + "/patches"}, p + "/im2col");
+    graph.nodes.push_back(make_node(p + "/patches", "Reshape", {m.x, p + "/patches_shape"}, p + "/patches"));
+    ir::Node t = make_node(p + "/im2col", "Transpose", {p + "/patches"}, p + "/im2col");
     t.attrs["perm"].kind = ir::Attribute::Kind::kInts;
     t.attrs["perm"].ints = {0, 2, 4, 1, 3, 5};
     graph.nodes.push_back(std::move(t));
-    graph.nodes.push_back(make(p + "/tokens", "Reshape", {p + "/im2col", p + "/tokens_shape"}, p + "/tokens"));
+    graph.nodes.push_back(make_node(p + "/tokens", "Reshape", {p + "/im2col", p + "/tokens_shape"}, p + "/tokens"));
     const std::string mm_out = m.bias.empty() ? m.out : p + "/matmul";
-    graph.nodes.push_back(make(p + "/matmul", "MatMul", {p + "/tokens", p + "/weight_t"}, mm_out));
-    if (!m.bias.empty()) graph.nodes.push_back(make(p + "/bias", "Add", {mm_out, m.bias}, m.out));
+    graph.nodes.push_back(make_node(p + "/matmul", "MatMul", {p + "/tokens", p + "/weight_t"}, mm_out));
+    if (!m.bias.empty()) graph.nodes.push_back(make_node(p + "/bias", "Add", {mm_out, m.bias}, m.out));
   }
   erase_nodes(graph, erase);
   graph.topo_sort();

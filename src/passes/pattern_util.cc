@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <unordered_set>
+#include <utility>
 
 #include "core/logging.h"
 #include "kilnrt/dtype.h"
@@ -61,6 +62,15 @@ std::optional<std::vector<int64_t>> int_constant(const ir::Graph& g, const std::
   else
     return std::nullopt;
   return out;
+}
+
+ir::Node make_node(const std::string& name, const char* op, std::vector<std::string> inputs, const std::string& output) {
+  ir::Node n;
+  n.name = name;
+  n.op_type = op;
+  n.inputs = std::move(inputs);
+  n.outputs = {output};
+  return n;
 }
 
 std::optional<double> scalar_constant(const ir::Graph& g, const std::string& value) {

@@ -40,6 +40,8 @@ std::optional<double> scalar_constant(const ir::Graph& g, const std::string& val
 // For a binary node with one scalar-constant input: that constant and the other input's index.
 bool binary_with_scalar(const ir::Graph& g, const ir::Node& n, double* c, int* other);
 bool near(double a, double b, double rel = 1e-3);
+// A default-domain node `op` named `name` with these inputs and one output.
+ir::Node make_node(const std::string& name, const char* op, std::vector<std::string> inputs, const std::string& output);
 // Makes sure the graph imports the com.kilnrt domain (version 1) for the fused nodes.
 void use_kilnrt_domain(ir::Graph& g);
 // Deletes the nodes whose names are in `names` (order otherwise kept).

@@ -111,15 +111,6 @@ Tensor columns(const Tensor& t, int64_t c0, int64_t n) {
   return out;
 }
 
-ir::Node make(const std::string& name, const char* op, std::vector<std::string> in, const std::string& out) {
-  ir::Node n;
-  n.name = name;
-  n.op_type = op;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  return n;
-}
-
 }  // namespace
 
 size_t split_packed_projection(ir::Graph& graph) {
@@ -147,12 +138,12 @@ size_t split_packed_projection(ir::Graph& graph) {
       graph.constants[p + "_shape"] =
           Tensor::from_vector(shape, DType::kInt64, {static_cast<int64_t>(shape.size())});
       const std::string mm = s.bias.empty() ? p + "_linear" : p + "_matmul";
-      graph.nodes.push_back(make(p + "_matmul", "MatMul", {s.a, p + "_w"}, mm));
+      graph.nodes.push_back(make_node(p + "_matmul", "MatMul", {s.a, p + "_w"}, mm));
       if (!s.bias.empty()) {
         graph.constants[p + "_bias"] = columns(graph.constants.at(s.bias), part.index * s.e, s.e);
-        graph.nodes.push_back(make(p + "_bias", "Add", {mm, p + "_bias"}, p + "_linear"));
+        graph.nodes.push_back(make_node(p + "_bias", "Add", {mm, p + "_bias"}, p + "_linear"));
       }
-      graph.nodes.push_back(make(p + "_reshape", "Reshape", {p + "_linear", p + "_shape"}, part.out));
+      graph.nodes.push_back(make_node(p + "_reshape", "Reshape", {p + "_linear", p + "_shape"}, part.out));
     }
   }
   erase_nodes(graph, erase);
