@@ -1,4 +1,4 @@
-// `kilnrt profile ENGINE [--batch N] [--shapes NAME:DIMS]... [--iterations N] [--warmup N] [--top N]
+// `kilnrt profile ENGINE [--batch N] [--shapes NAME:DIMS]... [--iterations N] [--warmup N] [--top N] [--wide]
 // [--trace FILE.json]`: per-layer time of an engine on random inputs (ExecutionContext::set_profiling: CUDA events
 // around each layer on CUDA engines, steady_clock per node on CPU engines). Prints a table sorted by time (the top N
 // layers, then "others"), the sum of the layers against the whole engine's time with profiling off (CUDA graphs
@@ -28,6 +28,7 @@ struct ProfileArgs {
   int top = 25;
   std::string trace;
   unsigned seed = 0;
+  bool wide = false;  // full layer names and tactics (the timed conv / GEMM choices are long)
 };
 
 std::string fit(const std::string& s, size_t width) {
@@ -127,8 +128,10 @@ void profile_engine(const ProfileArgs& args) {
   os << std::fixed;
   for (size_t r = 0; r < shown; ++r) {
     const kilnrt::LayerTiming& l = layers[order[r]];
-    os << std::setw(4) << r + 1 << "  " << std::left << std::setw(44) << fit(l.name, 43) << std::setw(22)
-       << fit(l.op_type, 21) << std::setw(34) << fit(l.tactic, 33) << std::right << std::setprecision(4)
+    // --wide: whole names (a cell longer than its column pushes the rest of the row right, one space apart)
+    auto cell = [&](const std::string& v, size_t width) { return args.wide ? v + " " : fit(v, width - 1); };
+    os << std::setw(4) << r + 1 << "  " << std::left << std::setw(44) << cell(l.name, 44) << std::setw(22)
+       << cell(l.op_type, 22) << std::setw(34) << cell(l.tactic, 34) << std::right << std::setprecision(4)
        << std::setw(11) << l.mean_ms << std::setprecision(1) << std::setw(8) << pct(l.mean_ms) << "\n";
   }
   if (order.size() > shown) {
@@ -165,6 +168,7 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--iterations", args->iterations, "Profiled iterations")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Unprofiled iterations first")->capture_default_str();
   cmd->add_option("--top", args->top, "Layers listed before \"others\"")->capture_default_str();
+  cmd->add_flag("--wide", args->wide, "Whole layer names and tactics (e.g. the conv / GEMM choices timed at build)");
   cmd->add_option("--trace", args->trace, "Write a Chrome trace JSON (one event per layer per iteration)");
   cmd->add_option("--seed", args->seed, "Seed of the random inputs")->capture_default_str();
   cmd->callback([args]() { profile_engine(*args); });

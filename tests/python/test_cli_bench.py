@@ -126,6 +126,22 @@ def test_profile_table_and_trace(chain_engine, tmp_path):
     assert sum(name in table for name in layers) == 1
 
 
+def test_profile_wide_keeps_whole_names(tmp_path):
+    """A layer name longer than the table's column is cut with '...' by default and printed whole with --wide."""
+    import numpy as np
+    long_name = "encoder/layer_11/attention/output/dense/a_very_long_layer_name"
+    onnx_path = make_onnx_model(
+        tmp_path / "long.onnx", [helper.make_node("Relu", ["x"], ["y"], name=long_name)],
+        [("x", [2, 3])], [("y", [2, 3])], [])
+    engine = tmp_path / "long.engine"
+    run_cli("build", onnx_path, "-o", engine)
+    cut = run_cli("profile", engine, "--iterations", "2").stdout
+    assert long_name not in cut and long_name[:40] + "..." in cut
+    wide = run_cli("profile", engine, "--iterations", "2", "--wide").stdout
+    assert long_name in wide
+    assert np.isclose(sum(percent_column(wide)), 100.0, atol=0.3)
+
+
 def percent_column(stdout):
     """The % column of the profile table (rows start with a rank or are the 'others' row)."""
     values = []
