@@ -67,38 +67,50 @@ inline std::map<std::string, Tensor> run_cpu(const ir::Graph& g, const std::map<
   return plan.run(feeds);
 }
 
-inline std::map<std::string, Tensor> run_cuda(const ir::Graph& g, const std::map<std::string, Tensor>& feeds) {
-  const int dev = 0;
-  kilnrt::cuda::ContextGuard guard(dev);
-  backends::cuda::CudaPlan plan(g, dev);
-  backends::cuda::CudaRunner runner(plan);
-  kilnrt::cuda::Stream stream(dev);
-  std::vector<Shape> shapes;
-  for (const std::string& in : g.inputs) shapes.push_back(feeds.at(in).shape());
-  runner.prepare(shapes, stream.get());
-  std::vector<kilnrt::cuda::DeviceBuffer> ins;
-  std::vector<const void*> ptrs;
-  for (const std::string& in : g.inputs) {
-    const Tensor& t = feeds.at(in);
-    ins.emplace_back(dev, std::max<size_t>(t.nbytes(), 1));
-    if (t.nbytes()) ins.back().copy_from_host_async(t.raw(), t.nbytes(), stream.get());
-    ptrs.push_back(ins.back().data());
-  }
-  runner.enqueue(ptrs, std::vector<void*>(g.outputs.size(), nullptr), stream.get());
-  const std::vector<Shape> out_shapes = runner.output_shapes();
-  std::map<std::string, Tensor> out;
-  for (size_t i = 0; i < g.outputs.size(); ++i) {
-    Tensor t = Tensor::empty(g.type_of(g.outputs[i])->dtype, out_shapes[i]);
-    if (t.nbytes()) {
-      const auto& api = guard.api();
-      KILNRT_CU_CHECK(api, api.MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(runner.output_device_ptr(i)),
-                                               t.nbytes(), stream.get()),
-                      "test");
+// One plan and runner on a private stream, kept across runs (the runner's pools, segment and control-flow state live
+// in it): for tests that run a graph several times or look at the plan / runner between runs.
+struct CudaSession {
+  const ir::Graph& g;
+  kilnrt::cuda::ContextGuard guard{0};
+  backends::cuda::CudaPlan plan;
+  backends::cuda::CudaRunner runner;
+  kilnrt::cuda::Stream stream{0};
+  explicit CudaSession(const ir::Graph& graph) : g(graph), plan(graph, 0), runner(plan) {}
+
+  // Copies `feeds` (every graph input) to the device, runs, and copies every graph output back.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds) {
+    std::vector<Shape> shapes;
+    for (const std::string& in : g.inputs) shapes.push_back(feeds.at(in).shape());
+    runner.prepare(shapes, stream.get());
+    std::vector<kilnrt::cuda::DeviceBuffer> ins;
+    std::vector<const void*> ptrs;
+    for (const std::string& in : g.inputs) {
+      const Tensor& t = feeds.at(in);
+      ins.emplace_back(0, std::max<size_t>(t.nbytes(), 1));
+      if (t.nbytes()) ins.back().copy_from_host_async(t.raw(), t.nbytes(), stream.get());
+      ptrs.push_back(ins.back().data());
     }
-    out[g.outputs[i]] = t;
+    runner.enqueue(ptrs, std::vector<void*>(g.outputs.size(), nullptr), stream.get());
+    const std::vector<Shape> out_shapes = runner.output_shapes();
+    std::map<std::string, Tensor> out;
+    const auto& api = guard.api();
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      Tensor t = Tensor::empty(g.type_of(g.outputs[i])->dtype, out_shapes[i]);
+      if (t.nbytes())
+        KILNRT_CU_CHECK(api, api.MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(runner.output_device_ptr(i)),
+                                                 t.nbytes(), stream.get()),
+                        "test");
+      out[g.outputs[i]] = t;
+    }
+    stream.synchronize();
+    return out;
   }
-  stream.synchronize();
-  return out;
+};
+
+// One run of `g` on a fresh plan and runner.
+inline std::map<std::string, Tensor> run_cuda(const ir::Graph& g, const std::map<std::string, Tensor>& feeds) {
+  CudaSession session(g);
+  return session.run(feeds);
 }
 
 // How integer and bool tensors are compared: as values within the tolerance, or bit for bit.

@@ -331,45 +331,8 @@ TEST(CudaControlFlowHost, SixteenBitEnginesAcceptControlFlowAsFloat32Island) {
 
 // ---- GPU: against the CPU engine -------------------------------------------------------------------------------
 
-// One plan and runner kept across runs (the control-flow state lives in the runner).
-struct Session {
-  const ir::Graph& g;
-  kc::ContextGuard guard{0};
-  CudaPlan plan;
-  CudaRunner runner;
-  kc::Stream stream{0};
-  explicit Session(const ir::Graph& graph) : g(graph), plan(graph, 0), runner(plan) {}
-  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds) {
-    std::vector<Shape> shapes;
-    for (const std::string& in : g.inputs) shapes.push_back(feeds.at(in).shape());
-    runner.prepare(shapes, stream.get());
-    std::vector<kc::DeviceBuffer> ins;
-    std::vector<const void*> ptrs;
-    for (const std::string& in : g.inputs) {
-      const Tensor& t = feeds.at(in);
-      ins.emplace_back(0, std::max<size_t>(t.nbytes(), 1));
-      if (t.nbytes()) ins.back().copy_from_host_async(t.raw(), t.nbytes(), stream.get());
-      ptrs.push_back(ins.back().data());
-    }
-    runner.enqueue(ptrs, std::vector<void*>(g.outputs.size(), nullptr), stream.get());
-    const std::vector<Shape> out_shapes = runner.output_shapes();
-    std::map<std::string, Tensor> out;
-    const auto& api = guard.api();
-    for (size_t i = 0; i < g.outputs.size(); ++i) {
-      Tensor t = Tensor::empty(g.type_of(g.outputs[i])->dtype, out_shapes[i]);
-      if (t.nbytes())
-        EXPECT_EQ(api.MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(runner.output_device_ptr(i)),
-                                      t.nbytes(), stream.get()),
-                  CUDA_SUCCESS);
-      out[g.outputs[i]] = t;
-    }
-    stream.synchronize();
-    return out;
-  }
-};
-
 // Runs `feeds` on the session and on the CPU engine and compares every output.
-void expect_matches_cpu(Session& s, const std::map<std::string, Tensor>& feeds) {
+void expect_matches_cpu(CudaSession& s, const std::map<std::string, Tensor>& feeds) {
   const auto want = run_cpu(s.g, feeds);
   const auto got = s.run(feeds);
   ASSERT_EQ(got.size(), want.size());
@@ -383,7 +346,7 @@ TEST(CudaControlFlow, IfTakesEachBranchAndReadsOuterScope) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (bool with_constant : {true, false}) {
     const ir::Graph g = if_graph(with_constant);
-    Session s(g);
+    CudaSession s(g);
     std::map<std::string, Tensor> feeds{{"x", f32({1, 2, 3}, {3})}};
     if (!with_constant) feeds["k"] = f32({10.f}, {1});
     for (bool c : {true, false, true}) {
@@ -400,7 +363,7 @@ TEST(CudaControlFlow, IfTakesEachBranchAndReadsOuterScope) {
 TEST(CudaControlFlow, LoopWithTripCountOnly) {
   KILNRT_SKIP_WITHOUT_GPU();
   const ir::Graph g = loop_graph(true, false);
-  Session s(g);
+  CudaSession s(g);
   for (int64_t m : {3, 1, 5, 3}) {
     SCOPED_TRACE("M " + std::to_string(m));
     expect_matches_cpu(s, {{"M", i64(m)}, {"v0", f32({1, 2, 3}, {3})}, {"x", f32({0.5f, -1, 2}, {3})}});
@@ -415,7 +378,7 @@ TEST(CudaControlFlow, LoopWithConditionOnlyAndBoth) {
   const std::map<std::string, Tensor> base{{"c", boolean(true)}, {"v0", ramp({3}, 1, 1)}, {"x", ramp({3}, -1, 0.5f)}};
   {
     const ir::Graph g = loop_graph(false, true);
-    Session s(g);
+    CudaSession s(g);
     for (int64_t lim : {0, 2, 6}) {
       SCOPED_TRACE("lim " + std::to_string(lim));
       auto feeds = base;
@@ -431,7 +394,7 @@ TEST(CudaControlFlow, LoopWithConditionOnlyAndBoth) {
   }
   {
     const ir::Graph g = loop_graph(true, true);
-    Session s(g);
+    CudaSession s(g);
     for (auto [m, lim] : std::vector<std::pair<int64_t, int64_t>>{{2, 10}, {10, 3}, {0, 3}}) {
       SCOPED_TRACE("M " + std::to_string(m) + " lim " + std::to_string(lim));
       auto feeds = base;
@@ -445,7 +408,7 @@ TEST(CudaControlFlow, LoopWithConditionOnlyAndBoth) {
 TEST(CudaControlFlow, LoopWithZeroIterationsGivesEmptyScanOutputs) {
   KILNRT_SKIP_WITHOUT_GPU();
   const ir::Graph g = loop_graph(true, false);
-  Session s(g);
+  CudaSession s(g);
   const std::map<std::string, Tensor> feeds{{"M", i64(0)}, {"v0", f32({1, 2, 3}, {3})}, {"x", f32({1, 1, 1}, {3})}};
   expect_matches_cpu(s, feeds);
   const auto out = s.run(feeds);
@@ -459,7 +422,7 @@ TEST(CudaControlFlow, ScanWithReversedDirectionsAndAxes) {
     for (bool reverse : {false, true}) {
       SCOPED_TRACE("output axis " + std::to_string(axis) + (reverse ? " reversed" : ""));
       const ir::Graph g = scan_graph(axis, reverse);
-      Session s(g);
+      CudaSession s(g);
       expect_matches_cpu(s, {{"s0", ramp({2, 3}, 0.5f, 0.25f)}, {"x", ramp({2, 4, 3}, -2, 0.125f)}});
       EXPECT_EQ(s.runner.sync_count(), 0u);  // the iteration count comes from shapes
     }
@@ -469,7 +432,7 @@ TEST(CudaControlFlow, ScanWithReversedDirectionsAndAxes) {
 TEST(CudaControlFlow, ScanOpset8BatchForm) {
   KILNRT_SKIP_WITHOUT_GPU();
   const ir::Graph g = scan8_graph();
-  Session s(g);
+  CudaSession s(g);
   expect_matches_cpu(s, {{"s0", ramp({3, 2}, 1, 1)}, {"x", ramp({3, 5, 2}, 0, 0.5f)}});
   const auto out = s.run({{"s0", ramp({3, 2}, 1, 1)}, {"x", ramp({3, 5, 2}, 0, 0.5f)}});
   EXPECT_EQ(out.at("y").shape(), (Shape{3, 5, 2}));
@@ -478,7 +441,7 @@ TEST(CudaControlFlow, ScanOpset8BatchForm) {
 TEST(CudaControlFlow, IfNestedInLoop) {
   KILNRT_SKIP_WITHOUT_GPU();
   const ir::Graph g = nested_graph();
-  Session s(g);
+  CudaSession s(g);
   for (int64_t m : {4, 1, 0, 4}) {
     SCOPED_TRACE("M " + std::to_string(m));
     expect_matches_cpu(s, {{"M", i64(m)}, {"v0", f32({1, -2, 3}, {3})}, {"x", f32({2, 0.5f, -1}, {3})}});
@@ -488,7 +451,7 @@ TEST(CudaControlFlow, IfNestedInLoop) {
 TEST(CudaControlFlow, IfWithUndeclaredBranchOutputsFeedsATranspose) {
   KILNRT_SKIP_WITHOUT_GPU();
   const ir::Graph g = undeclared_if_graph();
-  Session s(g);
+  CudaSession s(g);
   for (bool c : {true, false}) {
     SCOPED_TRACE(std::string("cond ") + (c ? "true" : "false"));
     expect_matches_cpu(s, {{"c", boolean(c)}, {"x", ramp({2, 3}, -1, 0.75f)}});
@@ -510,7 +473,7 @@ Tensor half(std::vector<float> v) {
 TEST(CudaControlFlow, Float16LoopWithFloat32IslandInASegmentedRun) {
   KILNRT_SKIP_WITHOUT_GPU();
   const ir::Graph g = float16_loop_graph();
-  Session s(g);
+  CudaSession s(g);
   for (int64_t m : {3, 1, 4}) {
     SCOPED_TRACE("M " + std::to_string(m));
     const std::map<std::string, Tensor> feeds{{"M", i64(m)}, {"v0", half({-2.5f, 0.25f, 1.5f})},
@@ -535,11 +498,11 @@ TEST(CudaControlFlow, LoopOverAnExternalWorkspace) {
                                             {"v0", ramp({3}, 1, 1)}, {"x", ramp({3}, -1, 0.5f)}};
   size_t own = 0;
   {
-    Session s(g);
+    CudaSession s(g);
     expect_matches_cpu(s, feeds);
     own = s.runner.device_memory_bytes();
   }
-  Session s(g);
+  CudaSession s(g);
   kc::DeviceBuffer ws(0, backends::cuda::kWorkspaceBytes);
   s.runner.use_external_workspace(ws.data(), ws.size());
   for (int run = 0; run < 2; ++run) expect_matches_cpu(s, feeds);

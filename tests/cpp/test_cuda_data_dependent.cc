@@ -35,42 +35,6 @@ Tensor sparse(const Shape& s, uint32_t seed, int every, int phase) {
   return t;
 }
 
-// One plan and runner kept across calls (run_cuda in cuda_backend_test_util.h builds new ones each time).
-struct CudaSession {
-  kc::ContextGuard guard{0};
-  CudaPlan plan;
-  CudaRunner runner;
-  kc::Stream stream{0};
-  explicit CudaSession(const ir::Graph& g) : plan(g, 0), runner(plan) {}
-  std::map<std::string, Tensor> run(const ir::Graph& g, const std::map<std::string, Tensor>& feeds) {
-    std::vector<Shape> shapes;
-    for (const std::string& in : g.inputs) shapes.push_back(feeds.at(in).shape());
-    runner.prepare(shapes, stream.get());
-    std::vector<kc::DeviceBuffer> ins;
-    std::vector<const void*> ptrs;
-    for (const std::string& in : g.inputs) {
-      const Tensor& t = feeds.at(in);
-      ins.emplace_back(0, std::max<size_t>(t.nbytes(), 1));
-      if (t.nbytes()) ins.back().copy_from_host_async(t.raw(), t.nbytes(), stream.get());
-      ptrs.push_back(ins.back().data());
-    }
-    runner.enqueue(ptrs, std::vector<void*>(g.outputs.size(), nullptr), stream.get());
-    const std::vector<Shape> out_shapes = runner.output_shapes();
-    std::map<std::string, Tensor> out;
-    const auto& api = guard.api();
-    for (size_t i = 0; i < g.outputs.size(); ++i) {
-      Tensor t = Tensor::empty(g.type_of(g.outputs[i])->dtype, out_shapes[i]);
-      if (t.nbytes())
-        EXPECT_EQ(api.MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(runner.output_device_ptr(i)),
-                                      t.nbytes(), stream.get()),
-                  CUDA_SUCCESS);
-      out[g.outputs[i]] = t;
-    }
-    stream.synchronize();
-    return out;
-  }
-};
-
 void expect_same(const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (const auto& [name, t] : want) {
@@ -167,7 +131,7 @@ TEST(CudaDataDependent, NonZeroGatherChainMatchesCpu) {
   Net net = nonzero_chain(sparse({6, 7}, 4, 4, 2));
   CudaSession s(net.g);
   EXPECT_EQ(s.plan.sync_points(), 1);
-  expect_same(s.run(net.g, net.feeds), run_cpu(net.g, net.feeds));
+  expect_same(s.run(net.feeds), run_cpu(net.g, net.feeds));
   EXPECT_EQ(s.runner.sync_count(), 1u);
   EXPECT_EQ(s.runner.last_mode(), CudaRunner::Mode::kDirect);
   // The value pool (one 16 MiB chunk at least) is counted with the workspace.
@@ -179,7 +143,7 @@ TEST(CudaDataDependent, ProfilingTimesTheLayersOfASegmentedRun) {
   Net net = nonzero_chain(sparse({6, 7}, 15, 3, 2));
   CudaSession s(net.g);
   s.runner.set_profiling(true);
-  for (int i = 0; i < 2; ++i) expect_same(s.run(net.g, net.feeds), run_cpu(net.g, net.feeds));
+  for (int i = 0; i < 2; ++i) expect_same(s.run(net.feeds), run_cpu(net.g, net.feeds));
   const std::vector<LayerTiming> timings = s.runner.layer_timings();
   ASSERT_EQ(timings.size(), s.plan.graph().nodes.size());
   for (size_t i = 0; i < timings.size(); ++i) {
@@ -201,7 +165,7 @@ TEST(CudaDataDependent, OneRunnerWithDifferentCounts) {
   std::vector<int64_t> counts;
   for (const Tensor& x : {net.feeds.at("x"), dense, some, few, net.feeds.at("x")}) {
     std::map<std::string, Tensor> feeds{{"x", x}};
-    const auto got = s.run(net.g, feeds);
+    const auto got = s.run(feeds);
     expect_same(got, run_cpu(net.g, feeds));
     counts.push_back(got.at("idx").shape().at(1));
   }
@@ -228,7 +192,7 @@ TEST(CudaDataDependent, ReshapeWithDeviceComputedShape) {
     net.done();
     CudaSession s(net.g);
     EXPECT_EQ(s.plan.sync_points(), 1);
-    const auto got = s.run(net.g, net.feeds);
+    const auto got = s.run(net.feeds);
     expect_same(got, run_cpu(net.g, net.feeds));
     EXPECT_EQ(got.at("y").shape(), (Shape{shape[0] < 0 ? 4 : 3, shape[1]}));
   }
@@ -309,7 +273,7 @@ TEST(CudaDataDependent, CallerCaptureIsAClearError) {
   EXPECT_NE(message.find("data-dependent"), std::string::npos) << message;
   EXPECT_NE(message.find("capture"), std::string::npos) << message;
   // Outside the capture the runner works as before.
-  expect_same(s.run(net.g, net.feeds), run_cpu(net.g, net.feeds));
+  expect_same(s.run(net.feeds), run_cpu(net.g, net.feeds));
 }
 
 TEST(CudaDataDependent, PlanWithoutSyncPointsStillCapturesItsGraph) {
@@ -328,7 +292,7 @@ TEST(CudaDataDependent, PlanWithoutSyncPointsStillCapturesItsGraph) {
   const auto want = run_cpu(net.g, net.feeds);
   std::vector<CudaRunner::Mode> modes;
   for (int i = 0; i < 3; ++i) {
-    expect_same(s.run(net.g, net.feeds), want);
+    expect_same(s.run(net.feeds), want);
     modes.push_back(s.runner.last_mode());
   }
   EXPECT_EQ(modes[0], CudaRunner::Mode::kDirect);

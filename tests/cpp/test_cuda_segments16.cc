@@ -210,45 +210,8 @@ TEST(CudaSegments16Host, ControlFlowIsAcceptedAsFloat32Islands) {
 
 // ---- GPU: against the CPU float32 engine -----------------------------------------------------------------------
 
-// One plan and runner kept across runs (the segmented runner's pool and control-flow state live in the runner).
-struct Session {
-  const ir::Graph& g;
-  kc::ContextGuard guard{0};
-  CudaPlan plan;
-  CudaRunner runner;
-  kc::Stream stream{0};
-  explicit Session(const ir::Graph& graph) : g(graph), plan(graph, 0), runner(plan) {}
-  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds) {
-    std::vector<Shape> shapes;
-    for (const std::string& in : g.inputs) shapes.push_back(feeds.at(in).shape());
-    runner.prepare(shapes, stream.get());
-    std::vector<kc::DeviceBuffer> ins;
-    std::vector<const void*> ptrs;
-    for (const std::string& in : g.inputs) {
-      const Tensor& t = feeds.at(in);
-      ins.emplace_back(0, std::max<size_t>(t.nbytes(), 1));
-      if (t.nbytes()) ins.back().copy_from_host_async(t.raw(), t.nbytes(), stream.get());
-      ptrs.push_back(ins.back().data());
-    }
-    runner.enqueue(ptrs, std::vector<void*>(g.outputs.size(), nullptr), stream.get());
-    const std::vector<Shape> out_shapes = runner.output_shapes();
-    std::map<std::string, Tensor> out;
-    const auto& api = guard.api();
-    for (size_t i = 0; i < g.outputs.size(); ++i) {
-      Tensor t = Tensor::empty(g.type_of(g.outputs[i])->dtype, out_shapes[i]);
-      if (t.nbytes())
-        EXPECT_EQ(api.MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(runner.output_device_ptr(i)),
-                                      t.nbytes(), stream.get()),
-                  CUDA_SUCCESS);
-      out[g.outputs[i]] = t;
-    }
-    stream.synchronize();
-    return out;
-  }
-};
-
 // Runs `feeds` on the 16-bit session and on the CPU float32 engine; float outputs at the 16-bit tolerances.
-void expect_matches_cpu(Session& s, const std::string& p, const std::map<std::string, Tensor>& feeds) {
+void expect_matches_cpu(CudaSession& s, const std::string& p, const std::map<std::string, Tensor>& feeds) {
   const auto want = run_cpu(s.g, feeds);
   const auto got = s.run(feeds);
   ASSERT_EQ(got.size(), want.size());
@@ -264,7 +227,7 @@ TEST(CudaSegments16, NonZeroGatherChain) {
   for (const char* p : kPrecisions) {
     SCOPED_TRACE(p);
     const ir::Graph g = marked(nonzero_gather_graph(), p);
-    Session s(g);
+    CudaSession s(g);
     for (int phase : {0, 2, 5}) {  // different counts through one runner
       SCOPED_TRACE("phase " + std::to_string(phase));
       Tensor x = random_tensor({6, 7}, 40 + phase);
@@ -286,7 +249,7 @@ TEST(CudaSegments16, NonMaxSuppressionModel) {
   for (const char* p : kPrecisions) {
     SCOPED_TRACE(p);
     const ir::Graph g = marked(nms_graph(), p);
-    Session s(g);
+    CudaSession s(g);
     expect_matches_cpu(s, p, {{"boxes_in", boxes}, {"scores", scores}});
     const auto out = s.run({{"boxes_in", boxes}, {"scores", scores}});
     ASSERT_EQ(out.at("sel").shape(), (Shape{3, 3}));
@@ -300,7 +263,7 @@ TEST(CudaSegments16, ReshapeWithDeviceComputedShape) {
   for (const char* p : kPrecisions) {
     SCOPED_TRACE(p);
     const ir::Graph g = marked(reshape_graph(), p);
-    Session s(g);
+    CudaSession s(g);
     const Tensor x = random_tensor({2, 6}, 7);
     for (const Tensor& shape : {i64({3, 4}, {2}), i64({4, 3}, {2}), i64({12, 1}, {2}), i64({3, 4}, {2})}) {
       expect_matches_cpu(s, p, {{"x", x}, {"s", shape}});
@@ -315,7 +278,7 @@ TEST(CudaSegments16, LoopWithFloatStateAndScanOutput) {
   for (const char* p : kPrecisions) {
     SCOPED_TRACE(p);
     const ir::Graph g = marked(loop16_graph(), p);
-    Session s(g);
+    CudaSession s(g);
     for (int64_t m : {3, 1, 5, 3}) {
       SCOPED_TRACE("M " + std::to_string(m));
       expect_matches_cpu(s, p, {{"M", i64({m}, {})}, {"v0", f32({0.25f, -2, 3}, {3})}, {"x", f32({0.5f, -1, 2}, {3})}});
@@ -331,7 +294,7 @@ TEST(CudaSegments16, IfWithFloatBranches) {
   for (const char* p : kPrecisions) {
     SCOPED_TRACE(p);
     const ir::Graph g = marked(if16_graph(), p);
-    Session s(g);
+    CudaSession s(g);
     std::map<std::string, Tensor> feeds{{"x", f32({1.5f, -2, 0.3f, 4}, {4})}, {"k", f32({0.75f}, {1})}};
     for (bool c : {true, false, true}) {
       SCOPED_TRACE(c ? "then" : "else");
@@ -348,7 +311,7 @@ TEST(CudaSegments16, ScanOverA16BitActivation) {
   for (const char* p : kPrecisions) {
     SCOPED_TRACE(p);
     const ir::Graph g = marked(scan16_graph(), p);
-    Session s(g);
+    CudaSession s(g);
     for (uint32_t seed : {3u, 4u}) expect_matches_cpu(s, p, {{"s0", random_tensor({2, 3}, seed)},
                                                              {"x", random_tensor({2, 4, 3}, seed + 10)}});
   }
