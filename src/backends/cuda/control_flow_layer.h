@@ -8,12 +8,20 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backends/cuda/cuda_layer.h"
 
 namespace kilnrt::backends::cuda {
 
 struct SequenceIo;  // sequence_steps.h
+
+// Wires the outer-scope values a body reads (`free`, ir::outer_scope_reads order) into `body`, the body as a graph
+// of its own: constants of `outer` are copied in, the others become extra inputs typed as in `outer`, and their
+// index in `free` is appended to `outer_inputs`. Shared by If / Loop / Scan and SequenceMap.
+void add_outer_scope_values(const ir::Graph& outer, const std::vector<std::string>& free, ir::Graph* body,
+                            std::vector<size_t>* outer_inputs);
 
 class ControlFlowState {
  public:

@@ -20,6 +20,22 @@
 #include "passes/shape_inference.h"
 
 namespace kilnrt::backends::cuda {
+
+void add_outer_scope_values(const ir::Graph& outer, const std::vector<std::string>& free, ir::Graph* body,
+                            std::vector<size_t>* outer_inputs) {
+  for (size_t k = 0; k < free.size(); ++k) {
+    const std::string& name = free[k];
+    if (outer.is_constant(name)) {
+      body->constants[name] = outer.constants.at(name);
+      continue;
+    }
+    const ir::TensorType* t = outer.type_of(name);
+    body->types[name] = t ? *t : ir::TensorType{};
+    body->inputs.push_back(name);
+    outer_inputs->push_back(k);
+  }
+}
+
 namespace {
 
 namespace kk = kilnrt::cuda::kernels;
@@ -52,17 +68,7 @@ std::unique_ptr<ir::Graph> body_graph(const ir::Node& node, const std::string& a
     ir::TensorType& t = g->types[g->inputs[i]];
     if (t.dtype == DType::kUndefined) t.dtype = formal[i];
   }
-  for (size_t k = 0; k < free.size(); ++k) {
-    const std::string& name = free[k];
-    if (outer.is_constant(name)) {
-      g->constants[name] = outer.constants.at(name);
-      continue;
-    }
-    const ir::TensorType* t = outer.type_of(name);
-    g->types[name] = t ? *t : ir::TensorType{};
-    g->inputs.push_back(name);
-    outer_inputs->push_back(k);
-  }
+  add_outer_scope_values(outer, free, g.get(), outer_inputs);
   passes::infer_shapes(*g);
   return g;
 }

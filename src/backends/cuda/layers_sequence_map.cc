@@ -40,17 +40,7 @@ std::unique_ptr<ir::Graph> map_body(const ir::Node& node, const ir::Graph& outer
       t.dtype = outer.constants.at(node.inputs[i]).dtype();
   }
   const std::vector<std::string> free = ir::outer_scope_reads(node);
-  for (size_t k = 0; k < free.size(); ++k) {
-    const std::string& name = free[k];
-    if (outer.is_constant(name)) {
-      g->constants[name] = outer.constants.at(name);
-      continue;
-    }
-    const ir::TensorType* t = outer.type_of(name);
-    g->types[name] = t ? *t : ir::TensorType{};
-    g->inputs.push_back(name);
-    outer_inputs->push_back(k);
-  }
+  add_outer_scope_values(outer, free, g.get(), outer_inputs);
   passes::infer_shapes(*g);
   return g;
 }
