@@ -3,9 +3,15 @@
 // 77, 1 tokens), broadcast key masks and full [B, H, Sq, Sk] masks, fully masked rows (uniform, or zeros with
 // zero_masked_rows), the exporters' strided head layouts read in place, a strided output; plus cases that must fall
 // back to the older kernels (K with a non-unit element stride, D != Dv, D = 80). Each case also asserts which kernel
-// attention() picks for its strides. GPU cases skip with a message without a GPU; the dispatch checks run everywhere.
+// attention() picks for its strides. Every GPU case runs under every variant of the kernel (the first one, "v1",
+// and each configuration of the second, attention_fa2.cuh: m-tiles per warp, key split across warps with the final
+// merge, batch-1 grids, S = 197 tails), forced through KILNRT_ATTENTION_KERNEL; KILNRT_ATTENTION_TEST_VARIANTS
+// (comma-separated names) narrows the list, e.g. under compute-sanitizer. GPU cases skip with a message without a
+// GPU; the dispatch checks run everywhere.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <sstream>
 
 #include "attention_test_util.h"
 #include "backends/cuda/kernels/attention_mma.h"
@@ -128,6 +134,16 @@ const Case kCases[] = {
     {"d64 s128 24 heads", {24, 128, 64}, {24, 128, 64}, {24, 128, 64}, {}, {}, {}, {}, {}, true},
     {"d64 s197 64 heads", {64, 197, 64}, {64, 197, 64}, {64, 197, 64}, {}, {}, {}, {}, {}, true},
     {"d64 s200 40 heads", {40, 200, 64}, {40, 200, 64}, {40, 200, 64}, {}, {}, {}, {}, {40, 1, 200}, true},
+    // Batch-1 grids (12 heads): the key-split configurations; BERT-like with its key mask, ViT-like S = 197.
+    {"bert b1 s128 key mask", {1, 128, 12, 64}, {1, 128, 12, 64}, {1, 128, 12, 64}, kHeads, kHeads, kHeads, kHeads,
+     {1, 1, 1, 128}, true},
+    {"vit b1 s197", {197, 12, 64}, {197, 12, 64}, {197, 12, 64}, kSeqFirst, kSeqFirst, kSeqFirst, kSeqFirst, {}, true},
+    // Several stages of 256 keys (key split 4) with a tail, a key mask; a full mask over many stages at D = 32 / 128.
+    {"d64 sq70 sk600 key mask", {3, 70, 64}, {3, 600, 64}, {3, 600, 64}, {}, {}, {}, {}, {3, 1, 600}, true},
+    {"d32 sq50 sk300 full mask", {2, 50, 32}, {2, 300, 32}, {2, 300, 32}, {}, {}, {}, {}, {2, 50, 300}, true},
+    {"d128 sq40 sk270", {2, 2, 40, 128}, {2, 2, 270, 128}, {2, 2, 270, 128}, {}, {}, {}, {}, {}, true},
+    // Fewer keys than one tile of a split: warps with no keys at all.
+    {"d64 sq100 sk20 key mask", {2, 100, 64}, {2, 20, 64}, {2, 20, 64}, {}, {}, {}, {}, {2, 1, 20}, true},
     // Output with a non-unit column stride: O [B, S, D] stored as [B, D, S].
     {"d64 strided output", {2, 70, 64}, {2, 90, 64}, {2, 90, 64}, {}, {}, {}, {0, 2, 1}, {2, 70, 90}, true},
     // Fully masked rows: the first 3 query rows of (0, 0) are -inf everywhere -> uniform, or zeros with the flag;
@@ -147,8 +163,38 @@ const Case kCases[] = {
     {"fallback d80", {2, 50, 80}, {2, 50, 80}, {2, 50, 80}, {}, {}, {}, {}, {}, false},
 };
 
-void run_case(const Case& c, const Prec& p) {
-  SCOPED_TRACE(std::string(c.label) + " " + p.name);
+// The variant names to run: KILNRT_ATTENTION_TEST_VARIANTS (comma-separated) or all of them.
+std::vector<std::string> variants_to_test() {
+  std::vector<std::string> out;
+  if (const char* env = std::getenv("KILNRT_ATTENTION_TEST_VARIANTS"); env && *env) {
+    std::stringstream ss(env);
+    for (std::string v; std::getline(ss, v, ',');)
+      if (!v.empty()) out.push_back(v);
+    return out;
+  }
+  for (int i = 0; i < k::attention_mma_variant_count(); ++i) out.push_back(k::attention_mma_variant_name(i));
+  return out;
+}
+
+// Sets KILNRT_ATTENTION_KERNEL for its scope (the previous value back at the end).
+struct ForcedKernel {
+  std::string old;
+  bool had;
+  explicit ForcedKernel(const std::string& name) {
+    const char* o = std::getenv("KILNRT_ATTENTION_KERNEL");
+    had = o != nullptr;
+    if (had) old = o;
+    setenv("KILNRT_ATTENTION_KERNEL", name.c_str(), 1);
+  }
+  ~ForcedKernel() {
+    if (had)
+      setenv("KILNRT_ATTENTION_KERNEL", old.c_str(), 1);
+    else
+      unsetenv("KILNRT_ATTENTION_KERNEL");
+  }
+};
+
+void run_case(const Case& c, const Prec& p, const std::vector<std::string>& variants) {
   Built bt;
   build(c, bt);
   for (ir::Node& n : bt.g.nodes) {
@@ -164,26 +210,29 @@ void run_case(const Case& c, const Prec& p) {
     feeds[name] = r;
   }
   const Tensor want = run_cpu(bt.g, feeds).at("y");
-  const Tensor got = run_cuda(bt.g, feeds).at("y");
-  for (int64_t i = 0; i < got.numel(); ++i) ASSERT_FALSE(std::isnan(got.data<float>()[i])) << "NaN at " << i;
-  // P and O are rounded once each to the storage dtype: a few units of roundoff of |O| <= 1.
-  expect_tensors_close(got, want, 6.0 * p.u, 8.0 * p.u);
-  if (c.masked_rows > 0 && c.mask_value == -kInf) {
-    // Fully masked rows, in Y's layout: count the output elements equal to zero there and compare with the flag.
-    const ops::nn::AttentionGeometry geo =
-        ops::nn::attention_geometry(bt.g.nodes[0], c.q, c.k, c.v, &c.mask);
-    const bool key_mask = c.mask[c.mask.size() - 2] == 1;  // [B, 1, 1, S]: masks whole batch entries
-    const int64_t rows = key_mask ? geo.b1 * geo.sq : c.masked_rows;
-    int64_t zeros = 0, total = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t b1 = key_mask ? r / geo.sq : 0, i = key_mask ? r % geo.sq : r;
-      for (int64_t col = 0; col < geo.dv; ++col, ++total)
-        zeros += got.data<float>()[b1 * geo.o[1] + i * geo.o[2] + col * geo.o[3]] == 0.f;
+  for (const std::string& variant : variants) {
+    SCOPED_TRACE(std::string(c.label) + " " + p.name + " kernel " + variant);
+    ForcedKernel forced(variant);
+    const Tensor got = run_cuda(bt.g, feeds).at("y");
+    for (int64_t i = 0; i < got.numel(); ++i) ASSERT_FALSE(std::isnan(got.data<float>()[i])) << "NaN at " << i;
+    // P and O are rounded once each to the storage dtype: a few units of roundoff of |O| <= 1.
+    expect_tensors_close(got, want, 6.0 * p.u, 8.0 * p.u);
+    if (c.masked_rows > 0 && c.mask_value == -kInf) {
+      // Fully masked rows, in Y's layout: count the output elements equal to zero there and compare with the flag.
+      const ops::nn::AttentionGeometry geo = ops::nn::attention_geometry(bt.g.nodes[0], c.q, c.k, c.v, &c.mask);
+      const bool key_mask = c.mask[c.mask.size() - 2] == 1;  // [B, 1, 1, S]: masks whole batch entries
+      const int64_t rows = key_mask ? geo.b1 * geo.sq : c.masked_rows;
+      int64_t zeros = 0, total = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t b1 = key_mask ? r / geo.sq : 0, i = key_mask ? r % geo.sq : r;
+        for (int64_t col = 0; col < geo.dv; ++col, ++total)
+          zeros += got.data<float>()[b1 * geo.o[1] + i * geo.o[2] + col * geo.o[3]] == 0.f;
+      }
+      if (c.zero_masked_rows)
+        EXPECT_EQ(zeros, total) << "fully masked rows must be zeros";
+      else
+        EXPECT_LT(zeros, total / 4) << "fully masked rows must be the mean of V, not zeros";
     }
-    if (c.zero_masked_rows)
-      EXPECT_EQ(zeros, total) << "fully masked rows must be zeros";
-    else
-      EXPECT_LT(zeros, total / 4) << "fully masked rows must be the mean of V, not zeros";
   }
 }
 
@@ -214,10 +263,46 @@ TEST(AttentionMmaDispatch, PicksTheMmaKernelWhereItsPreconditionsHold) {
   EXPECT_FALSE(k::attention_uses_mma(odd));
 }
 
+TEST(AttentionMmaDispatch, VariantsHaveNamesAndTheEnvironmentForcesOne) {
+  const int n = k::attention_mma_variant_count();
+  ASSERT_GE(n, 2);
+  EXPECT_STREQ(k::attention_mma_variant_name(0), "v1");
+  EXPECT_STREQ(k::attention_mma_variant_name(n), "");
+  EXPECT_STREQ(k::attention_mma_variant_name(-1), "");
+  Built bt;
+  build(kCases[0], bt);
+  const k::AttentionArgs a = args_for(kCases[0], bt.g, 1);
+  for (int i = 0; i < n; ++i) {
+    SCOPED_TRACE(k::attention_mma_variant_name(i));
+    EXPECT_GT(std::string(k::attention_mma_variant_name(i)).size(), 1u);
+    ForcedKernel forced(k::attention_mma_variant_name(i));
+    EXPECT_EQ(k::attention_mma_pick(a), i);
+  }
+  {
+    ForcedKernel forced("no-such-kernel");  // an unknown name: the shape rule
+    const int auto_pick = k::attention_mma_pick(a);
+    EXPECT_GE(auto_pick, 0);
+    EXPECT_LT(auto_pick, n);
+  }
+  // Out-of-range variants and arguments the kernels do not take are refused before any launch.
+  EXPECT_NE(k::attention_mma_variant(a, n, nullptr), 0);
+  EXPECT_NE(k::attention_mma_variant(a, -1, nullptr), 0);
+  k::AttentionArgs f32 = a;
+  f32.dt = 0;
+  EXPECT_NE(k::attention_mma_variant(f32, 1, nullptr), 0);
+}
+
 TEST(CudaAttentionMma, MatchesCpuReference) {
   KILNRT_SKIP_WITHOUT_GPU();
+  const std::vector<std::string> variants = variants_to_test();
+  ASSERT_FALSE(variants.empty());
+  for (const std::string& v : variants) {
+    bool known = false;
+    for (int i = 0; i < k::attention_mma_variant_count(); ++i) known |= v == k::attention_mma_variant_name(i);
+    ASSERT_TRUE(known) << "unknown kernel variant " << v;
+  }
   for (const Prec& p : kPrecs)
-    for (const Case& c : kCases) run_case(c, p);
+    for (const Case& c : kCases) run_case(c, p, variants);
 }
 
 }  // namespace kilnrt::cudatest

@@ -1,4 +1,6 @@
-// FlashAttention-2-style fused attention (see attention_mma.h). A block of kWarps warps owns 16 * kWarps query rows
+// FlashAttention-2-style fused attention (see attention_mma.h): the dispatch between the first kernel ("v1", below)
+// and the configurations of the second (attention_fa2.cuh), and the first kernel itself.
+// v1: a block of kWarps warps owns 16 * kWarps query rows
 // of one (b0, b1) entry; each warp owns 16 rows and walks all keys in tiles of 64:
 //   - Q: copied once to shared memory (cp.async), then held in registers as mma A fragments (ldmatrix);
 //   - K / V tiles: double-buffered in shared memory with 16-byte cp.async (rows past Sk zero-filled), so the copy of
@@ -15,8 +17,12 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "backends/cuda/kernels/attention_mma.h"
+#include "backends/cuda/kernels/attention_fa2.cuh"
+#include "backends/cuda/kernels/attention_mma_ptx.cuh"
 #include "backends/cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
@@ -24,94 +30,9 @@ namespace {
 
 using namespace launch_common;
 
-constexpr int kKeyTile = 64;         // keys per shared-memory tile
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr unsigned kFull = 0xffffffffu;
+using namespace attention_mma_detail;
 
-// ---- PTX wrappers (sm_80+) ------------------------------------------------------------------------------------------
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-// 16 bytes global -> shared; valid == false zero-fills the destination (the source is not read).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p))
-               : "memory");
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p))
-               : "memory");
-}
-
-// 16-bit type traits: the mma instruction, float <-> packed pair conversions.
-template <class T> struct Bits16;
-template <> struct Bits16<__half> {
-  using Pair = __half2;
-  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  __device__ static uint32_t pack(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  __device__ static float2 unpack(Pair p) { return __half22float2(p); }
-  __device__ static float to_f(__half x) { return __half2float(x); }
-};
-template <> struct Bits16<__nv_bfloat16> {
-  using Pair = __nv_bfloat162;
-  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  __device__ static uint32_t pack(float lo, float hi) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  __device__ static float2 unpack(Pair p) { return __bfloat1622float2(p); }
-  __device__ static float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-};
-
-// Starts the copy of `rows` rows of D elements (row stride rs) into shared memory (row stride D + 8: the 16-byte
-// pad keeps ldmatrix free of bank conflicts). Rows >= valid are zero-filled.
-template <class T, int D, int kThreads>
-__device__ __forceinline__ void load_rows_async(T* dst, const T* src, int64_t rs, int rows, int valid) {
-  constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  for (int i = threadIdx.x; i < rows * kChunks; i += kThreads) {
-    const int r = i / kChunks, c = (i - r * kChunks) * 8;
-    const bool ok = r < valid;
-    cp_async16(dst + r * (D + 8) + c, src + (ok ? r * rs : 0) + c, ok);
-  }
-}
-
-enum Flags : int {
-  kPairOut = 1,   // O: unit column stride, 4-byte aligned pairs
-  kPairMask = 2,  // mask: unit key stride, 4-byte aligned pairs
-};
-
-// Mask values of keys (key, key + 1) of one row (0 past Sk: those scores are -inf anyway).
-template <class T>
-__device__ __forceinline__ float2 mask_pair(const T* row, int key, int64_t cs, bool pair, int sk) {
-  using B = Bits16<T>;
-  if (pair && key + 1 < sk) return B::unpack(*reinterpret_cast<const typename B::Pair*>(row + key));
-  return make_float2(key < sk ? B::to_f(row[key * cs]) : 0.f, key + 1 < sk ? B::to_f(row[(key + 1) * cs]) : 0.f);
-}
+constexpr int kKeyTile = 64;  // keys per shared-memory tile
 
 template <class T, int D, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) attention_fa2(AttentionArgs a, int flags) {
@@ -282,16 +203,6 @@ __global__ void __launch_bounds__(kWarps * 32) attention_fa2(AttentionArgs a, in
   }
 }
 
-bool aligned(const void* p, unsigned bytes) { return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0; }
-// Rows movable with 16-byte copies: unit element stride, every row start 16-byte aligned (8 elements).
-bool rows16(const void* p, const int64_t (&s)[4]) {
-  return s[3] == 1 && s[0] % 8 == 0 && s[1] % 8 == 0 && s[2] % 8 == 0 && aligned(p, 16);
-}
-// Pairs of adjacent elements along the last axis movable as 4 bytes.
-bool pairs4(const void* p, const int64_t (&s)[4]) {
-  return s[3] == 1 && s[0] % 2 == 0 && s[1] % 2 == 0 && s[2] % 2 == 0 && aligned(p, 4);
-}
-
 template <int D, int kWarps>
 constexpr size_t smem_bytes() {
   return 2 * size_t(kWarps * 16 + 4 * kKeyTile) * (D + 8);
@@ -338,13 +249,37 @@ bool attention_uses_mma(const AttentionArgs& a) {
   if (a.dt != 1 && a.dt != 2) return false;
   if (a.d != a.dv || (a.d != 32 && a.d != 64 && a.d != 128)) return false;
   if (a.b0 < 1 || a.b0 > 65535 || a.b1 < 1 || a.b1 > 65535 || a.sq < 1 || a.sk < 0) return false;
-  if (a.sq > INT_MAX - 128 || a.sk > INT_MAX - 128) return false;
+  if (a.sq > INT_MAX - 128 || a.sk > INT_MAX - 256) return false;
   return rows16(a.q, a.qs) && rows16(a.k, a.ks) && rows16(a.v, a.vs);
 }
 
-int attention_mma(const AttentionArgs& a, StreamT stream) {
-  if (!attention_uses_mma(a)) return static_cast<int>(cudaErrorInvalidValue);
-  return a.dt == 1 ? launch_t<__half>(a, stream) : launch_t<__nv_bfloat16>(a, stream);
+int attention_mma_variant_count() { return 1 + kFa2ConfigCount; }
+
+const char* attention_mma_variant_name(int variant) {
+  if (variant == 0) return "v1";
+  return variant > 0 && variant <= kFa2ConfigCount ? kFa2Configs[variant - 1].name : "";
 }
+
+int attention_mma_pick(const AttentionArgs& a) {
+  if (const char* env = std::getenv("KILNRT_ATTENTION_KERNEL"); env && *env) {
+    for (int i = 0; i < attention_mma_variant_count(); ++i)
+      if (std::strcmp(env, attention_mma_variant_name(i)) == 0) return i;
+  }
+  // Shape rule (bench: CudaAttentionMmaBench, bench/results/h100_2026-11-22_s5_attn.md).
+  const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
+  const char* name = blocks64 >= 264 ? "m2r2s1" : a.sk > 128 ? "m1r1s4" : "m1r1s2";
+  for (int i = 1; i < attention_mma_variant_count(); ++i)
+    if (std::strcmp(name, attention_mma_variant_name(i)) == 0) return i;
+  return 0;
+}
+
+int attention_mma_variant(const AttentionArgs& a, int variant, StreamT stream) {
+  if (!attention_uses_mma(a) || variant < 0 || variant >= attention_mma_variant_count())
+    return static_cast<int>(cudaErrorInvalidValue);
+  if (variant == 0) return a.dt == 1 ? launch_t<__half>(a, stream) : launch_t<__nv_bfloat16>(a, stream);
+  return a.dt == 1 ? fa2_launch_f16(a, variant - 1, stream) : fa2_launch_bf16(a, variant - 1, stream);
+}
+
+int attention_mma(const AttentionArgs& a, StreamT stream) { return attention_mma_variant(a, attention_mma_pick(a), stream); }
 
 }  // namespace kilnrt::cuda::kernels

@@ -10,7 +10,18 @@ namespace kilnrt::cuda::kernels {
 // (unit element stride, every row start 16-byte aligned), batch dims within the grid's y / z limits. The mask and
 // the output may have any strides.
 bool attention_uses_mma(const AttentionArgs& a);
-// Launches the kernel (callers check attention_uses_mma first). Returns the launch status.
+// Launches the kernel attention_mma_pick() names (callers check attention_uses_mma first). Returns the launch status.
 int attention_mma(const AttentionArgs& a, StreamT stream);
+
+// Kernel variants: 0 = "v1", the first kernel (attention_mma.cu: one 16-row m-tile per warp, 64 rows per block,
+// every warp walks every key tile); 1.. = the configurations of the second (attention_fa2.cuh), named
+// m<m-tiles per warp>r<row-group warps>s<warps splitting the keys>, e.g. "m2r2s1".
+int attention_mma_variant_count();
+const char* attention_mma_variant_name(int variant);  // "" when out of range
+// The variant attention_mma() runs: KILNRT_ATTENTION_KERNEL=<name> (read at every call) forces one, else a rule
+// on the shape (grid size, Sk) picks it.
+int attention_mma_pick(const AttentionArgs& a);
+// Launches one variant (invalid value when attention_uses_mma() does not hold or the variant is out of range).
+int attention_mma_variant(const AttentionArgs& a, int variant, StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels
