@@ -127,6 +127,12 @@ class Engine:
         self._handle = _handle
         self._inputs = tuple(TensorSpec(i) for i in _handle.inputs)
         self._outputs = tuple(TensorSpec(o) for o in _handle.outputs)
+        self._input_names = frozenset(s.name for s in self._inputs)
+        self._output_names = tuple(s.name for s in self._outputs)
+        # run() with torch CUDA tensors and out=: the enqueue arguments of recent calls, keyed by every tensor's
+        # (pointer, shape, dtype, device, contiguity) and the stream; a call like an earlier one skips the Python-side
+        # checks (the C++ enqueue still checks every pointer and shape). Holds integers only, no tensors.
+        self._fast_feeds = {}
 
     @classmethod
     def from_bytes(cls, data, label="<memory>", device=0):
@@ -211,6 +217,12 @@ class Engine:
         out: preallocated outputs, a dict {output name: tensor} (or one tensor for a single-output engine),
         checked for shape, dtype, device and contiguity; they are filled and returned.
         """
+        key = self._fast_key(inputs, out, stream)
+        if key is not None:
+            feeds = self._fast_feeds.get(key[:3])
+            if feeds is not None:
+                self._handle.enqueue(feeds[0], feeds[1], key[2])
+                return dict(zip(self._output_names, key[3]))
         if not isinstance(inputs, dict):
             raise TypeError("Engine.run expects a dict {input name: tensor}; call the engine for positional inputs")
         specs = {s.name: s for s in self._inputs}
@@ -230,8 +242,49 @@ class Engine:
                             "(e.g. torch.as_tensor(a, device='cuda:%d')) or all on the host"
                             % (", ".join(device_names), ", ".join(host_names), max(self.device, 0)),
                             "invalid_argument", host_names[0])
-            return self._run_device({n: v for n, (_, v) in classified.items()}, out, stream)
+            return self._run_device({n: v for n, (_, v) in classified.items()}, out, stream, key)
         return self._run_host(classified, out)
+
+    def _fast_key(self, inputs, out, stream):
+        """The fast-path key of a run() call with torch CUDA tensors only, out= given, on a CUDA engine; else None.
+        (in tensors, out tensors, stream handle, out tensors in output order) — the first three are hashable keys."""
+        if out is None or type(inputs) is not dict or self._handle.device < 0:
+            return None
+        torch = _interop.torch_module()
+        if torch is None:
+            return None
+        if type(out) is dict:
+            if len(out) != len(self._output_names):
+                return None
+            try:
+                outs = tuple(out[n] for n in self._output_names)
+            except KeyError:
+                return None
+        elif isinstance(out, torch.Tensor) and len(self._output_names) == 1:
+            outs = (out,)
+        else:
+            return None
+        if len(inputs) != len(self._input_names):
+            return None
+        tensor = torch.Tensor
+        ins = []
+        device = None
+        for name, t in inputs.items():
+            if not isinstance(t, tensor) or not t.is_cuda or name not in self._input_names:
+                return None
+            device = t.get_device()
+            ins.append((name, t.data_ptr(), t.shape, t.dtype, device, t.is_contiguous()))
+        outk = []
+        for t in outs:
+            if not isinstance(t, tensor) or not t.is_cuda:
+                return None
+            outk.append((t.data_ptr(), t.shape, t.dtype, t.get_device(), t.is_contiguous()))
+        if stream is not None:
+            handle = cuda.stream_handle(stream)
+        else:
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            handle = int(raw(device)) if raw is not None else _interop.torch_current_stream(device)
+        return (tuple(ins), tuple(outk), handle, outs)
 
     # ---- host path: numpy (and CPU torch tensors through numpy) ----------------------------------------------------
 
@@ -312,7 +365,7 @@ class Engine:
                 return v.stream  # CAI v3: 1 = legacy default, 2 = per-thread default, else a stream handle
         return 0
 
-    def _run_device(self, values, out, stream):
+    def _run_device(self, values, out, stream, fast_key=None):
         if self.device < 0:
             name = next(iter(values))
             raise Error("input %r is a device tensor but this engine runs on the CPU: pass host tensors (e.g. "
@@ -347,6 +400,10 @@ class Engine:
             out_feeds[spec.name] = (dv.ptr, dv.shape, spec.kilnrt_dtype, self.device)
         in_feeds = {name: (dv.ptr, dv.shape, specs[name].kilnrt_dtype, self.device) for name, dv in values.items()}
         self._handle.enqueue(in_feeds, out_feeds, handle)
+        if fast_key is not None and fast_key[2] == handle:
+            if len(self._fast_feeds) >= 16:
+                self._fast_feeds.clear()
+            self._fast_feeds[fast_key[:3]] = (in_feeds, out_feeds)
         return {spec.name: results[spec.name] for spec in self._outputs}
 
     def __call__(self, *tensors, out=None, stream=None):

@@ -158,6 +158,16 @@ TEST(CudaGemmTactic, AlgoAttributeEncoding) {  // host only: no GPU needed
   EXPECT_FALSE(bc::decode_gemm_algo_attr(hex, &dev, &b)) << "no device key";
 }
 
+TEST(CudaGemmTactic, StoredAlgorithmKeyIgnoresCudnnVersion) {  // host only
+  // Built where torch loaded its own cuDNN, run under the system one: the cuBLASLt choice still applies.
+  EXPECT_EQ(bc::gemm_device_part("H100|sm_90|cudnn 9.19.0 (built for CUDA 13.1)|cublaslt 13.1.0"),
+            bc::gemm_device_part("H100|sm_90|cudnn 9.14.0 (built for CUDA 13.0)|cublaslt 13.1.0"));
+  EXPECT_EQ(bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13"), "H100|sm_90|cublaslt 13");
+  EXPECT_NE(bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13.1"), bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13.0"));
+  EXPECT_NE(bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13"), bc::gemm_device_part("A100|sm_80|cudnn 9|cublaslt 13"));
+  EXPECT_EQ(bc::gemm_device_part("no cudnn part"), "no cudnn part");
+}
+
 // Every candidate of every case, stored as the node's attribute, runs (no fallback) and matches the CPU reference.
 TEST(CudaGemmTactic, EveryStoredAlgorithmMatchesCpu) {
   KILNRT_SKIP_WITHOUT_GPU();

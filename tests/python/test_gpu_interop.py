@@ -278,6 +278,44 @@ def test_out_preallocated_torch(cuda_conv_engine, conv_model):
     np.testing.assert_allclose(out.cpu().numpy(), conv_reference(x.cpu().numpy(), w, b), rtol=1e-4, atol=1e-4)
 
 
+def test_repeated_run_with_the_same_tensors(cuda_conv_engine, conv_model, add_model, tmp_path):
+    """run() with the same torch tensors and out= again takes the fast path (no Python-side checks, the runner then
+    replays a CUDA graph on the caller's memory): values stay right when the tensors' contents change, and a call
+    with other tensors (or a bad out=) goes through every check again."""
+    torch = _torch_cuda()
+    _, w, b = conv_model
+    engine = cuda_conv_engine
+    x = torch.randn(3, 3, 8, 8, device="cuda")
+    out = torch.empty(3, 4, 8, 8, device="cuda")
+    for i in range(6):
+        x.copy_(torch.randn(3, 3, 8, 8, device="cuda"))
+        got = engine.run({"x": x}, out={"y": out})
+        assert got["y"] is out
+        torch.cuda.synchronize()
+        np.testing.assert_allclose(out.cpu().numpy(), conv_reference(x.cpu().numpy(), w, b), rtol=1e-4, atol=1e-4,
+                                   err_msg="call %d" % i)
+    assert len(engine._fast_feeds) >= 1, "the repeated call was not remembered"
+    # A tensor of another shape / dtype / contiguity is checked again (not served from the remembered call).
+    _expect_error(lambda: engine.run({"x": x}, out={"y": torch.empty(3, 4, 8, 7, device="cuda")}), "y", "has shape")
+    _expect_error(lambda: engine.run({"x": x.half()}, out={"y": out}), "x", "float16")
+    _expect_error(lambda: engine.run({"x": x.transpose(2, 3)}, out={"y": out}), "x", "non-contiguous")
+    # Other tensors, then the first ones again.
+    x2, out2 = torch.randn(3, 3, 8, 8, device="cuda"), torch.empty(3, 4, 8, 8, device="cuda")
+    for xi, oi in ((x2, out2), (x, out), (x2, out2)):
+        assert engine(xi, out=oi) is oi
+        torch.cuda.synchronize()
+        np.testing.assert_allclose(oi.cpu().numpy(), conv_reference(xi.cpu().numpy(), w, b), rtol=1e-4, atol=1e-4)
+    # Two inputs: the key holds both, in the engine's output order.
+    add = kilnrt.Engine(kilnrt.build(add_model, tmp_path / "add_fast.engine", device="cuda"))
+    a, bb, y = torch.ones(2, 4, device="cuda"), torch.full((2, 4), 2.0, device="cuda"), torch.empty(2, 4, device="cuda")
+    for i in range(4):
+        bb.fill_(float(i))
+        assert add.run({"a": a, "b": bb}, out={"y": y})["y"] is y
+        torch.cuda.synchronize()
+        assert torch.equal(y.cpu(), torch.full((2, 4), 1.0 + i))
+    assert add.run({"b": bb, "a": a}, out=y)["y"] is y  # other key order, single-output out=
+
+
 def test_caller_stream_is_honoured(cuda_conv_engine, conv_model):
     torch = _torch_cuda()
     _, w, b = conv_model

@@ -141,6 +141,7 @@ class CudaRunner {
   static const char* mode_name(Mode m);
   struct Stats {
     uint64_t direct = 0, captures = 0, replays = 0, caller_captured = 0, capture_failures = 0, evictions = 0;
+    uint64_t direct_io_captures = 0, direct_io_replays = 0;  // graphs on the caller's I/O pointers (no copies)
   };
   static constexpr size_t kMaxGraphs = 8;
   static constexpr int kMaxCaptureAttempts = 3;
@@ -218,7 +219,10 @@ class CudaRunner {
   void* workspace_data() const { return external_workspace_ ? external_workspace_ : workspace_.data(); }
   size_t workspace_size() const { return external_workspace_ ? external_workspace_bytes_ : workspace_.size(); }
   // Resolves every slot's device pointer for `st` (inputs[i] non-null: the caller's memory, else the arena).
-  void resolve_pointers(const ShapeState& st, const std::vector<const void*>& inputs);
+  // outputs[i] non-null: graph output i is written there directly when its storage is its own (not an alias, input or
+  // upload), so that no copy out of the arena is needed (the direct-I/O graph).
+  void resolve_pointers(const ShapeState& st, const std::vector<const void*>& inputs,
+                        const std::vector<void*>& outputs = {});
   // Graph I/O buffers in the model's dtype: the float32 staging buffer of a converted float input / output in
   // 16-bit engines, else the value's own storage.
   void* io_in(size_t i) const;
@@ -228,6 +232,9 @@ class CudaRunner {
   void enqueue_with_graph(ShapeState& st, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                           StreamT stream);
   void drop_graphs() noexcept;
+  // Graph replay on the caller's I/O pointers when they repeat (ShapeState::direct_graph); false: not applicable.
+  bool launch_direct_io_graph(ShapeState& st, const std::vector<const void*>& inputs,
+                              const std::vector<void*>& outputs, StreamT stream);
   // Workspace and library handles the layers need (relaxed capture mode: may run inside a caller's capture).
   void ensure_resources();
   // Replaces the arena by one of `bytes`: waits for earlier work first, or, when `capturing`, keeps the old arena

@@ -112,6 +112,15 @@ bool decode_gemm_algo_attr(const std::string& s, std::string* device_key, cublas
   return true;
 }
 
+std::string gemm_device_part(const std::string& device_key) {
+  // "<GPU>|sm_XY|cudnn V|cublaslt V": a cuBLASLt algorithm depends on the GPU and cuBLASLt, not on cuDNN (an engine
+  // built in a process where torch loaded its own cuDNN runs its GEMMs as timed under the system cuDNN).
+  const size_t at = device_key.find("|cudnn ");
+  if (at == std::string::npos) return device_key;
+  const size_t end = device_key.find('|', at + 1);
+  return device_key.substr(0, at) + (end == std::string::npos ? std::string() : device_key.substr(end));
+}
+
 bool gemm_tuning_enabled() {
   const char* env = std::getenv("KILNRT_GEMM_TUNING");
   return !(env && std::string(env) == "0");
@@ -132,7 +141,7 @@ void setup_gemm_tactic(const LayerCreateArgs& a, DType storage, GemmTactic& t,
     if (!decode_gemm_algo_attr(a.node.attr_string(kGemmAlgoAttr, std::string()), &dev, &algo)) {
       KILNRT_LOG(kWarning, name << ": malformed " << kGemmAlgoAttr << " attribute; cuBLASLt's heuristic is used");
       note_tactic_fallback();
-    } else if (dev != here) {
+    } else if (gemm_device_part(dev) != gemm_device_part(here)) {
       KILNRT_LOG(kWarning, name << ": the stored cuBLASLt algorithm was timed on '" << dev << "', this is '" << here
                                 << "'; cuBLASLt's heuristic is used (rebuild the engine here to time again)");
       note_tactic_fallback();

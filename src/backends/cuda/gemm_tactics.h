@@ -49,6 +49,9 @@ bool gemm_algo_from_hex(const std::string& hex, cublasLtMatmulAlgo_t* out);  // 
 // kGemmAlgoAttr values: "<device key>#<hex>".
 std::string encode_gemm_algo_attr(const std::string& device_key, const cublasLtMatmulAlgo_t& a);
 bool decode_gemm_algo_attr(const std::string& s, std::string* device_key, cublasLtMatmulAlgo_t* out);
+// The part of a tuning_device_key() a stored cuBLASLt algorithm depends on: GPU, compute capability, cuBLASLt version
+// (the cuDNN version is dropped).
+std::string gemm_device_part(const std::string& device_key);
 bool gemm_tuning_enabled();  // KILNRT_GEMM_TUNING is not "0"
 
 // Called by a GEMM layer's constructor. A node with kGemmAlgoAttr: the stored algorithm when its device key is this

@@ -74,6 +74,13 @@ struct CudaRunner::ShapeState {
   int capture_failures = 0;
   bool graph_failed() const { return capture_failures >= kMaxCaptureAttempts; }
   std::unique_ptr<kilnrt::cuda::CudaGraph> graph;
+  // A second graph launched on the caller's own input / output memory (no copies in or out of the arena): captured
+  // when a call brings the same pointers as the call before it, launched while they stay the same (static bindings,
+  // as most callers keep them). Dropped with `graph`.
+  std::unique_ptr<kilnrt::cuda::CudaGraph> direct_graph;
+  std::vector<const void*> direct_in, last_in;  // the pointers direct_graph addresses / the previous call's
+  std::vector<void*> direct_out, last_out;
+  bool direct_failed = false;  // a capture on the caller's pointers failed once: the copying graph only
 };
 
 // State of a plan with sync points (runner_segments.cc): the values of the last run, sized while it ran.

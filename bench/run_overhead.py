@@ -1,0 +1,112 @@
+"""Where the time of one `engine.run` goes besides the GPU work (issue 7), on the GPU machine.
+
+For each zoo model and batch size: builds a static fp16 engine (GEMM algorithm timing on, and off with
+KILNRT_GEMM_TUNING=0 when --gemm-off is given) and measures, on torch's current stream:
+  run ms        engine.run(feeds, out=outs), CUDA events around one call, synchronised after each (as
+                bench_vs_torch.py measures it: the host work before the first launch counts)
+  enqueue ms    ctx.enqueue on raw (pointer, shape, dtype) tuples of a created context, the same way
+  pipelined ms  GPU time per call of 50 back-to-back engine.run calls between two events (host work overlaps the
+                GPU's: close to the GPU time alone when the host is faster than the GPU)
+  host us       wall time per engine.run call on the host (200 calls, one synchronisation at the end)
+
+Usage (GPU box): PYTHONPATH=build-gpu/python python3 bench/run_overhead.py --models bert,convnext_tiny --batches 1
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+import kilnrt
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo_models  # noqa: E402
+
+
+def events_ms(fn, iters=100, warmup=10):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return float(np.median(times))
+
+
+def pipelined_ms(fn, calls=50, reps=5):
+    fn()
+    torch.cuda.synchronize()
+    best = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(calls):
+            fn()
+        b.record()
+        b.synchronize()
+        best.append(a.elapsed_time(b) / calls)
+    return float(np.median(best))
+
+
+def host_us(fn, calls=200):
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / calls * 1e6
+
+
+def measure(engine, spec, batch):
+    x = spec.inputs(batch, seed=batch)
+    feeds = dict(zip(spec.input_names, x))
+    got = zoo_models.run_engine(engine, spec, x)
+    outs = {n: torch.empty_like(g) for n, g in zip(spec.output_names, got)}
+    run = lambda: engine.run(feeds, out=outs)  # noqa: E731
+    ctx = engine.create_context()
+    stream = torch.cuda.current_stream().cuda_stream
+    ins = {n: (t.data_ptr(), tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in feeds.items()}
+    ous = {n: (t.data_ptr(), tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in outs.items()}
+    enq = lambda: ctx.enqueue(ins, ous, stream)  # noqa: E731
+    return {"run_ms": events_ms(run), "enqueue_ms": events_ms(enq), "pipelined_ms": pipelined_ms(run),
+            "host_us": host_us(run), "enqueue_host_us": host_us(enq)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="bert,convnext_tiny,resnet50")
+    ap.add_argument("--batches", default="1")
+    ap.add_argument("--dir", default="/tmp/run_overhead")
+    ap.add_argument("--gemm-off", action="store_true", help="also build with KILNRT_GEMM_TUNING=0")
+    args = ap.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    print("| model | batch | GEMM tuning | run ms | enqueue ms | pipelined ms | host us / run | host us / enqueue |")
+    print("|---|---|---|---|---|---|---|---|")
+    for spec in zoo_models.select(args.models):
+        model = spec.make()
+        onnx_path = os.path.join(args.dir, spec.name + ".onnx")
+        spec.export(model, onnx_path)
+        del model
+        for b in [int(v) for v in args.batches.split(",")]:
+            for tuning in (["1", "0"] if args.gemm_off else ["1"]):
+                os.environ["KILNRT_GEMM_TUNING"] = tuning
+                path = os.path.join(args.dir, "%s.b%d.t%s.engine" % (spec.name, b, tuning))
+                kilnrt.build(onnx_path, path, device="cuda", fp16=True, shapes=spec.static_shapes(b))
+                r = measure(kilnrt.Engine(path), spec, b)
+                print("| %s | %d | %s | %.3f | %.3f | %.3f | %.1f | %.1f |" % (
+                    spec.name, b, "on" if tuning == "1" else "off", r["run_ms"], r["enqueue_ms"], r["pipelined_ms"],
+                    r["host_us"], r["enqueue_host_us"]), flush=True)
+    os.environ.pop("KILNRT_GEMM_TUNING", None)
+
+
+if __name__ == "__main__":
+    main()
