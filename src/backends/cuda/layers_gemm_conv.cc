@@ -14,6 +14,7 @@
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/f64_math.h"
+#include "backends/cuda/kernels/nhwc_depthwise.h"
 #include "backends/cuda/lt_gemm.h"
 #include "core/logging.h"
 #include "cuda/driver_api.h"
@@ -306,7 +307,20 @@ class ConvLayer final : public CudaLayer {
       return;
     }
     if (nhwc && dw_w_ && geo.p.groups == geo.p.c && geo.p.k == geo.p.c && l.inputs[0].dtype != DType::kFloat32) {
-      // Own NHWC depthwise kernel (kernels/nhwc_depthwise.cu), then bias / residual / activation.
+      // Own NHWC depthwise kernels: the tiled one with bias / residual / activation fused (kernels/nhwc_depthwise.h)
+      // where it applies, else kernels/nhwc_depthwise.cu, then the epilogue pass.
+      k::DepthwiseEpilogue e;
+      e.bias = bias;
+      e.z = l.inputs.size() > 3 && l.inputs[3].present ? l.inputs[3].data : nullptr;
+      e.act = static_cast<int>(epilogue_.act);
+      e.a = epilogue_.a;
+      e.b = epilogue_.b;
+      if (k::depthwise_nhwc_tile_applies(l.inputs[0].data, dw_w_, l.outputs[0].data, e.z, geo.p)) {
+        check_launch(k::depthwise_conv2d_nhwc_tile(float_code(l.inputs[0].dtype), l.inputs[0].data, dw_w_,
+                                                   l.outputs[0].data, geo.p, e, l.stream),
+                     name_, "depthwise_conv2d_nhwc_tile");
+        return;
+      }
       check_launch(k::depthwise_conv2d_nhwc(float_code(l.inputs[0].dtype), l.inputs[0].data, dw_w_,
                                             l.outputs[0].data, geo.p, l.stream),
                    name_, "depthwise_conv2d_nhwc");

@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "backends/cuda/kernels/conv_activation.cuh"
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/launch_common.cuh"
 
@@ -22,20 +23,7 @@ template <> __device__ __forceinline__ float from_f<float>(float v) { return v; 
 template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
-__device__ __forceinline__ float activate(int act, float x, float a, float b) {
-  switch (act) {
-    case 1: return x < 0.f ? 0.f : x;  // NaN propagates
-    case 2: return x < a ? a : (x > b ? b : x);
-    case 3: return x < 0.f ? a * x : x;
-    case 4: return fminf(1.f, fmaxf(0.f, a * x + b));
-    case 5: return x * fminf(1.f, fmaxf(0.f, x * (1.f / 6.f) + 0.5f));
-    case 6: return 1.f / (1.f + expf(-x));
-    case 7: return x / (1.f + expf(-x));
-    case 8: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
-    case 9: return 0.5f * x * (1.f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    default: return x;
-  }
-}
+using conv_act::activate;  // conv_activation.cuh
 
 template <class T>
 __global__ void epilogue_scalar(T* y, const T* bias, const T* z, int64_t n, int64_t inner, int64_t channels, int act,

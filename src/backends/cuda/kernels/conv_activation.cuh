@@ -1,0 +1,26 @@
+// The activations of the fused convolution epilogue (conv_kernels.h: conv_epilogue's act codes), shared by the
+// epilogue pass (conv_epilogue.cu) and the kernels that apply it themselves (nhwc_depthwise_tile.cu). Included by
+// .cu files of this folder only.
+#pragma once
+#include <cuda_runtime.h>
+
+namespace kilnrt::cuda::kernels::conv_act {
+
+// act: ops::nn::FusedActivation's code (0 none, 1 relu, 2 clip(a, b), 3 leaky relu(a), 4 hard sigmoid(a, b),
+// 5 hard swish, 6 sigmoid, 7 silu, 8 gelu, 9 gelu tanh); float32 math.
+__device__ __forceinline__ float activate(int act, float x, float a, float b) {
+  switch (act) {
+    case 1: return x < 0.f ? 0.f : x;  // NaN propagates
+    case 2: return x < a ? a : (x > b ? b : x);
+    case 3: return x < 0.f ? a * x : x;
+    case 4: return fminf(1.f, fmaxf(0.f, a * x + b));
+    case 5: return x * fminf(1.f, fmaxf(0.f, x * (1.f / 6.f) + 0.5f));
+    case 6: return 1.f / (1.f + expf(-x));
+    case 7: return x / (1.f + expf(-x));
+    case 8: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+    case 9: return 0.5f * x * (1.f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    default: return x;
+  }
+}
+
+}  // namespace kilnrt::cuda::kernels::conv_act
