@@ -175,7 +175,14 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 int smem_bytes(const TileArgs& t, int k) { return (t.ih * t.iw * t.cg) * 16 + k * k * t.cg * 32; }
 
 // Rows per thread: the most of 4 (stride 1) / 2 (stride 2), 2, 1 that still gives kFillThreads threads.
+// KILNRT_CUDA_DW_ROWS=1/2/4 forces it (read once; a knob for benchmarks).
 int pick_rows(const Conv2d& p) {
+  static const int forced = [] {
+    const char* env = std::getenv("KILNRT_CUDA_DW_ROWS");
+    const int v = env ? std::atoi(env) : 0;
+    return v == 1 || v == 2 || v == 4 ? v : 0;
+  }();
+  if (forced) return forced;
   const int64_t outputs = p.n * p.oh * p.ow * (p.c / 8);
   for (int ty = p.sh == 1 ? 4 : 2; ty > 1; ty /= 2)
     if (outputs / ty >= kFillThreads) return ty;
