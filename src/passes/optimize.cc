@@ -9,6 +9,7 @@
 #include "passes/fuse_layernorm.h"
 #include "passes/fuse_pointwise.h"
 #include "passes/fold_conv_bn.h"
+#include "passes/fold_layer_scale.h"
 #include "passes/fuse_conv_epilogue.h"
 #include "passes/patchify_conv.h"
 #include "passes/shape_inference.h"
@@ -41,6 +42,9 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
                                 << conv_fused << " convolution epilogues fused");
     infer_shapes(graph);
   }
+  // Layer scales (ConvNeXt) into the Linear's weights, the skip connection moved next to it (issue 7; before the GEMM
+  // epilogues, which then take it as the GEMM's C operand).
+  if (fold_layer_scale(graph) > 0) infer_shapes(graph);
   // Pattern fusions (issue 7), on folded constants (scales, epsilons) and known ranks.
   const size_t attention = options.fuse_attention ? fuse_attention(graph) : 0, gelu = fuse_gelu(graph), gemm = fuse_gemm_epilogues(graph),
                layernorm = fuse_layernorm(graph);
