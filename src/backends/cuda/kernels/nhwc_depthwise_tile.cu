@@ -67,6 +67,27 @@ __device__ __forceinline__ uint4 pack8(const float* v, __nv_bfloat16) {
   return u;
 }
 
+// 16 bytes global -> shared without a register round trip (sm_80+: cp.async, zero-filled when !valid; `src` must
+// be a valid address either way), so that a thread's copies are all in flight together.
+__device__ __forceinline__ void copy16_async(uint4* dst, const void* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
+#else
+  *dst = valid ? __ldg(reinterpret_cast<const uint4*>(src)) : make_uint4(0u, 0u, 0u, 0u);
+#endif
+}
+__device__ __forceinline__ void copy_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void copy_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
 // The layer's geometry in int32 (depthwise_nhwc_tile_geometry checked that every index fits) and the tile shape.
 struct TileArgs {
   int c, h, w, oh, ow, ph, pw;
@@ -90,23 +111,37 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   uint4* tile = smem;
   float4* wsm = reinterpret_cast<float4*>(smem + t.ih * t.iw * cg);
 
+  // The input window by asynchronous 16-byte copies (zero-filled outside the image): every copy of the thread in
+  // flight at once. Then the weights, converted to float32, while the copies land.
   const T* xb = x + static_cast<int64_t>(n) * t.h * t.w * t.c + g0 * 8;
   const int tile_elems = t.ih * t.iw * cg;
   for (int i = threadIdx.x; i < tile_elems; i += blockDim.x) {
     const int g = i % cg, rc = i / cg;
     const int ix = ix0 + rc % t.iw, iy = iy0 + rc / t.iw;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (g < gn && iy >= 0 && iy < t.h && ix >= 0 && ix < t.w)
-      v = __ldg(reinterpret_cast<const uint4*>(xb + (iy * t.w + ix) * t.c + g * 8));
-    tile[i] = v;
+    const bool in = g < gn && iy >= 0 && iy < t.h && ix >= 0 && ix < t.w;
+    copy16_async(tile + i, in ? xb + (iy * t.w + ix) * t.c + g * 8 : xb, in);
   }
-  for (int i = threadIdx.x; i < K * K * cg; i += blockDim.x) {
-    const int g = i % cg, tap = i / cg;
-    float f[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    if (g < gn) unpack8(__ldg(reinterpret_cast<const uint4*>(w + tap * t.c + (g0 + g) * 8)), f, T());
-    wsm[2 * i] = make_float4(f[0], f[1], f[2], f[3]);
-    wsm[2 * i + 1] = make_float4(f[4], f[5], f[6], f[7]);
+  copy_commit();
+  constexpr int kBatch = 4;  // weight loads in flight per thread
+  for (int base = threadIdx.x; base < K * K * cg; base += kBatch * blockDim.x) {
+    uint4 raw[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = base + u * blockDim.x, g = i % cg, tap = i / cg;
+      raw[u] = i < K * K * cg && g < gn ? __ldg(reinterpret_cast<const uint4*>(w + tap * t.c + (g0 + g) * 8))
+                                        : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = base + u * blockDim.x;
+      if (i >= K * K * cg) break;
+      float f[8];
+      unpack8(raw[u], f, T());
+      wsm[2 * i] = make_float4(f[0], f[1], f[2], f[3]);
+      wsm[2 * i + 1] = make_float4(f[4], f[5], f[6], f[7]);
+    }
   }
+  copy_wait_all();
   __syncthreads();
 
   const int g = threadIdx.x % cg, rest = threadIdx.x / cg;
@@ -174,7 +209,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 
 int smem_bytes(const TileArgs& t, int k) { return (t.ih * t.iw * t.cg) * 16 + k * k * t.cg * 32; }
 
-// Rows per thread: the most of 4 (stride 1) / 2 (stride 2), 2, 1 that still gives kFillThreads threads.
+// Rows per thread: the most of 4 (7x7 stride 1) / 2 (others), 2, 1 that still gives kFillThreads threads (H100 fp16
+// b32, first run: 4 rows best for convnext's 7x7, 2 for efficientnet's 3x3 / 5x5).
 // KILNRT_CUDA_DW_ROWS=1/2/4 forces it (read once; a knob for benchmarks).
 int pick_rows(const Conv2d& p) {
   static const int forced = [] {
@@ -184,7 +220,7 @@ int pick_rows(const Conv2d& p) {
   }();
   if (forced) return forced;
   const int64_t outputs = p.n * p.oh * p.ow * (p.c / 8);
-  for (int ty = p.sh == 1 ? 4 : 2; ty > 1; ty /= 2)
+  for (int ty = p.sh == 1 && p.kh == 7 ? 4 : 2; ty > 1; ty /= 2)
     if (outputs / ty >= kFillThreads) return ty;
   return 1;
 }
