@@ -15,7 +15,8 @@ namespace kilnrt::backends::cuda {
   X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)        \
   X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) \
   X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul) \
-  X(cublasLtMatmulAlgoCheck)
+  X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoCapGetAttribute) X(cublasLtMatmulAlgoConfigSetAttribute) \
+  X(cublasLtMatmulAlgoConfigGetAttribute)
 
 #define KILNRT_CUDNN_FUNCTIONS(X)                                                                       \
   X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor) \

@@ -2,6 +2,9 @@
 #include "backends/cuda/lt_gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "backends/cuda/conv_tactics.h"
 #include "core/logging.h"
@@ -9,12 +12,65 @@
 namespace kilnrt::backends::cuda {
 namespace {
 
+bool split_k_candidates_enabled() {
+  const char* env = std::getenv("KILNRT_GEMM_SPLITK");
+  return !(env && std::string(env) == "0");
+}
+
 template <class T, class D>
 struct LtHandle {  // RAII for one cuBLASLt descriptor
   T h = nullptr;
   D destroy;
   ~LtHandle() { if (h) destroy(h); }
 };
+
+// Split-K variants of the heuristic's first algorithms (the tuner's extra candidates): a GEMM with few output tiles
+// (batch 1 transformers: M = 128..197 rows) leaves most SMs idle, and cuBLASLt's heuristic seldom offers split-K
+// there. Each variant is checked with cublasLtMatmulAlgoCheck and must fit the workspace.
+void add_split_k_variants(const CublasLtApi& api, cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                          cublasLtMatrixLayout_t lp, cublasLtMatrixLayout_t lq, cublasLtMatrixLayout_t lc,
+                          const GemmArgs& g, std::vector<cublasLtMatmulAlgo_t>& listed) {
+  constexpr size_t kBases = 3, kMaxExtra = 12;
+  const size_t bases = std::min(kBases, listed.size());
+  size_t added = 0;
+  auto known = [&](const cublasLtMatmulAlgo_t& a) {
+    for (const auto& b : listed)
+      if (std::memcmp(&a, &b, sizeof(a)) == 0) return true;
+    return false;
+  };
+  for (size_t i = 0; i < bases && added < kMaxExtra; ++i) {
+    const cublasLtMatmulAlgo_t base = listed[i];
+    int32_t support = 0;
+    uint32_t schemes = 0;
+    size_t written = 0;
+    if (api.cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &support, sizeof(support),
+                                              &written) != CUBLAS_STATUS_SUCCESS || !support)
+      continue;
+    if (api.cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes,
+                                              sizeof(schemes), &written) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    uint32_t scheme = 0;
+    for (uint32_t want : {uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE), uint32_t(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE),
+                          uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE)})
+      if (!scheme && (schemes & want)) scheme = want;
+    if (!scheme) continue;
+    for (int32_t split : {2, 3, 4, 6, 8, 12, 16}) {
+      if (g.k / split < 64 || added >= kMaxExtra) break;
+      cublasLtMatmulAlgo_t v = base;
+      if (api.cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof(split)) !=
+              CUBLAS_STATUS_SUCCESS ||
+          api.cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                                   sizeof(scheme)) != CUBLAS_STATUS_SUCCESS)
+        continue;
+      cublasLtMatmulHeuristicResult_t checked{};
+      if (api.cublasLtMatmulAlgoCheck(handle, desc, lp, lq, lc, lc, &v, &checked) != CUBLAS_STATUS_SUCCESS ||
+          checked.workspaceSize > g.workspace_bytes || known(v))
+        continue;
+      listed.push_back(v);
+      ++added;
+    }
+  }
+}
 
 }  // namespace
 
@@ -98,6 +154,7 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
       for (int i = 0; i < returned; ++i)
         if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= g.workspace_bytes)
           t->listed.push_back(results[i].algo);
+      if (split_k_candidates_enabled()) add_split_k_variants(api, handle, desc.h, lp.h, lq.h, lc.h, g, t->listed);
       return;
     }
     algo = &results[std::min(g.algo_index, returned - 1)].algo;
