@@ -23,21 +23,7 @@ import kilnrt
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zoo_models  # noqa: E402
-
-
-def events_ms(fn, iters=100, warmup=10):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return float(np.median(times))
+from bench_vs_torch import gpu_time as events_ms  # noqa: E402  (CUDA events around one call, median)
 
 
 def pipelined_ms(fn, calls=50, reps=5):
