@@ -14,6 +14,7 @@
 // Threads of a warp take consecutive channel groups, then consecutive columns, so their 16-byte shared loads are
 // consecutive (stride 1: no bank conflicts) and their global loads / stores coalesced. rs, tw and TY are picked per
 // layer (pick_tile) so that small layers (batch 1) still give every SM work and the tile fits 48 KB of shared memory.
+// H100 fp16 figures and what is left (the 7x7 layers are still ~5x off bandwidth): bench/results/h100_2026-11-22_s5_dw.md.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
