@@ -8,6 +8,7 @@
 #include "passes/fuse_gemm_epilogue.h"
 #include "passes/fuse_layernorm.h"
 #include "passes/fuse_pointwise.h"
+#include "passes/fuse_squeeze_excite.h"
 #include "passes/fold_conv_bn.h"
 #include "passes/fold_layer_scale.h"
 #include "passes/fuse_conv_epilogue.h"
@@ -53,6 +54,8 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
     KILNRT_LOG(kInfo, "fused " << attention << " attention block(s), " << gelu << " GELU(s), " << gemm
                                << " GEMM epilogue(s), " << layernorm << " LayerNorm(s)");
   }
+  // Squeeze-excite blocks (their two 1x1 FusedConvs made above) -> one com.kilnrt:SqueezeExcite (issue 7).
+  if (fuse_squeeze_excite(graph) > 0) infer_shapes(graph);
   // Pointwise chains last, so that the pattern fusions above keep theirs (issue 7).
   if (options.fuse_pointwise) {
     const size_t pointwise = fuse_pointwise(graph);

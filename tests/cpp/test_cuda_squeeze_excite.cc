@@ -1,0 +1,115 @@
+// CUDA com.kilnrt:SqueezeExcite layer (issue 7; kernels/squeeze_excite.cu) against the CPU reference of the unfused
+// block: fp32 / fp16 / bf16, NCHW and NHWC storage, the one-CTA-per-sample path and the partial-sum path
+// (KILNRT_CUDA_SE_FUSED_MAX=0), vectorised (C or H*W a multiple of 8) and scalar loads, with and without biases.
+// Skips with a message without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "backends/cuda/cuda_plan.h"
+#include "cuda_backend_test_util.h"
+#include "ops/nn/squeeze_excite.h"
+#include "passes/optimize.h"
+#include "squeeze_excite_test_util.h"
+
+using namespace kilnrt;
+using namespace kilnrt::testing_conv;
+
+namespace {
+
+struct Prec {
+  const char* name;  // kilnrt_precision value ("" = strict fp32)
+  double atol, rtol;
+};
+const Prec kPrecs[] = {{"", 2e-4, 2e-4}, {"fp16", 6e-2, 3e-2}, {"bf16", 4e-1, 1e-1}};
+
+struct Env {
+  Env(const char* k, const char* v) : key(k) { setenv(k, v, 1); }
+  ~Env() { unsetenv(key); }
+  const char* key;
+};
+
+std::map<std::string, Tensor> feeds_for(const ir::Graph& g) {
+  std::map<std::string, Tensor> in;
+  uint32_t seed = 11;
+  for (const std::string& name : g.inputs)
+    in[name] = random_tensor(ir::sym_shape_to_shape(g.type_of(name)->shape), seed++, -2.f, 2.f);
+  return in;
+}
+
+std::string se_tactic(const ir::Graph& g) {
+  kilnrt::cuda::ContextGuard guard(0);
+  backends::cuda::CudaPlan plan(g, 0);
+  std::map<std::string, std::string> op_of;
+  for (const ir::Node& n : g.nodes) op_of[n.name] = n.op_type;
+  std::string s;
+  for (const auto& [node, t] : plan.tactics())
+    if (op_of[node] == ops::nn::kSqueezeExciteOp) s += t + " ";
+  return s;
+}
+
+// Optimizes the block (one SqueezeExcite expected), runs it on CUDA in every precision and layout, and compares with
+// the CPU run of the unfused block.
+void check_block(const SeBlock& s) {
+  const ir::Graph original = se_block_graph(s);
+  for (const char* nhwc : {"0", "1"}) {
+    Env layout("KILNRT_CUDA_NHWC", nhwc);
+    for (const Prec& p : kPrecs) {
+      if (*nhwc == '1' && !*p.name) continue;  // float32 engines stay NCHW
+      SCOPED_TRACE(::testing::Message() << "nhwc " << nhwc << " precision '" << p.name << "'");
+      ir::Graph g = original;
+      passes::optimize_graph(g);
+      ASSERT_EQ(count_ops(g, ops::nn::kSqueezeExciteOp), 1u);
+      if (*p.name)
+        for (ir::Node& n : g.nodes) n.attrs["kilnrt_precision"] = string_attr(p.name);
+      const auto feeds = feeds_for(g);
+      const auto want = cudatest::run_cpu(original, feeds);
+      const auto got = cudatest::run_cuda(g, feeds);
+      cudatest::expect_tensors_close(got.at("y"), want.at("y"), p.atol, p.rtol);
+      const std::string tactic = se_tactic(g);
+      EXPECT_NE(tactic.find("kernel:squeeze-excite"), std::string::npos) << tactic;
+      EXPECT_EQ(tactic.find("+nhwc") != std::string::npos, *nhwc == '1') << tactic;
+      EXPECT_EQ(tactic.find("+reformat"), std::string::npos) << tactic;
+    }
+  }
+}
+
+}  // namespace
+
+TEST(CudaSqueezeExcite, OneCtaPerSampleMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (bool mobilenet : {false, true}) {
+    SeBlock s;
+    s.mobilenet = mobilenet;
+    s.x = {3, 16, 9, 9};  // C % 8 == 0 (NHWC vectors), H*W odd (NCHW scalar)
+    check_block(s);
+    s.x = {2, 12, 8, 8};  // C % 8 != 0 (NHWC scalar), H*W % 8 == 0 (NCHW vectors)
+    s.cs = 3;
+    s.bias = false;
+    check_block(s);
+  }
+}
+
+TEST(CudaSqueezeExcite, PartialSumPathMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  Env split("KILNRT_CUDA_SE_FUSED_MAX", "0");
+  SeBlock s;
+  s.x = {2, 16, 40, 40};  // 25600 values per sample: two NHWC partial-sum CTAs per sample
+  s.reduce_mean = true;
+  check_block(s);
+  s.x = {2, 40, 7, 7};  // wide squeeze: 16-byte W2 rows, several lanes per row
+  s.cs = 16;
+  s.mobilenet = true;
+  check_block(s);
+  s.x = {1, 300, 3, 5};  // more channel vectors than threads in the NHWC sums
+  s.cs = 8;
+  check_block(s);
+}
+
+TEST(CudaSqueezeExcite, LargeSampleDefaultPathMatchesCpu) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  SeBlock s;
+  s.x = {2, 32, 48, 48};  // 73728 values per sample: above the one-CTA limit
+  s.cs = 8;
+  check_block(s);
+}
