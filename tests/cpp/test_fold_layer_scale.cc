@@ -74,6 +74,22 @@ TEST(FoldLayerScale, ConvNextBlocksFoldAndMoveTheSkipConnection) {
   }
 }
 
+TEST(FoldLayerScale, SymbolicBatchStillReachesTheGemm) {
+  // Dynamic-batch engines: the batch is a named dim ("N"); the permuted skip connection keeps it, so the GEMM
+  // epilogue pass still sees the residual's shape equal to the GEMM's.
+  ir::Graph g = layerscaletest::blocks_graph(BlockCase{});
+  for (auto& [name, t] : g.types)
+    if (name != "x") t.has_shape = false;
+  g.types.at("x").shape[0] = ir::Dim::symbol("N");
+  passes::infer_shapes(g);
+  const ir::TensorType* out = g.type_of(g.outputs[0]);
+  ASSERT_TRUE(out && out->has_shape && out->shape.size() == 4);
+  ASSERT_EQ(out->shape[0].param, "N");
+  passes::optimize_graph(g);
+  EXPECT_EQ(residual_gemms(g), 2u) << g.to_string();
+  EXPECT_EQ(count_ops(g, "Add"), 0u) << g.to_string();
+}
+
 TEST(FoldLayerScale, ScalesTheWeightsPerOutputChannel) {
   // One block, gamma with a zero, a negative and a large channel: W' [K, N] = W * gamma[n], b' = b * gamma.
   BlockCase bc;
