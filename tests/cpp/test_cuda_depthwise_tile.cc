@@ -181,7 +181,7 @@ TEST(CudaDepthwiseTile, MatchesTheCpuReference) {
 }
 
 // A depthwise conv + bias + residual Add + activation, fused by the pass, run by the CUDA layer in NHWC storage
-// (fp16 and bf16) against the CPU engine; the plan runs it on the own depthwise kernel.
+// (fp16 and bf16) against the CPU engine; the layer names the tiled kernel in its tactic.
 TEST(CudaDepthwiseTile, FusedDepthwiseLayerInNhwcMatchesCpu) {
   KILNRT_SKIP_WITHOUT_GPU();
   namespace tc = kilnrt::testing_conv;
@@ -216,7 +216,7 @@ TEST(CudaDepthwiseTile, FusedDepthwiseLayerInNhwcMatchesCpu) {
       backends::cuda::CudaPlan plan(g, 0);
       std::string tactics;
       for (const auto& [node, t] : plan.tactics()) tactics += t + " ";
-      EXPECT_NE(tactics.find("nhwc:kernel:depthwise"), std::string::npos) << tactics;
+      EXPECT_NE(tactics.find("nhwc:kernel:depthwise-tile"), std::string::npos) << tactics;
     }
   }
 }

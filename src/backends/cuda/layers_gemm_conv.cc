@@ -285,7 +285,9 @@ class ConvLayer final : public CudaLayer {
                             (choices_.empty() ? "" : " [timed " + format_tactic_attr(choices_) + "]");
     if (small_c_) return small_c_->tactic() + epi;
     if (!use_cudnn_) return "kernel:conv2d-direct" + epi;
-    if (p16_ && dw_w_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32|nhwc:kernel:depthwise" + epi;
+    if (p16_ && dw_w_)  // NHWC: the tiled kernel applies the epilogue itself (kernels/nhwc_depthwise.h)
+      return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32|nhwc:kernel:depthwise" +
+             (dw_tile_ ? "-tile" : "") + epi;
     if (p16_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32" + epi;
     return (tf32_ ? "cudnn:conv-fwd-tf32" : "cudnn:conv-fwd-fp32") + epi;
   }
@@ -523,6 +525,22 @@ class ConvLayer final : public CudaLayer {
     }
   }
 
+  // True when the tiled NHWC depthwise kernel takes this conv's kernel size, strides and dilations (for the tactic
+  // string; the layer checks the whole geometry at run).
+  static bool dw_tile_geometry(const ir::Node& n, int64_t c, int64_t r, int64_t s) {
+    const std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>{1, 1});
+    const std::vector<int64_t> dil = n.attr_ints("dilations", std::vector<int64_t>{1, 1});
+    if (strides.size() != 2 || dil.size() != 2) return false;
+    k::Conv2d p;
+    p.n = p.h = p.w = p.oh = p.ow = 1;
+    p.c = p.k = c;
+    p.groups = static_cast<int>(c);
+    p.kh = static_cast<int>(r), p.kw = static_cast<int>(s);
+    p.sh = static_cast<int>(strides[0]), p.sw = static_cast<int>(strides[1]);
+    p.dh = static_cast<int>(dil[0]), p.dw = static_cast<int>(dil[1]);
+    return k::depthwise_nhwc_tile_enabled() && k::depthwise_nhwc_tile_geometry(p);
+  }
+
   // KILNRT_CUDA_NHWC=1: a K,R,S,C copy of constant 2-D weights in the engine's 16-bit type, for cuDNN NHWC
   // convolutions. Left null (NCHW only) for what NHWC does not cover: non-constant or non-float32 weights, 1-D
   // convolutions, auto_pad SAME_* or asymmetric pads.
@@ -538,6 +556,7 @@ class ConvLayer final : public CudaLayer {
     const int64_t kk = w.dim(0), cg = w.dim(1), r = w.dim(2), sdim = w.dim(3);
     const bool bf = precision_ == Precision::kBf16;
     const bool depthwise = cg == 1 && n.attr_int("group", 1) == kk && r > 0;
+    if (depthwise) dw_tile_ = dw_tile_geometry(n, kk, r, sdim);
     if ((nhwc_w_ = a.weights.find(n.name + "/nhwc_W"))) {  // stored in the engine (format v2)
       if (depthwise) dw_w_ = a.weights.find(n.name + "/nhwc_dw_W");
       return;
@@ -737,6 +756,7 @@ class ConvLayer final : public CudaLayer {
   bool use_cudnn_ = false;
   const void* nhwc_w_ = nullptr;  // 16-bit weights in K,R,S,C order for NHWC convolutions (null: NCHW only)
   const void* dw_w_ = nullptr;    // depthwise only: 16-bit weights [R,S,K] for kernels/nhwc_depthwise.cu
+  bool dw_tile_ = false;          // ... and the tiled kernel takes its kernel size / strides (dw_tile_geometry)
   std::unique_ptr<SmallCConv> small_c_;  // few input channels: own path first (null: none)
   bool fused_ = false;
   ops::nn::FusedEpilogue epilogue_;
