@@ -1,7 +1,8 @@
 // Microbenchmark of the mma.sync attention kernels (issue 7), not a test: DISABLED_, run on a GPU machine with
 //   kilnrt_tests --gtest_also_run_disabled_tests --gtest_filter='CudaAttentionMmaBench.*'
 // For the zoo's attention shapes (BERT-base seq 128 with its [B, 1, 1, S] key mask, Q/K/V/O read in place as
-// [B, S, H, D]; ViT-B/16 with 197 tokens as [S, B*H, D]; batch 1 / 8 / 32; one D = 128 shape) it times every
+// [B, S, H, D]; ViT-B/16 with 197 tokens as [S, B*H, D]; batch 1 / 8 / 32; one D = 128 shape; BERT / ViT b32 with
+// contiguous [B, H, S, D] operands, the layout torch's SDPA is timed with, to show the layout's share) it times every
 // variant of attention_mma (the first kernel "v1" and each configuration of the second) in float16: 10 launches
 // captured in one CUDA graph (as an engine replays them), CUDA events around each replay, the median over 21
 // replays / 10, L2-warm inputs. Each variant's output is compared with
@@ -23,18 +24,24 @@ namespace {
 
 namespace k = kilnrt::cuda::kernels;
 
+enum class Layout { kBSHD, kSBHD, kBHSD };  // BERT's in-place heads, ViT's sequence-first heads, contiguous heads
+
 struct BenchShape {
   const char* name;
   int b, h, s, d;
-  bool mask;  // BERT: [B, S, H, D] with a key mask; else ViT: [S, B*H, D]
+  bool mask;  // a [B, 1, 1, S] key mask (BERT)
+  Layout layout;
 };
 
 TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const BenchShape shapes[] = {{"bert-b32", 32, 12, 128, 64, true}, {"bert-b8", 8, 12, 128, 64, true},
-                               {"bert-b1", 1, 12, 128, 64, true},   {"vit-b32", 32, 12, 197, 64, false},
-                               {"vit-b8", 8, 12, 197, 64, false},   {"vit-b1", 1, 12, 197, 64, false},
-                               {"d128-b8-h16-s512", 8, 16, 512, 128, false}};
+  using L = Layout;
+  const BenchShape shapes[] = {
+      {"bert-b32", 32, 12, 128, 64, true, L::kBSHD},          {"bert-b8", 8, 12, 128, 64, true, L::kBSHD},
+      {"bert-b1", 1, 12, 128, 64, true, L::kBSHD},            {"vit-b32", 32, 12, 197, 64, false, L::kSBHD},
+      {"vit-b8", 8, 12, 197, 64, false, L::kSBHD},            {"vit-b1", 1, 12, 197, 64, false, L::kSBHD},
+      {"d128-b8-h16-s512", 8, 16, 512, 128, false, L::kSBHD}, {"bert-b32-bhsd", 32, 12, 128, 64, true, L::kBHSD},
+      {"vit-b32-bhsd", 32, 12, 197, 64, false, L::kBHSD}};
   kilnrt::cuda::ContextGuard guard(0);
   kilnrt::cuda::Stream stream(0);
   kilnrt::cuda::Event e0(0, true), e1(0, true);
@@ -69,8 +76,10 @@ TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
     a.d = a.dv = sh.d;
     a.scale = 1.f / std::sqrt(float(sh.d));
     const int64_t e = int64_t(sh.h) * sh.d;
-    const int64_t bert[4] = {int64_t(sh.s) * e, sh.d, e, 1}, vit[4] = {e, sh.d, int64_t(sh.b) * e, 1};
-    for (int i = 0; i < 4; ++i) a.qs[i] = a.ks[i] = a.vs[i] = a.os[i] = sh.mask ? bert[i] : vit[i];
+    const int64_t bshd[4] = {int64_t(sh.s) * e, sh.d, e, 1}, sbhd[4] = {e, sh.d, int64_t(sh.b) * e, 1},
+                  bhsd[4] = {int64_t(sh.s) * e, int64_t(sh.s) * sh.d, sh.d, 1};
+    const int64_t* strides = sh.layout == L::kBSHD ? bshd : sh.layout == L::kSBHD ? sbhd : bhsd;
+    for (int i = 0; i < 4; ++i) a.qs[i] = a.ks[i] = a.vs[i] = a.os[i] = strides[i];
     a.ms[0] = sh.s;
     a.ms[1] = a.ms[2] = 0;
     a.ms[3] = 1;
@@ -112,7 +121,9 @@ TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
       }
       std::printf("BENCH %-18s %-8s %8.2f us  max|diff vs v1| %.2e\n", sh.name, k::attention_mma_variant_name(var),
                   samples[samples.size() / 2], md);
-      if (var > 0) EXPECT_LT(md, 4e-3) << sh.name << " " << k::attention_mma_variant_name(var);
+      if (var > 0) {
+        EXPECT_LT(md, 4e-3) << sh.name << " " << k::attention_mma_variant_name(var);
+      }
     }
     std::printf("BENCH %-18s picked %s\n", sh.name, k::attention_mma_variant_name(k::attention_mma_pick(a)));
   }

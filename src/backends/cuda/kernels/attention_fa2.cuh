@@ -1,5 +1,5 @@
 // The second FlashAttention-2-style kernel (issue 7), a template over its work split, instantiated per storage dtype
-// by attention_fa2_f16.cu / attention_fa2_bf16.cu and picked by attention_mma.cu. Compared with the first kernel
+// and head size by attention_fa2_{f16,bf16}[_d64].cu and picked by attention_mma.cu. Compared with the first kernel
 // (attention_mma.cu, one 16-row m-tile per warp, 64 rows per block, every warp walking every key tile):
 //   - kMt m-tiles per warp (16 * kMt query rows): each K / V fragment read by ldmatrix feeds kMt mma, and a warp has
 //     kMt independent softmax / mma chains to interleave;
@@ -10,8 +10,10 @@
 //   - the tail of the keys: 16-key chunks past Sk are skipped (no mma, no copy), the per-key checks only run in the
 //     tail tile; warps whose rows all lie past Sq skip their math;
 //   - softmax: one warp vote per tile picks the plain path (2^(x - max), no -inf checks per score) unless a row has
-//     seen only -inf so far; a key mask that broadcasts over the queries ([B, 1, 1, S]) is read once per tile and
-//     lane, before the Q K^T mma, so its latency hides behind them.
+//     seen only -inf so far; a key mask that broadcasts over the queries ([B, 1, 1, S]) is read once per key pair for
+//     all of a lane's rows.
+// H100 (bench/results/h100_2026-11-22_s5_attn.md): the key split wins at batch 1 (-29 to -35 % against the first
+// kernel), one m-tile with free registers at batch 32 (-12 % BERT, -2 % ViT); two m-tiles lose everywhere.
 // Semantics are those of the first kernel: strides on every operand, masks with broadcast strides, all -inf rows
 // uniform (zeros with zero_masked_rows), float32 accumulation, P rounded to 16 bits.
 #pragma once
@@ -56,8 +58,8 @@ struct Fa2Acc {
 };
 
 struct Fa2Mask {
-  const void* key_row;  // kFa2KeyMask: the one mask row of this (b0, b1)
-  const void* rows[2][2];  // otherwise: the row of each of this lane's rows (nullptr: none or past Sq); [mt][h], kMt <= 2
+  const void* key_row;     // kFa2KeyMask: the one mask row of this (b0, b1)
+  const void* rows[2][2];  // else the mask row of each of this lane's rows [mt][h] (nullptr: no mask, or past Sq)
   int64_t cs;
   bool pair;
   int mode;  // 0 none, 1 key row, 2 per row
@@ -397,7 +399,9 @@ int launch_fa2v2(const AttentionArgs& a, StreamT stream) {
   return launch_common::launch_status();
 }
 
-// The configurations attention_mma.cu can pick (variant i + 1; variant 0 is the first kernel). cap: registers capped
+// The configurations attention_mma.cu can pick (variant i + 1; variant 0 is the first kernel): the ones that won at
+// some zoo shape in the H100 sweep of bench/results/h100_2026-11-22_s5_attn.md, plus m2r2s2, which keeps the
+// two-m-tile path built and tested (it lost everywhere: 247-249 registers, 8 warps per SM). cap: registers capped
 // at 128 per thread (with 4 warps per block: 4 blocks per SM), else free (up to 255). Configurations marked d64 are
 // built for D = 64 only (the zoo's head size); at D = 32 / 128 they run as the first entry. At D = 128 two m-tiles
 // would not fit in the registers (O alone is 128 per lane), nor four 64-key tiles per stage twice in shared memory:
@@ -408,10 +412,9 @@ struct Fa2Config {
   bool cap, d64;
 };
 constexpr Fa2Config kFa2Configs[] = {
-    {"m1r4s1c", 1, 4, 1, true, false}, {"m1r4s1", 1, 4, 1, false, true},  {"m2r4s1", 2, 4, 1, false, true},
-    {"m2r2s1", 2, 2, 1, false, false}, {"m2r2s2", 2, 2, 2, false, false}, {"m1r4s2c", 1, 4, 2, true, true},
+    {"m1r4s1c", 1, 4, 1, true, false}, {"m1r4s1", 1, 4, 1, false, true},  {"m1r4s2c", 1, 4, 2, true, true},
     {"m1r2s2c", 1, 2, 2, true, false}, {"m1r1s2c", 1, 1, 2, true, false}, {"m1r1s4c", 1, 1, 4, true, false},
-    {"m2r1s4", 2, 1, 4, false, true},  {"m2r1s2", 2, 1, 2, false, true},
+    {"m2r2s2", 2, 2, 2, false, false},
 };
 constexpr int kFa2ConfigCount = sizeof(kFa2Configs) / sizeof(kFa2Configs[0]);
 

@@ -265,9 +265,17 @@ int attention_mma_pick(const AttentionArgs& a) {
     for (int i = 0; i < attention_mma_variant_count(); ++i)
       if (std::strcmp(env, attention_mma_variant_name(i)) == 0) return i;
   }
-  // Shape rule (bench: CudaAttentionMmaBench, bench/results/h100_2026-11-22_s5_attn.md).
+  // Shape rule from the H100 sweep (CudaAttentionMmaBench, bench/results/h100_2026-11-22_s5_attn.md), by blocks of
+  // 64 query rows: >= 2 per SM (the H100's 132): 64 rows per block, every warp walks all keys (BERT / ViT b32, ViT b8);
+  // >= 1 per SM: the same rows with the keys split over two warps (BERT b8); fewer (batch 1, 12 heads): 16 rows
+  // per block with 4 warps splitting 256-key stages when Sk > 128 (ViT, 197 tokens), else 32 rows with 2 x 2 warps.
+  // D = 128 keeps 64 rows with 4 warps everywhere: with fewer warps per block its shared memory (K / V rows of
+  // 272 bytes) leaves too few warps per SM (2x - 4x slower at B 8, H 16, S 512).
   const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
-  const char* name = blocks64 >= 264 ? "m2r2s1" : a.sk > 128 ? "m1r1s4" : "m1r1s2";
+  const char* name = a.d > 64 || blocks64 >= 264 ? "m1r4s1"
+                     : blocks64 >= 132           ? "m1r4s2c"
+                     : a.sk > 128                ? "m1r1s4c"
+                                                 : "m1r2s2c";
   for (int i = 1; i < attention_mma_variant_count(); ++i)
     if (std::strcmp(name, attention_mma_variant_name(i)) == 0) return i;
   return 0;
@@ -280,6 +288,8 @@ int attention_mma_variant(const AttentionArgs& a, int variant, StreamT stream) {
   return a.dt == 1 ? fa2_launch_f16(a, variant - 1, stream) : fa2_launch_bf16(a, variant - 1, stream);
 }
 
-int attention_mma(const AttentionArgs& a, StreamT stream) { return attention_mma_variant(a, attention_mma_pick(a), stream); }
+int attention_mma(const AttentionArgs& a, StreamT stream) {
+  return attention_mma_variant(a, attention_mma_pick(a), stream);
+}
 
 }  // namespace kilnrt::cuda::kernels
