@@ -7,10 +7,12 @@
 // captured in one CUDA graph (as an engine replays them), CUDA events around each replay, the median over 21
 // replays / 10, L2-warm inputs. Each variant's output is compared with
 // v1's (max |difference|; outputs are NaN-filled before each variant, so an unwritten element shows as NaN). Prints
-// one line per shape and variant and the variant the shape rule picks.
+// one line per shape and variant and the variant the shape rule picks. KILNRT_ATTENTION_BENCH_SHAPES and
+// KILNRT_ATTENTION_TEST_VARIANTS (comma-separated names) narrow the shapes / variants, e.g. under ncu.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,14 @@ struct BenchShape {
   Layout layout;
 };
 
+// Whether `name` is in the comma-separated list in environment variable `var` (true when the variable is unset).
+bool selected(const char* var, const std::string& name) {
+  const char* env = std::getenv(var);
+  if (!env || !*env) return true;
+  const std::string list = std::string(",") + env + ",";
+  return list.find("," + name + ",") != std::string::npos;
+}
+
 TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
   KILNRT_SKIP_WITHOUT_GPU();
   using L = Layout;
@@ -47,6 +57,7 @@ TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
   kilnrt::cuda::Event e0(0, true), e1(0, true);
   const auto st = reinterpret_cast<k::StreamT>(stream.get());
   for (const BenchShape& sh : shapes) {
+    if (!selected("KILNRT_ATTENTION_BENCH_SHAPES", sh.name)) continue;
     const size_t n = size_t(sh.b) * sh.h * sh.s * sh.d;
     std::vector<uint16_t> host(n), mask(size_t(sh.b) * sh.s);
     uint32_t seed = 12345;
@@ -88,6 +99,7 @@ TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
     std::vector<uint16_t> ref(n), got(n);
     const int variants = k::attention_mma_variant_count();
     for (int var = 0; var < variants; ++var) {
+      if (var > 0 && !selected("KILNRT_ATTENTION_TEST_VARIANTS", k::attention_mma_variant_name(var))) continue;
       k::AttentionArgs b = a;
       b.o = var == 0 ? o_ref.data() : o.data();
       (var == 0 ? o_ref : o).memset_async(0xff, stream.get());  // NaN
