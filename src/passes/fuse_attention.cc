@@ -10,6 +10,7 @@
 #include "passes/pattern_util.h"
 #include "passes/batch_first_attention.h"
 #include "passes/dead_code.h"
+#include "passes/pack_qkv_projection.h"
 #include "passes/select_packed_qkv.h"
 #include "passes/split_packed_projection.h"
 #include "passes/shape_inference.h"
@@ -374,7 +375,8 @@ size_t fuse_attention(ir::Graph& graph) {
     eliminate_dead_code(graph);  // the replaced Transpose chain still reads the projection
     infer_shapes(graph);
   }
-  // Then each selected part from a GEMM of its own (no strided copies of the packed projection).
+  // Then each selected part from a GEMM of its own (no strided copies of the packed projection); after fusing,
+  // pack_qkv_projections makes them one GEMM again, read by the attention in place.
   if (split_packed_projection(graph) > 0) infer_shapes(graph);
   // One match at a time: a match erases values a later match's operands might have been traced through.
   size_t fused = 0;
@@ -404,6 +406,11 @@ size_t fuse_attention(ir::Graph& graph) {
     eliminate_dead_code(graph);
     infer_shapes(graph);
     if (drop_batch_first_transposes(graph) > 0) infer_shapes(graph);
+  }
+  // Q, K and V projected from one input: one GEMM, its output read three times in place (q_part / k_part / v_part).
+  if (pack_qkv_projections(graph) > 0) {
+    eliminate_dead_code(graph);
+    infer_shapes(graph);
   }
   return fused;
 }

@@ -1,6 +1,6 @@
 // CUDA layer of com.kilnrt:FusedAttention (made by passes/fuse_attention): one launch of the fused attention
-// kernel (kernels/attention.cu), reading Q / K / V / mask in their exported layouts through strides and writing the
-// output in out_perm's layout. Float32, float16 and bfloat16 storage; no workspace, no allocation: graph-safe.
+// kernel (kernels/attention.cu), reading Q / K / V / mask in their exported layouts through strides (and Q / K / V
+// as parts of one packed projection: q_part / k_part / v_part offsets) and writing the output in out_perm's layout. Float32, float16 and bfloat16 storage; no workspace, no allocation: graph-safe.
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/attention.h"
 #include "ops/nn/fused_attention.h"
@@ -10,9 +10,13 @@ namespace {
 
 namespace k = kilnrt::cuda::kernels;
 
-int64_t known_dim(const ir::Graph& g, const std::string& v, const std::vector<int64_t>& perm, size_t logical) {
+// Logical dim `logical` of an operand (its part, then its perm), -1 when unknown.
+int64_t known_dim(const ir::Node& n, const ir::Graph& g, const std::string& v, const char* part_attr,
+                  const std::vector<int64_t>& perm, size_t logical) {
   const ir::TensorType* t = g.type_of(v);
   if (!t || !t->has_shape || t->shape.size() != perm.size() || logical >= perm.size()) return -1;
+  const std::vector<int64_t> part = ops::nn::attention_part(n, part_attr, perm.size());
+  if (!part.empty() && part[0] == perm[logical]) return part[2];
   return t->shape[perm[logical]].value;
 }
 
@@ -28,8 +32,8 @@ std::string attention_supports(const ir::Node& n, const ir::Graph& g) {
   if (q && q->has_shape) {
     const size_t r = q->shape.size();
     if (r < 2 || r > 4) return "rank must be 2 to 4";
-    const int64_t d = known_dim(g, n.inputs[0], ops::nn::attention_perm(n, "q_perm", r), r - 1);
-    const int64_t dv = known_dim(g, n.inputs[2], ops::nn::attention_perm(n, "v_perm", r), r - 1);
+    const int64_t d = known_dim(n, g, n.inputs[0], "q_part", ops::nn::attention_perm(n, "q_perm", r), r - 1);
+    const int64_t dv = known_dim(n, g, n.inputs[2], "v_part", ops::nn::attention_perm(n, "v_perm", r), r - 1);
     if (d > k::kAttentionMaxHead || dv > k::kAttentionMaxHead)
       return "head size above " + std::to_string(k::kAttentionMaxHead);
   }
@@ -55,11 +59,14 @@ class AttentionLayer final : public CudaLayer {
     for (size_t i = 1; i < (mask ? 4u : 3u); ++i)
       KILNRT_CHECK(l.inputs[i].dtype == dt, kUnsupported, name_,
                    "input " << i << " is " << dtype_name(l.inputs[i].dtype) << ", Q is " << dtype_name(dt));
+    if (l.outputs[0].numel() == 0) return;
     k::AttentionArgs a;
     a.dt = float_code(dt);
-    a.q = l.inputs[0].data;
-    a.k = l.inputs[1].data;
-    a.v = l.inputs[2].data;
+    // Parts (q_part / k_part / v_part): the operand starts inside its input, e.g. one packed Q | K | V projection.
+    const size_t es = dtype_size(dt);
+    a.q = static_cast<const unsigned char*>(l.inputs[0].data) + g.q_offset * es;
+    a.k = static_cast<const unsigned char*>(l.inputs[1].data) + g.k_offset * es;
+    a.v = static_cast<const unsigned char*>(l.inputs[2].data) + g.v_offset * es;
     a.mask = mask ? l.inputs[3].data : nullptr;
     a.o = l.outputs[0].data;
     a.b0 = g.b0;
@@ -77,7 +84,6 @@ class AttentionLayer final : public CudaLayer {
     }
     a.scale = scale_;
     a.zero_masked_rows = zero_masked_rows_ ? 1 : 0;
-    if (l.outputs[0].numel() == 0) return;
     check_launch(k::attention(a, l.stream), name_, "attention");
   }
 

@@ -27,16 +27,40 @@ std::vector<int64_t> attention_perm(const ir::Node& node, const char* attr, size
   return p;
 }
 
+std::vector<int64_t> attention_part(const ir::Node& node, const char* attr, size_t rank) {
+  std::vector<int64_t> p = node.attr_ints(attr, std::vector<int64_t>{});
+  if (p.empty()) return p;
+  KILNRT_CHECK(p.size() == 3, kInvalidArgument, node.describe(),
+               attr << " has " << p.size() << " entries, expected [axis, start, size]");
+  KILNRT_CHECK(p[0] >= 0 && p[0] < static_cast<int64_t>(rank), kInvalidArgument, node.describe(),
+               attr << " axis " << p[0] << " is outside an input of rank " << rank);
+  KILNRT_CHECK(p[1] >= 0 && p[2] >= 1, kInvalidArgument, node.describe(),
+               attr << " needs start >= 0 and size >= 1, got start " << p[1] << ", size " << p[2]);
+  return p;
+}
+
 namespace {
 
-// Logical dims / strides of transpose(x, perm) for a contiguous x.
-void permuted(const Shape& s, const std::vector<int64_t>& perm, Shape* dims, std::vector<int64_t>* strides) {
+// Logical dims / strides of transpose(part(x), perm) for a contiguous x, where part(x) is x restricted to
+// [start, start + size) along part[0] (no part: x); *offset gets the part's first element.
+void permuted(const ir::Node& node, const char* part_attr, const Shape& s, const std::vector<int64_t>& perm,
+              Shape* dims, std::vector<int64_t>* strides, int64_t* offset) {
   std::vector<int64_t> st(s.size(), 1);
   for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
+  Shape ps = s;
+  *offset = 0;
+  const std::vector<int64_t> part = attention_part(node, part_attr, s.size());
+  if (!part.empty()) {
+    KILNRT_CHECK(part[1] + part[2] <= s[part[0]], kInvalidArgument, node.describe(),
+                 part_attr << " [" << part[1] << ", " << part[1] + part[2] << ") along axis " << part[0]
+                           << " is outside the input of shape " << shape_to_string(s));
+    ps[part[0]] = part[2];
+    *offset = part[1] * st[part[0]];
+  }
   dims->clear();
   strides->clear();
   for (int64_t p : perm) {
-    dims->push_back(s[p]);
+    dims->push_back(ps[p]);
     strides->push_back(st[p]);
   }
 }
@@ -59,9 +83,10 @@ AttentionGeometry attention_geometry(const ir::Node& node, const Shape& q, const
                                                       << shape_to_string(v));
   Shape lq, lk, lv;
   std::vector<int64_t> sq, sk, sv;
-  permuted(q, attention_perm(node, "q_perm", r), &lq, &sq);
-  permuted(k, attention_perm(node, "k_perm", r), &lk, &sk);
-  permuted(v, attention_perm(node, "v_perm", r), &lv, &sv);
+  AttentionGeometry g;
+  permuted(node, "q_part", q, attention_perm(node, "q_perm", r), &lq, &sq, &g.q_offset);
+  permuted(node, "k_part", k, attention_perm(node, "k_perm", r), &lk, &sk, &g.k_offset);
+  permuted(node, "v_part", v, attention_perm(node, "v_perm", r), &lv, &sv, &g.v_offset);
   for (size_t i = 0; i + 2 < r; ++i)
     KILNRT_CHECK(lq[i] == lk[i] && lq[i] == lv[i], kInvalidArgument, where,
                  "batch dims of Q, K and V differ: " << shape_to_string(lq) << ", " << shape_to_string(lk) << ", "
@@ -70,7 +95,6 @@ AttentionGeometry attention_geometry(const ir::Node& node, const Shape& q, const
                "Q and K head sizes differ: " << lq[r - 1] << " and " << lk[r - 1]);
   KILNRT_CHECK(lk[r - 2] == lv[r - 2], kInvalidArgument, where,
                "K and V sequence lengths differ: " << lk[r - 2] << " and " << lv[r - 2]);
-  AttentionGeometry g;
   g.b0 = r == 4 ? lq[0] : 1;
   g.b1 = r >= 3 ? lq[r - 3] : 1;
   g.sq = lq[r - 2];
@@ -123,6 +147,18 @@ ir::SymShape permute_sym(const ir::SymShape& s, const std::vector<int64_t>& p) {
   return out;
 }
 
+// An input's shape restricted to its part (q_part / v_part), when the node has one.
+ir::SymShape part_sym(const ir::Node& node, const char* attr, ir::SymShape s) {
+  const std::vector<int64_t> part = attention_part(node, attr, s.size());
+  if (!part.empty()) {
+    KILNRT_CHECK(!s[part[0]].known() || part[1] + part[2] <= s[part[0]].value, kInvalidArgument, node.describe(),
+                 attr << " [" << part[1] << ", " << part[1] + part[2] << ") along axis " << part[0]
+                      << " is outside an input dim of " << s[part[0]].value);
+    s[part[0]] = ir::Dim(part[2]);
+  }
+  return s;
+}
+
 void infer_attention(ShapeContext& ctx) {
   const ir::TensorType& q = ctx.input(0);
   const ir::TensorType& v = ctx.input(2);
@@ -133,8 +169,8 @@ void infer_attention(ShapeContext& ctx) {
   const size_t r = q.shape.size();
   KILNRT_CHECK(r >= 2 && r <= 4 && v.shape.size() == r, kInvalidArgument, ctx.node.describe(),
                "Q and V must have the same rank, 2 to 4");
-  ir::SymShape lo = permute_sym(q.shape, attention_perm(ctx.node, "q_perm", r));
-  lo[r - 1] = permute_sym(v.shape, attention_perm(ctx.node, "v_perm", r))[r - 1];
+  ir::SymShape lo = permute_sym(part_sym(ctx.node, "q_part", q.shape), attention_perm(ctx.node, "q_perm", r));
+  lo[r - 1] = permute_sym(part_sym(ctx.node, "v_part", v.shape), attention_perm(ctx.node, "v_perm", r))[r - 1];
   ctx.set_output(0, q.dtype, permute_sym(lo, attention_perm(ctx.node, "out_perm", r)));
 }
 
@@ -151,7 +187,7 @@ void attention_cpu(CpuContext& ctx) {
   const float scale = node.attr_float("scale", 1.0f);
   const bool zero_masked_rows = node.attr_int("zero_masked_rows", 0) != 0;
   Tensor y = Tensor::empty(DType::kFloat32, g.out_shape);
-  const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
+  const float *qp = q.data<float>() + g.q_offset, *kp = k.data<float>() + g.k_offset, *vp = v.data<float>() + g.v_offset;
   const float* mp = mask.defined() ? mask.data<float>() : nullptr;
   float* yp = y.data<float>();
   const int64_t rows = g.b0 * g.b1 * g.sq;

@@ -9,6 +9,9 @@
 // A row whose scores are all -inf (fully masked) gets uniform weights (the mean of V), never NaN: the convention of
 // kilnrt's CUDA Softmax for such rows; with zero_masked_rows = 1 (int attribute, made from dynamo's SDPA NaN guard
 // Where(IsNaN(softmax), 0, softmax)) such a row outputs zeros instead.
+// q_part / k_part / v_part (ints [axis, start, size], optional; made by passes/pack_qkv_projection): the operand is
+// the part [start, start + size) of its input along `axis` (a physical axis, before the perm), read in place: one
+// packed projection [.., Hq + Hk + Hv, D] can feed Q, K and V as the same input.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -25,6 +28,7 @@ constexpr const char* kKilnrtDomain = "com.kilnrt";
 struct AttentionGeometry {
   int64_t b0 = 1, b1 = 1, sq = 0, sk = 0, d = 0, dv = 0;
   int64_t q[4] = {}, k[4] = {}, v[4] = {}, o[4] = {}, m[4] = {};  // strides (m: over b0, b1, sq, sk; 0 = broadcast)
+  int64_t q_offset = 0, k_offset = 0, v_offset = 0;  // elements from the input's start to the operand's (parts)
   bool has_mask = false;
   Shape out_shape;  // Y's physical shape
 };
@@ -34,5 +38,9 @@ AttentionGeometry attention_geometry(const ir::Node& node, const Shape& q, const
                                      const Shape* mask);
 // Reads a perm attribute of `rank` dims (identity when absent); throws naming the node when it is not a permutation.
 std::vector<int64_t> attention_perm(const ir::Node& node, const char* attr, size_t rank);
+// Reads a part attribute ("q_part", "k_part", "v_part") of an input of `rank` dims: {} when absent, else
+// {axis, start, size}; throws naming the node when it is malformed. The input's extent along axis is checked by
+// attention_geometry (and part_dims).
+std::vector<int64_t> attention_part(const ir::Node& node, const char* attr, size_t rank);
 
 }  // namespace kilnrt::ops::nn
