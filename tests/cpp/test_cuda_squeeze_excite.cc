@@ -52,6 +52,7 @@ std::string se_tactic(const ir::Graph& g) {
 // the CPU run of the unfused block.
 void check_block(const SeBlock& s) {
   const ir::Graph original = se_block_graph(s);
+  Env opt_in("KILNRT_SQUEEZE_EXCITE", "1");  // the pass is opt-in for now
   for (const char* nhwc : {"0", "1"}) {
     Env layout("KILNRT_CUDA_NHWC", nhwc);
     for (const Prec& p : kPrecs) {
