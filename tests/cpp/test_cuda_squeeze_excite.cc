@@ -1,6 +1,6 @@
 // CUDA com.kilnrt:SqueezeExcite layer (issue 7; kernels/squeeze_excite.cu) against the CPU reference of the unfused
-// block: fp32 / fp16 / bf16, NCHW and NHWC storage, the one-CTA-per-sample path and the partial-sum path
-// (KILNRT_CUDA_SE_FUSED_MAX=0), vectorised (C or H*W a multiple of 8) and scalar loads, with and without biases.
+// block: fp32 / fp16 / bf16, NCHW and NHWC storage, one and several partial-sum CTAs / channel tiles / position
+// strips per sample, vectorised (C or H*W a multiple of 8) and scalar loads, with and without biases.
 // Skips with a message without a GPU.
 #include <gtest/gtest.h>
 
@@ -77,7 +77,7 @@ void check_block(const SeBlock& s) {
 
 }  // namespace
 
-TEST(CudaSqueezeExcite, OneCtaPerSampleMatchesCpu) {
+TEST(CudaSqueezeExcite, SmallBlocksMatchCpu) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (bool mobilenet : {false, true}) {
     SeBlock s;
@@ -91,26 +91,25 @@ TEST(CudaSqueezeExcite, OneCtaPerSampleMatchesCpu) {
   }
 }
 
-TEST(CudaSqueezeExcite, PartialSumPathMatchesCpu) {
+TEST(CudaSqueezeExcite, SeveralCtasPerSampleMatchCpu) {
   KILNRT_SKIP_WITHOUT_GPU();
-  Env split("KILNRT_CUDA_SE_FUSED_MAX", "0");
   SeBlock s;
-  s.x = {2, 16, 40, 40};  // 25600 values per sample: two NHWC partial-sum CTAs per sample
+  s.x = {2, 16, 40, 40};  // 25600 values per sample: two NHWC partial-sum CTAs and two position strips per sample
   s.reduce_mean = true;
   check_block(s);
-  s.x = {2, 40, 7, 7};  // wide squeeze: 16-byte W2 rows, several lanes per row
+  s.x = {2, 136, 7, 7};  // three channel tiles (the last partial); wide squeeze: 16-byte W2 rows, lanes per row
   s.cs = 16;
   s.mobilenet = true;
   check_block(s);
-  s.x = {1, 300, 3, 5};  // more channel vectors than threads in the NHWC sums
-  s.cs = 8;
+  s.x = {1, 300, 3, 5};  // more channels than threads in the NHWC sums; several CTAs of W1 rows
+  s.cs = 72;
   check_block(s);
 }
 
-TEST(CudaSqueezeExcite, LargeSampleDefaultPathMatchesCpu) {
+TEST(CudaSqueezeExcite, LargeSampleMatchesCpu) {
   KILNRT_SKIP_WITHOUT_GPU();
   SeBlock s;
-  s.x = {2, 32, 48, 48};  // 73728 values per sample: above the one-CTA limit
+  s.x = {2, 32, 48, 48};  // 73728 values per sample: 5 partial-sum CTAs, 5 position strips
   s.cs = 8;
   check_block(s);
 }

@@ -1,8 +1,10 @@
-// Squeeze-and-excitation block kernels (see squeeze_excite.h). Three kernels:
+// Squeeze-and-excitation block kernels (see squeeze_excite.h). Three launches, each spread over many CTAs (the
+// first version did the mat-vecs in one CTA per sample: latency-bound, 0.05-0.13 ms per block on the H100):
 //  - se_partial_{nhwc,nchw}: channel sums of a part of one sample -> float32 partial sums (workspace);
-//  - se_excite: one CTA per sample: the channel means (from X directly for small samples, else from the partial
-//    sums in a fixed order: deterministic), W1 mat-vec + activation, W2 mat-vec + gate -> s[n, c] (workspace);
-//  - se_scale: Y = X * s[n, c], 16-byte vectors where the layout allows.
+//  - se_fc1: a tile of W1 rows per CTA: the channel means (the partial sums added in a fixed order: deterministic),
+//    then h = act(W1 mean + B1) for its rows (workspace);
+//  - se_fc2_scale: a channel tile x position strip per CTA: s = gate(W2 h + B2) for its channels (Cs MACs per
+//    channel, in shared memory), then Y = X * s over the strip, 16-byte vectors where the layout allows.
 // Mat-vecs: a group of gs lanes (a power of two inside a warp) per output row, 16-byte weight loads along the row,
 // reduced by shuffles inside the group.
 #include <cuda_bf16.h>
@@ -19,7 +21,6 @@ namespace kilnrt::cuda::kernels {
 namespace {
 
 using conv_act::activate;
-using launch_common::blocks_for;
 
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
@@ -164,62 +165,77 @@ __global__ void __launch_bounds__(kBlock) se_partial_nchw(const T* __restrict__ 
   nchw_sums<T, VEC>(x + n * C * hw, hw, c0, c1, partial + n * C);
 }
 
-struct ExciteParams {
-  int C, Cs, K;  // K: partial sums per channel (x == nullptr)
-  int64_t hw;
-  bool nhwc, w1vec, w2vec;
-  int gs1, gs2;
-  int act, gate;
-  float act_a, act_b, gate_a, gate_b;
-};
-
-// One CTA per sample. x != nullptr: sums the sample itself; else adds the K partial sums of each channel.
-template <typename T, bool XVEC>
-__global__ void __launch_bounds__(kBlock) se_excite(const T* __restrict__ x, const float* __restrict__ partial,
-                                                    const T* __restrict__ w1, const T* __restrict__ b1,
-                                                    const T* __restrict__ w2, const T* __restrict__ b2,
-                                                    float* __restrict__ s_out, ExciteParams p) {
-  extern __shared__ float smem[];
-  float* mean = smem;
-  float* hidden = mean + p.C;
-  float* scratch = hidden + p.Cs;
-  const int64_t n = blockIdx.x;
-  if (x) {
-    if (p.nhwc) nhwc_sums<T, XVEC>(x + n * p.hw * p.C, p.C, 0, p.hw, scratch, mean);
-    else nchw_sums<T, XVEC>(x + n * p.C * p.hw, p.hw, 0, p.C, mean);
-  } else {
-    for (int c = threadIdx.x; c < p.C; c += kBlock) {
-      float s = 0.f;
-      for (int k = 0; k < p.K; ++k) s += partial[(n * p.K + k) * p.C + c];
-      mean[c] = s;
-    }
-    __syncthreads();
+// h[n, r] = act(W1[r, :] . mean[n] + B1[r]) for the rows of this CTA (grid: row tiles x N). Each CTA adds the K
+// partial sums of every channel in a fixed order (deterministic) into shared memory first.
+template <typename T>
+__global__ void __launch_bounds__(kBlock) se_fc1(const float* __restrict__ partial, int K, int C, int64_t hw,
+                                                 const T* __restrict__ w1, const T* __restrict__ b1, int Cs,
+                                                 int rows_per_cta, bool vec, int gs, int act, float a, float b,
+                                                 float* __restrict__ hidden) {
+  extern __shared__ float mean[];
+  const int64_t n = blockIdx.y;
+  for (int c = threadIdx.x; c < C; c += kBlock) {
+    float s = 0.f;
+    for (int k = 0; k < K; ++k) s += partial[(n * K + k) * C + c];
+    mean[c] = s;
   }
-  matvec<T>(w1, b1, mean, p.Cs, p.C, p.w1vec, p.gs1, 1.f / static_cast<float>(p.hw), p.act, p.act_a, p.act_b, hidden);
   __syncthreads();
-  matvec<T>(w2, b2, hidden, p.C, p.Cs, p.w2vec, p.gs2, 1.f, p.gate, p.gate_a, p.gate_b, s_out + n * p.C);
+  const int r0 = blockIdx.x * rows_per_cta;
+  const int rows = Cs - r0 < rows_per_cta ? Cs - r0 : rows_per_cta;
+  matvec<T>(w1 + static_cast<int64_t>(r0) * C, b1 ? b1 + r0 : nullptr, mean, rows, C, vec, gs,
+            1.f / static_cast<float>(hw), act, a, b, hidden + n * Cs + r0);
 }
 
-// y = x * s[n, c]; I: index type (int32 when the tensor allows: cheaper divisions).
-template <typename T, bool VEC, typename I>
-__global__ void se_scale(const T* __restrict__ x, const float* __restrict__ s, T* __restrict__ y, I total, I C, I hw,
-                         bool nhwc) {
+// Y = X * s over channels [c0, c0 + tile) x positions [p0, p1) of sample n (grid: position strips x channel tiles
+// x N); s for the tile's channels first: gate(W2[c, :] . h[n] + B2[c]) in shared memory.
+template <typename T, bool VEC>
+__global__ void __launch_bounds__(kBlock) se_fc2_scale(const T* __restrict__ x, const float* __restrict__ hidden,
+                                                       const T* __restrict__ w2, const T* __restrict__ b2, int C,
+                                                       int Cs, int64_t hw, int tile, int strip, bool w2vec, int gs,
+                                                       int gate, float a, float b, bool nhwc, T* __restrict__ y) {
   constexpr int V = VEC ? Pack<T>::kN : 1;
-  const I nvec = total / V;
-  const I chw = C * hw;
-  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < nvec;
-       i += static_cast<I>(gridDim.x) * blockDim.x) {
-    const I e = i * V;
-    const I n = e / chw;
-    const I c = nhwc ? e % C : (e - n * chw) / hw;
-    const float* sp = s + n * C + c;
-    if constexpr (VEC) {
-      Pack<T> v = reinterpret_cast<const Pack<T>*>(x)[i];
+  extern __shared__ float smem[];
+  float* h = smem;
+  float* s = smem + Cs;
+  const int64_t n = blockIdx.z;
+  const int c0 = blockIdx.y * tile;
+  const int ct = C - c0 < tile ? C - c0 : tile;
+  const int64_t p0 = static_cast<int64_t>(blockIdx.x) * strip;
+  const int len = static_cast<int>(hw - p0 < strip ? hw - p0 : strip);
+  for (int j = threadIdx.x; j < Cs; j += kBlock) h[j] = hidden[n * Cs + j];
+  __syncthreads();
+  matvec<T>(w2 + static_cast<int64_t>(c0) * Cs, b2 ? b2 + c0 : nullptr, h, ct, Cs, w2vec, gs, 1.f, gate, a, b, s);
+  __syncthreads();
+  if (nhwc) {  // rows p of ct contiguous channels
+    const int per_row = ct / V;
+    const int64_t base = (n * hw + p0) * C + c0;
+    for (int i = threadIdx.x; i < len * per_row; i += kBlock) {
+      const int p = i / per_row, cv = i - p * per_row;
+      const int64_t off = base + static_cast<int64_t>(p) * C + cv * V;
+      if constexpr (VEC) {
+        Pack<T> v = *reinterpret_cast<const Pack<T>*>(x + off);
 #pragma unroll
-      for (int k = 0; k < V; ++k) v.e[k] = from_f<T>(to_f(v.e[k]) * (nhwc ? sp[k] : sp[0]));
-      reinterpret_cast<Pack<T>*>(y)[i] = v;
-    } else {
-      y[e] = from_f<T>(to_f(x[e]) * sp[0]);
+        for (int k = 0; k < V; ++k) v.e[k] = from_f<T>(to_f(v.e[k]) * s[cv * V + k]);
+        *reinterpret_cast<Pack<T>*>(y + off) = v;
+      } else {
+        y[off] = from_f<T>(to_f(x[off]) * s[cv]);
+      }
+    }
+  } else {  // channels c of len contiguous positions
+    const int per_chan = len / V;
+    const int64_t base = (n * C + c0) * hw + p0;
+    for (int i = threadIdx.x; i < ct * per_chan; i += kBlock) {
+      const int c = i / per_chan, pv = i - c * per_chan;
+      const int64_t off = base + static_cast<int64_t>(c) * hw + pv * V;
+      const float sc = s[c];
+      if constexpr (VEC) {
+        Pack<T> v = *reinterpret_cast<const Pack<T>*>(x + off);
+#pragma unroll
+        for (int k = 0; k < V; ++k) v.e[k] = from_f<T>(to_f(v.e[k]) * sc);
+        *reinterpret_cast<Pack<T>*>(y + off) = v;
+      } else {
+        y[off] = from_f<T>(to_f(x[off]) * sc);
+      }
     }
   }
 }
@@ -232,80 +248,74 @@ int group_size(int64_t units) {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+constexpr int kChannelTile = 64;
+
 template <typename T>
 int run(const SqueezeExciteArgs& a, cudaStream_t st) {
   constexpr int V = Pack<T>::kN;
   const int C = static_cast<int>(a.c), Cs = static_cast<int>(a.cs);
-  const int64_t N = a.n, hw = a.hw, total = a.n * a.c * a.hw;
+  const int64_t N = a.n, hw = a.hw;
   const T* x = static_cast<const T*>(a.x);
   T* y = static_cast<T*>(a.y);
   const bool xvec = aligned16(a.x) && aligned16(a.y) && (a.nhwc ? C % V == 0 : hw % V == 0);
-  ExciteParams p{};
-  p.C = C;
-  p.Cs = Cs;
-  p.K = 1;
-  p.hw = hw;
-  p.nhwc = a.nhwc;
-  p.w1vec = aligned16(a.w1) && C % V == 0;
-  p.w2vec = aligned16(a.w2) && Cs % V == 0;
-  p.gs1 = group_size(p.w1vec ? C / V : C);
-  p.gs2 = group_size(p.w2vec ? Cs / V : Cs);
-  p.act = a.act;
-  p.gate = a.gate;
-  p.act_a = a.act_a;
-  p.act_b = a.act_b;
-  p.gate_a = a.gate_a;
-  p.gate_b = a.gate_b;
-  const int64_t scratch_floats = C > kBlock * V ? C : kBlock * V;
-  const size_t excite_smem = static_cast<size_t>(C + Cs + scratch_floats) * sizeof(float);
   const int64_t avail = static_cast<int64_t>(a.workspace_bytes / sizeof(float));
-  const int64_t s_floats = (N * C + 63) / 64 * 64;  // s, then the partial sums (256-byte aligned)
-  if (s_floats > avail) return static_cast<int>(cudaErrorInvalidValue);
-  float* s = static_cast<float*>(a.workspace);
-  const auto w1 = static_cast<const T*>(a.w1), b1 = static_cast<const T*>(a.b1);
-  const auto w2 = static_cast<const T*>(a.w2), b2 = static_cast<const T*>(a.b2);
-  const bool fused = static_cast<int64_t>(C) * hw <= a.fused_max_elems;
-  if (fused) {
-    if (xvec) se_excite<T, true><<<static_cast<unsigned>(N), kBlock, excite_smem, st>>>(x, nullptr, w1, b1, w2, b2, s, p);
-    else se_excite<T, false><<<static_cast<unsigned>(N), kBlock, excite_smem, st>>>(x, nullptr, w1, b1, w2, b2, s, p);
-  } else {
-    float* partial = s + s_floats;
-    const int64_t room = avail - s_floats;
-    if (a.nhwc) {
-      int64_t rows = kChunkElems / C > 0 ? kChunkElems / C : 1;
-      int64_t K = (hw + rows - 1) / rows;
-      while (K > 1 && N * K * C > room) {
-        rows *= 2;
-        K = (hw + rows - 1) / rows;
-      }
-      if (N * K * C > room) return static_cast<int>(cudaErrorInvalidValue);
-      p.K = static_cast<int>(K);
-      const dim3 grid(static_cast<unsigned>(K), static_cast<unsigned>(N));
-      const size_t smem = static_cast<size_t>(scratch_floats) * sizeof(float);
-      if (xvec) se_partial_nhwc<T, true><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, p.K);
-      else se_partial_nhwc<T, false><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, p.K);
-    } else {
-      if (N * C > room) return static_cast<int>(cudaErrorInvalidValue);
-      const dim3 grid(static_cast<unsigned>((C + kWarps - 1) / kWarps), static_cast<unsigned>(N));
-      if (xvec) se_partial_nchw<T, true><<<grid, kBlock, 0, st>>>(x, partial, C, hw);
-      else se_partial_nchw<T, false><<<grid, kBlock, 0, st>>>(x, partial, C, hw);
+  const int64_t h_floats = (N * Cs + 63) / 64 * 64;  // hidden, then the partial sums (256-byte aligned)
+  if (h_floats + N * C > avail) return static_cast<int>(cudaErrorInvalidValue);
+  float* hidden = static_cast<float*>(a.workspace);
+  float* partial = hidden + h_floats;
+  const int64_t room = avail - h_floats;
+  const int64_t scratch_floats = C > kBlock * V ? C : kBlock * V;
+  // 1. partial channel sums
+  int64_t K = 1;
+  if (a.nhwc) {
+    int64_t rows = kChunkElems / C > 0 ? kChunkElems / C : 1;
+    K = (hw + rows - 1) / rows;
+    while (K > 1 && N * K * C > room) {
+      rows *= 2;
+      K = (hw + rows - 1) / rows;
     }
-    const int status = launch_common::launch_status();
-    if (status != 0) return status;
-    se_excite<T, false><<<static_cast<unsigned>(N), kBlock, excite_smem, st>>>(nullptr, partial, w1, b1, w2, b2, s, p);
-  }
-  const int status = launch_common::launch_status();
-  if (status != 0) return status;
-  const int64_t units = xvec ? total / V : total;
-  const unsigned blocks = blocks_for(units);
-  if (total < (int64_t(1) << 31)) {
-    const int t = static_cast<int>(total), c = C, h = static_cast<int>(hw);
-    if (xvec) se_scale<T, true, int><<<blocks, launch_common::kThreads, 0, st>>>(x, s, y, t, c, h, a.nhwc);
-    else se_scale<T, false, int><<<blocks, launch_common::kThreads, 0, st>>>(x, s, y, t, c, h, a.nhwc);
+    const dim3 grid(static_cast<unsigned>(K), static_cast<unsigned>(N));
+    const size_t smem = static_cast<size_t>(scratch_floats) * sizeof(float);
+    if (xvec) se_partial_nhwc<T, true><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, static_cast<int>(K));
+    else se_partial_nhwc<T, false><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, static_cast<int>(K));
   } else {
-    if (xvec) se_scale<T, true, int64_t><<<blocks, launch_common::kThreads, 0, st>>>(x, s, y, total, a.c, hw, a.nhwc);
-    else se_scale<T, false, int64_t><<<blocks, launch_common::kThreads, 0, st>>>(x, s, y, total, a.c, hw, a.nhwc);
+    const dim3 grid(static_cast<unsigned>((C + kWarps - 1) / kWarps), static_cast<unsigned>(N));
+    if (xvec) se_partial_nchw<T, true><<<grid, kBlock, 0, st>>>(x, partial, C, hw);
+    else se_partial_nchw<T, false><<<grid, kBlock, 0, st>>>(x, partial, C, hw);
   }
+  int status = launch_common::launch_status();
+  if (status != 0) return status;
+  // 2. h = act(W1 mean + B1): one group of gs1 lanes per row, one pass of the CTA's groups per CTA
+  const bool w1vec = aligned16(a.w1) && C % V == 0;
+  const int gs1 = group_size(w1vec ? C / V : C);
+  const int rows1 = kWarps * (32 / gs1);
+  {
+    const dim3 grid(static_cast<unsigned>((Cs + rows1 - 1) / rows1), static_cast<unsigned>(N));
+    se_fc1<T><<<grid, kBlock, static_cast<size_t>(C) * sizeof(float), st>>>(
+        partial, static_cast<int>(K), C, hw, static_cast<const T*>(a.w1), static_cast<const T*>(a.b1), Cs, rows1,
+        w1vec, gs1, a.act, a.act_a, a.act_b, hidden);
+  }
+  status = launch_common::launch_status();
+  if (status != 0) return status;
+  // 3. s = gate(W2 h + B2) per channel tile, then Y = X * s over a strip of positions
+  const bool w2vec = aligned16(a.w2) && Cs % V == 0;
+  const int gs2 = group_size(w2vec ? Cs / V : Cs);
+  const int tile = C < kChannelTile ? C : kChannelTile;
+  int64_t strip = kChunkElems / tile > 0 ? kChunkElems / tile : 1;
+  if (!a.nhwc) strip = (strip + V - 1) / V * V;  // whole vectors per channel strip
+  if (strip > hw) strip = hw;
+  const int64_t strips = (hw + strip - 1) / strip;
+  if (strips > 0x7fffffffLL || N > 65535) return static_cast<int>(cudaErrorInvalidValue);
+  const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>((C + tile - 1) / tile),
+                  static_cast<unsigned>(N));
+  const size_t smem = static_cast<size_t>(Cs + tile) * sizeof(float);
+  const auto w2 = static_cast<const T*>(a.w2), b2 = static_cast<const T*>(a.b2);
+  if (xvec)
+    se_fc2_scale<T, true><<<grid, kBlock, smem, st>>>(x, hidden, w2, b2, C, Cs, hw, tile, static_cast<int>(strip),
+                                                      w2vec, gs2, a.gate, a.gate_a, a.gate_b, a.nhwc, y);
+  else
+    se_fc2_scale<T, false><<<grid, kBlock, smem, st>>>(x, hidden, w2, b2, C, Cs, hw, tile, static_cast<int>(strip),
+                                                       w2vec, gs2, a.gate, a.gate_a, a.gate_b, a.nhwc, y);
   return launch_common::launch_status();
 }
 

@@ -1,11 +1,8 @@
 // com.kilnrt:SqueezeExcite on CUDA (issue 7; ops/nn/squeeze_excite.h): Y = X * gate(W2 act(W1 mean_hw(X) + B1) + B2)
-// in two or three kernel launches instead of the six of the unfused block (reduce, two cuDNN 1x1 convs with their
-// epilogue kernels, the broadcasting Mul):
-//  - small samples (C*H*W <= fused_max_elems): one CTA per sample sums its channels, then does both mat-vecs in
-//    shared memory -> s[n, c] (float32, workspace); then the scaling pass;
-//  - larger ones: many CTAs per sample write partial channel sums (NHWC: a strip of rows each; NCHW: a warp per
-//    channel), one CTA per sample adds them up and does the mat-vecs, then the scaling pass.
-// X / Y are NCHW or NHWC (nhwc), 16-byte vector loads where C (NHWC) or H*W (NCHW) allow. float32 math throughout.
+// in three kernel launches spread over many CTAs (partial channel sums; W1 rows per CTA; per channel tile x position
+// strip: W2 rows, then the scaling) instead of the six of the unfused block (reduce, two cuDNN 1x1 convs with their
+// epilogue kernels, the broadcasting Mul). X / Y are NCHW or NHWC (nhwc), 16-byte vector loads where C (NHWC) or
+// H*W (NCHW) allow. float32 math throughout.
 #pragma once
 
 #include <cstddef>
@@ -14,9 +11,6 @@
 #include "backends/cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels {
-
-// Default of SqueezeExciteArgs::fused_max_elems (the layer reads KILNRT_CUDA_SE_FUSED_MAX to override it).
-constexpr int64_t kSqueezeExciteFusedMaxElems = 65536;
 
 struct SqueezeExciteArgs {
   int dt = 0;  // storage of X, Y, W1, B1, W2, B2: 0 float32, 1 float16, 2 bfloat16
@@ -30,16 +24,15 @@ struct SqueezeExciteArgs {
   bool nhwc = false;
   int act = 0, gate = 0;  // ops::nn::FusedActivation codes (conv_activation.cuh)
   float act_a = 0.f, act_b = 0.f, gate_a = 0.f, gate_b = 0.f;
-  void* workspace = nullptr;  // float32 scratch: partial sums and s
+  void* workspace = nullptr;  // float32 scratch: h, then the partial sums
   size_t workspace_bytes = 0;
-  int64_t fused_max_elems = kSqueezeExciteFusedMaxElems;  // per-sample C*H*W up to which one CTA reduces a sample
 };
 
 // Largest C and Cs the kernels take (shared memory of the mat-vec CTA).
 constexpr int64_t kSqueezeExciteMaxC = 4096, kSqueezeExciteMaxCs = 2048;
 
 // Enqueues the block on `stream`; returns 0 or the launch status. cudaErrorInvalidValue for sizes out of range or
-// a workspace too small for n * c * 2 floats.
+// a workspace too small for n * (c + cs) floats (+ alignment).
 int squeeze_excite(const SqueezeExciteArgs& a, StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels
