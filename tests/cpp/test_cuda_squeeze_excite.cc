@@ -109,7 +109,10 @@ TEST(CudaSqueezeExcite, SeveralCtasPerSampleMatchCpu) {
 TEST(CudaSqueezeExcite, LargeSampleMatchesCpu) {
   KILNRT_SKIP_WITHOUT_GPU();
   SeBlock s;
-  s.x = {2, 32, 48, 48};  // 73728 values per sample: 5 partial-sum CTAs, 5 position strips
+  s.x = {2, 32, 48, 48};  // 73728 values per sample: 5 partial-sum CTAs (NCHW: 2 position chunks), 5 strips
   s.cs = 8;
+  check_block(s);
+  s.x = {1, 8, 47, 47};  // odd H*W > 2048: two NCHW position chunks with scalar loads
+  s.cs = 2;
   check_block(s);
 }

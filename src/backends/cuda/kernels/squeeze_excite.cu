@@ -1,6 +1,7 @@
 // Squeeze-and-excitation block kernels (see squeeze_excite.h). Three launches, each spread over many CTAs (the
 // first version did the mat-vecs in one CTA per sample: latency-bound, 0.05-0.13 ms per block on the H100):
-//  - se_partial_{nhwc,nchw}: channel sums of a part of one sample -> float32 partial sums (workspace);
+//  - se_partial_{nhwc,nchw}: channel sums of a part of one sample (NHWC: a strip of rows; NCHW: 8 channels x a
+//    chunk of positions) -> float32 partial sums (workspace);
 //  - se_fc1: a tile of W1 rows per CTA: the channel means (the partial sums added in a fixed order: deterministic),
 //    then h = act(W1 mean + B1) for its rows (workspace);
 //  - se_fc2_scale: a channel tile x position strip per CTA: s = gate(W2 h + B2) for its channels (Cs MACs per
@@ -95,23 +96,25 @@ __device__ void nhwc_sums(const T* xs, int C, int64_t r0, int64_t r1, float* scr
   __syncthreads();
 }
 
-// Sums of channels [c0, c1) of one NCHW sample xs ([C, hw]) -> out[c]: a warp per channel. Ends with __syncthreads.
+// Sums of channels [c0, c1) over positions [p0, p1) of one NCHW sample xs ([C, hw]) -> out[c]: a warp per channel
+// (VEC: p0 and hw multiples of the vector width). Ends with __syncthreads.
 template <typename T, bool VEC>
-__device__ void nchw_sums(const T* xs, int64_t hw, int c0, int c1, float* out) {
+__device__ void nchw_sums(const T* xs, int64_t hw, int64_t p0, int64_t p1, int c0, int c1, float* out) {
   constexpr int V = VEC ? Pack<T>::kN : 1;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int c = c0 + warp; c < c1; c += kWarps) {  // uniform inside the warp
-    const T* p = xs + c * hw;
+    const T* p = xs + c * hw + p0;
+    const int64_t count = p1 - p0;
     float s = 0.f;
     if constexpr (VEC) {
       const Pack<T>* pv = reinterpret_cast<const Pack<T>*>(p);
-      for (int64_t i = lane; i < hw / V; i += 32) {
+      for (int64_t i = lane; i < count / V; i += 32) {
         const Pack<T> v = pv[i];
 #pragma unroll
         for (int k = 0; k < V; ++k) s += to_f(v.e[k]);
       }
     } else {
-      for (int64_t i = lane; i < hw; i += 32) s += to_f(p[i]);
+      for (int64_t i = lane; i < count; i += 32) s += to_f(p[i]);
     }
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFull, s, o);
     if (lane == 0) out[c] = s;
@@ -157,12 +160,15 @@ __global__ void __launch_bounds__(kBlock) se_partial_nhwc(const T* __restrict__ 
   nhwc_sums<T, VEC>(x + n * hw * C, C, r0, r1, smem, partial + (n * K + k) * C);
 }
 
+// grid: channel groups (a warp each) x position chunks x N.
 template <typename T, bool VEC>
 __global__ void __launch_bounds__(kBlock) se_partial_nchw(const T* __restrict__ x, float* __restrict__ partial, int C,
-                                                          int64_t hw) {
-  const int64_t n = blockIdx.y;
+                                                          int64_t hw, int64_t chunk, int K) {
+  const int64_t n = blockIdx.z;
+  const int k = blockIdx.y;
   const int c0 = blockIdx.x * kWarps, c1 = c0 + kWarps < C ? c0 + kWarps : C;
-  nchw_sums<T, VEC>(x + n * C * hw, hw, c0, c1, partial + n * C);
+  const int64_t p0 = k * chunk, p1 = p0 + chunk < hw ? p0 + chunk : hw;
+  nchw_sums<T, VEC>(x + n * C * hw, hw, p0, p1, c0, c1, partial + (n * K + k) * C);
 }
 
 // h[n, r] = act(W1[r, :] . mean[n] + B1[r]) for the rows of this CTA (grid: row tiles x N). Each CTA adds the K
@@ -279,9 +285,16 @@ int run(const SqueezeExciteArgs& a, cudaStream_t st) {
     if (xvec) se_partial_nhwc<T, true><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, static_cast<int>(K));
     else se_partial_nhwc<T, false><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, static_cast<int>(K));
   } else {
-    const dim3 grid(static_cast<unsigned>((C + kWarps - 1) / kWarps), static_cast<unsigned>(N));
-    if (xvec) se_partial_nchw<T, true><<<grid, kBlock, 0, st>>>(x, partial, C, hw);
-    else se_partial_nchw<T, false><<<grid, kBlock, 0, st>>>(x, partial, C, hw);
+    int64_t chunk = kChunkElems / kWarps;  // positions per warp: a multiple of every vector width
+    K = (hw + chunk - 1) / chunk;
+    while (K > 1 && N * K * C > room) {
+      chunk *= 2;
+      K = (hw + chunk - 1) / chunk;
+    }
+    const dim3 grid(static_cast<unsigned>((C + kWarps - 1) / kWarps), static_cast<unsigned>(K),
+                    static_cast<unsigned>(N));
+    if (xvec) se_partial_nchw<T, true><<<grid, kBlock, 0, st>>>(x, partial, C, hw, chunk, static_cast<int>(K));
+    else se_partial_nchw<T, false><<<grid, kBlock, 0, st>>>(x, partial, C, hw, chunk, static_cast<int>(K));
   }
   int status = launch_common::launch_status();
   if (status != 0) return status;
