@@ -66,7 +66,8 @@ TEST(SqueezeExciteFusion, EfficientNetAndMobileNetBlocks) {
           if (n.op_type != ops::nn::kSqueezeExciteOp) continue;
           const ops::nn::SqueezeExciteParams p = ops::nn::read_squeeze_excite(n);
           EXPECT_EQ(p.act.act, mobilenet ? ops::nn::FusedActivation::kRelu : ops::nn::FusedActivation::kSilu);
-          EXPECT_EQ(p.gate.act, mobilenet ? ops::nn::FusedActivation::kHardSigmoid : ops::nn::FusedActivation::kSigmoid);
+          EXPECT_EQ(p.gate.act,
+                    mobilenet ? ops::nn::FusedActivation::kHardSigmoid : ops::nn::FusedActivation::kSigmoid);
         }
       }
     }

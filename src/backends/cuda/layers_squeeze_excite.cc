@@ -36,7 +36,8 @@ class SqueezeExciteLayer final : public CudaLayer {
                    "SqueezeExcite " << what << " of shape " << shape_to_string(t.shape) << " does not fit X of shape "
                                     << shape_to_string(x.shape) << " and " << cs << " squeezed channels");
       KILNRT_CHECK(t.dtype == x.dtype, kInvalidArgument, name_,
-                   "SqueezeExcite " << what << " has dtype " << dtype_name(t.dtype) << ", X has " << dtype_name(x.dtype));
+                   "SqueezeExcite " << what << " has dtype " << dtype_name(t.dtype) << ", X has "
+                                    << dtype_name(x.dtype));
       return t.data;
     };
     k::SqueezeExciteArgs a;
