@@ -28,8 +28,9 @@ bool trace_projection(const ir::Graph& g, const GraphIndex& ix, const std::strin
   if (ix.uses(v) != 1) return false;
   std::string cur = v;
   int reshapes = 0;
-  for (const ir::Node* r = ix.producer(cur); is_op(r, "Reshape") && r->inputs.size() == 2 && r->outputs.size() == 1 &&
-                                             r->attr_int("allowzero", 0) == 0;
+  // Any allowzero (dynamo writes 1): only the Reshapes' inferred output shapes matter, and the new Reshape copies
+  // the leading dims from the packed projection.
+  for (const ir::Node* r = ix.producer(cur); is_op(r, "Reshape") && r->inputs.size() == 2 && r->outputs.size() == 1;
        r = ix.producer(cur)) {
     if (ix.uses(r->inputs[0]) != 1) return false;
     cur = r->inputs[0];

@@ -48,6 +48,12 @@ inline ir::Graph bert_projected_block(Builder& b, int64_t B, int64_t S, int64_t 
       g.nodes.push_back(std::move(add));
     }
   }
+  // torch 2.x dynamo writes the heads' view as Reshape(allowzero = 1) (its shape has no 0).
+  for (ir::Node& n : g.nodes)
+    if (n.op_type == "Reshape" && (n.outputs[0] == "xq4" || n.outputs[0] == "xk4" || n.outputs[0] == "xv4")) {
+      n.attrs["allowzero"].kind = ir::Attribute::Kind::kInt;
+      n.attrs["allowzero"].i = 1;
+    }
   g.topo_sort();
   passes::infer_shapes(g);
   return g;
