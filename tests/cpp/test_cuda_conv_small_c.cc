@@ -133,11 +133,15 @@ struct RecordingWeights final : backends::cuda::DeviceWeights {
 
 TEST(CudaConvSmallC, PathsThatApply) {
   using P = std::vector<SmallCPath>;
-  const P all = {SmallCPath::kIm2colGemm, SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn};
+  const P all = {SmallCPath::kIm2colGemm, SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn, SmallCPath::kDirectMma};
   EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), true), all);
-  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), false), (P{SmallCPath::kIm2colGemm}));
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), false), (P{SmallCPath::kIm2colGemm, SmallCPath::kDirectMma}));
   EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), true), all);
-  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), false), (P{SmallCPath::kIm2colGemm}));
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), false), (P{SmallCPath::kIm2colGemm, SmallCPath::kDirectMma}));
+  {
+    ScopedEnv off("KILNRT_CUDA_SMALL_C_DIRECT", "0");
+    EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), false), (P{SmallCPath::kIm2colGemm}));
+  }
   EXPECT_TRUE(SmallCConv::is_patchify(conv_node(16, 16, 0)));
   EXPECT_TRUE(SmallCConv::is_patchify(conv_node(4, 4, 0)));
   EXPECT_FALSE(SmallCConv::is_patchify(conv_node(4, 4, 1)));  // padded
@@ -146,8 +150,13 @@ TEST(CudaConvSmallC, PathsThatApply) {
   dilated.attrs["dilations"] = ints_attr({2, 2});
   EXPECT_FALSE(SmallCConv::is_patchify(dilated));
   EXPECT_EQ(SmallCConv::fixed_rule(conv_node(16, 16, 0), true), SmallCPath::kIm2colGemm);
-  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), true), SmallCPath::kPack8Cudnn);
-  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), false), SmallCPath::kIm2colGemm);
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), true), SmallCPath::kDirectMma);
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), false), SmallCPath::kDirectMma);
+  {
+    ScopedEnv off("KILNRT_CUDA_SMALL_C_DIRECT", "0");
+    EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), true), SmallCPath::kPack8Cudnn);
+    EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), false), SmallCPath::kIm2colGemm);
+  }
 }
 
 TEST(CudaConvSmallC, CreatesOnlyFor16BitSmallChannelConvsAndRepacksWeights) {
@@ -242,9 +251,14 @@ TEST(CudaConvSmallC, ZooStemsMatchCpu) {
   ScopedEnv nhwc("KILNRT_CUDA_NHWC", "1");
   for (const char* prec : {"fp16", "bf16"}) {
     SCOPED_TRACE(prec);
-    // resnet50: FusedConv bias + relu into the NHWC pack path; NCHW output (a graph output): cuDNN NCHW fallback.
-    check(conv_graph(kStemResnet, true, true, true), prec, true, "pack8");
-    check(conv_graph(kStemResnet, true, true, false), prec, true);
+    // resnet50: FusedConv bias + relu on the direct kernel, NHWC and NCHW output.
+    check(conv_graph(kStemResnet, true, true, true), prec, true, "direct-mma");
+    check(conv_graph(kStemResnet, true, true, false), prec, true, "direct-mma");
+    {  // ... into the NHWC pack path; NCHW output (a graph output): cuDNN NCHW fallback.
+      ScopedEnv pack8("KILNRT_CUDA_SMALL_C", "pack8");
+      check(conv_graph(kStemResnet, true, true, true), prec, true, "pack8");
+      check(conv_graph(kStemResnet, true, true, false), prec, true);
+    }
     {  // ... and on the im2col GEMM: NHWC (bias + relu in cuBLASLt's epilogue), NCHW.
       ScopedEnv gemm("KILNRT_CUDA_SMALL_C", "gemm");
       check(conv_graph(kStemResnet, true, true, true), prec, true, "im2col");
@@ -284,6 +298,52 @@ TEST(CudaConvSmallC, EveryPathLayoutChannelCountAndBatch) {
                                               << g.stride << " p" << g.pad << (fused ? " fused relu" : ""));
             check(conv_graph(g, true, fused, true), prec, applies);
           }
+        }
+      }
+    }
+  }
+}
+
+// The direct tensor-core kernel (kernels/small_c_direct.cu): every K it takes (16..128), C = 1..4, kernel sizes,
+// strides and pads, tails of the 64-pixel tile, the activations it applies itself, NCHW and NHWC, fp16 and bf16.
+TEST(CudaConvSmallC, DirectKernelShapesActivationsAndLayouts) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Geo geos[] = {
+      {2, 3, 30, 30, 64, 7, 7, 2, 3},   // resnet-like stem, odd output size
+      {3, 3, 23, 29, 32, 3, 3, 2, 1},   // efficientnet-like stem
+      {1, 3, 21, 21, 16, 3, 3, 2, 1},   // mobilenet-like stem, 11x11 = 121 pixels: a partial second tile
+      {1, 1, 15, 15, 48, 5, 5, 1, 2},   // C = 1
+      {2, 4, 20, 20, 128, 3, 3, 1, 1},  // C = 4, K = 128
+      {1, 3, 31, 33, 96, 3, 3, 2, 0},   // no pad, K = 96
+  };
+  const char* acts[] = {"", "Relu", "HardSwish", "Sigmoid"};
+  for (const char* layout : {"1", "0"}) {
+    ScopedEnv nhwc("KILNRT_CUDA_NHWC", layout);
+    for (const Geo& g : geos) {
+      for (const char* act : acts) {
+        for (const char* prec : {"fp16", "bf16"}) {
+          SCOPED_TRACE(::testing::Message() << "NHWC=" << layout << " " << prec << " n" << g.n << " c" << g.c << " "
+                                            << g.h << "x" << g.w << " k" << g.kh << " s" << g.stride << " p" << g.pad
+                                            << " K" << g.k << " act " << act);
+          GraphBuilder b;
+          b.seed = 21;
+          b.input("x", {g.n, g.c, g.h, g.w});
+          ir::Node& n = b.node("Conv", {"x", b.random_constant("W", {g.k, g.c, g.kh, g.kw}, -0.5f, 0.5f),
+                                        b.random_constant("B", {g.k})}, {"c"});
+          n.attrs["kernel_shape"] = ints_attr({g.kh, g.kw});
+          n.attrs["strides"] = ints_attr({g.stride, g.stride});
+          n.attrs["pads"] = ints_attr({g.pad, g.pad, g.pad, g.pad});
+          std::string cur = "c";
+          if (*act) {
+            b.node(act, {cur}, {"r"});
+            cur = "r";
+          }
+          b.node("Neg", {cur}, {"y"});
+          b.output("y");
+          ir::Graph graph = b.finish();
+          passes::fuse_conv_epilogues(graph);
+          passes::infer_shapes(graph);
+          check(graph, prec, true, "direct-mma");
         }
       }
     }

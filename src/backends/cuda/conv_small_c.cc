@@ -126,11 +126,22 @@ bool env_is(const char* v, const char* want) { return v && std::strcmp(v, want) 
 
 }  // namespace
 
+namespace {
+bool direct_kernel_enabled() {
+  const char* env = std::getenv("KILNRT_CUDA_SMALL_C_DIRECT");
+  return !(env && std::string(env) == "0");
+}
+SmallCPath fixed_rule_without_direct(const ir::Node& node, bool cudnn) {
+  return SmallCConv::is_patchify(node) || !cudnn ? SmallCPath::kIm2colGemm : SmallCPath::kPack8Cudnn;
+}
+}  // namespace
+
 const char* small_c_path_name(SmallCPath p) {
   switch (p) {
     case SmallCPath::kIm2colGemm: return "im2col-gemm";
     case SmallCPath::kPack4Cudnn: return "pack4-cudnn";
     case SmallCPath::kPack8Cudnn: return "pack8-cudnn";
+    case SmallCPath::kDirectMma: return "direct-mma";
   }
   return "?";
 }
@@ -170,17 +181,38 @@ bool SmallCConv::is_patchify(const ir::Node& n) {
   return ks.size() == 2 && st == ks && dil == std::vector<int64_t>{1, 1} && no_pad;
 }
 
+bool SmallCConv::direct_shape_ok(const ir::Node& n, const Tensor& w) {
+  k::Conv2d p;
+  p.n = 1;
+  p.k = w.dim(0);
+  p.c = w.dim(1);
+  p.kh = int(w.dim(2));
+  p.kw = int(w.dim(3));
+  p.h = p.w = p.oh = p.ow = 1;
+  const auto dil = n.attr_ints("dilations", std::vector<int64_t>(2, 1));
+  p.dh = int(dil.size() > 0 ? dil[0] : 1);
+  p.dw = int(dil.size() > 1 ? dil[1] : 1);
+  return k::small_c_direct_applies(p, (p.c * p.kh * p.kw + 15) / 16 * 16);
+}
+
 std::vector<SmallCPath> SmallCConv::applicable_paths(const ir::Node& n, bool cudnn) {
   std::vector<SmallCPath> out = {SmallCPath::kIm2colGemm};
   if (cudnn) {
     out.push_back(SmallCPath::kPack8Cudnn);
     out.push_back(SmallCPath::kPack4Cudnn);
   }
+  // The direct kernel: no residual input (K, C*KH*KW and the geometry are checked with the weights and at run).
+  bool residual = false;
+  if (n.op_type == ops::nn::kFusedConvOp) residual = ops::nn::read_fused_epilogue(n).has_residual;
+  if (!residual && direct_kernel_enabled()) out.push_back(SmallCPath::kDirectMma);
   return out;
 }
 
 SmallCPath SmallCConv::fixed_rule(const ir::Node& node, bool cudnn) {
-  return is_patchify(node) || !cudnn ? SmallCPath::kIm2colGemm : SmallCPath::kPack8Cudnn;
+  if (is_patchify(node)) return SmallCPath::kIm2colGemm;
+  const auto paths = applicable_paths(node, cudnn);
+  if (std::find(paths.begin(), paths.end(), SmallCPath::kDirectMma) != paths.end()) return SmallCPath::kDirectMma;
+  return !cudnn ? SmallCPath::kIm2colGemm : SmallCPath::kPack8Cudnn;
 }
 
 std::unique_ptr<SmallCConv> SmallCConv::create(const LayerCreateArgs& a, bool cudnn) {
@@ -197,11 +229,17 @@ std::unique_ptr<SmallCConv> SmallCConv::create(const LayerCreateArgs& a, bool cu
   if (env_is(env, "gemm")) want = SmallCPath::kIm2colGemm;
   if (env_is(env, "pack4")) want = SmallCPath::kPack4Cudnn;
   if (env_is(env, "pack8")) want = SmallCPath::kPack8Cudnn;
+  if (env_is(env, "direct")) want = SmallCPath::kDirectMma;
   std::unique_ptr<SmallCConv> s(new SmallCConv(n, prec == Precision::kBf16, cudnn));
   if (n.op_type == ops::nn::kFusedConvOp) {
     const ops::nn::FusedEpilogue e = ops::nn::read_fused_epilogue(n);
     s->relu_only_ = e.act == ops::nn::FusedActivation::kRelu && !e.has_residual;
+    s->act_ = static_cast<int>(e.act);
+    s->act_a_ = e.a;
+    s->act_b_ = e.b;
+    s->residual_ = e.has_residual;
   }
+  if (want == SmallCPath::kDirectMma && !direct_shape_ok(n, w)) want = fixed_rule_without_direct(n, cudnn);
   if (!s->set_path(want, a)) return nullptr;
   return s;
 }
@@ -221,9 +259,10 @@ bool SmallCConv::upload_weights(SmallCPath p, const LayerCreateArgs& a) {
   const DType dt = bf16_ ? DType::kBFloat16 : DType::kFloat16;
   auto to16 = [&](float v) { return bf16_ ? float_to_bfloat16(v) : float_to_half(v); };
   const std::string suffix = bf16_ ? "#bf16" : "#fp16";
-  if (p == SmallCPath::kIm2colGemm) {
-    kc_pad_ = (c * r * s + 7) / 8 * 8;
-    const std::string key = node_.name + "/small_c_gemm_W" + suffix;
+  if (p == SmallCPath::kIm2colGemm || p == SmallCPath::kDirectMma) {
+    const bool direct = p == SmallCPath::kDirectMma;
+    kc_pad_ = direct ? (c * r * s + 15) / 16 * 16 : (c * r * s + 7) / 8 * 8;
+    const std::string key = node_.name + (direct ? "/small_c_direct_W" : "/small_c_gemm_W") + suffix;
     if ((gemm_w_ = a.weights.find(key))) return true;
     if (!a.weights.has_host_data(wname)) return false;
     Tensor out = Tensor::empty(dt, {kk, kc_pad_});
@@ -254,6 +293,7 @@ bool SmallCConv::upload_weights(SmallCPath p, const LayerCreateArgs& a) {
 
 std::string SmallCConv::tactic() const {
   // The library prefix makes the runner create the handle before a captured launch (CudaRunner::ensure_resources).
+  if (path_ == SmallCPath::kDirectMma) return "kernel:small-c-direct-mma";
   return path_ == SmallCPath::kIm2colGemm ? "cublaslt:small-c-im2col-gemm"
                                          : std::string("cudnn:small-c-") + (pack_cp_ == 4 ? "pack4" : "pack8") +
                                                "-nhwc|nchw:conv-fwd";
@@ -266,7 +306,18 @@ bool SmallCConv::run(LayerLaunch& l, const k::Conv2d& p, bool symmetric, const v
     return false;
   if (l.inputs[0].shape.size() != 4 || p.n == 0 || p.k == 0 || p.oh == 0 || p.ow == 0) return false;
   if (path_ == SmallCPath::kIm2colGemm) return run_gemm(l, p, bias, done);
+  if (path_ == SmallCPath::kDirectMma) return run_direct(l, p, bias, done);
   return run_pack(l, p);
+}
+
+bool SmallCConv::run_direct(LayerLaunch& l, const k::Conv2d& p, const void** bias, bool* done) {
+  if (!gemm_w_ || residual_ || !k::small_c_direct_applies(p, kc_pad_)) return false;
+  check_launch(k::small_c_direct16(bf16_, l.inputs[0].data, l.inputs[0].nhwc, gemm_w_, kc_pad_, *bias,
+                                   l.outputs[0].data, l.outputs[0].nhwc, p, act_, act_a_, act_b_, l.stream),
+               name_, "small_c_direct16");
+  *bias = nullptr;
+  *done = true;  // bias and activation applied
+  return true;
 }
 
 bool SmallCConv::run_gemm(LayerLaunch& l, const k::Conv2d& p, const void** bias, bool* done) {

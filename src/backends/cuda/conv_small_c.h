@@ -8,7 +8,10 @@
 //    (K x P per image);
 //  - kPack4Cudnn / kPack8Cudnn (NHWC output): the input packed into NHWC with 4 or 8 channels (zeros beyond C) in
 //    the workspace, and cuDNN's NHWC tensor-core convolution on weights zero-padded the same way at load.
-// Both work on images in chunks when the batch does not fit the workspace. Numerics: 16-bit operands, float32
+//  - kDirectMma (K % 16 == 0, K <= 128, C*KH*KW <= 512, no residual): kernels/small_c_direct.cu, an implicit GEMM
+//    on tensor cores with the im2col in shared memory and the bias + activation applied before the one store (NCHW
+//    or NHWC output, no workspace): the stems of resnet50 (7x7/2, 3 -> 64), efficientnet / mobilenet (3x3/2).
+// The GEMM and pack paths work on images in chunks when the batch does not fit the workspace. Numerics: 16-bit operands, float32
 // accumulation, like the cuDNN path. Which path: fixed_rule() (KILNRT_CUDA_SMALL_C overrides, read at layer
 // creation: 0 off, gemm, pack4, pack8; KILNRT_CUDA_CONV=direct turns it off too); a tactic timer can compare
 // applicable_paths() on a layer via set_path().
@@ -23,8 +26,8 @@
 
 namespace kilnrt::backends::cuda {
 
-enum class SmallCPath { kIm2colGemm, kPack4Cudnn, kPack8Cudnn };
-const char* small_c_path_name(SmallCPath p);  // "im2col-gemm", "pack4-cudnn", "pack8-cudnn"
+enum class SmallCPath { kIm2colGemm, kPack4Cudnn, kPack8Cudnn, kDirectMma };
+const char* small_c_path_name(SmallCPath p);  // "im2col-gemm", "pack4-cudnn", "pack8-cudnn", "direct-mma"
 
 class SmallCConv {
  public:
@@ -37,8 +40,8 @@ class SmallCConv {
   static std::vector<SmallCPath> applicable_paths(const ir::Node& node, bool cudnn);
   // Kernel == stride, no padding, no dilation (ViT / ConvNeXt patch embeddings).
   static bool is_patchify(const ir::Node& node);
-  // Without timing (H100 fp16, bench/results/h100_2026-11-22_s4_smallc.md): im2col GEMM for patchify geometries,
-  // else pack to 8 channels for cuDNN (im2col GEMM without cuDNN).
+  // Without timing: im2col GEMM for patchify geometries (H100 fp16, bench/results/h100_2026-11-22_s4_smallc.md),
+  // else the direct kernel where it applies, else pack to 8 channels for cuDNN (im2col GEMM without cuDNN).
   static SmallCPath fixed_rule(const ir::Node& node, bool cudnn);
   SmallCPath path() const { return path_; }
   // Switches to another applicable path (uploading its weights if `a` allows); false when it cannot.
@@ -58,6 +61,8 @@ class SmallCConv {
   bool upload_weights(SmallCPath p, const LayerCreateArgs& a);
   bool run_gemm(LayerLaunch& l, const kilnrt::cuda::kernels::Conv2d& p, const void** bias, bool* done);
   bool run_pack(LayerLaunch& l, const kilnrt::cuda::kernels::Conv2d& p);
+  bool run_direct(LayerLaunch& l, const kilnrt::cuda::kernels::Conv2d& p, const void** bias, bool* done);
+  static bool direct_shape_ok(const ir::Node& node, const Tensor& w);
   CudnnSet* cudnn_set(LayerLaunch& l, const kilnrt::cuda::kernels::Conv2d& p, int64_t count, size_t ws_bytes);
 
   const ir::Node& node_;
@@ -65,9 +70,12 @@ class SmallCConv {
   bool bf16_ = false;
   bool cudnn_ = false;
   bool relu_only_ = false;  // FusedConv with relu and no residual: cuBLASLt's RELU(_BIAS) epilogue does it all
+  int act_ = 0;             // FusedConv's activation (ops::nn::FusedActivation) and parameters: the direct kernel
+  float act_a_ = 0.f, act_b_ = 0.f;
+  bool residual_ = false;   // FusedConv with a residual input: not the direct kernel
   SmallCPath path_ = SmallCPath::kIm2colGemm;
   const void* gemm_w_ = nullptr;  // [K, kc_pad] 16-bit, j = (c*KH + ky)*KW + kx, zeros beyond C*KH*KW
-  int64_t kc_pad_ = 0;
+  int64_t kc_pad_ = 0;            // a multiple of 8 (GEMM path) or 16 (direct path)
   const void* pack_w_ = nullptr;   // [K, KH, KW, cp] 16-bit, zeros beyond C
   int pack_cp_ = 0;
   std::mutex mu_;

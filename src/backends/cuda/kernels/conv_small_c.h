@@ -20,4 +20,11 @@ int im2col16(const void* x, bool x_nhwc, void* col, const Conv2d& p, int64_t n0,
 int pack_channels16(const void* x, bool x_nhwc, void* out, const Conv2d& p, int64_t n0, int64_t count, int cp,
                     StreamT stream);
 
+// Direct tensor-core convolution (small_c_direct.cu) of x (16-bit, NCHW or NHWC) with weights w [K][kc16] (16-bit,
+// j = (c*KH + ky)*KW + kx, zeros for j >= C*KH*KW; 16-byte aligned) into y (NCHW or NHWC), then y = act(y + bias)
+// (bias: K 16-bit values or null; act: ops::nn::FusedActivation's code with parameters a, b). Group 1, no dilation.
+bool small_c_direct_applies(const Conv2d& p, int64_t kc16);
+int small_c_direct16(bool bf16, const void* x, bool x_nhwc, const void* w, int64_t kc16, const void* bias, void* y,
+                     bool y_nhwc, const Conv2d& p, int act, float a, float b, StreamT stream);
+
 }  // namespace kilnrt::cuda::kernels
