@@ -8,7 +8,7 @@
 #include "ir/graph.h"
 
 namespace kilnrt::passes {
-// Returns the number of blocks fused. Opt-in for now: runs only with KILNRT_SQUEEZE_EXCITE=1 (the H100 kernels are
-// slower than the unfused block so far); KILNRT_NO_FUSION=squeeze-excite (or =all) skips it then too.
+// Returns the number of blocks fused. On by default; KILNRT_SQUEEZE_EXCITE=0 or KILNRT_NO_FUSION=squeeze-excite (or
+// =all) skips it.
 size_t fuse_squeeze_excite(ir::Graph& graph);
 }  // namespace kilnrt::passes

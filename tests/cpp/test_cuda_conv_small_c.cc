@@ -150,12 +150,14 @@ TEST(CudaConvSmallC, PathsThatApply) {
   dilated.attrs["dilations"] = ints_attr({2, 2});
   EXPECT_FALSE(SmallCConv::is_patchify(dilated));
   EXPECT_EQ(SmallCConv::fixed_rule(conv_node(16, 16, 0), true), SmallCPath::kIm2colGemm);
-  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), true), SmallCPath::kDirectMma);
-  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), false), SmallCPath::kDirectMma);
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), true), SmallCPath::kPack8Cudnn);  // 49 taps: pack8
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), false), SmallCPath::kIm2colGemm);
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(3, 2, 1), true), SmallCPath::kDirectMma);  // 3x3 stems: direct
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(3, 2, 1), false), SmallCPath::kDirectMma);
   {
     ScopedEnv off("KILNRT_CUDA_SMALL_C_DIRECT", "0");
-    EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), true), SmallCPath::kPack8Cudnn);
-    EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), false), SmallCPath::kIm2colGemm);
+    EXPECT_EQ(SmallCConv::fixed_rule(conv_node(3, 2, 1), true), SmallCPath::kPack8Cudnn);
+    EXPECT_EQ(SmallCConv::fixed_rule(conv_node(3, 2, 1), false), SmallCPath::kIm2colGemm);
   }
 }
 
@@ -251,14 +253,17 @@ TEST(CudaConvSmallC, ZooStemsMatchCpu) {
   ScopedEnv nhwc("KILNRT_CUDA_NHWC", "1");
   for (const char* prec : {"fp16", "bf16"}) {
     SCOPED_TRACE(prec);
-    // resnet50: FusedConv bias + relu on the direct kernel, NHWC and NCHW output.
-    check(conv_graph(kStemResnet, true, true, true), prec, true, "direct-mma");
-    check(conv_graph(kStemResnet, true, true, false), prec, true, "direct-mma");
-    {  // ... into the NHWC pack path; NCHW output (a graph output): cuDNN NCHW fallback.
-      ScopedEnv pack8("KILNRT_CUDA_SMALL_C", "pack8");
-      check(conv_graph(kStemResnet, true, true, true), prec, true, "pack8");
-      check(conv_graph(kStemResnet, true, true, false), prec, true);
+    // resnet50: FusedConv bias + relu into the NHWC pack path; NCHW output (a graph output): cuDNN NCHW fallback.
+    check(conv_graph(kStemResnet, true, true, true), prec, true, "pack8");
+    check(conv_graph(kStemResnet, true, true, false), prec, true);
+    {  // ... and on the direct kernel, NHWC and NCHW output.
+      ScopedEnv direct("KILNRT_CUDA_SMALL_C", "direct");
+      check(conv_graph(kStemResnet, true, true, true), prec, true, "direct-mma");
+      check(conv_graph(kStemResnet, true, true, false), prec, true, "direct-mma");
     }
+    // efficientnet_b0 / mobilenet_v3_large: 3x3/2 pad 1 stems, direct kernel by default.
+    check(conv_graph({1, 3, 224, 224, 32, 3, 3, 2, 1}, true, true, true), prec, true, "direct-mma");
+    check(conv_graph({2, 3, 224, 224, 16, 3, 3, 2, 1}, true, true, false), prec, true, "direct-mma");
     {  // ... and on the im2col GEMM: NHWC (bias + relu in cuBLASLt's epilogue), NCHW.
       ScopedEnv gemm("KILNRT_CUDA_SMALL_C", "gemm");
       check(conv_graph(kStemResnet, true, true, true), prec, true, "im2col");
@@ -317,6 +322,7 @@ TEST(CudaConvSmallC, DirectKernelShapesActivationsAndLayouts) {
       {1, 3, 31, 33, 96, 3, 3, 2, 0},   // no pad, K = 96
   };
   const char* acts[] = {"", "Relu", "HardSwish", "Sigmoid"};
+  ScopedEnv direct("KILNRT_CUDA_SMALL_C", "direct");  // 5x5 / 7x7 windows take pack8 by default
   for (const char* layout : {"1", "0"}) {
     ScopedEnv nhwc("KILNRT_CUDA_NHWC", layout);
     for (const Geo& g : geos) {

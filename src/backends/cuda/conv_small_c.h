@@ -41,7 +41,8 @@ class SmallCConv {
   // Kernel == stride, no padding, no dilation (ViT / ConvNeXt patch embeddings).
   static bool is_patchify(const ir::Node& node);
   // Without timing: im2col GEMM for patchify geometries (H100 fp16, bench/results/h100_2026-11-22_s4_smallc.md),
-  // else the direct kernel where it applies, else pack to 8 channels for cuDNN (im2col GEMM without cuDNN).
+  // else the direct kernel for windows of at most 16 taps (3x3 stems; it loses to pack8 on resnet50's 7x7) where it
+  // applies, else pack to 8 channels for cuDNN (im2col GEMM without cuDNN).
   static SmallCPath fixed_rule(const ir::Node& node, bool cudnn);
   SmallCPath path() const { return path_; }
   // Switches to another applicable path (uploading its weights if `a` allows); false when it cannot.
