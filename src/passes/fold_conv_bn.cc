@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "passes/fusion_control.h"
+#include "passes/pattern_util.h"
 #include "passes/value_uses.h"
 
 namespace kilnrt::passes {
@@ -17,17 +18,6 @@ const Tensor* float_constant(const ir::Graph& g, const std::string& name, int64_
   if (it == g.constants.end() || it->second.dtype() != DType::kFloat32) return nullptr;
   if (numel >= 0 && it->second.numel() != numel) return nullptr;
   return &it->second;
-}
-
-std::string add_constant(ir::Graph& g, const std::string& base, Tensor t) {
-  const std::string name = unique_value_name(g, base);
-  ir::TensorType type;
-  type.dtype = t.dtype();
-  type.has_shape = true;
-  type.shape = ir::shape_to_sym(t.shape());
-  g.types[name] = type;
-  g.constants[name] = std::move(t);
-  return name;
 }
 
 // Folds BN node `bn` into its producer `conv` when everything fits; returns false (graph untouched) otherwise.

@@ -106,17 +106,6 @@ bool match(const ir::Graph& g, const GraphIndex& ix, size_t i, Chain* c) {
   return true;
 }
 
-std::string add_constant(ir::Graph& g, const std::string& base, Tensor t) {
-  const std::string name = unique_value_name(g, base);
-  ir::TensorType type;
-  type.dtype = t.dtype();
-  type.has_shape = true;
-  type.shape = ir::shape_to_sym(t.shape());
-  g.types[name] = type;
-  g.constants[name] = std::move(t);
-  return name;
-}
-
 // gamma's value for output channel j (a scalar gamma: its only value).
 float gamma_at(const Tensor& gamma, int64_t j) { return gamma.data<float>()[gamma.numel() == 1 ? 0 : j]; }
 

@@ -6,6 +6,7 @@
 
 #include "core/logging.h"
 #include "kilnrt/dtype.h"
+#include "passes/value_uses.h"
 
 namespace kilnrt::passes {
 
@@ -132,6 +133,17 @@ size_t apply_fusions(ir::Graph& g, const FusionMatcher& match, const char* what)
   g.topo_sort();
   KILNRT_LOG(kDebug, "fused " << matches.size() << " " << what);
   return matches.size();
+}
+
+std::string add_constant(ir::Graph& g, const std::string& base, Tensor t) {
+  const std::string name = unique_value_name(g, base);
+  ir::TensorType type;
+  type.dtype = t.dtype();
+  type.has_shape = true;
+  type.shape = ir::shape_to_sym(t.shape());
+  g.types[name] = type;
+  g.constants[name] = std::move(t);
+  return name;
 }
 
 }  // namespace kilnrt::passes

@@ -44,6 +44,8 @@ bool near(double a, double b, double rel = 1e-3);
 ir::Node make_node(const std::string& name, const char* op, std::vector<std::string> inputs, const std::string& output);
 // Makes sure the graph imports the com.kilnrt domain (version 1) for the fused nodes.
 void use_kilnrt_domain(ir::Graph& g);
+// Adds constant `t` under a new unique name derived from `base` (with its type); returns the name.
+std::string add_constant(ir::Graph& g, const std::string& base, Tensor t);
 // Deletes the nodes whose names are in `names` (order otherwise kept).
 void erase_nodes(ir::Graph& g, const std::vector<std::string>& names);
 

@@ -14,6 +14,7 @@
 
 #include "backends/cuda/kernels/conv_activation.cuh"
 #include "backends/cuda/kernels/conv_small_c.h"
+#include "backends/cuda/kernels/storage16.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {
@@ -31,11 +32,8 @@ struct DirectGeo {
   bool y_nhwc;
 };
 
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <class T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+using storage16::from_f;
+using storage16::to_f;
 
 template <class T, int KT>
 __global__ void __launch_bounds__(kWarps * 32) small_c_direct_kernel(const T* __restrict__ x, const T* __restrict__ wt,

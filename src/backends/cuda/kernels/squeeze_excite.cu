@@ -16,6 +16,7 @@
 
 #include "backends/cuda/kernels/conv_activation.cuh"
 #include "backends/cuda/kernels/launch_common.cuh"
+#include "backends/cuda/kernels/storage16.cuh"
 #include "backends/cuda/kernels/squeeze_excite.h"
 
 namespace kilnrt::cuda::kernels {
@@ -23,19 +24,9 @@ namespace {
 
 using conv_act::activate;
 
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-template <typename T>
-struct alignas(16) Pack {
-  static constexpr int kN = 16 / static_cast<int>(sizeof(T));
-  T e[kN];
-};
+using storage16::from_f;
+using storage16::Pack;
+using storage16::to_f;
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
