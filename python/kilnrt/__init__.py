@@ -279,11 +279,7 @@ class Engine:
             if not isinstance(t, tensor) or not t.is_cuda:
                 return None
             outk.append((t.data_ptr(), t.shape, t.dtype, t.get_device(), t.is_contiguous()))
-        if stream is not None:
-            handle = cuda.stream_handle(stream)
-        else:
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-            handle = int(raw(device)) if raw is not None else _interop.torch_current_stream(device)
+        handle = cuda.stream_handle(stream) if stream is not None else _interop.torch_current_stream(device)
         return (tuple(ins), tuple(outk), handle, outs)
 
     # ---- host path: numpy (and CPU torch tensors through numpy) ----------------------------------------------------

@@ -124,16 +124,13 @@ void lt_matmul(const LtCall& c, LayerLaunch& l, void* ws, size_t ws_bytes, const
 
 bool env_is(const char* v, const char* want) { return v && std::strcmp(v, want) == 0; }
 
-}  // namespace
+bool direct_kernel_enabled() { return !env_is(std::getenv("KILNRT_CUDA_SMALL_C_DIRECT"), "0"); }
 
-namespace {
-bool direct_kernel_enabled() {
-  const char* env = std::getenv("KILNRT_CUDA_SMALL_C_DIRECT");
-  return !(env && std::string(env) == "0");
-}
+// The rule without the direct kernel: im2col GEMM for patchify geometries or without cuDNN, else pack8 + cuDNN.
 SmallCPath fixed_rule_without_direct(const ir::Node& node, bool cudnn) {
   return SmallCConv::is_patchify(node) || !cudnn ? SmallCPath::kIm2colGemm : SmallCPath::kPack8Cudnn;
 }
+
 }  // namespace
 
 const char* small_c_path_name(SmallCPath p) {
@@ -209,7 +206,7 @@ std::vector<SmallCPath> SmallCConv::applicable_paths(const ir::Node& n, bool cud
 }
 
 SmallCPath SmallCConv::fixed_rule(const ir::Node& node, bool cudnn) {
-  if (is_patchify(node)) return SmallCPath::kIm2colGemm;
+  if (is_patchify(node)) return fixed_rule_without_direct(node, cudnn);
   // The direct kernel for small windows only (H100 fp16, engine.run: efficientnet_b0's 3x3 stem b32 1.559 -> 1.539 ms,
   // b1 0.513 -> 0.499; resnet50's 7x7 stem loses to pack8 + cuDNN: b32 1.377 -> 1.426 ms, b1 0.358 -> 0.375).
   const auto ks = node.attr_ints("kernel_shape", std::vector<int64_t>{});
@@ -217,7 +214,7 @@ SmallCPath SmallCConv::fixed_rule(const ir::Node& node, bool cudnn) {
   const auto paths = applicable_paths(node, cudnn);
   if (small_window && std::find(paths.begin(), paths.end(), SmallCPath::kDirectMma) != paths.end())
     return SmallCPath::kDirectMma;
-  return !cudnn ? SmallCPath::kIm2colGemm : SmallCPath::kPack8Cudnn;
+  return fixed_rule_without_direct(node, cudnn);
 }
 
 std::unique_ptr<SmallCConv> SmallCConv::create(const LayerCreateArgs& a, bool cudnn) {

@@ -291,10 +291,7 @@ CudaRunner::~CudaRunner() {
 }
 
 void CudaRunner::drop_graphs() noexcept {
-  for (ShapeState* st : graph_lru_) {
-    st->graph.reset();
-    st->direct_graph.reset();
-  }
+  for (ShapeState* st : graph_lru_) st->drop_graphs();
   graph_lru_.clear();
 }
 
@@ -544,8 +541,7 @@ void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void
       return;
     }
     if (graph_lru_.size() >= kMaxGraphs) {
-      graph_lru_.front()->graph.reset();
-      graph_lru_.front()->direct_graph.reset();
+      graph_lru_.front()->drop_graphs();
       graph_lru_.erase(graph_lru_.begin());
       ++stats_.evictions;
     }

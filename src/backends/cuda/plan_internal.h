@@ -81,6 +81,10 @@ struct CudaRunner::ShapeState {
   std::vector<const void*> direct_in, last_in;  // the pointers direct_graph addresses / the previous call's
   std::vector<void*> direct_out, last_out;
   bool direct_failed = false;  // a capture on the caller's pointers failed once: the copying graph only
+  void drop_graphs() noexcept {
+    graph.reset();
+    direct_graph.reset();
+  }
 };
 
 // State of a plan with sync points (runner_segments.cc): the values of the last run, sized while it ran.
