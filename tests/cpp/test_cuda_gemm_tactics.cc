@@ -236,6 +236,39 @@ TEST(CudaGemmTactic, RefusedStoredAlgorithmFallsBack) {
   }
 }
 
+// KILNRT_GEMM_CANDIDATES bounds the heuristic's list the tuner times (split-K variants come on top); a count other
+// than the default is its own timing-cache entry, so it is timed again rather than served from the default's entry.
+TEST(CudaGemmTactic, CandidateCountFollowsEnvironment) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  EXPECT_EQ(bc::gemm_candidate_count(), bc::kGemmCandidatesDefault);
+  const Prec& p = kPrecs[1];
+  Case c = make_case("fused-bias", p);
+  auto listed = [&](const char* count) {
+    EnvVar n("KILNRT_GEMM_CANDIDATES", count);
+    EnvVar no_split("KILNRT_GEMM_SPLITK", "0");
+    size_t seen = 0;
+    int calls = 0;
+    bc::set_gemm_candidates_observer([&](const std::string&, const std::vector<cublasLtMatmulAlgo_t>& v) {
+      seen = v.size();
+      ++calls;
+    });
+    tune(c.g);
+    bc::set_gemm_candidates_observer({});
+    EXPECT_EQ(calls, 1) << "KILNRT_GEMM_CANDIDATES=" << count << " must be timed, not a cache hit";
+    return seen;
+  };
+  bc::timing_cache_clear();
+  EXPECT_EQ(listed("1"), 1u);
+  const size_t many = listed("40");
+  EXPECT_GE(many, 1u);
+  EXPECT_LE(many, 40u);
+  {
+    EnvVar bad("KILNRT_GEMM_CANDIDATES", "1000");  // out of range: the default
+    EXPECT_EQ(bc::gemm_candidate_count(), bc::kGemmCandidatesDefault);
+  }
+  expect_tensors_close(run_cuda(c.g, c.feeds).at("y"), run_cpu(c.g, c.feeds).at("y"), 8 * p.u, 8 * p.u);
+}
+
 // Identical GEMM problems are timed once: two MatMuls of the same shapes in one plan (one timed, one cache hit), a
 // second plan (all hits), and through a KILNRT_TIMING_CACHE file after the in-memory cache is cleared.
 TEST(CudaGemmTactic, TimingCacheDedupesProblems) {

@@ -126,6 +126,12 @@ bool gemm_tuning_enabled() {
   return !(env && std::string(env) == "0");
 }
 
+int gemm_candidate_count() {
+  const char* env = std::getenv("KILNRT_GEMM_CANDIDATES");
+  const int n = env ? std::atoi(env) : 0;
+  return n >= 1 && n <= kGemmCandidatesMax ? n : kGemmCandidatesDefault;
+}
+
 DType gemm_storage(Precision p) {
   return p == Precision::kFp16 ? DType::kFloat16 : p == Precision::kBf16 ? DType::kBFloat16 : DType::kFloat32;
 }
@@ -157,7 +163,8 @@ void setup_gemm_tactic(const LayerCreateArgs& a, DType storage, GemmTactic& t,
   const std::string problem = gemm_key(a.node, a.graph, storage, &l);
   if (problem.empty()) return;
   const std::string dev = tuning_device_key(a.device);
-  const std::string key = dev + "|" + problem;
+  const int count = gemm_candidate_count();
+  const std::string key = dev + "|" + problem + (count == kGemmCandidatesDefault ? "" : "|cand" + std::to_string(count));
   std::string cached;
   if (timing_cache_find_raw(key, &cached)) {
     note_gemm_tuning(/*cache_hit=*/true);

@@ -2,7 +2,7 @@
 //
 // Without a choice a GEMM layer runs the first algorithm of cuBLASLt's heuristic (cublasLtMatmulAlgoGetHeuristic).
 // At build, under the ConvTuningScope the builder opens (conv_tactics.h: same timing machinery, CUDA-graph replays,
-// median, timing cache), a GEMM layer whose shapes are all static asks the heuristic for up to kGemmCandidates
+// median, timing cache), a GEMM layer whose shapes are all static asks the heuristic for up to gemm_candidate_count()
 // algorithms for its problem (with the workspace the layer gets), times each, and keeps the heuristic's first unless
 // another is at least 3% faster. The winner, the heuristic's first included (cublasLtMatmulAlgo_t: 8 opaque uint64 words) is stored as the node's
 // string attribute kGemmAlgoAttr = "<device key>#<128 hex digits>", where the device key names the GPU, its SM and
@@ -25,7 +25,11 @@
 namespace kilnrt::backends::cuda {
 
 constexpr const char* kGemmAlgoAttr = "kilnrt_gemm_algo";
-constexpr int kGemmCandidates = 12;  // heuristic results timed per GEMM problem
+constexpr int kGemmCandidatesDefault = 12;  // heuristic results timed per GEMM problem
+constexpr int kGemmCandidatesMax = 64;
+// kGemmCandidatesDefault, or KILNRT_GEMM_CANDIDATES=N (1..kGemmCandidatesMax; another count is another timing-cache
+// entry).
+int gemm_candidate_count();
 
 // The cuBLASLt algorithm of one GEMM layer. lt_gemm (lt_gemm.h) reads it through GemmArgs::tactic.
 struct GemmTactic {

@@ -138,12 +138,12 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
       note_tactic_fallback();
     }
   }
-  constexpr int kMaxResults = std::max(8, kGemmCandidates);
+  constexpr int kMaxResults = std::max(8, kGemmCandidatesMax);
   cublasLtMatmulHeuristicResult_t results[kMaxResults] = {};
   if (!algo) {
     const bool listing = t && t->mode == GemmTactic::Mode::kList;
     int returned = 0;
-    const int want = listing ? kGemmCandidates : std::min(8, std::max(1, g.algo_index + 1));
+    const int want = listing ? gemm_candidate_count() : std::min(8, std::max(1, g.algo_index + 1));
     KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulAlgoGetHeuristic(handle, desc.h, lp.h, lq.h, lc.h, lc.h, pref.h, want,
                                                              results, &returned),
                           name);
