@@ -52,6 +52,15 @@ const CudnnApi& cudnn_api() {
   });
 }
 
+const CudnnGraphApi& cudnn_graph_api() {
+  return resolve_once<CudnnGraphApi>(Library::kCudnn, [](CudnnGraphApi& a) {
+#define KILNRT_RESOLVE(f) \
+  a.f = KILNRT_INJECTABLE_CALL(#f, reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCudnn, #f)));
+    KILNRT_CUDNN_GRAPH_FUNCTIONS(KILNRT_RESOLVE)
+#undef KILNRT_RESOLVE
+  });
+}
+
 bool cudnn_usable(std::string* why) {
   try {
     cudnn_api();

@@ -28,6 +28,12 @@ namespace kilnrt::backends::cuda {
   X(cudnnConvolutionBiasActivationForward) X(cudnnCreateActivationDescriptor)                             \
   X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)
 
+// cuDNN's graph (backend) API: operation graphs, engines, execution plans (cudnn_attention.cc).
+#define KILNRT_CUDNN_GRAPH_FUNCTIONS(X)                                                                 \
+  X(cudnnBackendCreateDescriptor) X(cudnnBackendDestroyDescriptor) X(cudnnBackendSetAttribute)            \
+  X(cudnnBackendGetAttribute) X(cudnnBackendFinalize) X(cudnnBackendExecute) X(cudnnGetLastErrorString)    \
+  X(cudnnGetVersion)
+
 struct CublasLtApi {
 #define KILNRT_MEMBER(f) decltype(&::f) f = nullptr;
   KILNRT_CUBLASLT_FUNCTIONS(KILNRT_MEMBER)
@@ -39,9 +45,16 @@ struct CudnnApi {
 #undef KILNRT_MEMBER
 };
 
+struct CudnnGraphApi {
+#define KILNRT_MEMBER(f) decltype(&::f) f = nullptr;
+  KILNRT_CUDNN_GRAPH_FUNCTIONS(KILNRT_MEMBER)
+#undef KILNRT_MEMBER
+};
+
 // The tables, resolved on first call. Throw kUnsupported naming the library / symbol and what to install.
 const CublasLtApi& cublaslt_api();
 const CudnnApi& cudnn_api();
+const CudnnGraphApi& cudnn_graph_api();
 // Non-throwing: whether cuDNN's table resolves (for choosing the conv tactic); `why` gets the reason.
 bool cudnn_usable(std::string* why);
 

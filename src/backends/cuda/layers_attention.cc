@@ -2,6 +2,7 @@
 // kernel (kernels/attention.cu), reading Q / K / V / mask in their exported layouts through strides (and Q / K / V
 // as parts of one packed projection: q_part / k_part / v_part offsets) and writing the output in out_perm's layout. Float32, float16 and bfloat16 storage; no workspace, no allocation: graph-safe.
 #include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/kernels/attention.h"
 #include "ops/nn/fused_attention.h"
 
@@ -44,7 +45,9 @@ class AttentionLayer final : public CudaLayer {
  public:
   explicit AttentionLayer(const ir::Node& n) : node_(n), name_(n.describe()), scale_(n.attr_float("scale", 1.f)),
         zero_masked_rows_(n.attr_int("zero_masked_rows", 0) != 0) {}
-  std::string tactic() const override { return "kernel:fused-attention"; }
+  std::string tactic() const override { return cudnn_.uses_cudnn() ? "cudnn:sdpa" : "kernel:fused-attention"; }
+  // cuDNN's SDPA as a tactic (cudnn_attention.h): the stored choice, or timed against the kernel at build.
+  void setup_cudnn(const LayerCreateArgs& a) { cudnn_.setup(a, zero_masked_rows_, [this](LayerLaunch& l) { enqueue(l); }); }
   bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     const bool mask = l.inputs.size() > 3 && l.inputs[3].present;
@@ -84,6 +87,7 @@ class AttentionLayer final : public CudaLayer {
     }
     a.scale = scale_;
     a.zero_masked_rows = zero_masked_rows_ ? 1 : 0;
+    if (cudnn_.run(a, l, name_)) return;
     check_launch(k::attention(a, l.stream), name_, "attention");
   }
 
@@ -92,10 +96,13 @@ class AttentionLayer final : public CudaLayer {
   std::string name_;
   float scale_;
   bool zero_masked_rows_;
+  CudnnAttention cudnn_;
 };
 
 const LayerRegistrar kAttention({"FusedAttention", attention_supports, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                                   return std::make_unique<AttentionLayer>(a.node);
+                                   auto layer = std::make_unique<AttentionLayer>(a.node);
+                                   layer->setup_cudnn(a);
+                                   return layer;
                                  }});
 
 }  // namespace
