@@ -12,6 +12,7 @@
 #include "passes/fold_conv_bn.h"
 #include "passes/fold_layer_scale.h"
 #include "passes/fuse_conv_epilogue.h"
+#include "passes/move_input_activation.h"
 #include "passes/patchify_conv.h"
 #include "passes/shape_inference.h"
 
@@ -54,6 +55,8 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
     KILNRT_LOG(kInfo, "fused " << attention << " attention block(s), " << gelu << " GELU(s), " << gemm
                                << " GEMM epilogue(s), " << layernorm << " LayerNorm(s)");
   }
+  // 1x1 convolutions' SiLU / HardSwish / ... into the depthwise convolution reading them (issue 7).
+  move_input_activations(graph);
   // Squeeze-excite blocks (their two 1x1 FusedConvs made above) -> one com.kilnrt:SqueezeExcite (issue 7).
   if (fuse_squeeze_excite(graph) > 0) infer_shapes(graph);
   // Pointwise chains last, so that the pattern fusions above keep theirs (issue 7).

@@ -269,6 +269,7 @@ class ConvLayer final : public CudaLayer {
         p16_(precision_ == Precision::kFp16 || precision_ == Precision::kBf16),
         fused_(a.node.op_type == ops::nn::kFusedConvOp) {
     if (fused_) epilogue_ = ops::nn::read_fused_epilogue(a.node);
+    if (fused_) ops::nn::check_input_activation_reader(a.node, a.graph);  // X may be activated in place (enqueue)
     const char* env = std::getenv("KILNRT_CUDA_CONV");
     std::string why;
     use_cudnn_ = !(env && std::string(env) == "direct") && cudnn_usable(&why);
@@ -302,6 +303,14 @@ class ConvLayer final : public CudaLayer {
                                                 << (l.outputs[0].nhwc ? "NHWC" : "NCHW"));
     const void* bias = l.inputs.size() > 2 && l.inputs[2].present ? l.inputs[2].data : nullptr;
     if (fused_) check_epilogue_operands(l);
+    if (epilogue_.in_act != ops::nn::FusedActivation::kNone && !dw_tile_run(l, geo)) {
+      // FusedConv's input activation (passes/move_input_activation) outside the tiled depthwise kernel: in place on
+      // X, which only this node reads (check_input_activation_reader), then the convolution as usual.
+      check_launch(k::conv_epilogue(float_code(l.inputs[0].dtype), const_cast<void*>(l.inputs[0].data), nullptr,
+                                    nullptr, l.inputs[0].numel(), 1, 1, static_cast<int>(epilogue_.in_act),
+                                    epilogue_.in_a, epilogue_.in_b, l.stream),
+                   name_, "conv_epilogue(input activation)");
+    }
     const bool symmetric = geo.pad_end_h == geo.p.ph && geo.pad_end_w == geo.p.pw;
     bool small_c_done = false;  // few input channels (conv_small_c.h): own path first
     if (small_c_ && small_c_->run(l, geo.p, symmetric, &bias, &small_c_done)) {
@@ -317,7 +326,8 @@ class ConvLayer final : public CudaLayer {
       e.act = static_cast<int>(epilogue_.act);
       e.a = epilogue_.a;
       e.b = epilogue_.b;
-      if (k::depthwise_nhwc_tile_applies(l.inputs[0].data, dw_w_, l.outputs[0].data, e.z, geo.p)) {
+      e.in_act = static_cast<int>(epilogue_.in_act), e.in_a = epilogue_.in_a, e.in_b = epilogue_.in_b;
+      if (dw_tile_run(l, geo)) {
         check_launch(k::depthwise_conv2d_nhwc_tile(float_code(l.inputs[0].dtype), l.inputs[0].data, dw_w_,
                                                    l.outputs[0].data, geo.p, e, l.stream),
                      name_, "depthwise_conv2d_nhwc_tile");
@@ -523,6 +533,14 @@ class ConvLayer final : public CudaLayer {
                                     static_cast<int>(epilogue_.act), epilogue_.a, epilogue_.b, l.stream),
                    name_, "conv_epilogue");
     }
+  }
+
+  // True when this launch runs the tiled NHWC depthwise kernel (enqueue's first own-kernel branch).
+  bool dw_tile_run(const LayerLaunch& l, const ConvGeometry& geo) const {
+    const void* z = l.inputs.size() > 3 && l.inputs[3].present ? l.inputs[3].data : nullptr;
+    return l.inputs[0].nhwc && dw_w_ && geo.p.groups == geo.p.c && geo.p.k == geo.p.c &&
+           l.inputs[0].dtype != DType::kFloat32 &&
+           k::depthwise_nhwc_tile_applies(l.inputs[0].data, dw_w_, l.outputs[0].data, z, geo.p);
   }
 
   // True when the tiled NHWC depthwise kernel takes this conv's kernel size, strides and dilations (for the tactic

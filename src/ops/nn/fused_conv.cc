@@ -93,6 +93,17 @@ void fused_conv_cpu(CpuContext& ctx) {
   const ir::Node conv = conv_part_of(node);
   CpuContext inner{conv, kConvOpset, {}, {}};
   for (size_t i = 0; i < 3; ++i) inner.inputs.push_back(ctx.has_input(i) ? ctx.inputs[i] : nullptr);
+  Tensor x_act;  // input_activation: the convolution reads in_act(X) (its zero padding stays zero)
+  if (e.in_act != FusedActivation::kNone) {
+    const Tensor& x_in = ctx.input(0);
+    x_act = to_float32(x_in, node, "X");
+    if (x_act.data<float>() == x_in.data<float>()) x_act = x_act.clone();
+    FusedEpilogue in;
+    in.act = e.in_act, in.a = e.in_a, in.b = e.in_b;
+    apply_activation_inplace(in, x_act.data<float>(), x_act.numel());
+    if (x_in.dtype() != DType::kFloat32) x_act = from_float32(x_act, x_in.dtype());  // rounded like the input
+    inner.inputs[0] = &x_act;
+  }
   inner.outputs.resize(1);
   try {
     conv_schema().cpu(inner);
@@ -130,23 +141,46 @@ const char* fused_activation_name(FusedActivation a) {
   return "?";
 }
 
-FusedEpilogue read_fused_epilogue(const ir::Node& node) {
-  FusedEpilogue e;
-  const std::string name = node.attr_string("activation", std::string());
-  const std::vector<float> params = node.attr_floats("activation_params", std::vector<float>());
+namespace {
+
+// The activation named by attribute `key` with its `params_key` floats; throws kInvalidModel naming the node.
+void read_activation(const ir::Node& node, const char* key, const char* params_key, FusedActivation* act, float* a,
+                     float* b) {
+  const std::string name = node.attr_string(key, std::string());
+  const std::vector<float> params = node.attr_floats(params_key, std::vector<float>());
   const ActivationInfo* found = nullptr;
   for (const ActivationInfo& i : kActivations)
     if (name == i.name) found = &i;
-  KILNRT_CHECK(found != nullptr, kInvalidModel, node.describe(), "unknown FusedConv activation '" << name << "'");
+  KILNRT_CHECK(found != nullptr, kInvalidModel, node.describe(), "unknown FusedConv " << key << " '" << name << "'");
   KILNRT_CHECK(params.size() == found->params, kInvalidModel, node.describe(),
-               "FusedConv activation '" << name << "' takes " << found->params << " activation_params, got "
-                                        << params.size());
-  e.act = found->act;
-  if (!params.empty()) e.a = params[0];
-  if (params.size() > 1) e.b = params[1];
+               "FusedConv " << key << " '" << name << "' takes " << found->params << " " << params_key << ", got "
+                            << params.size());
+  *act = found->act;
+  if (!params.empty()) *a = params[0];
+  if (params.size() > 1) *b = params[1];
+}
+
+}  // namespace
+
+FusedEpilogue read_fused_epilogue(const ir::Node& node) {
+  FusedEpilogue e;
+  read_activation(node, "activation", "activation_params", &e.act, &e.a, &e.b);
+  read_activation(node, "input_activation", "input_activation_params", &e.in_act, &e.in_a, &e.in_b);
   e.has_bias = node.inputs.size() > 2 && !node.inputs[2].empty();
   e.has_residual = node.inputs.size() > 3 && !node.inputs[3].empty();
   return e;
+}
+
+void check_input_activation_reader(const ir::Node& node, const ir::Graph& graph) {
+  if (!node.has_attr("input_activation") || node.inputs.empty() || node.inputs[0].empty()) return;
+  const std::string& x = node.inputs[0];
+  int reads = 0;
+  for (const ir::Node& n : graph.nodes)
+    for (const std::string& in : n.inputs) reads += in == x;
+  for (const std::string& out : graph.outputs) reads += out == x;
+  KILNRT_CHECK(reads == 1, kUnsupported, node.describe(),
+               "input_activation needs its input '" << x << "' read by this node only and no graph output ("
+                                                   << reads << " reads)");
 }
 
 ir::Node conv_part_of(const ir::Node& fused) {
@@ -157,20 +191,23 @@ ir::Node conv_part_of(const ir::Node& fused) {
   while (!conv.inputs.empty() && conv.inputs.back().empty()) conv.inputs.pop_back();
   conv.outputs = fused.outputs;
   for (const auto& [k, v] : fused.attrs)
-    if (k != "activation" && k != "activation_params") conv.attrs[k] = v;
+    if (k != "activation" && k != "activation_params" && k != "input_activation" && k != "input_activation_params")
+      conv.attrs[k] = v;
   return conv;
 }
 
 std::string describe_epilogue(const FusedEpilogue& e) {
   std::string s;
   auto add = [&](const std::string& part) { s += (s.empty() ? "" : "+") + part; };
+  auto lower = [](FusedActivation act) {
+    std::string a = fused_activation_name(act);
+    for (char& c : a) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return a;
+  };
+  if (e.in_act != FusedActivation::kNone) add("in-" + lower(e.in_act));
   if (e.has_bias) add("bias");
   if (e.has_residual) add("add");
-  if (e.act != FusedActivation::kNone) {
-    std::string a = fused_activation_name(e.act);
-    for (char& c : a) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    add(a);
-  }
+  if (e.act != FusedActivation::kNone) add(lower(e.act));
   return s.empty() ? "none" : s;
 }
 

@@ -8,13 +8,18 @@
 
 namespace kilnrt::cuda::kernels {
 
-// y = act(depthwise(x, w) + bias[c] + z): bias [C] and z (y's shape, NHWC) in y's dtype, each may be null; act and
-// a, b as conv_epilogue's (conv_kernels.h: 0 none, 1 relu, ... 7 silu, 8 gelu, 9 gelu tanh).
+// y = act(depthwise(in_act(x), w) + bias[c] + z): bias [C] and z (y's shape, NHWC) in y's dtype, each may be null;
+// act and a, b as conv_epilogue's (conv_kernels.h: 0 none, 1 relu, ... 7 silu, 8 gelu, 9 gelu tanh). in_act (same
+// codes, in_a / in_b its parameters; FusedConv's input_activation) is applied to each input element inside the
+// image as it is loaded, rounded to x's dtype (what a separate activation pass would store); the zero padding stays
+// zero whatever in_act(0) is.
 struct DepthwiseEpilogue {
   const void* bias = nullptr;
   const void* z = nullptr;
   int act = 0;
   float a = 0.f, b = 0.f;
+  int in_act = 0;
+  float in_a = 0.f, in_b = 0.f;
 };
 
 // False with KILNRT_CUDA_DW_TILE=0 (read once): the layers then run depthwise_conv2d_nhwc + conv_epilogue.

@@ -10,7 +10,8 @@
 //    weights of that column in registers and slides down the (TY - 1) * S + K input rows of its column, each
 //    loaded from shared memory once and used by every output row covering it (float32 accumulation);
 //  - the epilogue (bias, residual, activation: conv_activation.cuh) is applied in registers and each output is
-//    rounded and stored once with a 16-byte store.
+//    rounded and stored once with a 16-byte store; an input activation (FusedConv's input_activation, moved here
+//    from the 1x1 expand convolution by passes/move_input_activation) is applied to the window in shared memory.
 // Threads of a warp take consecutive channel groups, then consecutive columns, so their 16-byte shared loads are
 // consecutive (stride 1: no bank conflicts) and their global loads / stores coalesced. rs, tw and TY are picked per
 // layer (pick_tile) so that small layers (batch 1) still give every SM work and the tile fits 48 KB of shared memory.
@@ -98,6 +99,8 @@ struct TileArgs {
   int tiles_w;  // CTAs along x
   int act;
   float a, b;
+  int in_act;  // input activation, applied in shared memory to the in-image elements (nhwc_depthwise.h)
+  float in_a, in_b;
 };
 
 template <typename T, int K, int S, int TY>
@@ -143,6 +146,20 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     }
   }
   copy_wait_all();
+  if (t.in_act != 0) {
+    // The input activation over this thread's own copies (landed: cp.async.wait_group), in-image elements only, so
+    // that the zero padding stays zero; rounded back to 16 bits like a separate activation pass.
+    for (int i = threadIdx.x; i < tile_elems; i += blockDim.x) {
+      const int g = i % cg, rc = i / cg;
+      const int ix = ix0 + rc % t.iw, iy = iy0 + rc / t.iw;
+      if (!(g < gn && iy >= 0 && iy < t.h && ix >= 0 && ix < t.w)) continue;
+      float v[8];
+      unpack8(tile[i], v, T());
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[k] = conv_act::activate(t.in_act, v[k], t.in_a, t.in_b);
+      tile[i] = pack8(v, T());
+    }
+  }
   __syncthreads();
 
   const int g = threadIdx.x % cg, rest = threadIdx.x / cg;
@@ -252,6 +269,7 @@ template <typename T, int K, int S, int TY>
 int launch(const void* x, const void* w, void* y, const Conv2d& p, const DepthwiseEpilogue& e, cudaStream_t s) {
   TileArgs t = pick_tile(p, TY);
   t.act = e.act, t.a = e.a, t.b = e.b;
+  t.in_act = e.in_act, t.in_a = e.in_a, t.in_b = e.in_b;
   const int smem = smem_bytes(t, K);
   if (smem > kMaxSmem) return static_cast<int>(cudaErrorInvalidValue);
   const int64_t tiles_h = (p.oh + t.rs * TY - 1) / (t.rs * TY);
