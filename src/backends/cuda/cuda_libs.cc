@@ -93,6 +93,7 @@ cudnnHandle_t LibraryHandles::get_cudnn() {
 
 void LibraryHandles::reset() noexcept {
   cublasLtHandle_t lt = std::exchange(cublaslt, nullptr);
+  cudnn_plans.reset();  // plans made with the handle go first
   cudnnHandle_t dnn = std::exchange(cudnn, nullptr);
   if (!kilnrt::cuda::cleanup_allowed()) return;  // leak at exit / in a forked child
   try {

@@ -4,6 +4,7 @@
 #include <cublasLt.h>
 #include <cudnn.h>
 
+#include <memory>
 #include <string>
 
 #include "cuda/library_loader.h"
@@ -63,6 +64,8 @@ struct LibraryHandles {
   int device = 0;
   cublasLtHandle_t cublaslt = nullptr;
   cudnnHandle_t cudnn = nullptr;
+  // cuDNN execution plans made with `cudnn` (cudnn_attention.cc's cache), released before the handle.
+  std::shared_ptr<void> cudnn_plans;
   cublasLtHandle_t get_cublaslt();
   cudnnHandle_t get_cudnn();
   // Destroys the handles (they are created again on next use); used after a failed graph capture.

@@ -2,10 +2,14 @@
 // execution plans per shape, the build-time choice and the run.
 #include "backends/cuda/cudnn_attention.h"
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -181,28 +185,58 @@ bool env_is(const char* name, const char* value) {
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 std::atomic<int64_t> g_runs{0};
-std::mutex g_refusal_mu;
-std::string& last_refusal() {
+
+}  // namespace
+
+
+// One operation graph (one variant) and the execution plans made from its engine configurations.
+struct SdpaGraph {
+  std::vector<Desc> descs;  // tensors and operations the graph refers to
+  Desc graph;
+  bool mask = false;
+  int64_t stats_bytes = 0;  // the softmax statistics output (graphs that need it), at the workspace's start
+  std::string variant;
+};
+
+struct CudnnSdpaPlan {
+  std::shared_ptr<SdpaGraph> graph;
+  Desc config, plan;
+  int64_t workspace = 0;  // cuDNN's request
+  std::string label;      // variant and engine configuration
+};
+
+namespace {
+
+// Per cuDNN handle (LibraryHandles::cudnn_plans): problem -> the finalizable plans found (in heuristic order) and
+// why the others were refused.
+struct PlanEntry {
+  std::vector<std::shared_ptr<CudnnSdpaPlan>> plans;
+  int searched = 0;  // the most plans asked for so far (a search for more starts again)
+  std::string errors;
+};
+struct PlanCache {
+  std::mutex mu;
+  std::map<std::string, PlanEntry> entries;
+};
+
+PlanCache& plan_cache(LibraryHandles& libs) {
+  if (!libs.cudnn_plans) libs.cudnn_plans = std::make_shared<PlanCache>();
+  return *static_cast<PlanCache*>(libs.cudnn_plans.get());
+}
+
+std::mutex g_report_mu;
+std::string& last_report() {
   static std::string* s = new std::string;  // leaked: read at exit
   return *s;
 }
 
 }  // namespace
 
-struct CudnnSdpaPlan {
-  std::vector<Desc> descs;  // everything the plan refers to
-  Desc graph, config, plan;
-  int64_t workspace = 0;    // cuDNN's request
-  int64_t stats_bytes = 0;  // the softmax statistics output (graphs that need it), at the workspace's start
-  bool mask = false;
-  std::string variant;
-};
-
 int64_t cudnn_attention_runs() { return g_runs.load(); }
 
-std::string cudnn_attention_last_refusal() {
-  std::lock_guard<std::mutex> lock(g_refusal_mu);
-  return last_refusal();
+std::string cudnn_attention_last_report() {
+  std::lock_guard<std::mutex> lock(g_report_mu);
+  return last_report();
 }
 
 int cudnn_attention_mode() {
@@ -243,9 +277,11 @@ std::string sdpa_problem_key(const k::AttentionArgs& a) {
 
 namespace {
 
-// The graph of `a` in one variant (softmax statistics as an output or not, P in float32 or the storage dtype).
-std::shared_ptr<CudnnSdpaPlan> build_variant(const k::AttentionArgs& a, cudnnHandle_t h, bool stats, bool p_storage,
-                                             const std::string& node, std::string* errors) {
+// The graph of `a` in one variant: the softmax statistics (log-sum-exp per row) as an output or not, P in the
+// storage dtype or float32. cuDNN 9.14 on the H100 plans the first (statistics, 16-bit P) only; the others stay
+// as fallbacks for other versions.
+std::shared_ptr<SdpaGraph> build_graph(const k::AttentionArgs& a, cudnnHandle_t h, bool stats, bool p_storage,
+                                       const std::string& node) {
   GraphBuilder b(node);
   const cudnnDataType_t io = a.dt == 1 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
@@ -276,7 +312,7 @@ std::shared_ptr<CudnnSdpaPlan> build_variant(const k::AttentionArgs& a, cudnnHan
   b.pointwise(CUDNN_POINTWISE_EXP, centered, nullptr, e);
   const Desc& sum = b.virt(f32, rdims);
   b.reduce(CUDNN_REDUCE_TENSOR_ADD, e, sum);
-  if (stats) {  // log-sum-exp per row, as training graphs write it
+  if (stats) {
     const Desc& lg = b.virt(f32, rdims);
     b.pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
     const Desc& st = b.tensor(kUidStats, f32, rdims, {H * Sq, Sq, 1, 1}, false);
@@ -285,68 +321,84 @@ std::shared_ptr<CudnnSdpaPlan> build_variant(const k::AttentionArgs& a, cudnnHan
   const Desc& p = b.virt(p_storage ? io : f32, sdims);
   b.pointwise(CUDNN_POINTWISE_DIV, e, &sum, p);
   b.matmul(p, v, o);
+  auto g = std::make_shared<SdpaGraph>();
+  g->graph = b.operation_graph(h);
+  g->descs = b.take_all();
+  g->mask = a.mask != nullptr;
+  g->stats_bytes = stats ? align_up(B * H * Sq * 4, 256) : 0;
+  g->variant = std::string(stats ? "stats" : "no stats") + (p_storage ? ", 16-bit P" : ", float32 P");
+  return g;
+}
 
-  auto plan = std::make_shared<CudnnSdpaPlan>();
-  plan->graph = b.operation_graph(h);
-  plan->descs = b.take_all();
-  plan->mask = a.mask != nullptr;
-  plan->stats_bytes = stats ? align_up(B * H * Sq * 4, 256) : 0;
-  plan->variant = std::string(stats ? "stats" : "no-stats") + (p_storage ? ", P 16-bit" : ", P float32");
-  const CudnnGraphApi& g = cudnn_graph_api();
-
-  // Engines: cuDNN's heuristic list (mode A, then the fallback list); the first whose plan finalizes.
-  auto try_config = [&](Desc cfg, const std::string& label) {
-    Desc ep = b.make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
+// Up to `want` execution plans of `a`: the engine configurations of cuDNN's heuristic list (mode A; the fallback
+// list when A has none) whose plans finalize, in the list's order, from the first graph variant that has any.
+// `errors` gets what was refused, with cuDNN's status and last error message.
+std::vector<std::shared_ptr<CudnnSdpaPlan>> build_plans(const k::AttentionArgs& a, cudnnHandle_t h, int want,
+                                                       const std::string& node, std::string* errors) {
+  const CudnnGraphApi& api = cudnn_graph_api();
+  std::vector<std::shared_ptr<CudnnSdpaPlan>> out;
+  for (const auto& [stats, p16] : {std::pair<bool, bool>{true, true}, {false, true}, {true, false}, {false, false}}) {
+    std::shared_ptr<SdpaGraph> g;
     try {
-      b.set(ep, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, "plan handle");
-      b.set_desc(ep, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg, "plan engine config");
-      b.finalize(ep, "execution plan");
-      int64_t ws = 0, n = 0;
-      check_status(g.cudnnBackendGetAttribute(ep.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                              &ws),
-                   "plan workspace size", node);
-      plan->workspace = ws;
-      plan->config = std::move(cfg);
-      plan->plan = std::move(ep);
-      plan->variant += ", " + label;
-      return true;
+      g = build_graph(a, h, stats, p16, node);
     } catch (const Error& e) {
-      *errors += "\n  [" + plan->variant + ", " + label + "] " + e.message();
-      return false;
+      *errors += std::string("\n  [") + (stats ? "stats" : "no stats") + (p16 ? ", 16-bit P" : ", float32 P") +
+                 "] graph: " + e.message();
+      continue;
     }
-  };
-  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    const char* mname = mode == CUDNN_HEUR_MODE_A ? "heuristic A" : "heuristic fallback";
-    try {
-      Desc heur = b.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "engine heuristic");
-      b.set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, plan->graph, "heuristic graph");
-      b.set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristic mode");
-      b.finalize(heur, "engine heuristic");
-      int64_t count = 0;
-      check_status(g.cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                              &count, nullptr),
-                   "heuristic result count", node);
-      if (count <= 0) {
-        *errors += "\n  [" + plan->variant + ", " + mname + "] no engine";
-        continue;
+    GraphBuilder b(node);
+    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+      const std::string mname = mode == CUDNN_HEUR_MODE_A ? "heuristic A" : "fallback list";
+      try {
+        Desc heur = b.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "engine heuristic");
+        b.set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, g->graph, "heuristic graph");
+        b.set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristic mode");
+        b.finalize(heur, "engine heuristic");
+        int64_t count = 0;
+        check_status(api.cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                                  0, &count, nullptr),
+                     "heuristic result count", node);
+        std::vector<Desc> cfgs;
+        std::vector<cudnnBackendDescriptor_t> raw;
+        for (int64_t i = 0; i < count; ++i) {
+          cfgs.push_back(b.make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config"));
+          raw.push_back(cfgs.back().d);
+        }
+        int64_t got = 0;
+        if (count > 0)
+          check_status(api.cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()),
+                       "heuristic results", node);
+        if (got <= 0) *errors += "\n  [" + g->variant + ", " + mname + "] no engine configuration";
+        for (int64_t i = 0; i < got && i < count && int(out.size()) < want; ++i) {
+          const std::string label = g->variant + ", " + mname + " #" + std::to_string(i);
+          try {
+            Desc ep = b.make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
+            b.set(ep, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, "plan handle");
+            b.set_desc(ep, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfgs[size_t(i)], "plan engine config");
+            b.finalize(ep, "execution plan");
+            int64_t ws = 0, n = 0;
+            check_status(api.cudnnBackendGetAttribute(ep.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+                                                      1, &n, &ws),
+                         "plan workspace size", node);
+            auto plan = std::make_shared<CudnnSdpaPlan>();
+            plan->graph = g;
+            plan->config = std::move(cfgs[size_t(i)]);
+            plan->plan = std::move(ep);
+            plan->workspace = ws;
+            plan->label = label;
+            out.push_back(std::move(plan));
+          } catch (const Error& e) {
+            *errors += "\n  [" + label + "] " + e.message();
+          }
+        }
+      } catch (const Error& e) {
+        *errors += "\n  [" + g->variant + ", " + mname + "] " + e.message();
       }
-      std::vector<Desc> cfgs;
-      std::vector<cudnnBackendDescriptor_t> raw;
-      for (int64_t i = 0; i < count; ++i) {
-        cfgs.push_back(b.make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config"));
-        raw.push_back(cfgs.back().d);
-      }
-      int64_t got = 0;
-      check_status(g.cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                              count, &got, raw.data()),
-                   "heuristic results", node);
-      for (int64_t i = 0; i < got && i < count; ++i)
-        if (try_config(std::move(cfgs[size_t(i)]), std::string(mname) + " #" + std::to_string(i))) return plan;
-    } catch (const Error& e) {
-      *errors += "\n  [" + plan->variant + ", " + mname + "] " + e.message();
+      if (!out.empty()) return out;  // the fallback list only when heuristic A gave nothing
     }
   }
-  return nullptr;
+  return out;
 }
 
 }  // namespace
@@ -354,57 +406,71 @@ std::shared_ptr<CudnnSdpaPlan> build_variant(const k::AttentionArgs& a, cudnnHan
 CudnnAttention::CudnnAttention() = default;
 CudnnAttention::~CudnnAttention() = default;
 
-std::shared_ptr<CudnnSdpaPlan> CudnnAttention::plan_for(const k::AttentionArgs& a, LayerLaunch& l,
-                                                        const std::string& node) {
+std::shared_ptr<CudnnSdpaPlan> CudnnAttention::plan_for(const k::AttentionArgs& a, LayerLaunch& l, int index,
+                                                        const std::string& node, int* available) {
   cudnnHandle_t h = l.libs->get_cudnn();
-  std::ostringstream key;
-  key << static_cast<const void*>(h) << " " << sdpa_problem_key(a);
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = plans_.find(key.str());
-  if (it == plans_.end()) {
+  PlanCache& cache = plan_cache(*l.libs);
+  const std::string key = sdpa_problem_key(a);
+  std::lock_guard<std::mutex> lock(cache.mu);
+  PlanEntry& e = cache.entries[key];
+  const int want = std::max(index + 1, available ? kCudnnAttentionMaxConfigs : 1);
+  if (e.searched < want && int(e.plans.size()) == e.searched) {  // more may exist: search again for `want`
     // Planning may compile and load kernels: never inside a capture (the warm-up run plans), and exclusive.
     kilnrt::cuda::RelaxedCaptureMode relaxed;
     kilnrt::cuda::CaptureGate gate(l.libs->device, kilnrt::cuda::CaptureGate::Kind::kExclusive);
+    const auto t0 = std::chrono::steady_clock::now();
     std::string errors;
-    std::shared_ptr<CudnnSdpaPlan> plan;
-    for (const auto& [stats, p16] : {std::pair<bool, bool>{false, false}, {true, false}, {false, true}, {true, true}}) {
-      plan = build_variant(a, h, stats, p16, node, &errors);
-      if (plan) break;
-    }
-    if (plan) {
-      KILNRT_LOG(kDebug, node << ": cuDNN SDPA planned (" << plan->variant << ", workspace " << plan->workspace
-                              << " bytes)");
-    } else {
-      KILNRT_LOG(kDebug, node << ": cuDNN SDPA not available:" << errors);
-      std::lock_guard<std::mutex> rl(g_refusal_mu);
-      last_refusal() = node + " (" + sdpa_problem_key(a) + "):" + errors;
-    }
-    it = plans_.emplace(key.str(), plan).first;
-    failure_[key.str()] = errors;
+    e.plans = build_plans(a, h, want, node, &errors);
+    e.searched = want;
+    e.errors = errors;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::ostringstream rep;
+    rep << node << " (" << key << "): " << e.plans.size() << " plan(s) in " << ms << " ms";
+    for (const auto& p : e.plans) rep << "\n  plan: " << p->label << ", workspace " << p->workspace << " bytes";
+    if (!errors.empty()) rep << "\n  refused:" << errors;
+    KILNRT_LOG(kDebug, "cuDNN SDPA: " << rep.str());
+    std::lock_guard<std::mutex> rl(g_report_mu);
+    last_report() = rep.str();
   }
-  KILNRT_CHECK(it->second != nullptr, kUnsupported, node, "cuDNN has no engine for this attention:" << failure_[key.str()]);
-  return it->second;
+  if (available) *available = int(e.plans.size());
+  KILNRT_CHECK(index < int(e.plans.size()), kUnsupported, node,
+               "cuDNN has no engine configuration #" << index << " for this attention (" << e.plans.size()
+                                                     << " found):" << e.errors);
+  return e.plans[size_t(index)];
 }
 
 bool CudnnAttention::run(const k::AttentionArgs& a, LayerLaunch& l, const std::string& node) {
-  if (forced_ == 0) return false;
-  const bool forced = forced_ == 1;
-  if (!forced && (!chosen_ || failed_.load())) return false;
+  if (forced_ == kForceKernel) return false;
+  const bool listing = forced_ == kList, forced = forced_ >= 0;
+  if (!listing && !forced && (config_ < 0 || failed_.load())) return false;
+  const int index = forced ? forced_ : config_;
   std::string why = sdpa_precheck(a, zero_masked_rows_);
   for (const void* p : {a.q, a.k, a.v, a.mask, static_cast<const void*>(a.o)})
     if (why.empty() && reinterpret_cast<uintptr_t>(p) % 16 != 0) why = "an operand is not 16-byte aligned";
+  if (listing) {  // count the configurations; nothing runs
+    listed_ = 0;
+    if (why.empty()) {
+      try {
+        plan_for(a, l, 0, node, &listed_);
+      } catch (const Error& e) {
+        KILNRT_LOG(kDebug, node << ": " << e.message());
+      }
+    } else {
+      KILNRT_LOG(kDebug, node << ": cuDNN SDPA not tried: " << why);
+    }
+    return true;
+  }
   if (!why.empty()) {
     KILNRT_CHECK(!forced, kUnsupported, node, why);
     return false;  // this call's shapes / pointers: the kernel
   }
   std::shared_ptr<CudnnSdpaPlan> plan;
+  int64_t need = 0;
   try {
-    plan = plan_for(a, l, node);
-    KILNRT_CHECK(plan->workspace + plan->stats_bytes <= int64_t(l.workspace_bytes) &&
-                     (l.workspace || plan->workspace + plan->stats_bytes == 0),
-                 kUnsupported, node,
-                 "cuDNN SDPA needs " << plan->workspace + plan->stats_bytes << " bytes of workspace, the layer has "
-                                     << l.workspace_bytes);
+    plan = plan_for(a, l, index, node, nullptr);
+    need = plan->workspace + plan->graph->stats_bytes;
+    KILNRT_CHECK(need <= int64_t(l.workspace_bytes) && (l.workspace || need == 0), kUnsupported, node,
+                 "cuDNN SDPA needs " << need << " bytes of workspace, the layer has " << l.workspace_bytes);
   } catch (const Error& e) {
     if (forced) throw;
     if (!failed_.exchange(true)) {
@@ -423,15 +489,15 @@ bool CudnnAttention::run(const k::AttentionArgs& a, LayerLaunch& l, const std::s
   char* ws = static_cast<char*>(l.workspace);
   std::vector<int64_t> uids{kUidQ, kUidK, kUidV, kUidO, kUidScale};
   std::vector<void*> ptrs{const_cast<void*>(a.q), const_cast<void*>(a.k), const_cast<void*>(a.v), a.o, &scale};
-  if (plan->mask) {
+  if (plan->graph->mask) {
     uids.push_back(kUidMask);
     ptrs.push_back(const_cast<void*>(a.mask));
   }
-  if (plan->stats_bytes) {
+  if (plan->graph->stats_bytes) {
     uids.push_back(kUidStats);
     ptrs.push_back(ws);
   }
-  void* cudnn_ws = plan->workspace ? ws + plan->stats_bytes : nullptr;
+  void* cudnn_ws = plan->workspace ? ws + plan->graph->stats_bytes : nullptr;
   GraphBuilder b(node);
   Desc vp = b.make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack");
   b.set(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, int64_t(uids.size()), uids.data(), "variant uids");
@@ -495,6 +561,24 @@ std::string attention_key(const ir::Node& node, const ir::Graph& graph, DType st
 
 }  // namespace
 
+namespace {
+
+// kAttentionTacticAttr / timing-cache values: "kernel", "cudnn" (configuration 0), "cudnn:<i>".
+std::string choice_name(int config) {
+  return config < 0 ? "kernel" : config == 0 ? "cudnn" : "cudnn:" + std::to_string(config);
+}
+bool parse_choice_name(const std::string& s, int* config) {
+  if (s == "kernel") return *config = -1, true;
+  if (s == "cudnn") return *config = 0, true;
+  if (s.rfind("cudnn:", 0) != 0 || s.size() == 6 || s.size() > 8) return false;
+  for (size_t i = 6; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  *config = std::stoi(s.substr(6));
+  return true;
+}
+
+}  // namespace
+
 void CudnnAttention::setup(const LayerCreateArgs& a, bool zero_masked_rows,
                            const std::function<void(LayerLaunch&)>& enqueue) {
   zero_masked_rows_ = zero_masked_rows;
@@ -504,15 +588,15 @@ void CudnnAttention::setup(const LayerCreateArgs& a, bool zero_masked_rows,
   if (a.node.has_attr(kAttentionTacticAttr)) {  // a built engine: the stored choice, never timed again
     const std::string v = a.node.attr_string(kAttentionTacticAttr, std::string());
     const size_t hash = v.rfind('#');
-    const std::string choice = hash == std::string::npos ? std::string() : v.substr(hash + 1);
-    if (choice != "cudnn" && choice != "kernel") {
+    int config = -1;
+    if (hash == std::string::npos || !parse_choice_name(v.substr(hash + 1), &config)) {
       KILNRT_LOG(kWarning, name << ": malformed " << kAttentionTacticAttr << " attribute '" << v
                                 << "'; the attention kernel runs");
       note_tactic_fallback();
-    } else if (choice == "cudnn") {
+    } else if (config >= 0) {
       const std::string here = attention_device_part(tuning_device_key(a.device));
       if (v.substr(0, hash) == here) {
-        chosen_ = true;
+        config_ = config;
       } else {
         KILNRT_LOG(kWarning, name << ": cuDNN's attention was chosen on '" << v.substr(0, hash) << "', this is '"
                                   << here << "'; the attention kernel runs (rebuild the engine here to time again)");
@@ -533,45 +617,46 @@ void CudnnAttention::setup(const LayerCreateArgs& a, bool zero_masked_rows,
   const std::string here = attention_device_part(dev);
   const std::string key = dev + "|" + problem + (mode == 2 ? " force" : "");
   std::string cached;
-  if (timing_cache_find_raw(key, &cached) && (cached == "cudnn" || cached == "kernel")) {
-    chosen_ = cached == "cudnn";
+  int config = -1;
+  if (timing_cache_find_raw(key, &cached) && parse_choice_name(cached, &config)) {
+    config_ = config;
     scope->record(a.node.name, kAttentionTacticAttr, here + "#" + cached);
     return;
   }
-  int winner = -1;
+  int winner = -1, listed = 0;
   try {
     scope->bind(l);
-    auto run = [&](int i, LayerLaunch& ll) {
-      forced_ = i;
+    auto with_forced = [&](int f, LayerLaunch& ll) {
+      forced_ = f;
       try {
         enqueue(ll);
       } catch (...) {
-        forced_ = -1;
+        forced_ = kNone;
         throw;
       }
-      forced_ = -1;
+      forced_ = kNone;
     };
-    auto label = [](int i) { return std::string(i ? "cudnn-sdpa" : "kernel"); };
-    if (mode == 2) {  // force: cuDNN whenever it plans and runs
-      winner = scope->time_candidates(l, 1, [&](int, LayerLaunch& ll) { run(1, ll); }, [&](int) { return label(1); },
-                                      name, problem);
-      winner = winner == 0 ? 1 : 0;
-    } else {
-      winner = scope->time_candidates(l, 2, run, label, name, problem);
+    with_forced(kList, l);  // plans cuDNN's configurations on the tuner's handle; runs nothing
+    listed = listed_;
+    if (mode == 2) {  // force: the fastest cuDNN configuration whenever one plans and runs
+      winner = scope->time_candidates(
+          l, listed, [&](int i, LayerLaunch& ll) { with_forced(i, ll); },
+          [](int i) { return "cudnn-sdpa#" + std::to_string(i); }, name, problem);
+      winner = winner < 0 ? 0 : winner + 1;
+    } else {  // candidate 0: the kernel (incumbent); i >= 1: cuDNN configuration i - 1
+      winner = scope->time_candidates(
+          l, 1 + listed, [&](int i, LayerLaunch& ll) { with_forced(i == 0 ? kForceKernel : i - 1, ll); },
+          [](int i) { return i == 0 ? std::string("kernel") : "cudnn-sdpa#" + std::to_string(i - 1); }, name,
+          problem);
     }
   } catch (const Error& e) {
     KILNRT_LOG(kDebug, name << ": attention tactics not timed: " << e.what());
     winner = -1;
   }
-  forced_ = -1;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    plans_.clear();  // planned on the tuner's handle, which is not the one the engine will run with
-    failure_.clear();
-  }
+  forced_ = kNone;
   if (winner < 0) return;
-  chosen_ = winner == 1;
-  const std::string choice = chosen_ ? "cudnn" : "kernel";
+  config_ = winner - 1;  // -1: the kernel
+  const std::string choice = choice_name(config_);
   timing_cache_store_raw(key, choice);
   scope->record(a.node.name, kAttentionTacticAttr, here + "#" + choice);
 }
