@@ -134,6 +134,9 @@ const Case kCases[] = {
     {"d64 s128 24 heads", {24, 128, 64}, {24, 128, 64}, {24, 128, 64}, {}, {}, {}, {}, {}, true},
     {"d64 s197 64 heads", {64, 197, 64}, {64, 197, 64}, {64, 197, 64}, {}, {}, {}, {}, {}, true},
     {"d64 s200 40 heads", {40, 200, 64}, {40, 200, 64}, {40, 200, 64}, {}, {}, {}, {}, {40, 1, 200}, true},
+    // ViT's 197 tokens with a key mask at batch 3 (the lean kernel's masked path with a partial last tile).
+    {"s197 key mask b3", {3, 197, 2, 64}, {3, 197, 2, 64}, {3, 197, 2, 64}, kHeads, kHeads, kHeads, kHeads,
+     {3, 1, 1, 197}, true},
     // Batch-1 grids (12 heads): the key-split configurations; BERT-like with its key mask, ViT-like S = 197.
     {"bert b1 s128 key mask", {1, 128, 12, 64}, {1, 128, 12, 64}, {1, 128, 12, 64}, kHeads, kHeads, kHeads, kHeads,
      {1, 1, 1, 128}, true},
@@ -290,6 +293,34 @@ TEST(AttentionMmaDispatch, VariantsHaveNamesAndTheEnvironmentForcesOne) {
   k::AttentionArgs f32 = a;
   f32.dt = 0;
   EXPECT_NE(k::attention_mma_variant(f32, 1, nullptr), 0);
+}
+
+TEST(AttentionMmaDispatch, ShapeRulePicksTheLeanKernelWhereItApplies) {
+  Built bt;
+  build(kCases[0], bt);  // BERT layout with its [B, 1, 1, S] key mask, D 64
+  k::AttentionArgs a = args_for(kCases[0], bt.g, 1);
+  ForcedKernel forced("");  // no forced variant: the shape rule
+  a.b0 = 32;
+  a.b1 = 12;
+  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(a)), "lean4") << "BERT b32";
+  k::AttentionArgs nomask = a;
+  nomask.mask = nullptr;
+  nomask.sq = nomask.sk = 197;
+  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(nomask)), "lean4") << "ViT b32";
+  k::AttentionArgs per_query = a;
+  per_query.ms[2] = a.sk;  // a mask row per query: not the lean kernel's
+  EXPECT_STRNE(k::attention_mma_variant_name(k::attention_mma_pick(per_query)), "lean4");
+  k::AttentionArgs b1 = a;
+  b1.b0 = 1;  // batch 1 as well
+  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(b1)), "lean4");
+  b1.mask = nullptr;
+  b1.sq = b1.sk = 197;
+  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(b1)), "lean4");
+  b1.ms[2] = 197;  // ignored without a mask
+  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(b1)), "lean4");
+  k::AttentionArgs d32 = a;
+  d32.d = d32.dv = 32;
+  EXPECT_STRNE(k::attention_mma_variant_name(k::attention_mma_pick(d32)), "lean4");
 }
 
 TEST(CudaAttentionMma, MatchesCpuReference) {

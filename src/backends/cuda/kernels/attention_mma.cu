@@ -22,6 +22,7 @@
 
 #include "backends/cuda/kernels/attention_mma.h"
 #include "backends/cuda/kernels/attention_fa2.cuh"
+#include "backends/cuda/kernels/attention_fa2_lean.cuh"
 #include "backends/cuda/kernels/attention_mma_ptx.cuh"
 #include "backends/cuda/kernels/launch_common.cuh"
 
@@ -253,10 +254,17 @@ bool attention_uses_mma(const AttentionArgs& a) {
   return rows16(a.q, a.qs) && rows16(a.k, a.ks) && rows16(a.v, a.vs);
 }
 
-int attention_mma_variant_count() { return 1 + kFa2ConfigCount; }
+// The lean kernel (attention_fa2_lean.cuh) with 4 / 8 warps per block: variants 1 + kFa2ConfigCount + i.
+constexpr const char* kLeanNames[] = {"lean4", "lean8"};
+constexpr int kLeanWarps[] = {4, 8};
+constexpr int kLeanCount = 2;
+
+int attention_mma_variant_count() { return 1 + kFa2ConfigCount + kLeanCount; }
 
 const char* attention_mma_variant_name(int variant) {
   if (variant == 0) return "v1";
+  if (variant > kFa2ConfigCount && variant < attention_mma_variant_count())
+    return kLeanNames[variant - 1 - kFa2ConfigCount];
   return variant > 0 && variant <= kFa2ConfigCount ? kFa2Configs[variant - 1].name : "";
 }
 
@@ -271,6 +279,9 @@ int attention_mma_pick(const AttentionArgs& a) {
   // per block with 4 warps splitting 256-key stages when Sk > 128 (ViT, 197 tokens), else 32 rows with 2 x 2 warps.
   // D = 128 keeps 64 rows with 4 warps everywhere: with fewer warps per block its shared memory (K / V rows of
   // 272 bytes) leaves too few warps per SM (2x - 4x slower at B 8, H 16, S 512).
+  // Session 6 (bench/results/h100_2026-11-22_s6_attn.md): where the lean kernel takes the arguments (D 64, no mask or
+  // a key mask) it is the fastest at every zoo shape, batch 1 to 32 (BERT b1: level with m1r2s2c).
+  if (lean_supports(a)) return 1 + kFa2ConfigCount;  // lean4
   const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
   const char* name = a.d > 64 || blocks64 >= 264 ? "m1r4s1"
                      : blocks64 >= 132           ? "m1r4s2c"
@@ -285,6 +296,16 @@ int attention_mma_variant(const AttentionArgs& a, int variant, StreamT stream) {
   if (!attention_uses_mma(a) || variant < 0 || variant >= attention_mma_variant_count())
     return static_cast<int>(cudaErrorInvalidValue);
   if (variant == 0) return a.dt == 1 ? launch_t<__half>(a, stream) : launch_t<__nv_bfloat16>(a, stream);
+  if (variant > kFa2ConfigCount) {
+    // The lean kernel where it takes the arguments, else the second kernel's m1r4s1 (same 64-row blocks).
+    if (lean_supports(a)) {
+      const int warps = kLeanWarps[variant - 1 - kFa2ConfigCount];
+      return a.dt == 1 ? lean_launch_f16(a, warps, stream) : lean_launch_bf16(a, warps, stream);
+    }
+    variant = 2;
+    static_assert(kFa2Configs[1].mt == 1 && kFa2Configs[1].rw == 4 && kFa2Configs[1].ks == 1 && !kFa2Configs[1].cap,
+                  "variant 2 is m1r4s1");
+  }
   return a.dt == 1 ? fa2_launch_f16(a, variant - 1, stream) : fa2_launch_bf16(a, variant - 1, stream);
 }
 

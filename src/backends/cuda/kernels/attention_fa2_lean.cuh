@@ -1,0 +1,331 @@
+// The third mma.sync attention kernel ("lean", issue 7): the FlashAttention-2 scheme of attention_fa2.cuh cut down to
+// the zoo's batch-32 shapes (BERT-base S 128 with its [B, 1, 1, S] key mask, ViT-B/16 S 197 without a mask; D = 64),
+// written for the fewest instructions per 64-key tile. ncu of the second kernel at ViT b32 (H100, session 6) showed
+// an issue-bound kernel: ~1000 instructions per warp and tile (64 of them mma), 9 % branches (the mask modes and tail
+// checks resolved per score), 12 warps per SM (154 registers), stalls on fixed-latency dependencies and on
+// instruction fetch. Here:
+//   - the mask is a key bias: once per block the [Sk] row of the key mask (times log2 e) is written to shared memory
+//     as float32, -inf past Sk; a tile then adds one float2 per key pair (one FFMA per score with the scale). Without
+//     a mask, full tiles take the row max of the raw scores and fold the scale and the max into one FFMA per score;
+//     only the last, partial tile reads the bias (0 / -inf);
+//   - the row sums come from the tensor cores: one extra mma per 16 keys multiplies P by a column of ones, so the sum
+//     is that of the 16-bit P that O sees (no float adds, no shuffles at the end);
+//   - K / V copies: each thread's 16-byte chunks of a tile have fixed offsets (one pointer add per tile); 16-key
+//     chunks at or past Sk are neither copied nor multiplied;
+//   - registers capped at 128 (4 warps: 4 blocks per SM; 8 warps: 2), no local memory;
+//   - O goes through the warp's rows of the Q buffer in shared memory and leaves as 16-byte row stores.
+// A row whose keys are all -inf gets the mean of V over the keys (zeros with zero_masked_rows), as the other kernels
+// do; that path reads V from global memory and only runs when a warp has such a row.
+// Preconditions (lean_supports): 16-bit storage, D == Dv == 64, Q / K / V / O rows movable with 16-byte copies, no
+// mask or one that broadcasts over the queries (query stride 0), 1 <= Sk <= kLeanMaxKeys, scale > 0.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/kernels/attention_mma_ptx.cuh"
+#include "backends/cuda/kernels/launch_common.cuh"
+
+namespace kilnrt::cuda::kernels::attention_mma_detail {
+
+constexpr int kLeanD = 64, kLeanLd = kLeanD + 8, kLeanKeys = 64;
+constexpr int kLeanMaxKeys = 4096;  // bias row in shared memory: 16 KB
+
+// 16 bytes global -> shared, always valid.
+__device__ __forceinline__ void cp_async16_full(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+
+template <class T> struct LeanOnes;  // two 16-bit ones, the B operand of the row-sum mma
+template <> struct LeanOnes<__half> { static constexpr uint32_t kBits = 0x3C003C00u; };
+template <> struct LeanOnes<__nv_bfloat16> { static constexpr uint32_t kBits = 0x3F803F80u; };
+
+template <int kWarps>
+struct LeanShape {
+  static constexpr int kThreads = 32 * kWarps, kRows = 16 * kWarps;
+  static constexpr size_t kQBytes = size_t(kRows) * kLeanLd * 2;
+  static constexpr size_t kStageBytes = 2 * size_t(kLeanKeys) * kLeanLd * 2;  // K then V
+  static constexpr int kRowStep = kThreads / 8;                             // rows one copy instruction covers
+  static constexpr int kCopies = kLeanKeys / kRowStep;                      // per thread, per matrix and tile
+  static size_t bytes(int64_t sk) {
+    const int64_t tiles = (sk + kLeanKeys - 1) / kLeanKeys;
+    return kQBytes + size_t(tiles >= 2 ? 2 : 1) * kStageBytes + size_t(tiles) * kLeanKeys * sizeof(float);
+  }
+};
+
+// Per-warp state: O (16 x 64 as 8 n-tiles), the row sums (an n-tile of P x ones: c[0] row g, c[2] row g + 8), the
+// running max (log2 domain) of rows g and g + 8, Q as A fragments.
+struct LeanAcc {
+  float o[kLeanD / 8][4];
+  float l[4];
+  float m[2];
+  uint32_t qf[kLeanD / 16][4];
+};
+
+// One 64-key tile of one warp. kBias: scores get the key bias (mask, -inf past Sk) and 16-key chunks at or past
+// `valid` are skipped; else a full tile without mask.
+template <class T, bool kBias>
+__device__ __forceinline__ void lean_tile(LeanAcc& acc, const T* kb, const T* vb, const float* bias, int valid,
+                                          float sl2) {
+  using B = Bits16<T>;
+  const int lane = threadIdx.x & 31, t = lane & 3;
+  float s[kLeanKeys / 8][4];
+#pragma unroll
+  for (int i = 0; i < kLeanKeys / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < kLeanD / 16; ++kk) {
+#pragma unroll
+    for (int np = 0; np < kLeanKeys / 16; ++np) {
+      if (kBias && np * 16 >= valid) continue;
+      uint32_t b[4];
+      ldsm_x4(b, kb + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * kLeanLd + kk * 16 + ((lane >> 3) & 1) * 8);
+      B::mma(s[2 * np], acc.qf[kk], b[0], b[1]);
+      B::mma(s[2 * np + 1], acc.qf[kk], b[2], b[3]);
+    }
+  }
+
+  float mx[2] = {-INFINITY, -INFINITY};
+  if constexpr (kBias) {
+#pragma unroll
+    for (int i = 0; i < kLeanKeys / 8; ++i) {
+      const float2 bb = *reinterpret_cast<const float2*>(bias + i * 8 + 2 * t);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        s[i][2 * h] = fmaf(s[i][2 * h], sl2, bb.x);
+        s[i][2 * h + 1] = fmaf(s[i][2 * h + 1], sl2, bb.y);
+        mx[h] = fmaxf(mx[h], fmaxf(s[i][2 * h], s[i][2 * h + 1]));
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kLeanKeys / 8; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) mx[h] = fmaxf(mx[h], fmaxf(s[i][2 * h], s[i][2 * h + 1]));
+  }
+  float sub[2], alpha[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(kFull, mx[h], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(kFull, mx[h], 2));
+    // The new running max in the log2 domain (raw scores: scaled here; sl2 > 0 keeps the order).
+    const float mn = fmaxf(acc.m[h], kBias ? mx[h] : mx[h] * sl2);
+    sub[h] = mn == -INFINITY ? 0.f : mn;  // every score so far -inf: weights 0, the row is resolved at the end
+    alpha[h] = ex2(acc.m[h] - sub[h]);    // m = -inf: 0
+    acc.m[h] = mn;
+  }
+#pragma unroll
+  for (int i = 0; i < kLeanKeys / 8; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if constexpr (kBias) {
+        s[i][2 * h] = ex2(s[i][2 * h] - sub[h]);
+        s[i][2 * h + 1] = ex2(s[i][2 * h + 1] - sub[h]);
+      } else {
+        s[i][2 * h] = ex2(fmaf(s[i][2 * h], sl2, -sub[h]));
+        s[i][2 * h + 1] = ex2(fmaf(s[i][2 * h + 1], sl2, -sub[h]));
+      }
+    }
+#pragma unroll
+  for (int n = 0; n < kLeanD / 8; ++n) {
+    acc.o[n][0] *= alpha[0];
+    acc.o[n][1] *= alpha[0];
+    acc.o[n][2] *= alpha[1];
+    acc.o[n][3] *= alpha[1];
+  }
+  acc.l[0] *= alpha[0];
+  acc.l[2] *= alpha[1];
+
+  // O += P V and l += P 1, P (16-bit) as A fragments straight from the score registers, V via ldmatrix .trans.
+  constexpr uint32_t kOnes = LeanOnes<T>::kBits;
+#pragma unroll
+  for (int kk = 0; kk < kLeanKeys / 16; ++kk) {
+    if (kBias && kk * 16 >= valid) continue;
+    const uint32_t pa[4] = {B::pack(s[2 * kk][0], s[2 * kk][1]), B::pack(s[2 * kk][2], s[2 * kk][3]),
+                            B::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), B::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+    for (int dn = 0; dn < kLeanD / 16; ++dn) {
+      uint32_t b[4];
+      ldsm_x4_trans(b, vb + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kLeanLd + dn * 16 + (lane >> 4) * 8);
+      B::mma(acc.o[2 * dn], pa, b[0], b[1]);
+      B::mma(acc.o[2 * dn + 1], pa, b[2], b[3]);
+    }
+    B::mma(acc.l, pa, kOnes, kOnes);
+  }
+}
+
+template <class T, int kWarps, bool kMask, int kMinBlocks>
+__global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(AttentionArgs a) {
+  using Sh = LeanShape<kWarps>;
+  using B = Bits16<T>;
+  constexpr int kRows = Sh::kRows, kThreads = Sh::kThreads;
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* qsm = reinterpret_cast<T*>(smem);
+  T* stage0 = qsm + kRows * kLeanLd;  // stage s: K [64][kLeanLd] at stage0 + s * 2 * 64 * kLeanLd, V right after
+
+  const int sq = static_cast<int>(a.sq), sk = static_cast<int>(a.sk);
+  const int ntiles = (sk + kLeanKeys - 1) / kLeanKeys;
+  float* bias = reinterpret_cast<float*>(stage0 + (ntiles >= 2 ? 2 : 1) * 2 * kLeanKeys * kLeanLd);
+  const int q0 = blockIdx.x * kRows;
+  const int64_t b1 = blockIdx.y, b0 = blockIdx.z;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int wr = warp * 16;
+  const bool active = q0 + wr < sq;  // warp-uniform
+
+  load_rows_async<T, kLeanD, kThreads>(qsm, static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] +
+                                                int64_t(q0) * a.qs[2],
+                                       a.qs[2], kRows, min(kRows, sq - q0));
+  // This thread's chunks of a K / V tile: column chunk tid % 8, rows tid / 8 + kRowStep * i.
+  const int crow = tid >> 3, ccol = (tid & 7) * 8;
+  const T* kg = static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1] + int64_t(crow) * a.ks[2] + ccol;
+  const T* vg = static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1] + int64_t(crow) * a.vs[2] + ccol;
+  const int64_t kstep = int64_t(Sh::kRowStep) * a.ks[2], vstep = int64_t(Sh::kRowStep) * a.vs[2];
+  const int dst0 = crow * kLeanLd + ccol;
+  // Copies tile j (called for j = 0, 1, ... in order: kg / vg advance by one tile per call).
+  auto load_stage = [&](int j) {
+    T* kd = stage0 + (j & 1) * 2 * kLeanKeys * kLeanLd + dst0;
+    const int valid = sk - j * kLeanKeys;
+    const T* ks = kg;
+    const T* vs = vg;
+    if (valid >= kLeanKeys) {
+#pragma unroll
+      for (int i = 0; i < Sh::kCopies; ++i) {
+        cp_async16_full(kd + i * Sh::kRowStep * kLeanLd, ks);
+        cp_async16_full(kd + (kLeanKeys + i * Sh::kRowStep) * kLeanLd, vs);
+        ks += kstep;
+        vs += vstep;
+      }
+    } else {
+      const int rows = (valid + 15) & ~15;  // rows past the last 16-key chunk are never read
+#pragma unroll
+      for (int i = 0; i < Sh::kCopies; ++i) {
+        const int r = crow + i * Sh::kRowStep;
+        if (r < rows) {
+          const bool ok = r < valid;  // else zero-filled
+          cp_async16(kd + i * Sh::kRowStep * kLeanLd, ok ? ks : kg, ok);
+          cp_async16(kd + (kLeanKeys + i * Sh::kRowStep) * kLeanLd, ok ? vs : vg, ok);
+        }
+        ks += kstep;
+        vs += vstep;
+      }
+    }
+    kg += kstep * Sh::kCopies;
+    vg += vstep * Sh::kCopies;
+  };
+  load_stage(0);
+  cp_async_commit();
+
+  // The key bias (log2 domain): the mask row times log2 e, -inf past Sk. Visible after the loop's first barrier.
+  const T* mrow = kMask ? static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] : nullptr;
+  for (int i = tid; i < ntiles * kLeanKeys; i += kThreads) {
+    float v = -INFINITY;
+    if (i < sk) v = kMask ? B::to_f(mrow[i * a.ms[3]]) * kLog2e : 0.f;
+    bias[i] = v;
+  }
+  const float sl2 = a.scale * kLog2e;
+
+  LeanAcc acc;
+#pragma unroll
+  for (int n = 0; n < kLeanD / 8; ++n) acc.o[n][0] = acc.o[n][1] = acc.o[n][2] = acc.o[n][3] = 0.f;
+  acc.l[0] = acc.l[1] = acc.l[2] = acc.l[3] = 0.f;
+  acc.m[0] = acc.m[1] = -INFINITY;
+
+  for (int j = 0; j < ntiles; ++j) {
+    if (j + 1 < ntiles) load_stage(j + 1);
+    cp_async_commit();
+    cp_async_wait<1>();  // everything but stage j + 1 has landed
+    __syncthreads();
+    if (active) {
+      if (j == 0) {
+#pragma unroll
+        for (int kk = 0; kk < kLeanD / 16; ++kk)
+          ldsm_x4(acc.qf[kk], qsm + (wr + (lane & 15)) * kLeanLd + kk * 16 + (lane >> 4) * 8);
+      }
+      const T* kb = stage0 + (j & 1) * 2 * kLeanKeys * kLeanLd;
+      const int valid = sk - j * kLeanKeys;
+      if (!kMask && valid >= kLeanKeys)
+        lean_tile<T, false>(acc, kb, kb + kLeanKeys * kLeanLd, nullptr, valid, sl2);
+      else
+        lean_tile<T, true>(acc, kb, kb + kLeanKeys * kLeanLd, bias + j * kLeanKeys, valid, sl2);
+    }
+    __syncthreads();  // stage j & 1 is refilled by the next iteration's copy of stage j + 2
+  }
+  cp_async_wait<0>();
+  if (!active) return;
+
+  // Rows whose scores were all -inf: the mean of V over the keys (this lane's columns), or zeros.
+  float inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) inv[h] = acc.m[h] == -INFINITY ? 0.f : 1.f / acc.l[2 * h];
+  if (__any_sync(kFull, acc.m[0] == -INFINITY || acc.m[1] == -INFINITY) && !a.zero_masked_rows) {
+    const T* v = static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1];
+#pragma unroll
+    for (int n = 0; n < kLeanD / 8; ++n) {
+      float s0 = 0.f, s1 = 0.f;
+#pragma unroll 1
+      for (int key = 0; key < sk; ++key) {
+        s0 += B::to_f(v[int64_t(key) * a.vs[2] + n * 8 + 2 * t]);
+        s1 += B::to_f(v[int64_t(key) * a.vs[2] + n * 8 + 2 * t + 1]);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (acc.m[h] == -INFINITY) {
+          acc.o[n][2 * h] = s0;
+          acc.o[n][2 * h + 1] = s1;
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (acc.m[h] == -INFINITY) inv[h] = 1.f / float(sk);
+  }
+
+  // Normalise into the warp's own rows of the Q buffer (conflict-free 4-byte stores), then 16-byte row stores.
+  T* osm = qsm + wr * kLeanLd;
+#pragma unroll
+  for (int n = 0; n < kLeanD / 8; ++n)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      *reinterpret_cast<uint32_t*>(osm + (g + 8 * h) * kLeanLd + n * 8 + 2 * t) =
+          B::pack(acc.o[n][2 * h] * inv[h], acc.o[n][2 * h + 1] * inv[h]);
+  __syncwarp();
+  T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int idx = lane + 32 * i, r = idx >> 3, c = (idx & 7) * 8;
+    const int row = q0 + wr + r;
+    if (row < sq)
+      *reinterpret_cast<uint4*>(out + int64_t(row) * a.os[2] + c) =
+          *reinterpret_cast<const uint4*>(osm + r * kLeanLd + c);
+  }
+}
+
+// Whether the lean kernel takes these arguments (see the header comment); the caller has checked attention_uses_mma.
+inline bool lean_supports(const AttentionArgs& a) {
+  return a.d == kLeanD && a.dv == kLeanD && a.sk >= 1 && a.sk <= kLeanMaxKeys && a.scale > 0.f &&
+         rows16(a.o, a.os) && (!a.mask || a.ms[2] == 0);
+}
+
+template <class T, int kWarps, bool kMask>
+int launch_lean_mask(const AttentionArgs& a, StreamT stream) {
+  using Sh = LeanShape<kWarps>;
+  constexpr int kMinBlocks = 65536 / (128 * Sh::kThreads);  // 128 registers per thread
+  const size_t bytes = Sh::bytes(a.sk);
+  auto kernel = attention_lean<T, kWarps, kMask, kMinBlocks>;
+  const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (st != cudaSuccess) return static_cast<int>(st);
+  const dim3 grid(static_cast<unsigned>((a.sq + Sh::kRows - 1) / Sh::kRows), static_cast<unsigned>(a.b1),
+                  static_cast<unsigned>(a.b0));
+  kernel<<<grid, Sh::kThreads, bytes, reinterpret_cast<cudaStream_t>(stream)>>>(a);
+  return launch_common::launch_status();
+}
+
+template <class T, int kWarps>
+int launch_lean(const AttentionArgs& a, StreamT stream) {
+  return a.mask ? launch_lean_mask<T, kWarps, true>(a, stream) : launch_lean_mask<T, kWarps, false>(a, stream);
+}
+
+// Launches the lean kernel with 4 or 8 warps per block (lean_supports must hold). Defined in attention_fa2_lean.cu.
+int lean_launch_f16(const AttentionArgs& a, int warps, StreamT stream);
+int lean_launch_bf16(const AttentionArgs& a, int warps, StreamT stream);
+
+}  // namespace kilnrt::cuda::kernels::attention_mma_detail
