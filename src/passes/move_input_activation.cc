@@ -1,5 +1,6 @@
 #include "passes/move_input_activation.h"
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,13 @@ bool moving_producer(const ir::Graph& g, const ir::Node& n) {
   return e.act != FusedActivation::kNone && e.act != FusedActivation::kRelu && e.in_act == FusedActivation::kNone;
 }
 
+// KILNRT_INPUT_ACT=stride1: moves only into stride-1 depthwise convolutions (a knob for benchmarks: a stride-2
+// layer activates ~4 input elements per output).
+bool stride1_only() {
+  const char* env = std::getenv("KILNRT_INPUT_ACT");
+  return env && std::string(env) == "stride1";
+}
+
 // A 2-D depthwise Conv / FusedConv reading `x` (C channels) as its input X: weight [C, 1, KH, KW], group C, and no
 // input activation yet.
 bool depthwise_consumer(const ir::Graph& g, const ir::Node& n, const std::string& x) {
@@ -50,6 +58,10 @@ bool depthwise_consumer(const ir::Graph& g, const ir::Node& n, const std::string
   const ir::SymShape* xs = shape_of(g, x);
   if (!w || !xs || xs->size() != 4 || !(*xs)[1].known()) return false;
   const int64_t c = (*xs)[1].value;
+  if (stride1_only()) {
+    for (int64_t s : n.attr_ints("strides", std::vector<int64_t>{}))
+      if (s != 1) return false;
+  }
   return w->dim(0) == c && w->dim(1) == 1 && n.attr_int("group", 1) == c;
 }
 

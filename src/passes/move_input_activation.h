@@ -14,6 +14,6 @@
 
 namespace kilnrt::passes {
 // Returns the number of activations moved. Needs inferred shapes; run after fuse_conv_epilogues.
-// KILNRT_NO_FUSION=input-act (or =all) skips it.
+// KILNRT_NO_FUSION=input-act (or =all) skips it; KILNRT_INPUT_ACT=stride1 moves into stride-1 convolutions only.
 size_t move_input_activations(ir::Graph& graph);
 }  // namespace kilnrt::passes

@@ -209,6 +209,13 @@ TEST(InputActivation, ThroughOptimizeGraphAndTheNoFusionSwitch) {
   unsetenv("KILNRT_NO_FUSION");
   for (const ir::Node& n : off.nodes) EXPECT_FALSE(n.has_attr("input_activation")) << n.name;
   expect_same_outputs(original, off);
+  // KILNRT_INPUT_ACT=stride1: stride-2 depthwise convolutions keep their input as it is.
+  setenv("KILNRT_INPUT_ACT", "stride1", 1);
+  ir::Graph s2 = block("Silu", "Silu", 3, 2), s1 = block("Silu");
+  const size_t moved_s2 = fuse_and_move(s2), moved_s1 = fuse_and_move(s1);
+  unsetenv("KILNRT_INPUT_ACT");
+  EXPECT_EQ(moved_s2, 0u);
+  EXPECT_EQ(moved_s1, 1u);
 }
 
 TEST(InputActivation, ClearErrorsForBadAttributes) {
