@@ -270,7 +270,8 @@ std::string sdpa_precheck(const k::AttentionArgs& a, bool zero_masked_rows) {
 std::string sdpa_problem_key(const k::AttentionArgs& a) {
   std::ostringstream os;
   os << "dt" << a.dt << " b" << a.b0 << "x" << a.b1 << " s" << a.sq << "x" << a.sk << " d" << a.d << "x" << a.dv;
-  for (const int64_t* s : {a.qs, a.ks, a.vs, a.os, a.ms}) os << " " << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
+  for (const int64_t* s : {a.qs, a.ks, a.vs, a.os, a.ms})
+    os << " " << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
   os << " m" << (a.mask ? 1 : 0) << " scale" << a.scale;
   return os.str();
 }
@@ -444,7 +445,7 @@ bool CudnnAttention::run(const k::AttentionArgs& a, LayerLaunch& l, const std::s
   const bool listing = forced_ == kList, forced = forced_ >= 0;
   if (!listing && !forced && (config_ < 0 || failed_.load())) return false;
   const int index = forced ? forced_ : config_;
-  std::string why = sdpa_precheck(a, zero_masked_rows_);
+  std::string why = l.libs ? sdpa_precheck(a, zero_masked_rows_) : "no library handles";
   for (const void* p : {a.q, a.k, a.v, a.mask, static_cast<const void*>(a.o)})
     if (why.empty() && reinterpret_cast<uintptr_t>(p) % 16 != 0) why = "an operand is not 16-byte aligned";
   if (listing) {  // count the configurations; nothing runs

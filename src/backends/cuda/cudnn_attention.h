@@ -21,17 +21,19 @@
 // timing cache) a FusedAttention layer with static shapes and 16-bit storage times the kernel (incumbent) against up
 // to kCudnnAttentionMaxConfigs of cuDNN's configurations and stores the winner as the node's string attribute
 // kAttentionTacticAttr = "<GPU>|sm_XY#kernel", "...#cudnn" (configuration 0) or "...#cudnn:<i>"; loading reads it
-// and never times. cuDNN missing, too old, or refusing the graph leaves no cuDNN candidate: the kernel stays,
-// silently (debug log). A stored cuDNN choice that cannot be planned at run (another cuDNN) falls back to the kernel
-// with one warning (tuning_stats().fallbacks counts it).
+// and never times (<i> indexes the heuristic list of the cuDNN the engine runs with: under another cuDNN version it
+// may name another configuration, still correct). cuDNN missing, too old, or refusing the graph leaves no cuDNN
+// candidate: the kernel stays, silently (debug log). A stored cuDNN choice that cannot be planned at run (another
+// cuDNN) falls back to the kernel with one warning (tuning_stats().fallbacks counts it).
 //
 // Fully masked rows (every key -inf): the kernel gives uniform weights, or zeros with zero_masked_rows = 1 (dynamo's
 // NaN guard, BERT's exports); cuDNN's flash kernels give zeros. So with a mask cuDNN is a candidate only for
 // zero_masked_rows = 1 nodes (tests/cpp/test_cuda_cudnn_attention.cc checks the zeros); without a mask no row is
 // fully masked.
 //
-// KILNRT_CUDNN_ATTENTION: "0" = never (build times nothing, a stored "cudnn" runs the kernel: before/after on one
-// engine file), "force" = at build the fastest cuDNN configuration whenever one plans and runs (tests), unset / other = timed.
+// KILNRT_CUDNN_ATTENTION: "0" = never (build times nothing, a stored cuDNN choice runs the kernel: before/after on
+// one engine file), "force" = at build the fastest cuDNN configuration whenever one plans and runs (tests), unset /
+// other = timed.
 #pragma once
 #include <atomic>
 #include <functional>

@@ -1,6 +1,8 @@
 // CUDA layer of com.kilnrt:FusedAttention (made by passes/fuse_attention): one launch of the fused attention
 // kernel (kernels/attention.cu), reading Q / K / V / mask in their exported layouts through strides (and Q / K / V
 // as parts of one packed projection: q_part / k_part / v_part offsets) and writing the output in out_perm's layout. Float32, float16 and bfloat16 storage; no workspace, no allocation: graph-safe.
+// Or, where the build timed it faster, cuDNN's fused SDPA on the same strided operands (cudnn_attention.h: 16-bit
+// storage, head size 64 / 128; the softmax statistics in the context workspace).
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/kernels/attention.h"
