@@ -1,9 +1,9 @@
-// Convolutions with few input channels (backends/cuda/conv_small_c.h, issue 7): the im2col GEMM and the channel
-// pack + cuDNN NHWC paths against the CPU reference, fp16 and bf16, C = 1 / 3 / 4, the three zoo stems (resnet50
-// 7x7/2 pad 3, vit_b_16 16x16/16, convnext 4x4/4) and other strides / pads, plain Conv with bias and FusedConv with
-// bias + relu, NCHW and NHWC outputs, batch 1 and 5, batches that take several workspace chunks; float32 engines keep
-// the usual path. Host tests: which paths apply, and the weights each path uploads. GPU tests skip with a message
-// without a GPU.
+// Convolutions with few input channels (backends/cuda/conv_small_c.h, issue 7): the im2col GEMM, the channel
+// pack + cuDNN NHWC, the direct and the stem kernel paths against the CPU reference, fp16 and bf16, C = 1 / 3 / 4,
+// the zoo stems (resnet50 7x7/2 pad 3, efficientnet / mobilenet 3x3/2 pad 1, vit_b_16 16x16/16, convnext 4x4/4) and
+// other strides / pads, plain Conv with bias and FusedConv with bias + activation, NCHW and NHWC outputs, batch 1 and
+// 5, batches that take several workspace chunks; float32 engines keep the usual path. Host tests: which paths
+// apply, and the weights each path uploads. GPU tests skip with a message without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -133,14 +133,17 @@ struct RecordingWeights final : backends::cuda::DeviceWeights {
 
 TEST(CudaConvSmallC, PathsThatApply) {
   using P = std::vector<SmallCPath>;
-  const P all = {SmallCPath::kIm2colGemm, SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn, SmallCPath::kDirectMma};
+  const P all = {SmallCPath::kIm2colGemm, SmallCPath::kPack8Cudnn, SmallCPath::kPack4Cudnn, SmallCPath::kDirectMma,
+                 SmallCPath::kStemMma};
+  const P no_cudnn = {SmallCPath::kIm2colGemm, SmallCPath::kDirectMma, SmallCPath::kStemMma};
   EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), true), all);
-  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), false), (P{SmallCPath::kIm2colGemm, SmallCPath::kDirectMma}));
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(16, 16, 0), false), no_cudnn);
   EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), true), all);
-  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), false), (P{SmallCPath::kIm2colGemm, SmallCPath::kDirectMma}));
+  EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), false), no_cudnn);
   {
     ScopedEnv off("KILNRT_CUDA_SMALL_C_DIRECT", "0");
-    EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), false), (P{SmallCPath::kIm2colGemm}));
+    EXPECT_EQ(SmallCConv::applicable_paths(conv_node(7, 2, 3), false),
+              (P{SmallCPath::kIm2colGemm, SmallCPath::kStemMma}));
   }
   EXPECT_TRUE(SmallCConv::is_patchify(conv_node(16, 16, 0)));
   EXPECT_TRUE(SmallCConv::is_patchify(conv_node(4, 4, 0)));
@@ -150,6 +153,15 @@ TEST(CudaConvSmallC, PathsThatApply) {
   dilated.attrs["dilations"] = ints_attr({2, 2});
   EXPECT_FALSE(SmallCConv::is_patchify(dilated));
   EXPECT_EQ(SmallCConv::fixed_rule(conv_node(16, 16, 0), true), SmallCPath::kIm2colGemm);
+  // Even strides with KW + pw % 2 <= 8: the stem kernel (resnet50's 7x7/2 pad 3, the 3x3/2 pad 1 stems).
+  for (bool cudnn : {true, false}) {
+    EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), cudnn), SmallCPath::kStemMma);
+    EXPECT_EQ(SmallCConv::fixed_rule(conv_node(3, 2, 1), cudnn), SmallCPath::kStemMma);
+    EXPECT_EQ(SmallCConv::fixed_rule(conv_node(8, 2, 0), cudnn), SmallCPath::kStemMma);
+  }
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(8, 2, 1), true), SmallCPath::kPack8Cudnn);  // 8 taps + 1 lead > 8
+  EXPECT_EQ(SmallCConv::fixed_rule(conv_node(3, 1, 1), true), SmallCPath::kDirectMma);   // stride 1
+  ScopedEnv no_stem("KILNRT_CUDA_SMALL_C_STEM", "0");
   EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), true), SmallCPath::kPack8Cudnn);  // 49 taps: pack8
   EXPECT_EQ(SmallCConv::fixed_rule(conv_node(7, 2, 3), false), SmallCPath::kIm2colGemm);
   EXPECT_EQ(SmallCConv::fixed_rule(conv_node(3, 2, 1), true), SmallCPath::kDirectMma);  // 3x3 stems: direct
@@ -253,17 +265,27 @@ TEST(CudaConvSmallC, ZooStemsMatchCpu) {
   ScopedEnv nhwc("KILNRT_CUDA_NHWC", "1");
   for (const char* prec : {"fp16", "bf16"}) {
     SCOPED_TRACE(prec);
-    // resnet50: FusedConv bias + relu into the NHWC pack path; NCHW output (a graph output): cuDNN NCHW fallback.
-    check(conv_graph(kStemResnet, true, true, true), prec, true, "pack8");
-    check(conv_graph(kStemResnet, true, true, false), prec, true);
+    // resnet50: FusedConv bias + relu on the stem kernel, NHWC and NCHW output (a graph output).
+    check(conv_graph(kStemResnet, true, true, true), prec, true, "stem-mma");
+    check(conv_graph(kStemResnet, true, true, false), prec, true, "stem-mma");
+    {  // ... on the NHWC pack path; NCHW output: cuDNN NCHW fallback.
+      ScopedEnv pack("KILNRT_CUDA_SMALL_C", "pack8");
+      check(conv_graph(kStemResnet, true, true, true), prec, true, "pack8");
+      check(conv_graph(kStemResnet, true, true, false), prec, true);
+    }
     {  // ... and on the direct kernel, NHWC and NCHW output.
       ScopedEnv direct("KILNRT_CUDA_SMALL_C", "direct");
       check(conv_graph(kStemResnet, true, true, true), prec, true, "direct-mma");
       check(conv_graph(kStemResnet, true, true, false), prec, true, "direct-mma");
     }
-    // efficientnet_b0 / mobilenet_v3_large: 3x3/2 pad 1 stems, direct kernel by default.
-    check(conv_graph({1, 3, 224, 224, 32, 3, 3, 2, 1}, true, true, true), prec, true, "direct-mma");
-    check(conv_graph({2, 3, 224, 224, 16, 3, 3, 2, 1}, true, true, false), prec, true, "direct-mma");
+    // efficientnet_b0 / mobilenet_v3_large: 3x3/2 pad 1 stems, stem kernel by default, and the direct kernel.
+    check(conv_graph({1, 3, 224, 224, 32, 3, 3, 2, 1}, true, true, true), prec, true, "stem-mma");
+    check(conv_graph({2, 3, 224, 224, 16, 3, 3, 2, 1}, true, true, false), prec, true, "stem-mma");
+    {
+      ScopedEnv direct("KILNRT_CUDA_SMALL_C", "direct");
+      check(conv_graph({1, 3, 224, 224, 32, 3, 3, 2, 1}, true, true, true), prec, true, "direct-mma");
+      check(conv_graph({2, 3, 224, 224, 16, 3, 3, 2, 1}, true, true, false), prec, true, "direct-mma");
+    }
     {  // ... and on the im2col GEMM: NHWC (bias + relu in cuBLASLt's epilogue), NCHW.
       ScopedEnv gemm("KILNRT_CUDA_SMALL_C", "gemm");
       check(conv_graph(kStemResnet, true, true, true), prec, true, "im2col");
@@ -374,4 +396,150 @@ TEST(CudaConvSmallC, BatchesLargerThanTheWorkspaceRunInChunks) {
   ScopedEnv gemm("KILNRT_CUDA_SMALL_C", "gemm");
   check(conv_graph({12, 3, 224, 224, 4, 7, 7, 2, 3}, true, true, true), "fp16", true, "im2col");
   check(conv_graph({12, 3, 224, 224, 4, 7, 7, 2, 3}, true, true, false), "fp16", true, "im2col");
+}
+
+// ---- the stem kernel (kernels/small_c_stem.cu) ---------------------------------------------------------------------
+
+TEST(CudaConvSmallC, StemWeightLayout) {
+  // [K, kpad]: per (c, ky) filter row kxp slots, `lead` = pw % 2 zeros, then the KW taps, zeros after them.
+  struct Case {
+    int64_t k, c;
+    int kh, kw, stride, pad, kxp, lead;
+    int64_t kpad;
+  };
+  const Case cases[] = {{16, 3, 7, 7, 2, 3, 8, 1, 176},  // resnet50: 21 rows of 8 -> 168 -> 176
+                        {32, 3, 3, 3, 2, 1, 4, 1, 48},   // efficientnet / mobilenet: 9 rows of 4 -> 36 -> 48
+                        {16, 4, 3, 3, 2, 0, 4, 0, 48},
+                        {48, 1, 8, 8, 2, 0, 8, 0, 64}};
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(::testing::Message() << cs.kh << "x" << cs.kw << " s" << cs.stride << " p" << cs.pad << " c" << cs.c);
+    ir::Graph g;
+    g.nodes.push_back(conv_node(cs.kh, cs.stride, cs.pad));
+    g.nodes.back().attrs["kernel_shape"] = ints_attr({cs.kh, cs.kw});
+    g.nodes.back().attrs["kilnrt_precision"] = string_attr("fp16");
+    g.constants["W"] = random_tensor({cs.k, cs.c, cs.kh, cs.kw}, 3);
+    RecordingWeights w;
+    auto s = SmallCConv::create({g.nodes[0], g, 17, w, 0}, true);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->path(), SmallCPath::kStemMma);
+    EXPECT_NE(s->tactic().find("stem-mma"), std::string::npos);
+    const Tensor& t = w.uploads.at("conv/small_c_stem_W#fp16");
+    ASSERT_EQ(t.shape(), (Shape{cs.k, cs.kpad}));
+    const float* src = g.constants.at("W").data<float>();
+    int nonzero_slots = 0;
+    for (int64_t o = 0; o < cs.k; ++o)
+      for (int64_t j = 0; j < cs.kpad; ++j) {
+        const int64_t row = j / cs.kxp, slot = j % cs.kxp - cs.lead;
+        const int64_t ci = row / cs.kh, ky = row % cs.kh;
+        const bool tap = ci < cs.c && slot >= 0 && slot < cs.kw;
+        const float want = tap ? src[((o * cs.c + ci) * cs.kh + ky) * cs.kw + slot] : 0.f;
+        nonzero_slots += tap;
+        EXPECT_NEAR(half_to_float(t.data<uint16_t>()[o * cs.kpad + j]), want, 1e-3) << o << " " << j;
+      }
+    EXPECT_EQ(nonzero_slots, cs.k * cs.c * cs.kh * cs.kw);
+  }
+  // K the kernel does not take (here 24): the rule's next choice.
+  ir::Graph g;
+  g.nodes.push_back(conv_node(3, 2, 1));
+  g.nodes.back().attrs["kilnrt_precision"] = string_attr("fp16");
+  g.constants["W"] = random_tensor({24, 3, 3, 3}, 3);
+  RecordingWeights w;
+  auto s = SmallCConv::create({g.nodes[0], g, 17, w, 0}, true);
+  ASSERT_TRUE(s);
+  EXPECT_NE(s->path(), SmallCPath::kStemMma);
+}
+
+namespace {
+
+// x -> Conv(g) + bias -> act (fused) -> Neg (so that the conv output is an inner tensor: NHWC in NHWC plans).
+ir::Graph act_graph(const Geo& g, const char* act, uint32_t seed = 21) {
+  GraphBuilder b;
+  b.seed = seed;
+  b.input("x", {g.n, g.c, g.h, g.w});
+  ir::Node& n = b.node("Conv", {"x", b.random_constant("W", {g.k, g.c, g.kh, g.kw}, -0.5f, 0.5f),
+                                b.random_constant("B", {g.k})}, {"c"});
+  n.attrs["kernel_shape"] = ints_attr({g.kh, g.kw});
+  n.attrs["strides"] = ints_attr({g.stride, g.stride});
+  n.attrs["pads"] = ints_attr({g.pad, g.pad, g.pad, g.pad});
+  std::string cur = "c";
+  if (*act) {
+    b.node(act, {cur}, {"r"});
+    cur = "r";
+  }
+  b.node("Neg", {cur}, {"y"});
+  b.output("y");
+  ir::Graph graph = b.finish();
+  passes::fuse_conv_epilogues(graph);
+  passes::infer_shapes(graph);
+  return graph;
+}
+
+}  // namespace
+
+// Every K the stem kernel takes (16 / 32 / 48 / 64), C = 1..4, windows with and without the lead slot (odd / even
+// pads), 4- and 8-tap rows, non-square windows, strides 2 and 4, rows that take 16-byte copies (W % 8 == 0) and rows
+// that do not, partial tiles, the activations it applies, NCHW and NHWC outputs, fp16 and bf16.
+TEST(CudaConvSmallC, StemKernelShapesActivationsAndLayouts) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const Geo geos[] = {
+      {2, 3, 30, 30, 64, 7, 7, 2, 3},   // resnet-like stem, odd output size, W % 8 != 0
+      {1, 3, 40, 48, 64, 7, 7, 2, 3},   // resnet-like, 16-byte row copies
+      {3, 3, 23, 29, 32, 3, 3, 2, 1},   // efficientnet-like stem
+      {1, 3, 21, 21, 16, 3, 3, 2, 1},   // mobilenet-like stem, 121 pixels: partial tiles
+      {2, 3, 32, 40, 48, 5, 5, 2, 2},   // K = 48, 5 taps + no lead
+      {1, 1, 17, 16, 16, 3, 3, 2, 0},   // C = 1, no pad
+      {2, 4, 24, 24, 32, 4, 4, 2, 1},   // C = 4, 4 taps + lead: 8-tap rows
+      {1, 3, 40, 48, 64, 7, 7, 4, 3},   // stride 4
+      {2, 2, 19, 24, 16, 2, 2, 2, 1},   // 2x2 pad 1
+      {1, 3, 9, 8, 64, 8, 8, 2, 0},     // 8 taps, no lead, one output row
+  };
+  const char* acts[] = {"", "Relu", "HardSwish", "Sigmoid"};
+  for (const char* layout : {"1", "0"}) {
+    ScopedEnv nhwc("KILNRT_CUDA_NHWC", layout);
+    for (const Geo& g : geos) {
+      for (const char* act : acts) {
+        for (const char* prec : {"fp16", "bf16"}) {
+          SCOPED_TRACE(::testing::Message() << "NHWC=" << layout << " " << prec << " n" << g.n << " c" << g.c << " "
+                                            << g.h << "x" << g.w << " k" << g.kh << " s" << g.stride << " p" << g.pad
+                                            << " K" << g.k << " act " << act);
+          check(act_graph(g, act), prec, true, "stem-mma");
+        }
+      }
+    }
+  }
+  // A 5x3 window (KH != KW).
+  check(act_graph({2, 3, 20, 26, 32, 5, 3, 2, 1}, "Relu"), "fp16", true, "stem-mma");
+}
+
+// Blocks that loop over several tiles (the grid capped by KILNRT_CUDA_SMALL_C_STEM_BLOCKS, and a batch with more
+// tiles than resident blocks), with both row-copy kinds, and a stem whose input comes from another layer.
+TEST(CudaConvSmallC, StemKernelLoopsOverTiles) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  for (const char* layout : {"1", "0"}) {
+    ScopedEnv nhwc("KILNRT_CUDA_NHWC", layout);
+    {
+      ScopedEnv blocks("KILNRT_CUDA_SMALL_C_STEM_BLOCKS", "3");
+      check(act_graph({4, 3, 64, 64, 64, 7, 7, 2, 3}, "Relu"), "fp16", true, "stem-mma");
+      check(act_graph({5, 3, 50, 46, 32, 3, 3, 2, 1}, "HardSwish"), "bf16", true, "stem-mma");
+    }
+    check(act_graph({6, 3, 224, 224, 64, 7, 7, 2, 3}, "Relu"), "fp16", true, "stem-mma");  // 294 tiles
+  }
+  // x -> 1x1 conv (3 -> 4 channels) -> relu -> 3x3/2 stem (4 -> 32): the stem reads another layer's output.
+  GraphBuilder b;
+  b.seed = 5;
+  b.input("x", {2, 3, 32, 32});
+  ir::Node& pre = b.node("Conv", {"x", b.random_constant("W0", {4, 3, 1, 1}, -0.5f, 0.5f)}, {"p"});
+  pre.attrs["kernel_shape"] = ints_attr({1, 1});
+  b.node("Relu", {"p"}, {"q"});
+  ir::Node& stem = b.node("Conv", {"q", b.random_constant("W", {32, 4, 3, 3}, -0.5f, 0.5f),
+                                   b.random_constant("B", {32})}, {"c"});
+  stem.attrs["kernel_shape"] = ints_attr({3, 3});
+  stem.attrs["strides"] = ints_attr({2, 2});
+  stem.attrs["pads"] = ints_attr({1, 1, 1, 1});
+  b.node("Neg", {"c"}, {"y"});
+  b.output("y");
+  ir::Graph g = b.finish();
+  passes::infer_shapes(g);
+  ScopedEnv nhwc("KILNRT_CUDA_NHWC", "1");
+  check(g, "fp16", true, "stem-mma");
 }

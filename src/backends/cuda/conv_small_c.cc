@@ -125,6 +125,7 @@ void lt_matmul(const LtCall& c, LayerLaunch& l, void* ws, size_t ws_bytes, const
 bool env_is(const char* v, const char* want) { return v && std::strcmp(v, want) == 0; }
 
 bool direct_kernel_enabled() { return !env_is(std::getenv("KILNRT_CUDA_SMALL_C_DIRECT"), "0"); }
+bool stem_kernel_enabled() { return !env_is(std::getenv("KILNRT_CUDA_SMALL_C_STEM"), "0"); }
 
 // The rule without the direct kernel: im2col GEMM for patchify geometries or without cuDNN, else pack8 + cuDNN.
 SmallCPath fixed_rule_without_direct(const ir::Node& node, bool cudnn) {
@@ -139,6 +140,7 @@ const char* small_c_path_name(SmallCPath p) {
     case SmallCPath::kPack4Cudnn: return "pack4-cudnn";
     case SmallCPath::kPack8Cudnn: return "pack8-cudnn";
     case SmallCPath::kDirectMma: return "direct-mma";
+    case SmallCPath::kStemMma: return "stem-mma";
   }
   return "?";
 }
@@ -192,6 +194,18 @@ bool SmallCConv::direct_shape_ok(const ir::Node& n, const Tensor& w) {
   return k::small_c_direct_applies(p, (p.c * p.kh * p.kw + 15) / 16 * 16);
 }
 
+bool SmallCConv::stem_layout(const ir::Node& n, int64_t c, int kh, int kw, k::SmallCStemLayout* out) {
+  const auto st = n.attr_ints("strides", std::vector<int64_t>(2, 1));
+  const auto dil = n.attr_ints("dilations", std::vector<int64_t>(2, 1));
+  const auto pads = n.attr_ints("pads", std::vector<int64_t>(4, 0));
+  const std::string auto_pad = n.attr_string("auto_pad", std::string("NOTSET"));
+  if (st.size() != 2 || dil != std::vector<int64_t>{1, 1} || pads.size() != 4) return false;
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;  // SAME_*: pads known only with the shapes
+  const int64_t pw = auto_pad == "VALID" ? 0 : pads[1];
+  if (pw > 64 || st[1] > 64) return false;
+  return k::small_c_stem_layout(c, kh, kw, int(st[1]), int(pw), out);
+}
+
 std::vector<SmallCPath> SmallCConv::applicable_paths(const ir::Node& n, bool cudnn) {
   std::vector<SmallCPath> out = {SmallCPath::kIm2colGemm};
   if (cudnn) {
@@ -202,6 +216,7 @@ std::vector<SmallCPath> SmallCConv::applicable_paths(const ir::Node& n, bool cud
   bool residual = false;
   if (n.op_type == ops::nn::kFusedConvOp) residual = ops::nn::read_fused_epilogue(n).has_residual;
   if (!residual && direct_kernel_enabled()) out.push_back(SmallCPath::kDirectMma);
+  if (!residual) out.push_back(SmallCPath::kStemMma);
   return out;
 }
 
@@ -210,8 +225,12 @@ SmallCPath SmallCConv::fixed_rule(const ir::Node& node, bool cudnn) {
   // The direct kernel for small windows only (H100 fp16, engine.run: efficientnet_b0's 3x3 stem b32 1.559 -> 1.539 ms,
   // b1 0.513 -> 0.499; resnet50's 7x7 stem loses to pack8 + cuDNN: b32 1.377 -> 1.426 ms, b1 0.358 -> 0.375).
   const auto ks = node.attr_ints("kernel_shape", std::vector<int64_t>{});
-  const bool small_window = ks.size() == 2 && ks[0] * ks[1] <= 16;
   const auto paths = applicable_paths(node, cudnn);
+  k::SmallCStemLayout stem;
+  if (stem_kernel_enabled() && ks.size() == 2 && stem_layout(node, 1, int(ks[0]), int(ks[1]), &stem) &&
+      std::find(paths.begin(), paths.end(), SmallCPath::kStemMma) != paths.end())
+    return SmallCPath::kStemMma;
+  const bool small_window = ks.size() == 2 && ks[0] * ks[1] <= 16;
   if (small_window && std::find(paths.begin(), paths.end(), SmallCPath::kDirectMma) != paths.end())
     return SmallCPath::kDirectMma;
   return fixed_rule_without_direct(node, cudnn);
@@ -232,6 +251,7 @@ std::unique_ptr<SmallCConv> SmallCConv::create(const LayerCreateArgs& a, bool cu
   if (env_is(env, "pack4")) want = SmallCPath::kPack4Cudnn;
   if (env_is(env, "pack8")) want = SmallCPath::kPack8Cudnn;
   if (env_is(env, "direct")) want = SmallCPath::kDirectMma;
+  if (env_is(env, "stem")) want = SmallCPath::kStemMma;
   std::unique_ptr<SmallCConv> s(new SmallCConv(n, prec == Precision::kBf16, cudnn));
   if (n.op_type == ops::nn::kFusedConvOp) {
     const ops::nn::FusedEpilogue e = ops::nn::read_fused_epilogue(n);
@@ -240,6 +260,18 @@ std::unique_ptr<SmallCConv> SmallCConv::create(const LayerCreateArgs& a, bool cu
     s->act_a_ = e.a;
     s->act_b_ = e.b;
     s->residual_ = e.has_residual;
+  }
+  if (const char* mb = std::getenv("KILNRT_CUDA_SMALL_C_STEM_BLOCKS")) s->stem_max_blocks_ = std::max(0, std::atoi(mb));
+  if (want == SmallCPath::kStemMma) {  // K and C with the weights
+    const int64_t kk = w.dim(0);
+    k::SmallCStemLayout l;
+    if (!(kk == 16 || kk == 32 || kk == 48 || kk == 64) ||
+        !stem_layout(n, w.dim(1), int(w.dim(2)), int(w.dim(3)), &l)) {
+      const auto ks = n.attr_ints("kernel_shape", std::vector<int64_t>{});
+      want = ks.size() == 2 && ks[0] * ks[1] <= 16 && direct_kernel_enabled() && !s->residual_
+                 ? SmallCPath::kDirectMma
+                 : fixed_rule_without_direct(n, cudnn);
+    }
   }
   if (want == SmallCPath::kDirectMma && !direct_shape_ok(n, w)) want = fixed_rule_without_direct(n, cudnn);
   if (!s->set_path(want, a)) return nullptr;
@@ -261,6 +293,23 @@ bool SmallCConv::upload_weights(SmallCPath p, const LayerCreateArgs& a) {
   const DType dt = bf16_ ? DType::kBFloat16 : DType::kFloat16;
   auto to16 = [&](float v) { return bf16_ ? float_to_bfloat16(v) : float_to_half(v); };
   const std::string suffix = bf16_ ? "#bf16" : "#fp16";
+  if (p == SmallCPath::kStemMma) {
+    if (!stem_layout(node_, c, int(r), int(s), &stem_)) return false;
+    const std::string key = node_.name + "/small_c_stem_W" + suffix;
+    if ((stem_w_ = a.weights.find(key))) return true;
+    if (!a.weights.has_host_data(wname)) return false;
+    Tensor out = Tensor::empty(dt, {kk, stem_.kpad});
+    uint16_t* d = out.data<uint16_t>();
+    std::fill(d, d + kk * stem_.kpad, uint16_t(0));
+    const float* src = w.data<float>();
+    for (int64_t o = 0; o < kk; ++o)
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t y = 0; y < r; ++y)
+          for (int64_t x = 0; x < s; ++x)
+            d[o * stem_.kpad + (ci * r + y) * stem_.kxp + stem_.lead + x] = to16(src[((o * c + ci) * r + y) * s + x]);
+    stem_w_ = a.weights.upload(key, out);
+    return stem_w_ != nullptr;
+  }
   if (p == SmallCPath::kIm2colGemm || p == SmallCPath::kDirectMma) {
     const bool direct = p == SmallCPath::kDirectMma;
     kc_pad_ = direct ? (c * r * s + 15) / 16 * 16 : (c * r * s + 7) / 8 * 8;
@@ -296,6 +345,7 @@ bool SmallCConv::upload_weights(SmallCPath p, const LayerCreateArgs& a) {
 std::string SmallCConv::tactic() const {
   // The library prefix makes the runner create the handle before a captured launch (CudaRunner::ensure_resources).
   if (path_ == SmallCPath::kDirectMma) return "kernel:small-c-direct-mma";
+  if (path_ == SmallCPath::kStemMma) return "kernel:small-c-stem-mma";
   return path_ == SmallCPath::kIm2colGemm ? "cublaslt:small-c-im2col-gemm"
                                          : std::string("cudnn:small-c-") + (pack_cp_ == 4 ? "pack4" : "pack8") +
                                                "-nhwc|nchw:conv-fwd";
@@ -309,6 +359,7 @@ bool SmallCConv::run(LayerLaunch& l, const k::Conv2d& p, bool symmetric, const v
   if (l.inputs[0].shape.size() != 4 || p.n == 0 || p.k == 0 || p.oh == 0 || p.ow == 0) return false;
   if (path_ == SmallCPath::kIm2colGemm) return run_gemm(l, p, bias, done);
   if (path_ == SmallCPath::kDirectMma) return run_direct(l, p, bias, done);
+  if (path_ == SmallCPath::kStemMma) return run_stem(l, p, bias, done);
   return run_pack(l, p);
 }
 
@@ -317,6 +368,18 @@ bool SmallCConv::run_direct(LayerLaunch& l, const k::Conv2d& p, const void** bia
   check_launch(k::small_c_direct16(bf16_, l.inputs[0].data, l.inputs[0].nhwc, gemm_w_, kc_pad_, *bias,
                                    l.outputs[0].data, l.outputs[0].nhwc, p, act_, act_a_, act_b_, l.stream),
                name_, "small_c_direct16");
+  *bias = nullptr;
+  *done = true;  // bias and activation applied
+  return true;
+}
+
+bool SmallCConv::run_stem(LayerLaunch& l, const k::Conv2d& p, const void** bias, bool* done) {
+  if (!stem_w_ || residual_ || !k::small_c_stem_applies(p, stem_) ||
+      (reinterpret_cast<uintptr_t>(l.outputs[0].data) & 15) != 0)
+    return false;
+  check_launch(k::small_c_stem16(bf16_, l.inputs[0].data, l.inputs[0].nhwc, stem_w_, stem_, *bias, l.outputs[0].data,
+                                 l.outputs[0].nhwc, p, act_, act_a_, act_b_, stem_max_blocks_, l.stream),
+               name_, "small_c_stem16");
   *bias = nullptr;
   *done = true;  // bias and activation applied
   return true;

@@ -10,10 +10,15 @@
 //    the workspace, and cuDNN's NHWC tensor-core convolution on weights zero-padded the same way at load.
 //  - kDirectMma (K % 16 == 0, K <= 128, C*KH*KW <= 512, no residual): kernels/small_c_direct.cu, an implicit GEMM
 //    on tensor cores with the im2col in shared memory and the bias + activation applied before the one store (NCHW
-//    or NHWC output, no workspace): the stems of resnet50 (7x7/2, 3 -> 64), efficientnet / mobilenet (3x3/2).
+//    or NHWC output, no workspace).
+//  - kStemMma (even horizontal stride, K = 16 / 32 / 48 / 64, KW + pw % 2 <= 8, no residual): kernels/small_c_stem.cu,
+//    an implicit GEMM on mma.sync that copies the input rows of a tile of pixels into shared memory once and reads
+//    each A register (two adjacent taps) as one 32-bit shared load; bias + activation before one NHWC / NCHW store:
+//    the stems of resnet50 (7x7/2, 3 -> 64), efficientnet (3x3/2, 3 -> 32) and mobilenet (3x3/2, 3 -> 16).
 // The GEMM and pack paths work on images in chunks when the batch does not fit the workspace. Numerics: 16-bit operands, float32
 // accumulation, like the cuDNN path. Which path: fixed_rule() (KILNRT_CUDA_SMALL_C overrides, read at layer
-// creation: 0 off, gemm, pack4, pack8; KILNRT_CUDA_CONV=direct turns it off too); a tactic timer can compare
+// creation: 0 off, gemm, pack4, pack8, direct, stem; KILNRT_CUDA_CONV=direct turns it off too;
+// KILNRT_CUDA_SMALL_C_STEM=0 leaves the stem kernel out of the rule); a tactic timer can compare
 // applicable_paths() on a layer via set_path().
 #pragma once
 #include <map>
@@ -23,11 +28,12 @@
 #include <vector>
 
 #include "backends/cuda/cuda_layer.h"
+#include "backends/cuda/kernels/conv_small_c.h"
 
 namespace kilnrt::backends::cuda {
 
-enum class SmallCPath { kIm2colGemm, kPack4Cudnn, kPack8Cudnn, kDirectMma };
-const char* small_c_path_name(SmallCPath p);  // "im2col-gemm", "pack4-cudnn", "pack8-cudnn", "direct-mma"
+enum class SmallCPath { kIm2colGemm, kPack4Cudnn, kPack8Cudnn, kDirectMma, kStemMma };
+const char* small_c_path_name(SmallCPath p);  // "im2col-gemm", "pack4-cudnn", "pack8-cudnn", "direct-mma", "stem-mma"
 
 class SmallCConv {
  public:
@@ -41,8 +47,8 @@ class SmallCConv {
   // Kernel == stride, no padding, no dilation (ViT / ConvNeXt patch embeddings).
   static bool is_patchify(const ir::Node& node);
   // Without timing: im2col GEMM for patchify geometries (H100 fp16, bench/results/h100_2026-11-22_s4_smallc.md),
-  // else the direct kernel for windows of at most 16 taps (3x3 stems; it loses to pack8 on resnet50's 7x7) where it
-  // applies, else pack to 8 channels for cuDNN (im2col GEMM without cuDNN).
+  // else the stem kernel where its geometry applies (K is checked with the weights at create), else the direct
+  // kernel for windows of at most 16 taps, else pack to 8 channels for cuDNN (im2col GEMM without cuDNN).
   static SmallCPath fixed_rule(const ir::Node& node, bool cudnn);
   SmallCPath path() const { return path_; }
   // Switches to another applicable path (uploading its weights if `a` allows); false when it cannot.
@@ -63,7 +69,12 @@ class SmallCConv {
   bool run_gemm(LayerLaunch& l, const kilnrt::cuda::kernels::Conv2d& p, const void** bias, bool* done);
   bool run_pack(LayerLaunch& l, const kilnrt::cuda::kernels::Conv2d& p);
   bool run_direct(LayerLaunch& l, const kilnrt::cuda::kernels::Conv2d& p, const void** bias, bool* done);
+  bool run_stem(LayerLaunch& l, const kilnrt::cuda::kernels::Conv2d& p, const void** bias, bool* done);
   static bool direct_shape_ok(const ir::Node& node, const Tensor& w);
+  // The stem kernel's weight layout for the node's attributes (static pads, even stride); false when it does not
+  // apply.
+  static bool stem_layout(const ir::Node& node, int64_t c, int kh, int kw,
+                          kilnrt::cuda::kernels::SmallCStemLayout* out);
   CudnnSet* cudnn_set(LayerLaunch& l, const kilnrt::cuda::kernels::Conv2d& p, int64_t count, size_t ws_bytes);
 
   const ir::Node& node_;
@@ -77,6 +88,9 @@ class SmallCConv {
   SmallCPath path_ = SmallCPath::kIm2colGemm;
   const void* gemm_w_ = nullptr;  // [K, kc_pad] 16-bit, j = (c*KH + ky)*KW + kx, zeros beyond C*KH*KW
   int64_t kc_pad_ = 0;            // a multiple of 8 (GEMM path) or 16 (direct path)
+  const void* stem_w_ = nullptr;  // [K, stem_.kpad] 16-bit (kernels/conv_small_c.h: SmallCStemLayout)
+  kilnrt::cuda::kernels::SmallCStemLayout stem_;
+  int stem_max_blocks_ = 0;  // KILNRT_CUDA_SMALL_C_STEM_BLOCKS (tests: several tiles per block), 0: no cap
   const void* pack_w_ = nullptr;   // [K, KH, KW, cp] 16-bit, zeros beyond C
   int pack_cp_ = 0;
   std::mutex mu_;

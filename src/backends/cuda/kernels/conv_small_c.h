@@ -27,4 +27,21 @@ bool small_c_direct_applies(const Conv2d& p, int64_t kc16);
 int small_c_direct16(bool bf16, const void* x, bool x_nhwc, const void* w, int64_t kc16, const void* bias, void* y,
                      bool y_nhwc, const Conv2d& p, int act, float a, float b, StreamT stream);
 
+// The stem kernel (small_c_stem.cu) for even horizontal strides: weights [K][kpad] (16-bit, 16-byte aligned) with
+// j = ((c * KH + ky) * kxp + lead + kx), zeros elsewhere; kxp = 4 or 8 taps per filter row, lead = pw % 2.
+struct SmallCStemLayout {
+  int kxp = 0, lead = 0;
+  int64_t kpad = 0;  // round_up(C * KH * kxp, 16)
+};
+// The layout for C x KH x KW filters at horizontal stride sw and left pad pw; false when the kernel does not take the
+// geometry (C > 4, odd stride, KW + lead > 8, kpad > 512).
+bool small_c_stem_layout(int64_t c, int kh, int kw, int sw, int pw, SmallCStemLayout* out);
+// Whether the kernel runs launch geometry p with weights laid out as l (K = 16, 32, 48 or 64, group 1, no dilation).
+bool small_c_stem_applies(const Conv2d& p, const SmallCStemLayout& l);
+// y = act(conv(x, w) + bias) (bias: K 16-bit values or null; act, a, b as small_c_direct16); x NCHW or NHWC, y NCHW
+// or NHWC (16-byte aligned). max_blocks > 0 caps the grid (blocks then loop over more tiles). Returns the launch
+// status (cudaErrorInvalidValue when it does not apply).
+int small_c_stem16(bool bf16, const void* x, bool x_nhwc, const void* w, const SmallCStemLayout& l, const void* bias,
+                   void* y, bool y_nhwc, const Conv2d& p, int act, float a, float b, int max_blocks, StreamT stream);
+
 }  // namespace kilnrt::cuda::kernels
