@@ -41,12 +41,13 @@ bool moving_producer(const ir::Graph& g, const ir::Node& n) {
   return e.act != FusedActivation::kNone && e.act != FusedActivation::kRelu && e.in_act == FusedActivation::kNone;
 }
 
-// KILNRT_INPUT_ACT=stride1: moves only into stride-1 depthwise convolutions (a knob for benchmarks: a stride-2
-// layer activates ~4 input elements per output).
-bool stride1_only() {
+// KILNRT_INPUT_ACT: unset / "0" off (the default until an H100 run shows the move faster, see the header), "1" on,
+// "stride1" only into stride-1 depthwise convolutions (a stride-2 layer activates ~4 input elements per output).
+std::string mode() {
   const char* env = std::getenv("KILNRT_INPUT_ACT");
-  return env && std::string(env) == "stride1";
+  return env ? std::string(env) : std::string();
 }
+bool stride1_only() { return mode() == "stride1"; }
 
 // A 2-D depthwise Conv / FusedConv reading `x` (C channels) as its input X: weight [C, 1, KH, KW], group C, and no
 // input activation yet.
@@ -68,11 +69,11 @@ bool depthwise_consumer(const ir::Graph& g, const ir::Node& n, const std::string
 }  // namespace
 
 size_t move_input_activations(ir::Graph& graph) {
-  if (!fusion_enabled("input-act")) return 0;
+  const std::string m = mode();
+  if ((m != "1" && m != "stride1") || !fusion_enabled("input-act")) return 0;
   std::vector<std::pair<size_t, size_t>> moves;  // (producer, consumer) node indices
   {
     const GraphIndex ix(graph);
-    std::vector<size_t> index_of;
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       const ir::Node& p = graph.nodes[i];
       if (!moving_producer(graph, p)) continue;

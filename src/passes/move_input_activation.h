@@ -7,6 +7,11 @@
 // activation-only pass over the expanded tensor, the largest tensors of those models: the move removes that pass.
 // A plain depthwise Conv consumer becomes a FusedConv. Not moved: an output with other readers or that is a graph
 // output, a consumer that already has an input activation, non-2-D convolutions.
+// OPT-IN (KILNRT_INPUT_ACT=1): the first H100 run (accurate SiLU applied per window element, bounds-tested) was
+// slower, fp16 whole engine off -> on: efficientnet_b0 b32 1.487 -> 1.696 ms, b1 0.463 -> 0.512; mobilenet_v3_large
+// b32 0.787 -> 0.810, b1 0.304 -> 0.315 (the expand convs got 2x faster, the depthwise layers 1.5-2.3x slower:
+// compute-bound on the activation); the kernel since (fast-math SiLU, no bounds tests) is not measured yet:
+// bench/results/h100_2026-11-22_s6_dwpro.md.
 #pragma once
 #include <cstddef>
 
@@ -14,6 +19,7 @@
 
 namespace kilnrt::passes {
 // Returns the number of activations moved. Needs inferred shapes; run after fuse_conv_epilogues.
-// KILNRT_NO_FUSION=input-act (or =all) skips it; KILNRT_INPUT_ACT=stride1 moves into stride-1 convolutions only.
+// Off unless KILNRT_INPUT_ACT=1 (all) or =stride1 (stride-1 depthwise convolutions only); KILNRT_NO_FUSION=input-act
+// (or =all) skips it either way.
 size_t move_input_activations(ir::Graph& graph);
 }  // namespace kilnrt::passes

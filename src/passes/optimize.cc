@@ -55,7 +55,8 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
     KILNRT_LOG(kInfo, "fused " << attention << " attention block(s), " << gelu << " GELU(s), " << gemm
                                << " GEMM epilogue(s), " << layernorm << " LayerNorm(s)");
   }
-  // 1x1 convolutions' SiLU / HardSwish / ... into the depthwise convolution reading them (issue 7).
+  // 1x1 convolutions' SiLU / HardSwish / ... into the depthwise convolution reading them (issue 7; opt-in,
+  // KILNRT_INPUT_ACT=1).
   move_input_activations(graph);
   // Squeeze-excite blocks (their two 1x1 FusedConvs made above) -> one com.kilnrt:SqueezeExcite (issue 7).
   if (fuse_squeeze_excite(graph) > 0) infer_shapes(graph);

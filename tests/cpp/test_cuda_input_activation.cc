@@ -212,6 +212,7 @@ void check_block(const Config& cfg) {
                                     << cfg.stride << " dil " << cfg.dil << " '" << cfg.precision << "' nhwc "
                                     << cfg.nhwc);
   EnvVar nhwc("KILNRT_CUDA_NHWC", cfg.nhwc);
+  EnvVar on("KILNRT_INPUT_ACT", "1");  // the move is opt-in
   const ir::Graph original = block(cfg.act, cfg.c, cfg.k, cfg.stride, cfg.dil);
   ir::Graph g = original;
   passes::optimize_graph(g);

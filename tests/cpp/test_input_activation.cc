@@ -2,7 +2,8 @@
 // moved into the depthwise convolution reading its output as FusedConv's input_activation. Where it fires and where
 // it must not, the CPU reference of the rewritten graph against the original graph (every activation the pass moves,
 // HardSigmoid / Sigmoid included: act(0) != 0, so the zero padding must stay zero), the attribute's errors, and a
-// CPU engine built from an ONNX file with and without the move (the attribute survives the engine file).
+// CPU engine built from an ONNX file with and without the move (the attribute survives the engine file). The move
+// is opt-in (KILNRT_INPUT_ACT=1): the tests turn it on.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -21,6 +22,12 @@ using namespace kilnrt;
 using namespace kilnrt::testing_conv;
 
 namespace {
+
+// The move is opt-in (KILNRT_INPUT_ACT=1, passes/move_input_activation.h): on for one test.
+struct OptIn {
+  explicit OptIn(const char* v = "1") { setenv("KILNRT_INPUT_ACT", v, 1); }
+  ~OptIn() { unsetenv("KILNRT_INPUT_ACT"); }
+};
 
 // Appends activation `act` ("" none; Silu as x * Sigmoid(x); Clip 0..6; LeakyRelu 0.1; Gelu opset 20) to `x`.
 std::string activation(GraphBuilder& b, const std::string& x, const std::string& act, const std::string& out) {
@@ -106,6 +113,7 @@ std::string dw_name(const ir::Graph& original) {
 }  // namespace
 
 TEST(InputActivation, MovesSiluIntoTheDepthwiseConvAndMatchesTheOriginal) {
+  OptIn on;
   const ir::Graph original = block("Silu");
   ir::Graph g = original;
   ASSERT_EQ(fuse_and_move(g), 1u) << g.to_string();  // the squeeze-excite's SiLU feeds a 1x1 conv: stays
@@ -123,6 +131,7 @@ TEST(InputActivation, MovesSiluIntoTheDepthwiseConvAndMatchesTheOriginal) {
 }
 
 TEST(InputActivation, EveryMovedActivationKeepsThePaddingZero) {
+  OptIn on;
   // HardSigmoid and Sigmoid are not 0 at 0: a padded border activated too would change every border output.
   for (const char* act : {"Silu", "HardSwish", "HardSigmoid", "Sigmoid", "Clip", "LeakyRelu", "Gelu"}) {
     for (int64_t k : {3, 5}) {
@@ -143,6 +152,7 @@ TEST(InputActivation, EveryMovedActivationKeepsThePaddingZero) {
 }
 
 TEST(InputActivation, APlainDepthwiseConvBecomesAFusedConv) {
+  OptIn on;
   const ir::Graph original = block("HardSwish", "");  // the depthwise conv has no epilogue: still a plain Conv
   ir::Graph g = original;
   ASSERT_EQ(fuse_and_move(g), 1u);
@@ -155,6 +165,7 @@ TEST(InputActivation, APlainDepthwiseConvBecomesAFusedConv) {
 }
 
 TEST(InputActivation, LeavesReluNoActivationAndOtherConsumersAlone) {
+  OptIn on;
   // ReLU is applied by the GEMM's epilogue for free; no activation: nothing to move.
   for (const char* act : {"Relu", ""}) {
     ir::Graph g = block(act);
@@ -194,8 +205,14 @@ TEST(InputActivation, LeavesReluNoActivationAndOtherConsumersAlone) {
   }
 }
 
-TEST(InputActivation, ThroughOptimizeGraphAndTheNoFusionSwitch) {
+TEST(InputActivation, ThroughOptimizeGraphAndTheSwitches) {
   const ir::Graph original = block("Silu");
+  {  // off by default
+    ir::Graph g = original;
+    passes::optimize_graph(g);
+    for (const ir::Node& n : g.nodes) EXPECT_FALSE(n.has_attr("input_activation")) << n.name;
+  }
+  OptIn on;
   ir::Graph g = original;
   passes::optimize_graph(g);
   size_t with_input_act = 0;
@@ -210,15 +227,15 @@ TEST(InputActivation, ThroughOptimizeGraphAndTheNoFusionSwitch) {
   for (const ir::Node& n : off.nodes) EXPECT_FALSE(n.has_attr("input_activation")) << n.name;
   expect_same_outputs(original, off);
   // KILNRT_INPUT_ACT=stride1: stride-2 depthwise convolutions keep their input as it is.
-  setenv("KILNRT_INPUT_ACT", "stride1", 1);
+  OptIn stride1("stride1");
   ir::Graph s2 = block("Silu", "Silu", 3, 2), s1 = block("Silu");
   const size_t moved_s2 = fuse_and_move(s2), moved_s1 = fuse_and_move(s1);
-  unsetenv("KILNRT_INPUT_ACT");
   EXPECT_EQ(moved_s2, 0u);
   EXPECT_EQ(moved_s1, 1u);
 }
 
 TEST(InputActivation, ClearErrorsForBadAttributes) {
+  OptIn on;
   ir::Graph g = block("Silu");
   ASSERT_EQ(fuse_and_move(g), 1u);
   ir::Node* dw = nullptr;
@@ -292,10 +309,12 @@ TEST(InputActivationEngine, CpuEngineMatchesTheEngineWithoutTheMove) {
   const std::string path = write_expand_model();
   BuildOptions opt;
   opt.profiles = {{parse_shape_spec("x:1x8x7x7/2x8x7x7/3x8x7x7")}};
-  const std::vector<uint8_t> moved_bytes = build_engine(path, opt);
-  setenv("KILNRT_NO_FUSION", "input-act", 1);
+  std::vector<uint8_t> moved_bytes;
+  {
+    OptIn on;
+    moved_bytes = build_engine(path, opt);
+  }
   const std::vector<uint8_t> plain_bytes = build_engine(path, opt);
-  unsetenv("KILNRT_NO_FUSION");
   std::remove(path.c_str());
   auto moved = Engine::from_bytes(moved_bytes.data(), moved_bytes.size());
   auto plain = Engine::from_bytes(plain_bytes.data(), plain_bytes.size());
