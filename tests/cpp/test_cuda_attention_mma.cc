@@ -137,6 +137,15 @@ const Case kCases[] = {
     // ViT's 197 tokens with a key mask at batch 3 (the lean kernel's masked path with a partial last tile).
     {"s197 key mask b3", {3, 197, 2, 64}, {3, 197, 2, 64}, {3, 197, 2, 64}, kHeads, kHeads, kHeads, kHeads,
      {3, 1, 1, 197}, true},
+    // A mask row per query with 16-byte rows (the lean kernel copies it per tile): BERT's exported [B, 1, S, S];
+    // partial query and key tiles; fully masked rows (uniform, or zeros with zero_masked_rows).
+    {"bert s128 row mask", {2, 128, 3, 64}, {2, 128, 3, 64}, {2, 128, 3, 64}, kHeads, kHeads, kHeads, kHeads,
+     {2, 1, 128, 128}, true},
+    {"d64 sq77 sk200 row mask", {2, 77, 64}, {2, 200, 64}, {2, 200, 64}, {}, {}, {}, {}, {2, 77, 200}, true},
+    {"row mask masked rows -inf", {1, 2, 40, 64}, {1, 2, 72, 64}, {1, 2, 72, 64}, {}, {}, {}, {}, {1, 2, 40, 72},
+     true, 3},
+    {"row mask masked rows zero", {1, 2, 40, 64}, {1, 2, 72, 64}, {1, 2, 72, 64}, {}, {}, {}, {}, {1, 2, 40, 72},
+     true, 3, -kInf, true},
     // Batch-1 grids (12 heads): the key-split configurations; BERT-like with its key mask, ViT-like S = 197.
     {"bert b1 s128 key mask", {1, 128, 12, 64}, {1, 128, 12, 64}, {1, 128, 12, 64}, kHeads, kHeads, kHeads, kHeads,
      {1, 1, 1, 128}, true},
@@ -300,6 +309,9 @@ TEST(AttentionMmaDispatch, ShapeRulePicksTheLeanKernelWhereItApplies) {
   build(kCases[0], bt);  // BERT layout with its [B, 1, 1, S] key mask, D 64
   k::AttentionArgs a = args_for(kCases[0], bt.g, 1);
   ForcedKernel forced("");  // no forced variant: the shape rule
+  const auto lean = [](const k::AttentionArgs& x) {
+    return std::string(k::attention_mma_variant_name(k::attention_mma_pick(x))).rfind("lean", 0) == 0;
+  };
   a.b0 = 32;
   a.b1 = 12;
   EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(a)), "lean4") << "BERT b32";
@@ -308,8 +320,16 @@ TEST(AttentionMmaDispatch, ShapeRulePicksTheLeanKernelWhereItApplies) {
   nomask.sq = nomask.sk = 197;
   EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(nomask)), "lean4") << "ViT b32";
   k::AttentionArgs per_query = a;
-  per_query.ms[2] = a.sk;  // a mask row per query: not the lean kernel's
-  EXPECT_STRNE(k::attention_mma_variant_name(k::attention_mma_pick(per_query)), "lean4");
+  per_query.ms[2] = a.sk;  // a mask row per query, 16-byte rows: copied per tile, 8 warps per block at batch 32
+  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(per_query)), "lean8");
+  per_query.b0 = 1;
+  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(per_query)), "lean4");
+  per_query.b0 = 32;
+  per_query.ms[2] = a.sk + 4;  // rows not 16-byte aligned
+  EXPECT_FALSE(lean(per_query));
+  per_query.ms[2] = a.sk;
+  per_query.sk = per_query.sq = 100;  // Sk % 8 != 0
+  EXPECT_FALSE(lean(per_query));
   k::AttentionArgs b1 = a;
   b1.b0 = 1;  // batch 1 as well
   EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(b1)), "lean4");
@@ -320,7 +340,7 @@ TEST(AttentionMmaDispatch, ShapeRulePicksTheLeanKernelWhereItApplies) {
   EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(b1)), "lean4");
   k::AttentionArgs d32 = a;
   d32.d = d32.dv = 32;
-  EXPECT_STRNE(k::attention_mma_variant_name(k::attention_mma_pick(d32)), "lean4");
+  EXPECT_FALSE(lean(d32));
 }
 
 TEST(CudaAttentionMma, MatchesCpuReference) {

@@ -2,7 +2,8 @@
 //   kilnrt_tests --gtest_also_run_disabled_tests --gtest_filter='CudaAttentionMmaBench.*'
 // For the zoo's attention shapes (BERT-base seq 128 with its [B, 1, 1, S] key mask, Q/K/V/O read in place as
 // [B, S, H, D]; ViT-B/16 with 197 tokens as [S, B*H, D]; batch 1 / 8 / 32; one D = 128 shape; BERT / ViT b32 with
-// contiguous [B, H, S, D] operands, the layout torch's SDPA is timed with, to show the layout's share) it times every
+// contiguous [B, H, S, D] operands, the layout torch's SDPA is timed with, to show the layout's share; BERT with its
+// mask as the export materialises it, [B, 1, S, S]) it times every
 // variant of attention_mma (the first kernel "v1" and each configuration of the second) in float16: 10 launches
 // captured in one CUDA graph (as an engine replays them), CUDA events around each replay, the median over 21
 // replays / 10, L2-warm inputs. Each variant's output is compared with
@@ -33,6 +34,7 @@ struct BenchShape {
   int b, h, s, d;
   bool mask;  // a [B, 1, 1, S] key mask (BERT)
   Layout layout;
+  bool row_mask = false;  // the mask as BERT's export gives it: [B, 1, S, S] (a row per query, equal rows)
 };
 
 // Whether `name` is in the comma-separated list in environment variable `var` (true when the variable is unset).
@@ -51,7 +53,8 @@ TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
       {"bert-b1", 1, 12, 128, 64, true, L::kBSHD},            {"vit-b32", 32, 12, 197, 64, false, L::kSBHD},
       {"vit-b8", 8, 12, 197, 64, false, L::kSBHD},            {"vit-b1", 1, 12, 197, 64, false, L::kSBHD},
       {"d128-b8-h16-s512", 8, 16, 512, 128, false, L::kSBHD}, {"bert-b32-bhsd", 32, 12, 128, 64, true, L::kBHSD},
-      {"vit-b32-bhsd", 32, 12, 197, 64, false, L::kBHSD}};
+      {"vit-b32-bhsd", 32, 12, 197, 64, false, L::kBHSD},   {"bert-b32-rowmask", 32, 12, 128, 64, true, L::kBSHD, true},
+      {"bert-b1-rowmask", 1, 12, 128, 64, true, L::kBSHD, true}};
   kilnrt::cuda::ContextGuard guard(0);
   kilnrt::cuda::Stream stream(0);
   kilnrt::cuda::Event e0(0, true), e1(0, true);
@@ -59,7 +62,7 @@ TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
   for (const BenchShape& sh : shapes) {
     if (!selected("KILNRT_ATTENTION_BENCH_SHAPES", sh.name)) continue;
     const size_t n = size_t(sh.b) * sh.h * sh.s * sh.d;
-    std::vector<uint16_t> host(n), mask(size_t(sh.b) * sh.s);
+    std::vector<uint16_t> host(n), mask(size_t(sh.b) * sh.s * (sh.row_mask ? sh.s : 1));
     uint32_t seed = 12345;
     auto frand = [&] {
       seed = seed * 1664525u + 1013904223u;
@@ -72,7 +75,7 @@ TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
       buf->copy_from_host_async(host.data(), n * 2, stream.get());
       stream.synchronize();
     }
-    for (size_t i = 0; i < mask.size(); ++i) mask[i] = float_to_half(i % 7 == 3 ? -10000.f : 0.f);
+    for (size_t i = 0; i < mask.size(); ++i) mask[i] = float_to_half(i % sh.s % 7 == 3 ? -10000.f : 0.f);
     m.copy_from_host_async(mask.data(), mask.size() * 2, stream.get());
     k::AttentionArgs a;
     a.dt = 1;
@@ -91,8 +94,9 @@ TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
                   bhsd[4] = {int64_t(sh.s) * e, int64_t(sh.s) * sh.d, sh.d, 1};
     const int64_t* strides = sh.layout == L::kBSHD ? bshd : sh.layout == L::kSBHD ? sbhd : bhsd;
     for (int i = 0; i < 4; ++i) a.qs[i] = a.ks[i] = a.vs[i] = a.os[i] = strides[i];
-    a.ms[0] = sh.s;
-    a.ms[1] = a.ms[2] = 0;
+    a.ms[0] = int64_t(sh.s) * (sh.row_mask ? sh.s : 1);
+    a.ms[1] = 0;
+    a.ms[2] = sh.row_mask ? sh.s : 0;
     a.ms[3] = 1;
     ASSERT_TRUE(k::attention_uses_mma(a)) << sh.name;
 

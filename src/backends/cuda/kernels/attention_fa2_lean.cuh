@@ -4,20 +4,24 @@
 // an issue-bound kernel: ~1000 instructions per warp and tile (64 of them mma), 9 % branches (the mask modes and tail
 // checks resolved per score), 12 warps per SM (154 registers), stalls on fixed-latency dependencies and on
 // instruction fetch. Here:
-//   - the mask is a key bias: once per block the [Sk] row of the key mask (times log2 e) is written to shared memory
-//     as float32, -inf past Sk; a tile then adds one float2 per key pair (one FFMA per score with the scale). Without
-//     a mask, full tiles take the row max of the raw scores and fold the scale and the max into one FFMA per score;
-//     only the last, partial tile reads the bias (0 / -inf);
+//   - a key mask is a key bias: once per block the [Sk] row of the key mask (times log2 e) is written to shared
+//     memory as float32, -inf past Sk; a tile then adds one float2 per key pair (one FFMA per score with the scale).
+//     Without a mask, full tiles take the row max of the raw scores and fold the scale and the max into one FFMA per
+//     score; only the last, partial tile reads the bias (0 / -inf). A mask with a row per query (BERT's exported
+//     [B, 1, S, S]) is copied per tile with K / V (cp.async, 16-byte chunks) and read as 16-bit pairs;
+//   - the template fixes the tile kind: full 64-key tiles run without any per-key check, a tail of <= 16 keys runs
+//     one 16-key chunk, other tails the full tile on zero-filled rows with the -inf bias;
 //   - the row sums come from the tensor cores: one extra mma per 16 keys multiplies P by a column of ones, so the sum
 //     is that of the 16-bit P that O sees (no float adds, no shuffles at the end);
 //   - K / V copies: each thread's 16-byte chunks of a tile have fixed offsets (one pointer add per tile); 16-key
 //     chunks at or past Sk are neither copied nor multiplied;
-//   - registers capped at 128 (4 warps: 4 blocks per SM; 8 warps: 2), no local memory;
+//   - registers capped at 128 (4 warps: 4 blocks per SM; 8 warps: 2);
 //   - O goes through the warp's rows of the Q buffer in shared memory and leaves as 16-byte row stores.
 // A row whose keys are all -inf gets the mean of V over the keys (zeros with zero_masked_rows), as the other kernels
 // do; that path reads V from global memory and only runs when a warp has such a row.
 // Preconditions (lean_supports): 16-bit storage, D == Dv == 64, Q / K / V / O rows movable with 16-byte copies, no
-// mask or one that broadcasts over the queries (query stride 0), 1 <= Sk <= kLeanMaxKeys, scale > 0.
+// mask, one that broadcasts over the queries (query stride 0) or one with 16-byte rows and Sk % 8 == 0,
+// 1 <= Sk <= kLeanMaxKeys, scale > 0.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -47,9 +51,10 @@ struct LeanShape {
   static constexpr size_t kStageBytes = 2 * size_t(kLeanKeys) * kLeanLd * 2;  // K then V
   static constexpr int kRowStep = kThreads / 8;                             // rows one copy instruction covers
   static constexpr int kCopies = kLeanKeys / kRowStep;                      // per thread, per matrix and tile
-  static size_t bytes(int64_t sk) {
+  static size_t bytes(int64_t sk, bool row_mask) {
     const int64_t tiles = (sk + kLeanKeys - 1) / kLeanKeys;
-    return kQBytes + size_t(tiles >= 2 ? 2 : 1) * kStageBytes + size_t(tiles) * kLeanKeys * sizeof(float);
+    const size_t stage = kStageBytes + (row_mask ? kQBytes : 0);  // the mask tile: one row per query row
+    return kQBytes + size_t(tiles >= 2 ? 2 : 1) * stage + size_t(tiles) * kLeanKeys * sizeof(float);
   }
 };
 
@@ -62,21 +67,46 @@ struct LeanAcc {
   uint32_t qf[kLeanD / 16][4];
 };
 
-// One 64-key tile of one warp. kBias: scores get the key bias (mask, -inf past Sk) and 16-key chunks at or past
-// `valid` are skipped; else a full tile without mask.
-template <class T, bool kBias>
-__device__ __forceinline__ void lean_tile(LeanAcc& acc, const T* kb, const T* vb, const float* bias, int valid,
-                                          float sl2) {
-  using B = Bits16<T>;
-  const int lane = threadIdx.x & 31, t = lane & 3;
-  float s[kLeanKeys / 8][4];
+// Mask modes of the kernel.
+enum LeanMask : int {
+  kLeanNoMask = 0,
+  kLeanKeyMask = 1,  // the mask broadcasts over the queries (query stride 0): one bias row per block
+  kLeanRowMask = 2,  // a mask row per query (e.g. BERT's exported [B, 1, S, S]): copied per tile like K / V
+};
+
+// Max of the 2 * kN scores of one row (h) of this lane, as a tree.
+template <int kN>
+__device__ __forceinline__ float lean_row_max(const float (&s)[kN][4], int h) {
+  float m[kN];
 #pragma unroll
-  for (int i = 0; i < kLeanKeys / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+  for (int i = 0; i < kN; ++i) m[i] = fmaxf(s[i][2 * h], s[i][2 * h + 1]);
+#pragma unroll
+  for (int w = 1; w < kN; w *= 2)
+#pragma unroll
+    for (int i = 0; i + w < kN; i += 2 * w) m[i] = fmaxf(m[i], m[i + w]);
+  return m[0];
+}
+
+// One tile of one warp: 16 * kChunks keys (64: a full tile; 16: a tail of at most 16 keys). kBias: the scores get
+// the key bias row (the key mask in the log2 domain, -inf past Sk); kRowMask: the mask tile of this warp's rows
+// (rows g, g + 8 at msk + row * kLeanLd, key pairs as 16-bit pairs). Each score becomes a value v whose log2-domain
+// score is v * mul: raw scores (no mask, mul = scale * log2 e), scale * s + mask (row mask, mul = log2 e) or
+// scale * log2 e * s + bias (key bias, mul = 1); the max is taken over v and p = 2^(v * mul - max) is one FFMA and
+// one ex2.
+template <class T, bool kBias, bool kRowMask, int kChunks>
+__device__ __forceinline__ void lean_tile(LeanAcc& acc, const T* kb, const T* vb, const float* bias, const T* msk,
+                                          float scale, float sl2) {
+  using B = Bits16<T>;
+  constexpr int kN = 2 * kChunks;  // 8-key accumulator tiles
+  const float mul = kRowMask ? kLog2e : kBias ? 1.f : sl2;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  float s[kN][4];
+#pragma unroll
+  for (int i = 0; i < kN; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
 #pragma unroll
   for (int kk = 0; kk < kLeanD / 16; ++kk) {
 #pragma unroll
-    for (int np = 0; np < kLeanKeys / 16; ++np) {
-      if (kBias && np * 16 >= valid) continue;
+    for (int np = 0; np < kChunks; ++np) {
       uint32_t b[4];
       ldsm_x4(b, kb + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * kLeanLd + kk * 16 + ((lane >> 3) & 1) * 8);
       B::mma(s[2 * np], acc.qf[kk], b[0], b[1]);
@@ -84,46 +114,47 @@ __device__ __forceinline__ void lean_tile(LeanAcc& acc, const T* kb, const T* vb
     }
   }
 
-  float mx[2] = {-INFINITY, -INFINITY};
-  if constexpr (kBias) {
+  if constexpr (kBias || kRowMask) {
 #pragma unroll
-    for (int i = 0; i < kLeanKeys / 8; ++i) {
-      const float2 bb = *reinterpret_cast<const float2*>(bias + i * 8 + 2 * t);
+    for (int i = 0; i < kN; ++i) {
+      float2 bb = make_float2(0.f, 0.f);
+      if constexpr (kBias) bb = *reinterpret_cast<const float2*>(bias + i * 8 + 2 * t);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        s[i][2 * h] = fmaf(s[i][2 * h], sl2, bb.x);
-        s[i][2 * h + 1] = fmaf(s[i][2 * h + 1], sl2, bb.y);
-        mx[h] = fmaxf(mx[h], fmaxf(s[i][2 * h], s[i][2 * h + 1]));
+        if constexpr (kRowMask) {
+          const float2 mv =
+              B::unpack(*reinterpret_cast<const typename B::Pair*>(msk + (g + 8 * h) * kLeanLd + i * 8 + 2 * t));
+          s[i][2 * h] = fmaf(s[i][2 * h], scale, mv.x);
+          s[i][2 * h + 1] = fmaf(s[i][2 * h + 1], scale, mv.y);
+          if constexpr (kBias) {  // -inf past Sk (else 0)
+            s[i][2 * h] += bb.x;
+            s[i][2 * h + 1] += bb.y;
+          }
+        } else {
+          s[i][2 * h] = fmaf(s[i][2 * h], sl2, bb.x);
+          s[i][2 * h + 1] = fmaf(s[i][2 * h + 1], sl2, bb.y);
+        }
       }
     }
-  } else {
-#pragma unroll
-    for (int i = 0; i < kLeanKeys / 8; ++i)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) mx[h] = fmaxf(mx[h], fmaxf(s[i][2 * h], s[i][2 * h + 1]));
   }
   float sub[2], alpha[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(kFull, mx[h], 1));
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(kFull, mx[h], 2));
-    // The new running max in the log2 domain (raw scores: scaled here; sl2 > 0 keeps the order).
-    const float mn = fmaxf(acc.m[h], kBias ? mx[h] : mx[h] * sl2);
+    float mx = lean_row_max<kN>(s, h);
+    mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 2));
+    // The new running max in the log2 domain (mul > 0 keeps the order).
+    const float mn = fmaxf(acc.m[h], mx * mul);
     sub[h] = mn == -INFINITY ? 0.f : mn;  // every score so far -inf: weights 0, the row is resolved at the end
     alpha[h] = ex2(acc.m[h] - sub[h]);    // m = -inf: 0
     acc.m[h] = mn;
   }
 #pragma unroll
-  for (int i = 0; i < kLeanKeys / 8; ++i)
+  for (int i = 0; i < kN; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if constexpr (kBias) {
-        s[i][2 * h] = ex2(s[i][2 * h] - sub[h]);
-        s[i][2 * h + 1] = ex2(s[i][2 * h + 1] - sub[h]);
-      } else {
-        s[i][2 * h] = ex2(fmaf(s[i][2 * h], sl2, -sub[h]));
-        s[i][2 * h + 1] = ex2(fmaf(s[i][2 * h + 1], sl2, -sub[h]));
-      }
+      s[i][2 * h] = ex2(fmaf(s[i][2 * h], mul, -sub[h]));
+      s[i][2 * h + 1] = ex2(fmaf(s[i][2 * h + 1], mul, -sub[h]));
     }
 #pragma unroll
   for (int n = 0; n < kLeanD / 8; ++n) {
@@ -138,8 +169,7 @@ __device__ __forceinline__ void lean_tile(LeanAcc& acc, const T* kb, const T* vb
   // O += P V and l += P 1, P (16-bit) as A fragments straight from the score registers, V via ldmatrix .trans.
   constexpr uint32_t kOnes = LeanOnes<T>::kBits;
 #pragma unroll
-  for (int kk = 0; kk < kLeanKeys / 16; ++kk) {
-    if (kBias && kk * 16 >= valid) continue;
+  for (int kk = 0; kk < kChunks; ++kk) {
     const uint32_t pa[4] = {B::pack(s[2 * kk][0], s[2 * kk][1]), B::pack(s[2 * kk][2], s[2 * kk][3]),
                             B::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), B::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
@@ -153,18 +183,20 @@ __device__ __forceinline__ void lean_tile(LeanAcc& acc, const T* kb, const T* vb
   }
 }
 
-template <class T, int kWarps, bool kMask, int kMinBlocks>
+template <class T, int kWarps, int kMode, int kMinBlocks>
 __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(AttentionArgs a) {
   using Sh = LeanShape<kWarps>;
   using B = Bits16<T>;
   constexpr int kRows = Sh::kRows, kThreads = Sh::kThreads;
+  constexpr int kKV = kLeanKeys * kLeanLd;                                           // elements of one K or V tile
+  constexpr int kStage = 2 * kKV + (kMode == kLeanRowMask ? kRows * kLeanLd : 0);  // K, V (, mask tile)
   extern __shared__ __align__(128) unsigned char smem[];
   T* qsm = reinterpret_cast<T*>(smem);
-  T* stage0 = qsm + kRows * kLeanLd;  // stage s: K [64][kLeanLd] at stage0 + s * 2 * 64 * kLeanLd, V right after
+  T* stage0 = qsm + kRows * kLeanLd;  // stage s at stage0 + s * kStage
 
   const int sq = static_cast<int>(a.sq), sk = static_cast<int>(a.sk);
   const int ntiles = (sk + kLeanKeys - 1) / kLeanKeys;
-  float* bias = reinterpret_cast<float*>(stage0 + (ntiles >= 2 ? 2 : 1) * 2 * kLeanKeys * kLeanLd);
+  float* bias = reinterpret_cast<float*>(stage0 + (ntiles >= 2 ? 2 : 1) * kStage);
   const int q0 = blockIdx.x * kRows;
   const int64_t b1 = blockIdx.y, b0 = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -180,9 +212,15 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
   const T* vg = static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1] + int64_t(crow) * a.vs[2] + ccol;
   const int64_t kstep = int64_t(Sh::kRowStep) * a.ks[2], vstep = int64_t(Sh::kRowStep) * a.vs[2];
   const int dst0 = crow * kLeanLd + ccol;
-  // Copies tile j (called for j = 0, 1, ... in order: kg / vg advance by one tile per call).
+  // kLeanRowMask: this thread's chunks of the mask tile (the block's query rows x 64 keys), rows crow + kRowStep * i.
+  const T* mg = nullptr;
+  if constexpr (kMode == kLeanRowMask)
+    mg = static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] + int64_t(q0 + crow) * a.ms[2] + ccol;
+  const int64_t mstep = int64_t(Sh::kRowStep) * a.ms[2];
+  // Copies tile j (called for j = 0, 1, ... in order: kg / vg advance by one tile per call). A partial tile is
+  // zero-filled up to 16 rows (tail tiles of <= 16 keys) or 64: the mma read those rows.
   auto load_stage = [&](int j) {
-    T* kd = stage0 + (j & 1) * 2 * kLeanKeys * kLeanLd + dst0;
+    T* kd = stage0 + (j & 1) * kStage + dst0;
     const int valid = sk - j * kLeanKeys;
     const T* ks = kg;
     const T* vs = vg;
@@ -190,19 +228,19 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
 #pragma unroll
       for (int i = 0; i < Sh::kCopies; ++i) {
         cp_async16_full(kd + i * Sh::kRowStep * kLeanLd, ks);
-        cp_async16_full(kd + (kLeanKeys + i * Sh::kRowStep) * kLeanLd, vs);
+        cp_async16_full(kd + kKV + i * Sh::kRowStep * kLeanLd, vs);
         ks += kstep;
         vs += vstep;
       }
     } else {
-      const int rows = (valid + 15) & ~15;  // rows past the last 16-key chunk are never read
+      const int rows = valid <= 16 ? 16 : kLeanKeys;
 #pragma unroll
       for (int i = 0; i < Sh::kCopies; ++i) {
         const int r = crow + i * Sh::kRowStep;
         if (r < rows) {
           const bool ok = r < valid;  // else zero-filled
           cp_async16(kd + i * Sh::kRowStep * kLeanLd, ok ? ks : kg, ok);
-          cp_async16(kd + (kLeanKeys + i * Sh::kRowStep) * kLeanLd, ok ? vs : vg, ok);
+          cp_async16(kd + kKV + i * Sh::kRowStep * kLeanLd, ok ? vs : vg, ok);
         }
         ks += kstep;
         vs += vstep;
@@ -210,15 +248,27 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
     }
     kg += kstep * Sh::kCopies;
     vg += vstep * Sh::kCopies;
+    if constexpr (kMode == kLeanRowMask) {
+      // Mask chunks (8 keys; Sk % 8 == 0) past Sk or of rows past Sq are zero-filled.
+      T* md = stage0 + (j & 1) * kStage + 2 * kKV + dst0;
+      const T* ms = mg + j * kLeanKeys;
+      const bool col_ok = j * kLeanKeys + ccol < sk;
+#pragma unroll
+      for (int i = 0; i < kRows / Sh::kRowStep; ++i) {
+        const bool ok = col_ok && q0 + crow + i * Sh::kRowStep < sq;
+        cp_async16(md + i * Sh::kRowStep * kLeanLd, ok ? ms : mg, ok);
+        ms += mstep;
+      }
+    }
   };
   load_stage(0);
   cp_async_commit();
 
-  // The key bias (log2 domain): the mask row times log2 e, -inf past Sk. Visible after the loop's first barrier.
-  const T* mrow = kMask ? static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] : nullptr;
+  // The key bias (log2 domain): the key mask row times log2 e, or 0; -inf past Sk. Visible after the first barrier.
+  const T* mrow = kMode == kLeanKeyMask ? static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] : nullptr;
   for (int i = tid; i < ntiles * kLeanKeys; i += kThreads) {
     float v = -INFINITY;
-    if (i < sk) v = kMask ? B::to_f(mrow[i * a.ms[3]]) * kLog2e : 0.f;
+    if (i < sk) v = kMode == kLeanKeyMask ? B::to_f(mrow[i * a.ms[3]]) * kLog2e : 0.f;
     bias[i] = v;
   }
   const float sl2 = a.scale * kLog2e;
@@ -229,6 +279,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
   acc.l[0] = acc.l[1] = acc.l[2] = acc.l[3] = 0.f;
   acc.m[0] = acc.m[1] = -INFINITY;
 
+  constexpr bool kKeyBias = kMode == kLeanKeyMask, kRowMask = kMode == kLeanRowMask;
   for (int j = 0; j < ntiles; ++j) {
     if (j + 1 < ntiles) load_stage(j + 1);
     cp_async_commit();
@@ -240,12 +291,16 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
         for (int kk = 0; kk < kLeanD / 16; ++kk)
           ldsm_x4(acc.qf[kk], qsm + (wr + (lane & 15)) * kLeanLd + kk * 16 + (lane >> 4) * 8);
       }
-      const T* kb = stage0 + (j & 1) * 2 * kLeanKeys * kLeanLd;
+      const T* kb = stage0 + (j & 1) * kStage;
+      const T* msk = kb + 2 * kKV + wr * kLeanLd;
+      const float* bj = bias + j * kLeanKeys;
       const int valid = sk - j * kLeanKeys;
-      if (!kMask && valid >= kLeanKeys)
-        lean_tile<T, false>(acc, kb, kb + kLeanKeys * kLeanLd, nullptr, valid, sl2);
+      if (valid >= kLeanKeys)
+        lean_tile<T, kKeyBias, kRowMask, 4>(acc, kb, kb + kKV, bj, msk, a.scale, sl2);
+      else if (valid <= 16)
+        lean_tile<T, true, kRowMask, 1>(acc, kb, kb + kKV, bj, msk, a.scale, sl2);
       else
-        lean_tile<T, true>(acc, kb, kb + kLeanKeys * kLeanLd, bias + j * kLeanKeys, valid, sl2);
+        lean_tile<T, true, kRowMask, 4>(acc, kb, kb + kKV, bj, msk, a.scale, sl2);
     }
     __syncthreads();  // stage j & 1 is refilled by the next iteration's copy of stage j + 2
   }
@@ -299,17 +354,23 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
 }
 
 // Whether the lean kernel takes these arguments (see the header comment); the caller has checked attention_uses_mma.
+// A mask with a row per query is taken when its rows move as 16-byte chunks of 8 keys (unit key stride, 16-byte
+// aligned rows, Sk % 8 == 0).
+inline bool lean_row_mask_ok(const AttentionArgs& a) {
+  return a.ms[3] == 1 && a.ms[0] % 8 == 0 && a.ms[1] % 8 == 0 && a.ms[2] % 8 == 0 && a.sk % 8 == 0 &&
+         aligned(a.mask, 16);
+}
 inline bool lean_supports(const AttentionArgs& a) {
   return a.d == kLeanD && a.dv == kLeanD && a.sk >= 1 && a.sk <= kLeanMaxKeys && a.scale > 0.f &&
-         rows16(a.o, a.os) && (!a.mask || a.ms[2] == 0);
+         rows16(a.o, a.os) && (!a.mask || a.ms[2] == 0 || lean_row_mask_ok(a));
 }
 
-template <class T, int kWarps, bool kMask>
+template <class T, int kWarps, int kMode>
 int launch_lean_mask(const AttentionArgs& a, StreamT stream) {
   using Sh = LeanShape<kWarps>;
   constexpr int kMinBlocks = 65536 / (128 * Sh::kThreads);  // 128 registers per thread
-  const size_t bytes = Sh::bytes(a.sk);
-  auto kernel = attention_lean<T, kWarps, kMask, kMinBlocks>;
+  const size_t bytes = Sh::bytes(a.sk, kMode == kLeanRowMask);
+  auto kernel = attention_lean<T, kWarps, kMode, kMinBlocks>;
   const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (st != cudaSuccess) return static_cast<int>(st);
@@ -321,7 +382,9 @@ int launch_lean_mask(const AttentionArgs& a, StreamT stream) {
 
 template <class T, int kWarps>
 int launch_lean(const AttentionArgs& a, StreamT stream) {
-  return a.mask ? launch_lean_mask<T, kWarps, true>(a, stream) : launch_lean_mask<T, kWarps, false>(a, stream);
+  if (!a.mask) return launch_lean_mask<T, kWarps, kLeanNoMask>(a, stream);
+  return a.ms[2] == 0 ? launch_lean_mask<T, kWarps, kLeanKeyMask>(a, stream)
+                      : launch_lean_mask<T, kWarps, kLeanRowMask>(a, stream);
 }
 
 // Launches the lean kernel with 4 or 8 warps per block (lean_supports must hold). Defined in attention_fa2_lean.cu.

@@ -279,9 +279,14 @@ int attention_mma_pick(const AttentionArgs& a) {
   // per block with 4 warps splitting 256-key stages when Sk > 128 (ViT, 197 tokens), else 32 rows with 2 x 2 warps.
   // D = 128 keeps 64 rows with 4 warps everywhere: with fewer warps per block its shared memory (K / V rows of
   // 272 bytes) leaves too few warps per SM (2x - 4x slower at B 8, H 16, S 512).
-  // Session 6 (bench/results/h100_2026-11-22_s6_attn.md): where the lean kernel takes the arguments (D 64, no mask or
-  // a key mask) it is the fastest at every zoo shape, batch 1 to 32 (BERT b1: level with m1r2s2c).
-  if (lean_supports(a)) return 1 + kFa2ConfigCount;  // lean4
+  // Session 6 (bench/results/h100_2026-11-22_s6_attn.md): where the lean kernel takes the arguments (D 64; no mask, a
+  // key mask, or a mask row per query in 16-byte chunks) it is the fastest at every zoo shape, batch 1 to 32: 4 warps
+  // per block, but 8 with a row mask at >= 2 blocks of 128 rows per SM (the mask tile's shared memory leaves 4-warp
+  // blocks 12 warps per SM, 8-warp blocks 16: BERT b32 14.35 us against 15.01).
+  if (lean_supports(a)) {
+    const bool row_mask = a.mask && a.ms[2] != 0;
+    return 1 + kFa2ConfigCount + (row_mask && a.b0 * a.b1 * ((a.sq + 127) / 128) >= 264 ? 1 : 0);  // lean4 / lean8
+  }
   const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
   const char* name = a.d > 64 || blocks64 >= 264 ? "m1r4s1"
                      : blocks64 >= 132           ? "m1r4s2c"
