@@ -543,3 +543,57 @@ TEST(CudaConvSmallC, StemKernelLoopsOverTiles) {
   ScopedEnv nhwc("KILNRT_CUDA_NHWC", "1");
   check(g, "fp16", true, "stem-mma");
 }
+
+// The stem kernel's host-side rules (kernels/conv_small_c.h): the weight layout per geometry and the launches it
+// takes (no GPU needed).
+TEST(CudaConvSmallC, StemKernelLayoutAndApplicability) {
+  namespace k = kilnrt::cuda::kernels;
+  k::SmallCStemLayout l;
+  ASSERT_TRUE(k::small_c_stem_layout(3, 7, 7, 2, 3, &l));  // resnet50
+  EXPECT_EQ(l.kxp, 8);
+  EXPECT_EQ(l.lead, 1);
+  EXPECT_EQ(l.kpad, 176);
+  ASSERT_TRUE(k::small_c_stem_layout(3, 3, 3, 2, 1, &l));  // efficientnet / mobilenet
+  EXPECT_EQ(l.kxp, 4);
+  EXPECT_EQ(l.lead, 1);
+  EXPECT_EQ(l.kpad, 48);
+  ASSERT_TRUE(k::small_c_stem_layout(1, 3, 3, 4, 0, &l));
+  EXPECT_EQ(l.kxp, 4);
+  EXPECT_EQ(l.lead, 0);
+  EXPECT_EQ(l.kpad, 16);
+  EXPECT_FALSE(k::small_c_stem_layout(3, 3, 3, 1, 1, &l));  // stride 1: odd
+  EXPECT_FALSE(k::small_c_stem_layout(3, 3, 3, 3, 1, &l));  // stride 3: odd
+  EXPECT_FALSE(k::small_c_stem_layout(3, 8, 8, 2, 1, &l));  // 8 taps + lead > 8
+  EXPECT_FALSE(k::small_c_stem_layout(5, 3, 3, 2, 1, &l));  // C > 4
+  EXPECT_FALSE(k::small_c_stem_layout(4, 40, 8, 2, 0, &l));  // kpad 1280 > 512
+
+  k::Conv2d p;  // resnet50's stem at batch 32
+  p.n = 32;
+  p.c = 3;
+  p.h = p.w = 224;
+  p.k = 64;
+  p.oh = p.ow = 112;
+  p.kh = p.kw = 7;
+  p.sh = p.sw = 2;
+  p.ph = p.pw = 3;
+  ASSERT_TRUE(k::small_c_stem_layout(p.c, p.kh, p.kw, p.sw, p.pw, &l));
+  EXPECT_TRUE(k::small_c_stem_applies(p, l));
+  k::Conv2d q = p;
+  for (int64_t kk : {8, 24, 80, 128}) {
+    q.k = kk;
+    EXPECT_FALSE(k::small_c_stem_applies(q, l)) << kk;
+  }
+  q = p;
+  q.dh = q.dw = 2;
+  EXPECT_FALSE(k::small_c_stem_applies(q, l));  // dilation
+  q = p;
+  q.pw = 2;  // the weights were laid out for an odd pad (lead slot)
+  EXPECT_FALSE(k::small_c_stem_applies(q, l));
+  q = p;
+  q.groups = 3;
+  EXPECT_FALSE(k::small_c_stem_applies(q, l));
+  q = p;
+  q.w = 1 << 20;  // input rows too long for shared memory
+  q.ow = (q.w + 2 * q.pw - q.kw) / q.sw + 1;
+  EXPECT_FALSE(k::small_c_stem_applies(q, l));
+}
