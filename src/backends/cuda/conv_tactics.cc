@@ -387,7 +387,7 @@ void ConvTuningScope::bind(LayerLaunch& l) {
 
 int ConvTuningScope::time_candidates(LayerLaunch& l, int count, const std::function<void(int, LayerLaunch&)>& run,
                                      const std::function<std::string(int)>& label, const std::string& node,
-                                     const std::string& what) {
+                                     const std::string& what, double margin) {
   kc::ContextGuard guard(device_);
   KILNRT_CHECK(res_ != nullptr, kInternal, node, "tactic timing before bind()");
   Resources& r = *res_;
@@ -395,7 +395,6 @@ int ConvTuningScope::time_candidates(LayerLaunch& l, int count, const std::funct
   // of host time per call): kReps launches captured into one graph; the first replay drops candidates 3x slower than
   // the best so far, the others get the median of 3 more. A direct launch first checks that the tactic applies.
   constexpr int kReps = 8;
-  constexpr double kMargin = 0.97;  // a tactic must beat the incumbent (candidate 0) by 3% to replace it
   double best_ms = -1.0, best_score = -1.0;
   int best = -1;
   std::string report;
@@ -440,7 +439,7 @@ int ConvTuningScope::time_candidates(LayerLaunch& l, int count, const std::funct
     }
     report += " " + label(c) + (dropped ? ">" : "=") + std::to_string(med).substr(0, 6);
     if (dropped) continue;
-    const double score = c == 0 ? med : med / kMargin;
+    const double score = c == 0 ? med : med / margin;  // beat the incumbent by the margin
     if (best_ms < 0 || med < best_ms) best_ms = med;
     if (best_score < 0 || score < best_score) {
       best_score = score;
