@@ -1,5 +1,6 @@
 // Graph builders shared by the attention / GELU fusion tests (CPU: test_attention_fusion.cc, GPU:
-// test_cuda_attention.cc): exporter-shaped attention blocks and GELU chains on typed graph inputs.
+// test_cuda_attention.cc): exporter-shaped attention blocks and GELU chains on typed graph inputs; FusedAttention on
+// one packed Q | K | V input (test_cuda_qkv_packing.cc, test_cuda_cudnn_attention.cc).
 #pragma once
 #include <cmath>
 #include <map>
@@ -21,6 +22,58 @@ using passtest::run_cpu;
 
 inline Tensor scalar(float v) { return Tensor::from_vector(std::vector<float>{v}, DType::kFloat32, {}); }
 
+// Declares `name` a float32 graph input of shape s.
+inline void add_float32_input(ir::Graph& g, const std::string& name, const Shape& s) {
+  g.inputs.push_back(name);
+  ir::TensorType t;
+  t.dtype = DType::kFloat32;
+  t.has_shape = true;
+  t.shape = ir::shape_to_sym(s);
+  g.types[name] = t;
+}
+
+// Graph `graph_name` with one FusedAttention(p, p, p [, mask]) node `node_name`, output y, scale 1 / sqrt(D),
+// reading Q, K, V as parts [0, H), [H, 2H), [2H, 3H) of the graph input p along axis 2: BERT's p [B, S, 3H, D]
+// through perms (0, 2, 1, 3), or (vit) torchvision MHA's p [S, B, 3H, D] through (1, 2, 0, 3), out_perm
+// (2, 0, 1, 3); mask: an additive [B, 1, 1, S] graph input. Shapes not inferred yet: the caller adds attributes to
+// g.nodes[0] first.
+inline ir::Graph packed_attention_graph(const std::string& graph_name, const std::string& node_name, int64_t B,
+                                        int64_t S, int64_t H, int64_t D, bool vit, bool mask) {
+  ir::Graph g;
+  g.name = graph_name;
+  g.opsets[""] = 17;
+  g.opsets["com.kilnrt"] = 1;
+  add_float32_input(g, "p", vit ? Shape{S, B, 3 * H, D} : Shape{B, S, 3 * H, D});
+  ir::Node n;
+  n.name = node_name;
+  n.op_type = "FusedAttention";
+  n.domain = "com.kilnrt";
+  n.inputs = {"p", "p", "p"};
+  if (mask) {
+    add_float32_input(g, "mask", {B, 1, 1, S});
+    n.inputs.push_back("mask");
+  }
+  n.outputs = {"y"};
+  n.attrs["scale"].kind = ir::Attribute::Kind::kFloat;
+  n.attrs["scale"].f = static_cast<float>(1.0 / std::sqrt(double(D)));
+  // Logical [B, H, S, D]: BERT's physical [B, S, H, D] through (0, 2, 1, 3), ViT's [S, B, H, D] through (1, 2, 0, 3).
+  const std::vector<int64_t> in_perm = vit ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
+  const std::vector<int64_t> out_perm = vit ? std::vector<int64_t>{2, 0, 1, 3} : std::vector<int64_t>{0, 2, 1, 3};
+  const char* perms[4] = {"q_perm", "k_perm", "v_perm", "out_perm"};
+  for (int i = 0; i < 4; ++i) {
+    n.attrs[perms[i]].kind = ir::Attribute::Kind::kInts;
+    n.attrs[perms[i]].ints = i < 3 ? in_perm : out_perm;
+  }
+  const char* parts[3] = {"q_part", "k_part", "v_part"};
+  for (int i = 0; i < 3; ++i) {
+    n.attrs[parts[i]].kind = ir::Attribute::Kind::kInts;
+    n.attrs[parts[i]].ints = {2, i * H, H};
+  }
+  g.nodes.push_back(std::move(n));
+  g.outputs = {"y"};
+  return g;
+}
+
 struct Builder {
   ir::Graph g;
   std::map<std::string, Tensor> feeds;
@@ -31,12 +84,7 @@ struct Builder {
   }
   // A graph input with random contents in [lo, hi] (fed by run()).
   std::string input(const std::string& name, const Shape& s, float lo = -1.f, float hi = 1.f) {
-    g.inputs.push_back(name);
-    ir::TensorType t;
-    t.dtype = DType::kFloat32;
-    t.has_shape = true;
-    t.shape = ir::shape_to_sym(s);
-    g.types[name] = t;
+    add_float32_input(g, name, s);
     feeds[name] = random_tensor(s, seed++, lo, hi);
     return name;
   }

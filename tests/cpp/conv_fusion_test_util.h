@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_executor.h"
 #include "ir/graph.h"
+#include "onnx_test_writer.h"
 #include "passes/shape_inference.h"
 #include "pass_test_util.h"
 
@@ -43,6 +44,18 @@ inline ir::Attribute string_attr(const std::string& v) {
   a.s = v;
   return a;
 }
+
+// Adds random float32 initializers to an ONNX test model's graph (onnx_test_writer.h): add(name, dims, lo, hi) draws
+// random_tensor(dims, seed, lo, hi), the seed counting up from the first one.
+struct RandomInitializers {
+  onnx_test::GraphSpec& g;
+  uint32_t seed;
+  void operator()(const std::string& name, std::vector<int64_t> dims, float lo, float hi) {
+    const Tensor t = random_tensor(dims, seed++, lo, hi);
+    g.initializers.push_back(onnx_test::TensorSpec::float_raw(
+        name, dims, std::vector<float>(t.data<float>(), t.data<float>() + t.numel())));
+  }
+};
 
 // A graph under construction: typed inputs, constants, nodes appended in order.
 struct GraphBuilder {
@@ -105,5 +118,18 @@ struct GraphBuilder {
     return g;
   }
 };
+
+// The end of an efficientnet-style block built in b: "pr" = 1x1 conv (with bias) of `se` from e to c channels, then
+// "y" = pr + x (the block input) when stride is 1; that value is the graph's output. Returns the finished graph.
+inline ir::Graph finish_block(GraphBuilder& b, const std::string& se, int64_t e, int64_t c, int64_t stride) {
+  b.conv(se, "pr", e, c, 1, 1, true);
+  if (stride == 1) {
+    b.node("Add", {"pr", "x"}, {"y"});
+    b.output("y");
+  } else {
+    b.output("pr");
+  }
+  return b.finish();
+}
 
 }  // namespace kilnrt::testing_conv

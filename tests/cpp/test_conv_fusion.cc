@@ -375,12 +375,7 @@ std::string write_block_model() {
   GraphSpec& g = m.graph;
   g.inputs.push_back(ValueInfoSpec::tensor("x", kFloat, {DimSpec::named("batch"), 4, 8, 8}));
   g.outputs.push_back(ValueInfoSpec::tensor("y", kFloat, {DimSpec::named("batch"), 4, 8, 8}));
-  uint32_t seed = 40;
-  auto add = [&](const std::string& name, std::vector<int64_t> dims, float lo, float hi) {
-    const Tensor t = random_tensor(dims, seed++, lo, hi);
-    g.initializers.push_back(
-        TensorSpec::float_raw(name, dims, std::vector<float>(t.data<float>(), t.data<float>() + t.numel())));
-  };
+  RandomInitializers add{g, 40};
   for (int i : {1, 2}) {
     const std::string k = std::to_string(i);
     add("w" + k, {4, 4, 3, 3}, -0.4f, 0.4f);

@@ -129,6 +129,49 @@ struct RecordingWeights final : backends::cuda::DeviceWeights {
   }
 };
 
+// x -> Conv(g) + bias -> act (fused) -> Neg (so that the conv output is an inner tensor: NHWC in NHWC plans).
+ir::Graph act_graph(const Geo& g, const char* act, uint32_t seed = 21) {
+  GraphBuilder b;
+  b.seed = seed;
+  b.input("x", {g.n, g.c, g.h, g.w});
+  ir::Node& n = b.node("Conv", {"x", b.random_constant("W", {g.k, g.c, g.kh, g.kw}, -0.5f, 0.5f),
+                                b.random_constant("B", {g.k})}, {"c"});
+  n.attrs["kernel_shape"] = ints_attr({g.kh, g.kw});
+  n.attrs["strides"] = ints_attr({g.stride, g.stride});
+  n.attrs["pads"] = ints_attr({g.pad, g.pad, g.pad, g.pad});
+  std::string cur = "c";
+  if (*act) {
+    b.node(act, {cur}, {"r"});
+    cur = "r";
+  }
+  b.node("Neg", {cur}, {"y"});
+  b.output("y");
+  ir::Graph graph = b.finish();
+  passes::fuse_conv_epilogues(graph);
+  passes::infer_shapes(graph);
+  return graph;
+}
+
+// act_graph(g, act) for every geometry of `geos`, activation ("", Relu, HardSwish, Sigmoid), fp16 / bf16 and NHWC /
+// NCHW plans (KILNRT_CUDA_NHWC 1 / 0): the small-C path taken, `expect` in its tactic.
+template <size_t N>
+void check_layouts_activations_precisions(const Geo (&geos)[N], const char* expect) {
+  const char* acts[] = {"", "Relu", "HardSwish", "Sigmoid"};
+  for (const char* layout : {"1", "0"}) {
+    ScopedEnv nhwc("KILNRT_CUDA_NHWC", layout);
+    for (const Geo& g : geos) {
+      for (const char* act : acts) {
+        for (const char* prec : {"fp16", "bf16"}) {
+          SCOPED_TRACE(::testing::Message() << "NHWC=" << layout << " " << prec << " n" << g.n << " c" << g.c << " "
+                                            << g.h << "x" << g.w << " k" << g.kh << " s" << g.stride << " p" << g.pad
+                                            << " K" << g.k << " act " << act);
+          check(act_graph(g, act), prec, true, expect);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST(CudaConvSmallC, PathsThatApply) {
@@ -343,39 +386,8 @@ TEST(CudaConvSmallC, DirectKernelShapesActivationsAndLayouts) {
       {2, 4, 20, 20, 128, 3, 3, 1, 1},  // C = 4, K = 128
       {1, 3, 31, 33, 96, 3, 3, 2, 0},   // no pad, K = 96
   };
-  const char* acts[] = {"", "Relu", "HardSwish", "Sigmoid"};
   ScopedEnv direct("KILNRT_CUDA_SMALL_C", "direct");  // 5x5 / 7x7 windows take pack8 by default
-  for (const char* layout : {"1", "0"}) {
-    ScopedEnv nhwc("KILNRT_CUDA_NHWC", layout);
-    for (const Geo& g : geos) {
-      for (const char* act : acts) {
-        for (const char* prec : {"fp16", "bf16"}) {
-          SCOPED_TRACE(::testing::Message() << "NHWC=" << layout << " " << prec << " n" << g.n << " c" << g.c << " "
-                                            << g.h << "x" << g.w << " k" << g.kh << " s" << g.stride << " p" << g.pad
-                                            << " K" << g.k << " act " << act);
-          GraphBuilder b;
-          b.seed = 21;
-          b.input("x", {g.n, g.c, g.h, g.w});
-          ir::Node& n = b.node("Conv", {"x", b.random_constant("W", {g.k, g.c, g.kh, g.kw}, -0.5f, 0.5f),
-                                        b.random_constant("B", {g.k})}, {"c"});
-          n.attrs["kernel_shape"] = ints_attr({g.kh, g.kw});
-          n.attrs["strides"] = ints_attr({g.stride, g.stride});
-          n.attrs["pads"] = ints_attr({g.pad, g.pad, g.pad, g.pad});
-          std::string cur = "c";
-          if (*act) {
-            b.node(act, {cur}, {"r"});
-            cur = "r";
-          }
-          b.node("Neg", {cur}, {"y"});
-          b.output("y");
-          ir::Graph graph = b.finish();
-          passes::fuse_conv_epilogues(graph);
-          passes::infer_shapes(graph);
-          check(graph, prec, true, "direct-mma");
-        }
-      }
-    }
-  }
+  check_layouts_activations_precisions(geos, "direct-mma");
 }
 
 TEST(CudaConvSmallC, Float32EnginesKeepTheUsualPath) {
@@ -449,33 +461,6 @@ TEST(CudaConvSmallC, StemWeightLayout) {
   EXPECT_NE(s->path(), SmallCPath::kStemMma);
 }
 
-namespace {
-
-// x -> Conv(g) + bias -> act (fused) -> Neg (so that the conv output is an inner tensor: NHWC in NHWC plans).
-ir::Graph act_graph(const Geo& g, const char* act, uint32_t seed = 21) {
-  GraphBuilder b;
-  b.seed = seed;
-  b.input("x", {g.n, g.c, g.h, g.w});
-  ir::Node& n = b.node("Conv", {"x", b.random_constant("W", {g.k, g.c, g.kh, g.kw}, -0.5f, 0.5f),
-                                b.random_constant("B", {g.k})}, {"c"});
-  n.attrs["kernel_shape"] = ints_attr({g.kh, g.kw});
-  n.attrs["strides"] = ints_attr({g.stride, g.stride});
-  n.attrs["pads"] = ints_attr({g.pad, g.pad, g.pad, g.pad});
-  std::string cur = "c";
-  if (*act) {
-    b.node(act, {cur}, {"r"});
-    cur = "r";
-  }
-  b.node("Neg", {cur}, {"y"});
-  b.output("y");
-  ir::Graph graph = b.finish();
-  passes::fuse_conv_epilogues(graph);
-  passes::infer_shapes(graph);
-  return graph;
-}
-
-}  // namespace
-
 // Every K the stem kernel takes (16 / 32 / 48 / 64), C = 1..4, windows with and without the lead slot (odd / even
 // pads), 4- and 8-tap rows, non-square windows, strides 2 and 4, rows that take 16-byte copies (W % 8 == 0) and rows
 // that do not, partial tiles, the activations it applies, NCHW and NHWC outputs, fp16 and bf16.
@@ -493,20 +478,7 @@ TEST(CudaConvSmallC, StemKernelShapesActivationsAndLayouts) {
       {2, 2, 19, 24, 16, 2, 2, 2, 1},   // 2x2 pad 1
       {1, 3, 9, 8, 64, 8, 8, 2, 0},     // 8 taps, no lead, one output row
   };
-  const char* acts[] = {"", "Relu", "HardSwish", "Sigmoid"};
-  for (const char* layout : {"1", "0"}) {
-    ScopedEnv nhwc("KILNRT_CUDA_NHWC", layout);
-    for (const Geo& g : geos) {
-      for (const char* act : acts) {
-        for (const char* prec : {"fp16", "bf16"}) {
-          SCOPED_TRACE(::testing::Message() << "NHWC=" << layout << " " << prec << " n" << g.n << " c" << g.c << " "
-                                            << g.h << "x" << g.w << " k" << g.kh << " s" << g.stride << " p" << g.pad
-                                            << " K" << g.k << " act " << act);
-          check(act_graph(g, act), prec, true, "stem-mma");
-        }
-      }
-    }
-  }
+  check_layouts_activations_precisions(geos, "stem-mma");
   // A 5x3 window (KH != KW).
   check(act_graph({2, 3, 20, 26, 32, 5, 3, 2, 1}, "Relu"), "fp16", true, "stem-mma");
 }

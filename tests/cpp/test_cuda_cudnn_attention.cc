@@ -13,13 +13,16 @@
 #include "attention_test_util.h"
 #include "backends/cuda/conv_tactics.h"
 #include "backends/cuda/cudnn_attention.h"
+#include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"
+#include "tuning_test_util.h"
 
 namespace kilnrt::cudatest {
 namespace {
 
 namespace bc = kilnrt::backends::cuda;
 namespace k = kilnrt::cuda::kernels;
+namespace tc = kilnrt::testing_conv;
 
 struct EnvVar {  // sets (or, with nullptr, unsets) a variable for one scope
   std::string name;
@@ -45,60 +48,16 @@ std::string label(const Layout& c) {
          (c.zero_masked_rows ? " zmr" : "");
 }
 
-ir::Attribute ints(const std::vector<int64_t>& v) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = v;
-  return a;
-}
-ir::Attribute str(const std::string& s) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kString;
-  a.s = s;
-  return a;
-}
-
-// FusedAttention(p, p, p [, mask]) reading Q, K, V as parts [0, H), [H, 2H), [2H, 3H) of p along axis 2.
+// FusedAttention(p, p, p [, mask]) named "attention" reading Q, K, V as parts [0, H), [H, 2H), [2H, 3H) of p along
+// axis 2 (attntest::packed_attention_graph).
 ir::Graph packed_graph(const Layout& c, const char* precision) {
-  ir::Graph g;
-  g.name = "cudnn_attention";
-  g.opsets[""] = 17;
-  g.opsets["com.kilnrt"] = 1;
-  auto input = [&](const std::string& name, const Shape& s) {
-    g.inputs.push_back(name);
-    ir::TensorType t;
-    t.dtype = DType::kFloat32;
-    t.has_shape = true;
-    t.shape = ir::shape_to_sym(s);
-    g.types[name] = t;
-  };
-  input("p", c.vit ? Shape{c.s, c.b, 3 * c.h, c.d} : Shape{c.b, c.s, 3 * c.h, c.d});
-  ir::Node n;
-  n.name = "attention";
-  n.op_type = "FusedAttention";
-  n.domain = "com.kilnrt";
-  n.inputs = {"p", "p", "p"};
-  if (c.mask) {
-    input("mask", {c.b, 1, 1, c.s});
-    n.inputs.push_back("mask");
-  }
-  n.outputs = {"y"};
-  n.attrs["scale"].kind = ir::Attribute::Kind::kFloat;
-  n.attrs["scale"].f = static_cast<float>(1.0 / std::sqrt(double(c.d)));
-  // Logical [B, H, S, D]: BERT's physical [B, S, H, D] through (0, 2, 1, 3), ViT's [S, B, H, D] through (1, 2, 0, 3).
-  const std::vector<int64_t> in_perm = c.vit ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
-  const std::vector<int64_t> out_perm = c.vit ? std::vector<int64_t>{2, 0, 1, 3} : std::vector<int64_t>{0, 2, 1, 3};
-  for (const char* a : {"q_perm", "k_perm", "v_perm"}) n.attrs[a] = ints(in_perm);
-  n.attrs["out_perm"] = ints(out_perm);
-  const char* parts[3] = {"q_part", "k_part", "v_part"};
-  for (int i = 0; i < 3; ++i) n.attrs[parts[i]] = ints({2, i * c.h, c.h});
+  ir::Graph g = attntest::packed_attention_graph("cudnn_attention", "attention", c.b, c.s, c.h, c.d, c.vit, c.mask);
+  ir::Node& n = g.nodes[0];
   if (c.zero_masked_rows) {
     n.attrs["zero_masked_rows"].kind = ir::Attribute::Kind::kInt;
     n.attrs["zero_masked_rows"].i = 1;
   }
-  if (*precision) n.attrs["kilnrt_precision"] = str(precision);
-  g.nodes.push_back(std::move(n));
-  g.outputs = {"y"};
+  if (*precision) n.attrs["kilnrt_precision"] = tc::string_attr(precision);
   passes::infer_shapes(g);
   return g;
 }
@@ -113,21 +72,12 @@ std::map<std::string, Tensor> feeds_for(const Layout& c, DType storage) {
   return f;
 }
 
-// Plans `g` under a tuning scope (as the builder does); returns what the scope recorded.
-std::map<std::string, std::string> tune(const ir::Graph& g) {
-  std::map<std::string, std::string> rec;
-  kilnrt::cuda::ContextGuard guard(0);
-  bc::ConvTuningScope scope(0, &rec);
-  bc::CudaPlan plan(g, 0);
-  return rec;
-}
-
 const std::string kRecKey = std::string("attention\t") + bc::kAttentionTacticAttr;
 
 std::string here() { return bc::attention_device_part(bc::tuning_device_key(0)); }
 
 ir::Graph with_choice(ir::Graph g, const std::string& value) {
-  g.nodes[0].attrs[bc::kAttentionTacticAttr] = str(value);
+  g.nodes[0].attrs[bc::kAttentionTacticAttr] = tc::string_attr(value);
   return g;
 }
 

@@ -16,6 +16,7 @@
 #include "backends/cuda/kernels/nhwc_depthwise.h"
 #include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"
+#include "depthwise_test_util.h"
 #include "passes/fuse_conv_epilogue.h"
 
 namespace kilnrt::cudatest {
@@ -23,71 +24,39 @@ namespace {
 
 namespace k = kilnrt::cuda::kernels;
 
-// Begin pads `pad`, end pads `pad_end` (-1: the same).
-k::Conv2d geometry(int64_t n, int64_t c, int64_t h, int64_t w, int ks, int s, int pad, int pad_end = -1) {
-  if (pad_end < 0) pad_end = pad;
-  k::Conv2d p;
-  p.n = n;
-  p.c = p.k = c;
-  p.groups = static_cast<int>(c);
-  p.h = h;
-  p.w = w;
-  p.kh = p.kw = ks;
-  p.sh = p.sw = s;
-  p.ph = p.pw = pad;
-  p.oh = (h + pad + pad_end - ks) / s + 1;
-  p.ow = (w + pad + pad_end - ks) / s + 1;
-  return p;
-}
-
 TEST(CudaDepthwiseTile, AppliesToSquareOddKernelsStrideOneOrTwoAndEightChannelGroups) {
   alignas(16) static char buf[64];
-  EXPECT_TRUE(k::depthwise_nhwc_tile_geometry(geometry(1, 96, 56, 56, 7, 1, 3)));
-  EXPECT_TRUE(k::depthwise_nhwc_tile_geometry(geometry(32, 144, 56, 56, 5, 2, 2)));
-  EXPECT_TRUE(k::depthwise_nhwc_tile_geometry(geometry(1, 8, 3, 3, 3, 1, 0)));
-  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(geometry(1, 12, 8, 8, 3, 1, 1)));   // C % 8
-  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(geometry(1, 16, 8, 8, 1, 1, 0)));   // 1x1
-  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(geometry(1, 16, 8, 8, 4, 1, 1)));   // even kernel
-  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(geometry(1, 16, 16, 16, 3, 3, 1)));  // stride 3
-  k::Conv2d p = geometry(1, 16, 8, 8, 3, 1, 1);
+  EXPECT_TRUE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 96, 56, 56, 7, 1, 3)));
+  EXPECT_TRUE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(32, 144, 56, 56, 5, 2, 2)));
+  EXPECT_TRUE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 8, 3, 3, 3, 1, 0)));
+  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 12, 8, 8, 3, 1, 1)));   // C % 8
+  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 16, 8, 8, 1, 1, 0)));   // 1x1
+  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 16, 8, 8, 4, 1, 1)));   // even kernel
+  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 16, 16, 16, 3, 3, 1)));  // stride 3
+  k::Conv2d p = depthwise_geometry(1, 16, 8, 8, 3, 1, 1);
   p.dh = p.dw = 2;
   EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(p));  // dilation
-  p = geometry(1, 16, 8, 8, 3, 1, 1);
+  p = depthwise_geometry(1, 16, 8, 8, 3, 1, 1);
   p.kw = 5;
   EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(p));  // not square
-  p = geometry(1, 16, 8, 8, 3, 1, 1);
+  p = depthwise_geometry(1, 16, 8, 8, 3, 1, 1);
   p.sw = 2;
   EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(p));  // strides differ
-  p = geometry(1, 16, 8, 8, 3, 1, 1);
+  p = depthwise_geometry(1, 16, 8, 8, 3, 1, 1);
   p.groups = 8;
   EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(p));  // grouped, not depthwise
-  const k::Conv2d ok = geometry(1, 16, 8, 8, 3, 1, 1);
+  const k::Conv2d ok = depthwise_geometry(1, 16, 8, 8, 3, 1, 1);
   EXPECT_EQ(k::depthwise_nhwc_tile_applies(buf, buf, buf, nullptr, ok), k::depthwise_nhwc_tile_enabled());
   EXPECT_FALSE(k::depthwise_nhwc_tile_applies(buf + 2, buf, buf, nullptr, ok));
   EXPECT_FALSE(k::depthwise_nhwc_tile_applies(buf, buf, buf, buf + 8, ok));
   // Refused before any launch: no GPU needed.
-  EXPECT_NE(k::depthwise_conv2d_nhwc_tile(1, buf, buf, buf, geometry(1, 12, 8, 8, 3, 1, 1), {}, nullptr), 0);
+  EXPECT_NE(k::depthwise_conv2d_nhwc_tile(1, buf, buf, buf, depthwise_geometry(1, 12, 8, 8, 3, 1, 1), {}, nullptr), 0);
   EXPECT_NE(k::depthwise_conv2d_nhwc_tile(1, buf + 2, buf, buf, ok, {}, nullptr), 0);
-}
-
-double activate(int act, double x, double a, double b) {
-  switch (act) {
-    case 1: return x < 0 ? 0 : x;
-    case 2: return x < a ? a : (x > b ? b : x);
-    case 3: return x < 0 ? a * x : x;
-    case 5: return x * std::fmin(1.0, std::fmax(0.0, x / 6 + 0.5));
-    case 6: return 1 / (1 + std::exp(-x));
-    case 7: return x / (1 + std::exp(-x));
-    case 8: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    default: return x;
-  }
 }
 
 TEST(CudaDepthwiseTile, MatchesTheCpuReference) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const int dev = 0;
-  kilnrt::cuda::ContextGuard guard(dev);
-  kilnrt::cuda::Stream stream(dev);
+  GpuStream gpu;
   struct Case {
     int64_t n, c, h, w;
     int ks, s, pad, pad_end;
@@ -114,68 +83,26 @@ TEST(CudaDepthwiseTile, MatchesTheCpuReference) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   for (int dt : {1, 2}) {
-    auto to_f = [&](uint16_t v) { return dt == 1 ? half_to_float(v) : bfloat16_to_float(v); };
     for (const Case& cs : cases) {
-      const k::Conv2d p = geometry(cs.n, cs.c, cs.h, cs.w, cs.ks, cs.s, cs.pad, cs.pad_end);
+      const k::Conv2d p = depthwise_geometry(cs.n, cs.c, cs.h, cs.w, cs.ks, cs.s, cs.pad, cs.pad_end);
       ASSERT_TRUE(k::depthwise_nhwc_tile_geometry(p));
-      auto make = [&](int64_t count) {
-        std::vector<uint16_t> v(static_cast<size_t>(count));
-        for (auto& e : v) e = dt == 1 ? float_to_half(dist(rng)) : float_to_bfloat16(dist(rng));
-        return v;
-      };
-      const size_t ny = static_cast<size_t>(p.n * p.oh * p.ow * p.c);
-      const std::vector<uint16_t> x = make(p.n * p.h * p.w * p.c), w = make(int64_t(p.kh) * p.kw * p.c),
-                                  bias = make(p.c), z = make(static_cast<int64_t>(ny));
+      const DepthwiseOperands16 o = random_depthwise_operands(dt, p, rng, dist);
       // Reference: double accumulation over the 16-bit values, then the epilogue.
-      std::vector<double> ref(ny);
-      for (int64_t b = 0; b < p.n; ++b)
-        for (int64_t oy = 0; oy < p.oh; ++oy)
-          for (int64_t ox = 0; ox < p.ow; ++ox)
-            for (int64_t c = 0; c < p.c; ++c) {
-              double acc = cs.bias ? to_f(bias[c]) : 0.0;
-              for (int ky = 0; ky < p.kh; ++ky)
-                for (int kx = 0; kx < p.kw; ++kx) {
-                  const int64_t iy = oy * p.sh - p.ph + ky, ix = ox * p.sw - p.pw + kx;
-                  if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
-                  acc += double(to_f(x[((b * p.h + iy) * p.w + ix) * p.c + c])) * to_f(w[(ky * p.kw + kx) * p.c + c]);
-                }
-              const size_t i = static_cast<size_t>(((b * p.oh + oy) * p.ow + ox) * p.c + c);
-              if (cs.residual) acc += to_f(z[i]);
-              ref[i] = activate(cs.act, acc, cs.a, cs.b);
-            }
-      kilnrt::cuda::DeviceBuffer dx(dev, x.size() * 2), dw(dev, w.size() * 2), db(dev, bias.size() * 2),
-          dz(dev, ny * 2), dy(dev, ny * 2);
-      dx.copy_from_host_async(x.data(), x.size() * 2, stream.get());
-      dw.copy_from_host_async(w.data(), w.size() * 2, stream.get());
-      db.copy_from_host_async(bias.data(), bias.size() * 2, stream.get());
-      dz.copy_from_host_async(z.data(), ny * 2, stream.get());
+      const std::vector<double> bias_d = doubles_16bit(dt, o.bias), z_d = doubles_16bit(dt, o.z);
+      const std::vector<double> ref = depthwise_reference(p, doubles_16bit(dt, o.x), doubles_16bit(dt, o.w),
+                                                          cs.bias ? &bias_d : nullptr, cs.residual ? &z_d : nullptr,
+                                                          cs.act, cs.a, cs.b);
       k::DepthwiseEpilogue e;
-      e.bias = cs.bias ? db.data() : nullptr;
-      e.z = cs.residual ? dz.data() : nullptr;
       e.act = cs.act;
       e.a = cs.a;
       e.b = cs.b;
-      for (int rows : {0, 1, 2, 4}) {
-        SCOPED_TRACE(::testing::Message() << (dt == 1 ? "fp16" : "bf16") << " n " << cs.n << " c " << cs.c << " "
-                                          << cs.h << "x" << cs.w << " k " << cs.ks << " s " << cs.s << " pad "
-                                          << cs.pad << "/" << cs.pad_end << " act " << cs.act << " rows " << rows);
-        dy.memset_async(0xff, stream.get());
-        ASSERT_EQ(k::depthwise_conv2d_nhwc_tile(dt, dx.data(), dw.data(), dy.data(), p, e,
-                                                static_cast<k::StreamT>(stream.get()), rows),
-                  0);
-        std::vector<uint16_t> y(ny);
-        dy.copy_to_host_async(y.data(), ny * 2, stream.get());
-        stream.synchronize();
-        const double tol = dt == 1 ? 2e-3 : 1.6e-2;  // one rounding of the output, float32 vs double sums
-        int bad = 0;
-        for (size_t i = 0; i < ny && bad < 5; ++i) {
-          const double got = to_f(y[i]);
-          if (!(std::abs(got - ref[i]) <= tol * (1.0 + std::abs(ref[i])))) {
-            ++bad;
-            ADD_FAILURE() << "element " << i << ": got " << got << ", want " << ref[i];
-          }
-        }
-      }
+      const double tol = dt == 1 ? 2e-3 : 1.6e-2;  // one rounding of the output, float32 vs double sums
+      ASSERT_NO_FATAL_FAILURE(expect_tile_kernel_matches(
+          gpu, dt, p, o, e, cs.bias, cs.residual, ref, tol,
+          (::testing::Message() << (dt == 1 ? "fp16" : "bf16") << " n " << cs.n << " c " << cs.c << " " << cs.h << "x"
+                                << cs.w << " k " << cs.ks << " s " << cs.s << " pad " << cs.pad << "/" << cs.pad_end
+                                << " act " << cs.act)
+              .GetString()));
     }
   }
 }

@@ -11,6 +11,7 @@
 
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "cuda_backend_test_util.h"
+#include "kernel16_test_util.h"
 
 namespace kilnrt::cudatest {
 namespace {
@@ -47,9 +48,7 @@ TEST(CudaDepthwiseVec, AppliesOnlyToMultiplesOfEightChannelsAndAlignedPointers) 
 
 TEST(CudaDepthwiseVec, MatchesTheScalarKernel) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const int dev = 0;
-  kilnrt::cuda::ContextGuard guard(dev);
-  kilnrt::cuda::Stream stream(dev);
+  GpuStream gpu;
   struct Case {
     int64_t n, c, h, w;
     int kh, kw, s, pad, dil;
@@ -68,31 +67,28 @@ TEST(CudaDepthwiseVec, MatchesTheScalarKernel) {
       SCOPED_TRACE(::testing::Message() << (dt == 1 ? "fp16" : "bf16") << " c " << cs.c << " " << cs.h << "x" << cs.w
                                         << " k " << cs.kh << "x" << cs.kw << " s " << cs.s << " pad " << cs.pad
                                         << " dil " << cs.dil);
-      auto make = [&](int64_t count) {
-        std::vector<uint16_t> v(static_cast<size_t>(count));
-        for (auto& e : v) e = dt == 1 ? float_to_half(dist(rng)) : float_to_bfloat16(dist(rng));
-        return v;
-      };
-      const std::vector<uint16_t> x = make(p.n * p.h * p.w * p.c), w = make(int64_t(p.kh) * p.kw * p.c);
+      const std::vector<uint16_t> x = random_16bit(dt, p.n * p.h * p.w * p.c, rng, dist),
+                                  w = random_16bit(dt, int64_t(p.kh) * p.kw * p.c, rng, dist);
       const size_t ny = static_cast<size_t>(p.n * p.oh * p.ow * p.c);
-      kilnrt::cuda::DeviceBuffer dx(dev, x.size() * 2), dw(dev, w.size() * 2), dy1(dev, ny * 2), dy2(dev, ny * 2);
-      dx.copy_from_host_async(x.data(), x.size() * 2, stream.get());
-      dw.copy_from_host_async(w.data(), w.size() * 2, stream.get());
-      dy1.memset_async(0xff, stream.get());
-      dy2.memset_async(0xff, stream.get());
-      const auto s = static_cast<k::StreamT>(stream.get());
+      kilnrt::cuda::DeviceBuffer dx(gpu.dev, x.size() * 2), dw(gpu.dev, w.size() * 2), dy1(gpu.dev, ny * 2),
+          dy2(gpu.dev, ny * 2);
+      dx.copy_from_host_async(x.data(), x.size() * 2, gpu.stream.get());
+      dw.copy_from_host_async(w.data(), w.size() * 2, gpu.stream.get());
+      dy1.memset_async(0xff, gpu.stream.get());
+      dy2.memset_async(0xff, gpu.stream.get());
+      const auto s = static_cast<k::StreamT>(gpu.stream.get());
       ASSERT_TRUE(k::depthwise_conv2d_nhwc_vec8_applies(dx.data(), dw.data(), dy1.data(), p));
       ASSERT_EQ(k::depthwise_conv2d_nhwc_vec8(dt, dx.data(), dw.data(), dy1.data(), p, s), 0);
       ASSERT_EQ(k::depthwise_conv2d_nhwc_scalar(dt, dx.data(), dw.data(), dy2.data(), p, s), 0);
       std::vector<uint16_t> y1(ny), y2(ny);
-      dy1.copy_to_host_async(y1.data(), ny * 2, stream.get());
-      dy2.copy_to_host_async(y2.data(), ny * 2, stream.get());
-      stream.synchronize();
+      dy1.copy_to_host_async(y1.data(), ny * 2, gpu.stream.get());
+      dy2.copy_to_host_async(y2.data(), ny * 2, gpu.stream.get());
+      gpu.stream.synchronize();
       const double tol = dt == 1 ? 2e-3 : 1.6e-2;  // one rounding of |y| <= kh*kw, fma vs mul+add
       int bad = 0;
       for (size_t i = 0; i < ny && bad < 5; ++i) {
-        const float a = dt == 1 ? half_to_float(y1[i]) : bfloat16_to_float(y1[i]);
-        const float b = dt == 1 ? half_to_float(y2[i]) : bfloat16_to_float(y2[i]);
+        const float a = from_16bit(dt, y1[i]);
+        const float b = from_16bit(dt, y2[i]);
         if (!(std::abs(a - b) <= tol * (1.0 + std::abs(b)))) {
           ++bad;
           ADD_FAILURE() << "element " << i << ": vec8 " << a << ", scalar " << b;

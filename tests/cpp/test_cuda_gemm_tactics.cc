@@ -14,7 +14,9 @@
 #include "attention_test_util.h"
 #include "backends/cuda/conv_tactics.h"
 #include "backends/cuda/gemm_tactics.h"
+#include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"
+#include "tuning_test_util.h"
 #include "engine/cuda_engine.h"
 #include "engine/engine_file.h"
 #include "engine_features_model.h"
@@ -50,24 +52,9 @@ Tensor rounded(Tensor t, DType dt) {
   return r;
 }
 
-ir::Attribute str(const std::string& s) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kString;
-  a.s = s;
-  return a;
-}
-ir::Attribute num(int64_t i) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = i;
-  return a;
-}
-ir::Attribute real(float f) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::kFloat;
-  a.f = f;
-  return a;
-}
+using testing_conv::float_attr;
+using testing_conv::int_attr;
+using testing_conv::string_attr;
 
 struct Case {
   ir::Graph g;
@@ -88,8 +75,8 @@ Case make_case(const std::string& kind, const Prec& p) {
     if (kind == "fused-residual") ins.push_back(b.input("res", {2, 37, 80}));
     n = &b.node("FusedMatMul", ins, "y");
     n->domain = "com.kilnrt";
-    n->attrs["activation"] = str(kind.rfind("fused-gelu", 0) == 0 ? "gelu" : "none");
-    n->attrs["approximate"] = str(kind == "fused-gelu-tanh" ? "tanh" : "none");
+    n->attrs["activation"] = string_attr(kind.rfind("fused-gelu", 0) == 0 ? "gelu" : "none");
+    n->attrs["approximate"] = string_attr(kind == "fused-gelu-tanh" ? "tanh" : "none");
     b.g.opsets["com.kilnrt"] = 1;
   } else if (kind == "matmul") {  // constant weights: one tall GEMM
     b.input("a", {2, 37, 64});
@@ -104,14 +91,14 @@ Case make_case(const std::string& kind, const Prec& p) {
     b.constant("w", rounded(random_tensor({80, 64}, 14, -0.25f, 0.25f), p.dt));
     b.constant("bias", rounded(random_tensor({80}, 15), p.dt));
     n = &b.node("Gemm", {"a", "w", "bias"}, "y");
-    n->attrs["transB"] = num(1);
-    n->attrs["alpha"] = real(0.5f);
+    n->attrs["transB"] = int_attr(1);
+    n->attrs["alpha"] = float_attr(0.5f);
   }
   const std::string node = n->name;
   b.output("y");
   Case c{b.finish(), {}, node};
   if (*p.name)
-    for (ir::Node& x : c.g.nodes) x.attrs["kilnrt_precision"] = str(p.name);
+    for (ir::Node& x : c.g.nodes) x.attrs["kilnrt_precision"] = string_attr(p.name);
   for (const auto& [name, t] : b.feeds) c.feeds[name] = rounded(t, p.dt);
   return c;
 }
@@ -120,15 +107,6 @@ ir::Node& node_named(ir::Graph& g, const std::string& name) {
   for (ir::Node& n : g.nodes)
     if (n.name == name) return n;
   throw std::runtime_error("no node " + name);
-}
-
-// Plans `g` under a tuning scope (as build_engine does); returns what the scope recorded.
-std::map<std::string, std::string> tune(const ir::Graph& g) {
-  std::map<std::string, std::string> rec;
-  kilnrt::cuda::ContextGuard guard(0);
-  bc::ConvTuningScope scope(0, &rec);
-  bc::CudaPlan plan(g, 0);
-  return rec;
 }
 
 std::string rec_key(const std::string& node) { return node + "\t" + bc::kGemmAlgoAttr; }
@@ -191,14 +169,14 @@ TEST(CudaGemmTactic, EveryStoredAlgorithmMatchesCpu) {
       for (size_t i = 0; i < cands.size(); ++i) {
         SCOPED_TRACE("candidate " + std::to_string(i));
         ir::Graph g = c.g;
-        node_named(g, c.node).attrs[bc::kGemmAlgoAttr] = str(bc::encode_gemm_algo_attr(dev, cands[i]));
+        node_named(g, c.node).attrs[bc::kGemmAlgoAttr] = string_attr(bc::encode_gemm_algo_attr(dev, cands[i]));
         const int before = bc::tuning_stats().fallbacks;
         expect_tensors_close(run_cuda(g, c.feeds).at("y"), want, tol, tol);
         EXPECT_EQ(bc::tuning_stats().fallbacks, before) << "a listed algorithm was refused";
       }
       // The recorded winner too, and the plan shows it.
       ir::Graph g = c.g;
-      node_named(g, c.node).attrs[bc::kGemmAlgoAttr] = str(rec.at(rec_key(c.node)));
+      node_named(g, c.node).attrs[bc::kGemmAlgoAttr] = string_attr(rec.at(rec_key(c.node)));
       expect_tensors_close(run_cuda(g, c.feeds).at("y"), want, tol, tol);
       EXPECT_NE(tactic_of(g, c.node).find("|timed-algo"), std::string::npos);
       EXPECT_EQ(tactic_of(c.g, c.node).find("|timed-algo"), std::string::npos) << "no attribute: heuristic";
@@ -229,7 +207,7 @@ TEST(CudaGemmTactic, RefusedStoredAlgorithmFallsBack) {
   for (const auto& [what, value] : bad) {
     SCOPED_TRACE(what);
     ir::Graph g = c.g;
-    node_named(g, c.node).attrs[bc::kGemmAlgoAttr] = str(value);
+    node_named(g, c.node).attrs[bc::kGemmAlgoAttr] = string_attr(value);
     const int before = bc::tuning_stats().fallbacks;
     expect_tensors_close(run_cuda(g, c.feeds).at("y"), want, 8 * p.u, 8 * p.u);
     EXPECT_EQ(bc::tuning_stats().fallbacks, before + 1);
@@ -284,7 +262,7 @@ TEST(CudaGemmTactic, TimingCacheDedupesProblems) {
   const std::string n2 = b.node("MatMul", {"h", "w2"}, "y").name;
   b.output("y");
   ir::Graph g = b.finish();
-  for (ir::Node& x : g.nodes) x.attrs["kilnrt_precision"] = str("fp16");
+  for (ir::Node& x : g.nodes) x.attrs["kilnrt_precision"] = string_attr("fp16");
   bc::timing_cache_clear();
   const bc::TuningStats s0 = bc::tuning_stats();
   const auto first = tune(g);

@@ -17,6 +17,7 @@
 #include "backends/cuda/kernels/nhwc_depthwise.h"
 #include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"
+#include "depthwise_test_util.h"
 #include "passes/optimize.h"
 
 namespace kilnrt::cudatest {
@@ -25,41 +26,9 @@ namespace {
 namespace k = kilnrt::cuda::kernels;
 namespace tc = kilnrt::testing_conv;
 
-k::Conv2d geometry(int64_t n, int64_t c, int64_t h, int64_t w, int ks, int s, int pad, int pad_end) {
-  k::Conv2d p;
-  p.n = n;
-  p.c = p.k = c;
-  p.groups = static_cast<int>(c);
-  p.h = h;
-  p.w = w;
-  p.kh = p.kw = ks;
-  p.sh = p.sw = s;
-  p.ph = p.pw = pad;
-  p.oh = (h + pad + pad_end - ks) / s + 1;
-  p.ow = (w + pad + pad_end - ks) / s + 1;
-  return p;
-}
-
-// FusedActivation codes (ops/nn/fused_conv.h) in double.
-double activate(int act, double x, double a, double b) {
-  switch (act) {
-    case 1: return x < 0 ? 0 : x;
-    case 2: return x < a ? a : (x > b ? b : x);
-    case 3: return x < 0 ? a * x : x;
-    case 4: return std::fmin(1.0, std::fmax(0.0, a * x + b));
-    case 5: return x * std::fmin(1.0, std::fmax(0.0, x / 6 + 0.5));
-    case 6: return 1 / (1 + std::exp(-x));
-    case 7: return x / (1 + std::exp(-x));
-    case 8: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    default: return x;
-  }
-}
-
 TEST(CudaInputActivation, TiledDepthwiseKernelActivatesTheInputOnLoad) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const int dev = 0;
-  kilnrt::cuda::ContextGuard guard(dev);
-  kilnrt::cuda::Stream stream(dev);
+  GpuStream gpu;
   struct Case {
     int64_t n, c, h, w;
     int ks, s, pad, pad_end;
@@ -80,72 +49,31 @@ TEST(CudaInputActivation, TiledDepthwiseKernelActivatesTheInputOnLoad) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> dist(-2.f, 2.f);
   for (int dt : {1, 2}) {
-    auto to_f = [&](uint16_t v) { return dt == 1 ? half_to_float(v) : bfloat16_to_float(v); };
-    auto to_16 = [&](float v) { return dt == 1 ? float_to_half(v) : float_to_bfloat16(v); };
+    auto to_f = [&](uint16_t v) { return from_16bit(dt, v); };
+    auto to_16 = [&](float v) { return to_16bit(dt, v); };
     for (const Case& cs : cases) {
-      const k::Conv2d p = geometry(cs.n, cs.c, cs.h, cs.w, cs.ks, cs.s, cs.pad, cs.pad_end);
+      const k::Conv2d p = depthwise_geometry(cs.n, cs.c, cs.h, cs.w, cs.ks, cs.s, cs.pad, cs.pad_end);
       ASSERT_TRUE(k::depthwise_nhwc_tile_geometry(p));
-      auto make = [&](int64_t count) {
-        std::vector<uint16_t> v(static_cast<size_t>(count));
-        for (auto& e : v) e = to_16(dist(rng));
-        return v;
-      };
-      const size_t ny = static_cast<size_t>(p.n * p.oh * p.ow * p.c);
-      const std::vector<uint16_t> x = make(p.n * p.h * p.w * p.c), w = make(int64_t(p.kh) * p.kw * p.c),
-                                  bias = make(p.c), z = make(static_cast<int64_t>(ny));
-      std::vector<double> xa(x.size());  // in_act(x), rounded to 16 bits as the kernel's shared copy
-      for (size_t i = 0; i < x.size(); ++i)
-        xa[i] = to_f(to_16(static_cast<float>(activate(cs.in_act, to_f(x[i]), cs.in_a, cs.in_b))));
-      std::vector<double> ref(ny);
-      for (int64_t b = 0; b < p.n; ++b)
-        for (int64_t oy = 0; oy < p.oh; ++oy)
-          for (int64_t ox = 0; ox < p.ow; ++ox)
-            for (int64_t c = 0; c < p.c; ++c) {
-              double acc = to_f(bias[c]);
-              for (int ky = 0; ky < p.kh; ++ky)
-                for (int kx = 0; kx < p.kw; ++kx) {
-                  const int64_t iy = oy * p.sh - p.ph + ky, ix = ox * p.sw - p.pw + kx;
-                  if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;  // padding: 0, not in_act(0)
-                  acc += xa[((b * p.h + iy) * p.w + ix) * p.c + c] * to_f(w[(ky * p.kw + kx) * p.c + c]);
-                }
-              const size_t i = static_cast<size_t>(((b * p.oh + oy) * p.ow + ox) * p.c + c);
-              if (cs.residual) acc += to_f(z[i]);
-              ref[i] = activate(cs.act, acc, 0, 0);
-            }
-      kilnrt::cuda::DeviceBuffer dx(dev, x.size() * 2), dw(dev, w.size() * 2), db(dev, bias.size() * 2),
-          dz(dev, ny * 2), dy(dev, ny * 2);
-      dx.copy_from_host_async(x.data(), x.size() * 2, stream.get());
-      dw.copy_from_host_async(w.data(), w.size() * 2, stream.get());
-      db.copy_from_host_async(bias.data(), bias.size() * 2, stream.get());
-      dz.copy_from_host_async(z.data(), ny * 2, stream.get());
+      const DepthwiseOperands16 o = random_depthwise_operands(dt, p, rng, dist);
+      std::vector<double> xa(o.x.size());  // in_act(x), rounded to 16 bits as the kernel's shared copy
+      for (size_t i = 0; i < o.x.size(); ++i)
+        xa[i] = to_f(to_16(static_cast<float>(activate(cs.in_act, to_f(o.x[i]), cs.in_a, cs.in_b))));
+      // The reference pads with 0, not in_act(0).
+      const std::vector<double> bias_d = doubles_16bit(dt, o.bias), z_d = doubles_16bit(dt, o.z);
+      const std::vector<double> ref = depthwise_reference(p, xa, doubles_16bit(dt, o.w), &bias_d,
+                                                          cs.residual ? &z_d : nullptr, cs.act, 0, 0);
       k::DepthwiseEpilogue e;
-      e.bias = db.data();
-      e.z = cs.residual ? dz.data() : nullptr;
       e.act = cs.act;
       e.in_act = cs.in_act;
       e.in_a = cs.in_a;
       e.in_b = cs.in_b;
-      for (int rows : {0, 1, 2, 4}) {
-        SCOPED_TRACE(::testing::Message() << (dt == 1 ? "fp16" : "bf16") << " n " << cs.n << " c " << cs.c << " "
-                                          << cs.h << "x" << cs.w << " k " << cs.ks << " s " << cs.s << " in_act "
-                                          << cs.in_act << " act " << cs.act << " rows " << rows);
-        dy.memset_async(0xff, stream.get());
-        ASSERT_EQ(k::depthwise_conv2d_nhwc_tile(dt, dx.data(), dw.data(), dy.data(), p, e,
-                                                static_cast<k::StreamT>(stream.get()), rows),
-                  0);
-        std::vector<uint16_t> y(ny);
-        dy.copy_to_host_async(y.data(), ny * 2, stream.get());
-        stream.synchronize();
-        const double tol = dt == 1 ? 4e-3 : 2.4e-2;  // the output's rounding, float32 vs double math
-        int bad = 0;
-        for (size_t i = 0; i < ny && bad < 5; ++i) {
-          const double got = to_f(y[i]);
-          if (!(std::abs(got - ref[i]) <= tol * (1.0 + std::abs(ref[i])))) {
-            ++bad;
-            ADD_FAILURE() << "element " << i << ": got " << got << ", want " << ref[i];
-          }
-        }
-      }
+      const double tol = dt == 1 ? 4e-3 : 2.4e-2;  // the output's rounding, float32 vs double math
+      ASSERT_NO_FATAL_FAILURE(expect_tile_kernel_matches(
+          gpu, dt, p, o, e, true, cs.residual, ref, tol,
+          (::testing::Message() << (dt == 1 ? "fp16" : "bf16") << " n " << cs.n << " c " << cs.c << " " << cs.h << "x"
+                                << cs.w << " k " << cs.ks << " s " << cs.s << " in_act " << cs.in_act << " act "
+                                << cs.act)
+              .GetString()));
     }
   }
 }
@@ -188,14 +116,7 @@ ir::Graph block(const std::string& act, int64_t c, int64_t k, int64_t stride, in
   b.conv("s1a", "s2", 8, e, 1, 1, true);
   b.node("Sigmoid", {"s2"}, {"gate"});
   b.node("Mul", {"da", "gate"}, {"se"});
-  b.conv("se", "pr", e, c, 1, 1, true);
-  if (stride == 1) {
-    b.node("Add", {"pr", "x"}, {"y"});
-    b.output("y");
-  } else {
-    b.output("pr");
-  }
-  return b.finish();
+  return tc::finish_block(b, "se", e, c, stride);
 }
 
 struct Config {

@@ -13,6 +13,7 @@
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/pool_vec.h"
 #include "cuda_backend_test_util.h"
+#include "kernel16_test_util.h"
 
 namespace kilnrt::cudatest {
 namespace {
@@ -86,9 +87,7 @@ TEST(CudaPoolVec, AppliesOnlyTo16BitMultiplesOfEightChannelsAndAlignedPointers) 
 
 TEST(CudaPoolVec, MatchesTheReferenceAndTheScalarKernel) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const int dev = 0;
-  kilnrt::cuda::ContextGuard guard(dev);
-  kilnrt::cuda::Stream stream(dev);
+  GpuStream gpu;
   struct Case {
     int64_t n, c, h, w;
     int kern, s, pad, dil;
@@ -115,39 +114,39 @@ TEST(CudaPoolVec, MatchesTheReferenceAndTheScalarKernel) {
         for (size_t i = 0; i < xf.size(); ++i) {
           float v = dist(rng);
           if (mode == 0 && i % 97 == 5) v = nan;  // max: NaN propagates to every window that holds one
-          x[i] = dt == 1 ? float_to_half(v) : float_to_bfloat16(v);
-          xf[i] = dt == 1 ? half_to_float(x[i]) : bfloat16_to_float(x[i]);
+          x[i] = to_16bit(dt, v);
+          xf[i] = from_16bit(dt, x[i]);
         }
         const std::vector<float> want = reference(xf, p);
         const size_t ny = want.size();
-        kilnrt::cuda::DeviceBuffer dx(dev, x.size() * 2), dys(dev, ny * 2);
-        dx.copy_from_host_async(x.data(), x.size() * 2, stream.get());
-        const auto s = static_cast<k::StreamT>(stream.get());
+        kilnrt::cuda::DeviceBuffer dx(gpu.dev, x.size() * 2), dys(gpu.dev, ny * 2);
+        dx.copy_from_host_async(x.data(), x.size() * 2, gpu.stream.get());
+        const auto s = static_cast<k::StreamT>(gpu.stream.get());
         ASSERT_EQ(k::pool2d_nhwc_scalar(dt, dx.data(), dys.data(), p, s), 0);
         std::vector<uint16_t> ys(ny);
-        dys.copy_to_host_async(ys.data(), ny * 2, stream.get());
+        dys.copy_to_host_async(ys.data(), ny * 2, gpu.stream.get());
         for (int tx : {1, 2, 4}) {
           SCOPED_TRACE(::testing::Message() << (dt == 1 ? "fp16" : "bf16") << " mode " << mode << " n" << cs.n << " c"
                                             << cs.c << " " << cs.h << "x" << cs.w << " k" << cs.kern << " s" << cs.s
                                             << " p" << cs.pad << " d" << cs.dil << (cs.ceil_mode ? " ceil" : "")
                                             << " tx " << tx << " out " << p.oh << "x" << p.ow);
-          kilnrt::cuda::DeviceBuffer dy(dev, ny * 2);
-          dy.memset_async(0xff, stream.get());
+          kilnrt::cuda::DeviceBuffer dy(gpu.dev, ny * 2);
+          dy.memset_async(0xff, gpu.stream.get());
           ASSERT_TRUE(k::pool2d_nhwc_vec8_applies(dt, dx.data(), dy.data(), p));
           ASSERT_EQ(k::pool2d_nhwc_vec8(dt, dx.data(), dy.data(), p, tx, s), 0);
           std::vector<uint16_t> y(ny);
-          dy.copy_to_host_async(y.data(), ny * 2, stream.get());
-          stream.synchronize();
+          dy.copy_to_host_async(y.data(), ny * 2, gpu.stream.get());
+          gpu.stream.synchronize();
           int bad = 0;
           size_t nans = 0;
           for (size_t i = 0; i < ny && bad < 5; ++i) {
-            const float got = dt == 1 ? half_to_float(y[i]) : bfloat16_to_float(y[i]);
-            const uint16_t w16 = dt == 1 ? float_to_half(want[i]) : float_to_bfloat16(want[i]);
-            const float ref = dt == 1 ? half_to_float(w16) : bfloat16_to_float(w16);
+            const float got = from_16bit(dt, y[i]);
+            const uint16_t w16 = to_16bit(dt, want[i]);
+            const float ref = from_16bit(dt, w16);
             nans += std::isnan(ref);
             // Same float32 arithmetic, same rounding: equal to the reference, and bit-equal to the scalar kernel.
             const bool ok = std::isnan(ref) ? std::isnan(got) : got == ref;
-            const float scalar = dt == 1 ? half_to_float(ys[i]) : bfloat16_to_float(ys[i]);
+            const float scalar = from_16bit(dt, ys[i]);
             const bool same_as_scalar = y[i] == ys[i] || (std::isnan(got) && std::isnan(scalar));
             if (!ok || !same_as_scalar) {
               ++bad;

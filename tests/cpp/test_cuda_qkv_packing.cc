@@ -26,42 +26,7 @@ const Precision16* precision(const char* prec) {
 // FusedAttention(p, p, p [, mask]) with parts [0, H), [H, 2H), [2H, 3H) of p [B, S, 3H, D] along axis 2 and the
 // BERT perms (0, 2, 1, 3): Q, K, V [B, H, S, D] read in place, the output [B, S, H, D].
 ir::Graph packed_attention_graph(int64_t B, int64_t S, int64_t H, int64_t D, bool mask) {
-  ir::Graph g;
-  g.name = "packed_attention";
-  g.opsets[""] = 17;
-  g.opsets["com.kilnrt"] = 1;
-  auto input = [&](const std::string& name, const Shape& s) {
-    g.inputs.push_back(name);
-    ir::TensorType t;
-    t.dtype = DType::kFloat32;
-    t.has_shape = true;
-    t.shape = ir::shape_to_sym(s);
-    g.types[name] = t;
-  };
-  input("p", {B, S, 3 * H, D});
-  ir::Node n;
-  n.name = "packed_attention";
-  n.op_type = "FusedAttention";
-  n.domain = "com.kilnrt";
-  n.inputs = {"p", "p", "p"};
-  if (mask) {
-    input("mask", {B, 1, 1, S});
-    n.inputs.push_back("mask");
-  }
-  n.outputs = {"y"};
-  n.attrs["scale"].kind = ir::Attribute::Kind::kFloat;
-  n.attrs["scale"].f = static_cast<float>(1.0 / std::sqrt(double(D)));
-  for (const char* a : {"q_perm", "k_perm", "v_perm", "out_perm"}) {
-    n.attrs[a].kind = ir::Attribute::Kind::kInts;
-    n.attrs[a].ints = {0, 2, 1, 3};
-  }
-  const char* parts[3] = {"q_part", "k_part", "v_part"};
-  for (int i = 0; i < 3; ++i) {
-    n.attrs[parts[i]].kind = ir::Attribute::Kind::kInts;
-    n.attrs[parts[i]].ints = {2, i * H, H};
-  }
-  g.nodes.push_back(std::move(n));
-  g.outputs = {"y"};
+  ir::Graph g = attntest::packed_attention_graph("packed_attention", "packed_attention", B, S, H, D, false, mask);
   passes::infer_shapes(g);
   return g;
 }

@@ -63,14 +63,7 @@ ir::Graph block(const std::string& act, const std::string& dw_act = "Silu", int6
   b.conv(s1, "s2", 4, e, 1, 1, true);
   b.node("Sigmoid", {"s2"}, {"gate"});
   b.node("Mul", {da, "gate"}, {"se"});
-  b.conv("se", "pr", e, c, 1, 1, true);
-  if (stride == 1) {
-    b.node("Add", {"pr", "x"}, {"y"});
-    b.output("y");
-  } else {
-    b.output("pr");
-  }
-  return b.finish();
+  return finish_block(b, "se", e, c, stride);
 }
 
 std::map<std::string, Tensor> feeds_for(const ir::Graph& g, uint32_t seed = 11) {
@@ -280,12 +273,7 @@ std::string write_expand_model() {
   GraphSpec& g = m.graph;
   g.inputs.push_back(ValueInfoSpec::tensor("x", kFloat, {DimSpec::named("batch"), 8, 7, 7}));
   g.outputs.push_back(ValueInfoSpec::tensor("y", kFloat, {DimSpec::named("batch"), 8, 7, 7}));
-  uint32_t seed = 60;
-  auto add = [&](const std::string& name, std::vector<int64_t> dims, float lo, float hi) {
-    const Tensor t = random_tensor(dims, seed++, lo, hi);
-    g.initializers.push_back(
-        TensorSpec::float_raw(name, dims, std::vector<float>(t.data<float>(), t.data<float>() + t.numel())));
-  };
+  RandomInitializers add{g, 60};
   add("we", {32, 8, 1, 1}, -0.5f, 0.5f);
   add("be", {32}, -0.5f, 0.5f);
   add("wd", {32, 1, 3, 3}, -0.5f, 0.5f);

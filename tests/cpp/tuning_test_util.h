@@ -1,0 +1,22 @@
+// What a CUDA plan's build-time timing records (backends/cuda/conv_tactics.h: ConvTuningScope), for the tests of
+// timed tactics (test_cuda_cudnn_attention.cc, test_cuda_gemm_tactics.cc).
+#pragma once
+#include <map>
+#include <string>
+
+#include "backends/cuda/conv_tactics.h"
+#include "backends/cuda/cuda_plan.h"
+#include "cuda/context_guard.h"
+
+namespace kilnrt::cudatest {
+
+// Plans `g` on device 0 under a tuning scope (as build_engine does); returns what the scope recorded.
+inline std::map<std::string, std::string> tune(const ir::Graph& g) {
+  std::map<std::string, std::string> rec;
+  kilnrt::cuda::ContextGuard guard(0);
+  backends::cuda::ConvTuningScope scope(0, &rec);
+  backends::cuda::CudaPlan plan(g, 0);
+  return rec;
+}
+
+}  // namespace kilnrt::cudatest
