@@ -7,6 +7,35 @@
 
 namespace kilnrt::cuda::kernels {
 
+// Element strides of a 16-bit input x of geometry p (NCHW, or NHWC when nhwc): image, channel, row, column.
+struct InputStrides {
+  int64_t sn, sc, sh, sw;
+};
+inline InputStrides input_strides(const Conv2d& p, bool nhwc) {
+  if (nhwc) return {p.h * p.w * p.c, 1, p.w * p.c, p.c};
+  return {p.c * p.h * p.w, p.h * p.w, p.w, 1};
+}
+// Sets the launch parameters that the stem and direct kernels share (their Geo structs: sn, sc, sh, sw from
+// input_strides; c, h, w, oh, ow as int; kh, kw; strh, strw; ph) from p and the input layout.
+template <class Geo>
+void set_shared_conv_fields(Geo& g, const Conv2d& p, bool x_nhwc) {
+  const InputStrides xs = input_strides(p, x_nhwc);
+  g.sn = xs.sn;
+  g.sc = xs.sc;
+  g.sh = xs.sh;
+  g.sw = xs.sw;
+  g.c = int(p.c);
+  g.h = int(p.h);
+  g.w = int(p.w);
+  g.oh = int(p.oh);
+  g.ow = int(p.ow);
+  g.kh = p.kh;
+  g.kw = p.kw;
+  g.strh = p.sh;
+  g.strw = p.sw;
+  g.ph = p.ph;
+}
+
 // im2col of a group-1 convolution (any stride / padding / dilation; a pure rearrangement when the kernel equals
 // the stride without padding: ViT / ConvNeXt patchify): for images [n0, n0 + count) of x (NCHW, or NHWC when
 // x_nhwc), writes col[(b - n0) * OH*OW + oy*OW + ox][j], row length kc_pad (a multiple of 8, >= C*KH*KW),

@@ -186,28 +186,8 @@ int small_c_direct16(bool bf16, const void* x, bool x_nhwc, const void* w, int64
   if (!small_c_direct_applies(p, kc16)) return static_cast<int>(cudaErrorInvalidValue);
   if (p.n == 0 || p.oh == 0 || p.ow == 0) return 0;
   DirectGeo g{};
-  if (x_nhwc) {
-    g.sn = p.h * p.w * p.c;
-    g.sh = p.w * p.c;
-    g.sw = p.c;
-    g.sc = 1;
-  } else {
-    g.sn = p.c * p.h * p.w;
-    g.sc = p.h * p.w;
-    g.sh = p.w;
-    g.sw = 1;
-  }
-  g.c = int(p.c);
-  g.h = int(p.h);
-  g.w = int(p.w);
+  set_shared_conv_fields(g, p, x_nhwc);
   g.k = int(p.k);
-  g.oh = int(p.oh);
-  g.ow = int(p.ow);
-  g.kh = p.kh;
-  g.kw = p.kw;
-  g.strh = p.sh;
-  g.strw = p.sw;
-  g.ph = p.ph;
   g.pw = p.pw;
   g.kc = int(p.c * p.kh * p.kw);
   g.kc16 = int(kc16);

@@ -385,27 +385,7 @@ int small_c_stem16(bool bf16, const void* x, bool x_nhwc, const void* w, const S
     return static_cast<int>(cudaErrorInvalidValue);
   if (p.n == 0) return 0;
   StemGeo g{};
-  if (x_nhwc) {
-    g.sn = p.h * p.w * p.c;
-    g.sh = p.w * p.c;
-    g.sw = p.c;
-    g.sc = 1;
-  } else {
-    g.sn = p.c * p.h * p.w;
-    g.sc = p.h * p.w;
-    g.sh = p.w;
-    g.sw = 1;
-  }
-  g.c = int(p.c);
-  g.h = int(p.h);
-  g.w = int(p.w);
-  g.oh = int(p.oh);
-  g.ow = int(p.ow);
-  g.kh = p.kh;
-  g.kw = p.kw;
-  g.strh = p.sh;
-  g.strw = p.sw;
-  g.ph = p.ph;
+  set_shared_conv_fields(g, p, x_nhwc);
   g.lead = l.lead;
   g.kpad = int(l.kpad);
   g.rows16 = int(l.kpad / l.kxp);
