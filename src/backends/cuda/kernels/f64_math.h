@@ -1,5 +1,5 @@
 // Host entry points of the float64 kernels (kernels/f64_math.cu) behind the float64 branches of the CUDA Softmax /
-// LogSoftmax layer (layers_nn.cc) and MatMul layer (layers_gemm_conv.cc): the ONNX 1.23 expanded Attention /
+// LogSoftmax layer (layers_nn.cc) and MatMul layer (layers_gemm.cc): the ONNX 1.23 expanded Attention /
 // FlexAttention function bodies run in double. Storage and arithmetic in double, following the CPU reference
 // (src/ops/nn/softmax.cc, src/ops/nn/gemm.cc): max-subtracted softmax, sums in index order. Plain C++ like kernels.h;
 // each launcher returns the launch status (0 = success).
