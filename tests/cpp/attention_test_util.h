@@ -15,6 +15,7 @@
 
 namespace kilnrt::attntest {
 
+using passtest::add_float32_input;
 using passtest::count_ops;
 using passtest::max_rel_diff;
 using passtest::random_tensor;
@@ -22,15 +23,6 @@ using passtest::run_cpu;
 
 inline Tensor scalar(float v) { return Tensor::from_vector(std::vector<float>{v}, DType::kFloat32, {}); }
 
-// Declares `name` a float32 graph input of shape s.
-inline void add_float32_input(ir::Graph& g, const std::string& name, const Shape& s) {
-  g.inputs.push_back(name);
-  ir::TensorType t;
-  t.dtype = DType::kFloat32;
-  t.has_shape = true;
-  t.shape = ir::shape_to_sym(s);
-  g.types[name] = t;
-}
 
 // Graph `graph_name` with one FusedAttention(p, p, p [, mask]) node `node_name`, output y, scale 1 / sqrt(D),
 // reading Q, K, V as parts [0, H), [H, 2H), [2H, 3H) of the graph input p along axis 2: BERT's p [B, S, 3H, D]

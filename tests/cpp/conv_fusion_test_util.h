@@ -17,6 +17,7 @@ namespace kilnrt::testing_conv {
 
 using passtest::count_ops;
 using passtest::max_rel_diff;
+using passtest::random_feeds;
 using passtest::random_tensor;
 using passtest::run_cpu;
 
@@ -65,14 +66,7 @@ struct GraphBuilder {
     g.name = "conv_fusion_test";
     g.opsets[""] = opset;
   }
-  void input(const std::string& name, const Shape& shape) {
-    g.inputs.push_back(name);
-    ir::TensorType t;
-    t.dtype = DType::kFloat32;
-    t.has_shape = true;
-    t.shape = ir::shape_to_sym(shape);
-    g.types[name] = t;
-  }
+  void input(const std::string& name, const Shape& shape) { passtest::add_float32_input(g, name, shape); }
   std::string constant(const std::string& name, Tensor t) {
     g.constants[name] = std::move(t);
     return name;

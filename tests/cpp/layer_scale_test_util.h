@@ -79,11 +79,7 @@ inline ir::Graph blocks_graph(const BlockCase& bc) {
 
 // Seeded inputs for every graph input.
 inline std::map<std::string, Tensor> block_feeds(const ir::Graph& g) {
-  std::map<std::string, Tensor> feeds;
-  uint32_t seed = 100;
-  for (const std::string& in : g.inputs)
-    feeds[in] = testing_conv::random_tensor(ir::sym_shape_to_shape(g.type_of(in)->shape), seed++);
-  return feeds;
+  return testing_conv::random_feeds(g, 100);
 }
 
 }  // namespace kilnrt::layerscaletest

@@ -21,6 +21,25 @@ inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.f, 
   return t;
 }
 
+// Declares `name` a float32 graph input of shape s.
+inline void add_float32_input(ir::Graph& g, const std::string& name, const Shape& s) {
+  g.inputs.push_back(name);
+  ir::TensorType t;
+  t.dtype = DType::kFloat32;
+  t.has_shape = true;
+  t.shape = ir::shape_to_sym(s);
+  g.types[name] = t;
+}
+
+// random_tensor for every input of `g` (float32, its static shape), the seed counting up from `first_seed`.
+inline std::map<std::string, Tensor> random_feeds(const ir::Graph& g, uint32_t first_seed, float lo = -1.f,
+                                                  float hi = 1.f) {
+  std::map<std::string, Tensor> in;
+  uint32_t seed = first_seed;
+  for (const std::string& name : g.inputs)
+    in[name] = random_tensor(ir::sym_shape_to_shape(g.type_of(name)->shape), seed++, lo, hi);
+  return in;
+}
 
 inline size_t count_ops(const ir::Graph& g, const std::string& op) {
   size_t n = 0;

@@ -26,11 +26,7 @@ void set_precision(ir::Graph& g, const char* p) {
 }
 
 std::map<std::string, Tensor> feeds_for(const ir::Graph& g) {
-  std::map<std::string, Tensor> in;
-  uint32_t seed = 7;
-  for (const std::string& name : g.inputs)
-    in[name] = random_tensor(ir::sym_shape_to_shape(g.type_of(name)->shape), seed++, -2.f, 2.f);
-  return in;
+  return random_feeds(g, 7, -2.f, 2.f);
 }
 
 // The tactic strings of the plan's layers, joined.

@@ -35,11 +35,7 @@ void set_precision(ir::Graph& g, const char* p) {
 }
 
 std::map<std::string, Tensor> feeds_for(const ir::Graph& g) {
-  std::map<std::string, Tensor> in;
-  uint32_t seed = 11;
-  for (const std::string& name : g.inputs)
-    in[name] = random_tensor(ir::sym_shape_to_shape(g.type_of(name)->shape), seed++, -1.f, 1.f);
-  return in;
+  return random_feeds(g, 11, -1.f, 1.f);
 }
 
 // x -> conv 3x3 + relu (r0) -> the conv under test (k x k, bias, residual r0 when `residual`, activation `act`) ->

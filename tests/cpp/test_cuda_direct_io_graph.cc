@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <random>
 
 #include "cuda_backend_test_util.h"
+#include "pass_test_util.h"
 #include "passes/shape_inference.h"
 
 namespace kilnrt {
@@ -14,13 +14,7 @@ namespace {
 
 using cudatest::OneNode;
 
-Tensor random_tensor(const Shape& shape, uint32_t seed) {
-  Tensor t = Tensor::empty(DType::kFloat32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+using passtest::random_tensor;
 
 ir::Node matmul_node() {
   ir::Node n;

@@ -30,11 +30,7 @@ struct Env {
 };
 
 std::map<std::string, Tensor> feeds_for(const ir::Graph& g) {
-  std::map<std::string, Tensor> in;
-  uint32_t seed = 11;
-  for (const std::string& name : g.inputs)
-    in[name] = random_tensor(ir::sym_shape_to_shape(g.type_of(name)->shape), seed++, -2.f, 2.f);
-  return in;
+  return random_feeds(g, 11, -2.f, 2.f);
 }
 
 std::string se_tactic(const ir::Graph& g) {

@@ -67,10 +67,7 @@ ir::Graph block(const std::string& act, const std::string& dw_act = "Silu", int6
 }
 
 std::map<std::string, Tensor> feeds_for(const ir::Graph& g, uint32_t seed = 11) {
-  std::map<std::string, Tensor> in;
-  for (const std::string& name : g.inputs)
-    in[name] = random_tensor(ir::sym_shape_to_shape(g.type_of(name)->shape), seed++, -3.f, 3.f);
-  return in;
+  return random_feeds(g, seed, -3.f, 3.f);
 }
 
 const ir::Node* node_named(const ir::Graph& g, const std::string& name) {

@@ -198,14 +198,7 @@ ir::Graph one_node_graph(ir::Node n, const std::vector<std::pair<std::string, Sh
   g.name = "one_node";
   g.opsets[""] = 17;
   g.opsets["com.kilnrt"] = 1;
-  for (const auto& [name, shape] : inputs) {
-    g.inputs.push_back(name);
-    ir::TensorType t;
-    t.dtype = DType::kFloat32;
-    t.has_shape = true;
-    t.shape = ir::shape_to_sym(shape);
-    g.types[name] = t;
-  }
+  for (const auto& [name, shape] : inputs) passtest::add_float32_input(g, name, shape);
   g.outputs = n.outputs;
   g.nodes.push_back(std::move(n));
   passes::infer_shapes(g);
@@ -252,12 +245,7 @@ TEST(QkvPacking, MalformedPartsFailNamingTheNode) {
     g.name = "bad";
     g.opsets[""] = 17;
     g.opsets["com.kilnrt"] = 1;
-    g.inputs = {"p"};
-    ir::TensorType t;
-    t.dtype = DType::kFloat32;
-    t.has_shape = true;
-    t.shape = ir::shape_to_sym({B, S, 3 * H, D});
-    g.types["p"] = t;
+    passtest::add_float32_input(g, "p", {B, S, 3 * H, D});
     g.outputs = {"y"};
     g.nodes.push_back(n);
     try {

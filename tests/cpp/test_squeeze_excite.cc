@@ -16,10 +16,7 @@ using namespace kilnrt::testing_conv;
 namespace {
 
 std::map<std::string, Tensor> feeds_for(const ir::Graph& g, uint32_t seed = 5) {
-  std::map<std::string, Tensor> in;
-  for (const std::string& name : g.inputs)
-    in[name] = random_tensor(ir::sym_shape_to_shape(g.type_of(name)->shape), seed++, -2.f, 2.f);
-  return in;
+  return random_feeds(g, seed, -2.f, 2.f);
 }
 
 // Optimizes a copy of `g`, expects `fused` SqueezeExcite nodes and the same outputs as the plain graph.
