@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/kernels/conv_small_c.h"
+#include "core/env_switch.h"
 #include "cuda/driver_api.h"
 #include "ops/nn/fused_conv.h"
 
@@ -124,8 +125,8 @@ void lt_matmul(const LtCall& c, LayerLaunch& l, void* ws, size_t ws_bytes, const
 
 bool env_is(const char* v, const char* want) { return v && std::strcmp(v, want) == 0; }
 
-bool direct_kernel_enabled() { return !env_is(std::getenv("KILNRT_CUDA_SMALL_C_DIRECT"), "0"); }
-bool stem_kernel_enabled() { return !env_is(std::getenv("KILNRT_CUDA_SMALL_C_STEM"), "0"); }
+bool direct_kernel_enabled() { return !env_switched_off("KILNRT_CUDA_SMALL_C_DIRECT"); }
+bool stem_kernel_enabled() { return !env_switched_off("KILNRT_CUDA_SMALL_C_STEM"); }
 
 // The rule without the direct kernel: im2col GEMM for patchify geometries or without cuDNN, else pack8 + cuDNN.
 SmallCPath fixed_rule_without_direct(const ir::Node& node, bool cudnn) {

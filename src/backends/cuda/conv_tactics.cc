@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/cuda_plan.h"
 #include "core/check.h"
+#include "core/env_switch.h"
 #include "core/logging.h"
 #include "cuda/context_guard.h"
 #include "cuda/driver_api.h"
@@ -322,8 +323,8 @@ ConvTuningScope::~ConvTuningScope() {
 }
 
 ConvTuningScope* ConvTuningScope::current() {
-  const char* env = std::getenv("KILNRT_CONV_TUNING");  // =0: no timing, cuDNN's heuristic (as before issue 7)
-  return env && std::string(env) == "0" ? nullptr : t_scope;
+  // KILNRT_CONV_TUNING=0: no timing, cuDNN's heuristic (as before issue 7).
+  return env_switched_off("KILNRT_CONV_TUNING") ? nullptr : t_scope;
 }
 
 ConvTuningScope* ConvTuningScope::open_scope() { return t_scope; }

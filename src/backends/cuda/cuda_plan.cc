@@ -15,6 +15,7 @@
 #include "backends/cuda/layout_plan.h"
 #include "backends/cuda/layout_timing.h"
 #include "backends/cuda/memory_plan.h"
+#include "core/env_switch.h"
 #include "core/logging.h"
 #include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
@@ -585,10 +586,7 @@ void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void
 
 namespace {
 bool direct_io_graphs_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("KILNRT_DIRECT_IO_GRAPHS");
-    return !(env && std::string(env) == "0");
-  }();
+  static const bool on = !env_switched_off("KILNRT_DIRECT_IO_GRAPHS");
   return on;
 }
 }  // namespace

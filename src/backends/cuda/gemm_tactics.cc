@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/cuda/conv_tactics.h"
+#include "core/env_switch.h"
 #include "core/logging.h"
 
 namespace kilnrt::backends::cuda {
@@ -122,8 +123,7 @@ std::string gemm_device_part(const std::string& device_key) {
 }
 
 bool gemm_tuning_enabled() {
-  const char* env = std::getenv("KILNRT_GEMM_TUNING");
-  return !(env && std::string(env) == "0");
+  return !env_switched_off("KILNRT_GEMM_TUNING");
 }
 
 int gemm_candidate_count() {

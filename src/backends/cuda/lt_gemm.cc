@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "backends/cuda/conv_tactics.h"
+#include "core/env_switch.h"
 #include "core/logging.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
 bool split_k_candidates_enabled() {
-  const char* env = std::getenv("KILNRT_GEMM_SPLITK");
-  return !(env && std::string(env) == "0");
+  return !env_switched_off("KILNRT_GEMM_SPLITK");
 }
 
 template <class T, class D>

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/launch_common.cuh"
+#include "core/env_switch.h"
 
 namespace kilnrt::cuda::kernels {
 namespace {
@@ -49,11 +50,8 @@ __global__ void depthwise_nhwc_kernel(const T* __restrict__ x, const T* __restri
 }  // namespace
 
 bool depthwise_nhwc_vec_enabled() {
-  static const bool vec = [] {
-    // The 8-channel kernel where it applies (nhwc_depthwise_vec.cu) unless KILNRT_CUDA_DW_VEC=0.
-    const char* env = std::getenv("KILNRT_CUDA_DW_VEC");
-    return !(env && std::string(env) == "0");
-  }();
+  // The 8-channel kernel where it applies (nhwc_depthwise_vec.cu) unless KILNRT_CUDA_DW_VEC=0.
+  static const bool vec = !env_switched_off("KILNRT_CUDA_DW_VEC");
   return vec;
 }
 

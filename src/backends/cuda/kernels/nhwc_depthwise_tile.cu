@@ -26,6 +26,7 @@
 #include "backends/cuda/kernels/conv_activation.cuh"
 #include "backends/cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/nhwc_depthwise.h"
+#include "core/env_switch.h"
 
 namespace kilnrt::cuda::kernels {
 namespace {
@@ -332,10 +333,7 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }  // namespace
 
 bool depthwise_nhwc_tile_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("KILNRT_CUDA_DW_TILE");
-    return !(env && std::string(env) == "0");
-  }();
+  static const bool on = !env_switched_off("KILNRT_CUDA_DW_TILE");
   return on;
 }
 
