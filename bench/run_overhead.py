@@ -8,6 +8,9 @@ KILNRT_GEMM_TUNING=0 when --gemm-off is given) and measures, on torch's current 
   pipelined ms  GPU time per call of 50 back-to-back engine.run calls between two events (host work overlaps the
                 GPU's: close to the GPU time alone when the host is faster than the GPU)
   host us       wall time per engine.run call on the host (200 calls, one synchronisation at the end)
+  queued ms     one engine.run between two events, issued behind a ~1 ms spin kernel so that the host work is done
+                before the GPU reaches the call: the GPU time of one call alone (run ms - queued ms = host latency)
+  queued host us  the host time of that call (the GPU busy: the call never waits)
 
 Usage (GPU box): PYTHONPATH=build-gpu/python python3 bench/run_overhead.py --models bert,convnext_tiny --batches 1
 """
@@ -52,6 +55,25 @@ def host_us(fn, calls=200):
     return (t1 - t0) / calls * 1e6
 
 
+def queued(fn, reps=30):
+    """GPU ms of one fn() issued behind a spin kernel (host work hidden), and its host us; medians."""
+    fn()
+    torch.cuda.synchronize()
+    gpu, host = [], []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(2_000_000)  # ~1 ms of one spinning thread
+        a.record()
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        b.record()
+        b.synchronize()
+        gpu.append(a.elapsed_time(b))
+        host.append((t1 - t0) * 1e6)
+    return float(np.median(gpu)), float(np.median(host))
+
+
 def measure(engine, spec, batch):
     x = spec.inputs(batch, seed=batch)
     feeds = dict(zip(spec.input_names, x))
@@ -63,8 +85,9 @@ def measure(engine, spec, batch):
     ins = {n: (t.data_ptr(), tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in feeds.items()}
     ous = {n: (t.data_ptr(), tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in outs.items()}
     enq = lambda: ctx.enqueue(ins, ous, stream)  # noqa: E731
+    q_ms, q_us = queued(run)
     return {"run_ms": events_ms(run), "enqueue_ms": events_ms(enq), "pipelined_ms": pipelined_ms(run),
-            "host_us": host_us(run), "enqueue_host_us": host_us(enq)}
+            "host_us": host_us(run), "enqueue_host_us": host_us(enq), "queued_ms": q_ms, "queued_host_us": q_us}
 
 
 def main():
@@ -75,8 +98,9 @@ def main():
     ap.add_argument("--gemm-off", action="store_true", help="also build with KILNRT_GEMM_TUNING=0")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
-    print("| model | batch | GEMM tuning | run ms | enqueue ms | pipelined ms | host us / run | host us / enqueue |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | batch | GEMM tuning | run ms | enqueue ms | pipelined ms | queued ms | host us / run |"
+          " host us / enqueue | queued host us |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for spec in zoo_models.select(args.models):
         model = spec.make()
         onnx_path = os.path.join(args.dir, spec.name + ".onnx")
@@ -88,9 +112,9 @@ def main():
                 path = os.path.join(args.dir, "%s.b%d.t%s.engine" % (spec.name, b, tuning))
                 kilnrt.build(onnx_path, path, device="cuda", fp16=True, shapes=spec.static_shapes(b))
                 r = measure(kilnrt.Engine(path), spec, b)
-                print("| %s | %d | %s | %.3f | %.3f | %.3f | %.1f | %.1f |" % (
+                print("| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.1f | %.1f | %.1f |" % (
                     spec.name, b, "on" if tuning == "1" else "off", r["run_ms"], r["enqueue_ms"], r["pipelined_ms"],
-                    r["host_us"], r["enqueue_host_us"]), flush=True)
+                    r["queued_ms"], r["host_us"], r["enqueue_host_us"], r["queued_host_us"]), flush=True)
     os.environ.pop("KILNRT_GEMM_TUNING", None)
 
 
