@@ -1,5 +1,6 @@
 // Convolution tactics timed at build (issue 7, backends/cuda/conv_tactics.h): every tactic (legacy cuDNN algorithms,
-// cuDNN conv+bias+residual+ReLU in one call, cuBLASLt GEMM with epilogue for 1x1 convs) against the CPU reference in
+// cuDNN conv+bias+residual+ReLU in one call, cuBLASLt GEMM with epilogue and kilnrt's own GEMM with fused epilogue
+// for 1x1 convs) against the CPU reference in
 // fp16 / bf16, NCHW / NHWC; the build-time tuner and its timing cache (in memory and file); an engine file round trip
 // that keeps the timed tactics. GPU tests skip with a message without a GPU.
 #include <gtest/gtest.h>
@@ -96,7 +97,10 @@ TEST(ConvTacticStrings, FormatParseAndMalformed) {
   ASSERT_TRUE(bc::parse_choice("cublaslt:3", &c));
   EXPECT_EQ(c.path, bc::ConvPath::kCublasLt);
   EXPECT_EQ(bc::choice_to_string(c), "cublaslt:3");
-  for (const char* bad : {"", "cudnn", "cudnn:", "cudnn:x", "cudnn:99", "cublaslt:8", "gemm:1", "cudnn:-1"})
+  ASSERT_TRUE(bc::parse_choice("pw-mma:2", &c));
+  EXPECT_EQ(c.path, bc::ConvPath::kPwKernel);
+  EXPECT_EQ(bc::choice_to_string(c), "pw-mma:2");
+  for (const char* bad : {"", "cudnn", "cudnn:", "cudnn:x", "cudnn:99", "cublaslt:8", "gemm:1", "cudnn:-1", "pw-mma:3"})
     EXPECT_FALSE(bc::parse_choice(bad, &c)) << bad;
   const auto m = bc::parse_tactic_attr("nhwc-f16=cublaslt:0;junk;nchw-f16=cudnn:1;x=bad:1");
   ASSERT_EQ(m.size(), 2u);
@@ -131,9 +135,9 @@ TEST(CudaConvTactics, EveryTacticMatchesCpu) {
     std::vector<std::string> tactics;  // applicable ones
   };
   const Case cases[] = {
-      {1, true, "Relu", {"cudnn:1", "cudnn-fused:1", "cublaslt:0", "cublaslt:1"}},
-      {1, false, "Silu", {"cudnn:1", "cublaslt:0"}},
-      {1, true, "", {"cudnn:1", "cudnn-fused:1", "cublaslt:0"}},
+      {1, true, "Relu", {"cudnn:1", "cudnn-fused:1", "cublaslt:0", "cublaslt:1", "pw-mma:0", "pw-mma:1"}},
+      {1, false, "Silu", {"cudnn:1", "cublaslt:0", "pw-mma:0", "pw-mma:2"}},
+      {1, true, "", {"cudnn:1", "cudnn-fused:1", "cublaslt:0", "pw-mma:1"}},
       {3, false, "Relu", {"cudnn:1", "cudnn-fused:1"}},
       {3, true, "Relu", {"cudnn:1", "cudnn-fused:1"}},
   };
@@ -142,7 +146,7 @@ TEST(CudaConvTactics, EveryTacticMatchesCpu) {
     for (const Prec& p : kPrecs) {
       for (const Case& cs : cases) {
         for (const std::string& t : cs.tactics) {
-          if (t.rfind("cublaslt", 0) == 0 && !nhwc) continue;  // cuBLASLt: NHWC storage only
+          if ((t.rfind("cublaslt", 0) == 0 || t.rfind("pw-mma", 0) == 0) && !nhwc) continue;  // NHWC storage only
           SCOPED_TRACE(std::string(p.name) + (nhwc ? " nhwc" : " nchw") + " k" + std::to_string(cs.k) +
                        (cs.residual ? " +add" : "") + " act '" + cs.act + "' tactic " + t);
           const ir::Graph original = model(cs.k, cs.residual, cs.act);

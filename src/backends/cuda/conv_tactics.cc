@@ -9,6 +9,7 @@
 
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/cuda_plan.h"
+#include "backends/cuda/kernels/pointwise_conv.h"
 #include "core/check.h"
 #include "core/env_switch.h"
 #include "core/logging.h"
@@ -23,6 +24,7 @@ namespace kilnrt::backends::cuda {
 namespace {
 
 namespace kc = kilnrt::cuda;
+namespace kc_kernels = kilnrt::cuda::kernels;
 
 thread_local ConvTuningScope* t_scope = nullptr;
 
@@ -93,6 +95,7 @@ std::string choice_to_string(const ConvChoice& c) {
     case ConvPath::kCudnn: return "cudnn:" + std::to_string(c.algo);
     case ConvPath::kCudnnFused: return "cudnn-fused:" + std::to_string(c.algo);
     case ConvPath::kCublasLt: return "cublaslt:" + std::to_string(c.algo);
+    case ConvPath::kPwKernel: return "pw-mma:" + std::to_string(c.algo);
     case ConvPath::kHeuristic: break;
   }
   return "heuristic";
@@ -112,8 +115,12 @@ bool parse_choice(const std::string& s, ConvChoice* out) {
   if (kind == "cudnn") c.path = ConvPath::kCudnn;
   else if (kind == "cudnn-fused") c.path = ConvPath::kCudnnFused;
   else if (kind == "cublaslt") c.path = ConvPath::kCublasLt;
+  else if (kind == "pw-mma") c.path = ConvPath::kPwKernel;
   else return false;
-  if (c.algo >= (c.path == ConvPath::kCublasLt ? 8 : int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT))) return false;
+  const int limit = c.path == ConvPath::kCublasLt   ? 8
+                    : c.path == ConvPath::kPwKernel ? kc_kernels::kPointwiseConvVariants
+                                                    : int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+  if (c.algo >= limit) return false;
   *out = c;
   return true;
 }
@@ -185,6 +192,8 @@ bool conv_lt_nchw_enabled() {
   const char* env = std::getenv("KILNRT_CONV_LT_NCHW");
   return env && std::string(env) == "1";
 }
+
+bool pw_kernel_enabled() { return !env_switched_off("KILNRT_CONV_PW_KERNEL"); }
 
 void note_tactic_fallback() {
   Cache& c = cache();
@@ -279,6 +288,10 @@ std::vector<ConvTuneRequest> conv_tune_requests(const ir::Node& node, const ir::
     if ((nhwc || (layout_free && conv_lt_nchw_enabled())) && st16 && pointwise) {
       for (int i = 0; i < 4; ++i) r.candidates.push_back({ConvPath::kCublasLt, i});
       if (!nhwc) r.key += " lt-nchw";  // other candidates: another cache entry
+      if (ws[0] % 8 == 0 && ws[1] % 8 == 0 && pw_kernel_enabled()) {  // own GEMM + fused epilogue
+        for (int v = 0; v < kc_kernels::kPointwiseConvVariants; ++v) r.candidates.push_back({ConvPath::kPwKernel, v});
+        r.key += " pw1";  // entries timed without these candidates stay apart
+      }
     }
     out.push_back(std::move(r));
   }

@@ -9,6 +9,8 @@
 //                       [N*H*W, C] x [K, C]^T with cuBLASLt's BIAS / RELU_BIAS epilogue and the residual as C
 //                       (beta = 1); <i> indexes cuBLASLt's heuristic list. Other activations: one activation-only
 //                       pass after the GEMM.
+//   pw-mma:<v>          the same 1x1 convolutions (C and K multiples of 8) on kilnrt's own tensor-core GEMM with
+//                       bias, residual and any activation fused (kernels/pointwise_conv.h); <v> is its tile variant.
 // Without a choice the layer keeps the heuristic (cudnnGetConvolutionForwardAlgorithm_v7). The heuristic's algorithm
 // is itself a candidate: another tactic is recorded only when it is at least 3% faster, so timing never picks
 // something slower than what the engine ran before (as measured).
@@ -37,13 +39,13 @@ namespace kilnrt::backends::cuda {
 
 constexpr const char* kConvTacticAttr = "kilnrt_conv_tactic";
 
-enum class ConvPath { kHeuristic, kCudnn, kCudnnFused, kCublasLt };
+enum class ConvPath { kHeuristic, kCudnn, kCudnnFused, kCublasLt, kPwKernel };
 struct ConvChoice {
   ConvPath path = ConvPath::kHeuristic;
   int algo = 0;  // cuDNN algorithm, or the index in cuBLASLt's heuristic list
   bool operator==(const ConvChoice& o) const { return path == o.path && algo == o.algo; }
 };
-std::string choice_to_string(const ConvChoice& c);                  // "cudnn:1", "cudnn-fused:1", "cublaslt:0"
+std::string choice_to_string(const ConvChoice& c);  // "cudnn:1", "cudnn-fused:1", "cublaslt:0", "pw-mma:1"
 bool parse_choice(const std::string& s, ConvChoice* out);            // false when malformed
 // "nhwc-f16=cublaslt:0;nchw-f16=cudnn:1" <-> {layout-dtype label: choice}. Malformed entries are dropped.
 std::map<std::string, ConvChoice> parse_tactic_attr(const std::string& s);
@@ -73,6 +75,8 @@ void note_gemm_tuning(bool cache_hit);
 // KILNRT_CONV_LT_NCHW=1: the cuBLASLt tactic also for NCHW 1x1 convolutions on [N,C,1,1] values (squeeze-excite;
 // the same bytes as NHWC). Off by default until measured on the GPU.
 bool conv_lt_nchw_enabled();
+// KILNRT_CONV_PW_KERNEL=0: no pw-mma candidates (kilnrt's own 1x1-conv GEMM) in the timing.
+bool pw_kernel_enabled();
 
 // What a conv layer asks the tuner to time for one layout.
 struct ConvTuneRequest {

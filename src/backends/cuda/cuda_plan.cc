@@ -310,7 +310,10 @@ void CudaRunner::ensure_resources() {
     const std::string tactic = step.layer->tactic();
     if (tactic.rfind("cudnn:", 0) == 0) handles_.get_cudnn();
     // cuBLASLt layers, and convs whose timed tactic (conv_tactics.h) is a cuBLASLt GEMM: "[timed ...=cublaslt:0]".
-    if (tactic.rfind("cublaslt:", 0) == 0 || tactic.find("=cublaslt:") != std::string::npos) handles_.get_cublaslt();
+    // pw-mma (own 1x1-conv GEMM) falls back to cuBLASLt on misaligned operands: its handle too.
+    if (tactic.rfind("cublaslt:", 0) == 0 || tactic.find("=cublaslt:") != std::string::npos ||
+        tactic.find("=pw-mma:") != std::string::npos)
+      handles_.get_cublaslt();
   }
 }
 

@@ -14,6 +14,7 @@
 #include "backends/cuda/cuda_libs.h"
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/nhwc_depthwise.h"
+#include "backends/cuda/kernels/pointwise_conv.h"
 #include "backends/cuda/layers_gemm.h"
 #include "backends/cuda/lt_gemm.h"
 #include "core/logging.h"
@@ -115,6 +116,10 @@ class ConvLayer final : public CudaLayer {
       Cached* c = cached(l, geo, nhwc);
       if (c->ok && c->choice.path == ConvPath::kCublasLt) {
         conv_gemm(l, geo, c->choice.algo, bias);
+        return;
+      }
+      if (c->ok && c->choice.path == ConvPath::kPwKernel) {
+        pointwise_gemm(l, geo, c->choice.algo, bias);
         return;
       }
       if (c->ok) {
@@ -238,12 +243,14 @@ class ConvLayer final : public CudaLayer {
       c.choice = want;
       return;
     }
-    if (want.path == ConvPath::kCublasLt) {
+    if (want.path == ConvPath::kCublasLt || want.path == ConvPath::kPwKernel) {
       // NCHW only where the bytes are NHWC's too (H = W = 1: squeeze-excite convs), behind conv_lt_nchw_enabled().
       const bool layout_ok = nhwc || (p.h * p.w == 1 && p.oh * p.ow == 1 && conv_lt_nchw_enabled());
       if (!layout_ok || l.inputs[0].dtype == DType::kFloat32 || p.kh != 1 || p.kw != 1 || p.sh != 1 || p.sw != 1 ||
           p.ph != 0 || p.pw != 0 || p.groups != 1)
         why = "not a 16-bit NHWC 1x1 stride-1 convolution";
+      if (want.path == ConvPath::kPwKernel && (p.c % 8 != 0 || p.k % 8 != 0))
+        why = "pw-mma needs channel counts that are multiples of 8";
     } else if (want.path != ConvPath::kHeuristic) {
       const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(want.algo);
       size_t ws = 0;
@@ -305,6 +312,30 @@ class ConvLayer final : public CudaLayer {
                                     static_cast<int>(epilogue_.act), epilogue_.a, epilogue_.b, l.stream),
                    name_, "conv_epilogue");
     }
+  }
+
+  // The same GEMM on kilnrt's own kernel (kernels/pointwise_conv.h) with bias, residual and activation fused; where
+  // its alignment rules do not hold (views into other buffers), cuBLASLt's first algorithm instead.
+  void pointwise_gemm(LayerLaunch& l, const ConvGeometry& geo, int variant, const void* bias) {
+    k::PointwiseConvArgs g;
+    g.dt = l.inputs[0].dtype == DType::kFloat16 ? 1 : 2;
+    g.x = l.inputs[0].data;
+    g.w = l.inputs[0].nhwc ? nhwc_w_ : l.inputs[1].data;  // 1x1: K,C,1,1 and K,1,1,C are the same bytes
+    g.bias = bias;
+    g.z = l.inputs.size() > 3 && l.inputs[3].present ? l.inputs[3].data : nullptr;
+    g.y = l.outputs[0].data;
+    g.m = geo.p.n * geo.p.oh * geo.p.ow;
+    g.c = geo.p.c;
+    g.n = geo.p.k;
+    g.act = fused_ ? static_cast<int>(epilogue_.act) : 0;
+    g.a = epilogue_.a;
+    g.b = epilogue_.b;
+    if (!k::pointwise_conv_applies(g)) {
+      KILNRT_CHECK(!forcing_, kUnsupported, name_, "tactic pw-mma: operands not 16-byte aligned");
+      conv_gemm(l, geo, 0, bias);
+      return;
+    }
+    check_launch(k::pointwise_conv(g, variant, l.stream), name_, "pointwise_conv");
   }
 
   // True when this launch runs the tiled NHWC depthwise kernel (enqueue's first own-kernel branch).
