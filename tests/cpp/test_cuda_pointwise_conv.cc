@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -115,6 +118,51 @@ TEST(CudaPointwiseConv, MatchesTheHostReference) {
           }
         }
       }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kilnrt::cudatest
+
+namespace kilnrt::cudatest {
+namespace {
+
+// KILNRT_PW_BENCH=1: GPU time of every variant on the 1x1 convolutions of EfficientNet-B0 at batch 32 (SiLU expand
+// convs, identity project convs), printed; no assertion on time (benchmarks are not tests). Skips otherwise.
+TEST(CudaPointwiseConv, BenchEfficientNetShapes) {
+  KILNRT_SKIP_WITHOUT_GPU();
+  const char* on = std::getenv("KILNRT_PW_BENCH");
+  if (!on || std::string(on) != "1") GTEST_SKIP() << "set KILNRT_PW_BENCH=1 to time the kernel";
+  GpuStream gpu;
+  struct Case {
+    int64_t m, c, n;
+    int act;
+  };
+  const Case cases[] = {{401408, 16, 96, 7}, {100352, 24, 144, 7}, {25088, 40, 240, 7}, {6272, 80, 480, 7},
+                        {6272, 480, 80, 0},  {25088, 240, 40, 0},  {1568, 192, 1152, 7}, {1568, 1152, 320, 0}};
+  for (const Case& cs : cases) {
+    kilnrt::cuda::DeviceBuffer dx(gpu.dev, cs.m * cs.c * 2), dw(gpu.dev, cs.n * cs.c * 2), db(gpu.dev, cs.n * 2),
+        dy(gpu.dev, cs.m * cs.n * 2);
+    dx.memset_async(0, gpu.stream.get());
+    dw.memset_async(0, gpu.stream.get());
+    db.memset_async(0, gpu.stream.get());
+    k::PointwiseConvArgs a;
+    a.dt = 1;
+    a.x = dx.data(), a.w = dw.data(), a.y = dy.data(), a.bias = db.data();
+    a.m = cs.m, a.c = cs.c, a.n = cs.n, a.act = cs.act;
+    for (int v = 0; v < k::kPointwiseConvVariants; ++v) {
+      const auto s = static_cast<k::StreamT>(gpu.stream.get());
+      ASSERT_EQ(k::pointwise_conv(a, v, s), 0);
+      kilnrt::cuda::Event e0(gpu.dev, true), e1(gpu.dev, true);
+      e0.record(gpu.stream);
+      for (int i = 0; i < 20; ++i) ASSERT_EQ(k::pointwise_conv(a, v, s), 0);
+      e1.record(gpu.stream);
+      e1.synchronize();
+      const double us = kilnrt::cuda::Event::elapsed_ms(e0, e1) * 1000.0 / 20;
+      const double mb = double(cs.m * cs.c + cs.m * cs.n + cs.n * cs.c) * 2 / 1e6;
+      std::printf("pw-bench m %lld c %lld n %lld act %d variant %d: %.1f us, %.0f GB/s\n", (long long)cs.m,
+                  (long long)cs.c, (long long)cs.n, cs.act, v, us, mb / us * 1e3);
     }
   }
 }
