@@ -97,10 +97,10 @@ TEST(ConvTacticStrings, FormatParseAndMalformed) {
   ASSERT_TRUE(bc::parse_choice("cublaslt:3", &c));
   EXPECT_EQ(c.path, bc::ConvPath::kCublasLt);
   EXPECT_EQ(bc::choice_to_string(c), "cublaslt:3");
-  ASSERT_TRUE(bc::parse_choice("pw-mma:2", &c));
+  ASSERT_TRUE(bc::parse_choice("pw-mma:1", &c));
   EXPECT_EQ(c.path, bc::ConvPath::kPwKernel);
-  EXPECT_EQ(bc::choice_to_string(c), "pw-mma:2");
-  for (const char* bad : {"", "cudnn", "cudnn:", "cudnn:x", "cudnn:99", "cublaslt:8", "gemm:1", "cudnn:-1", "pw-mma:3"})
+  EXPECT_EQ(bc::choice_to_string(c), "pw-mma:1");
+  for (const char* bad : {"", "cudnn", "cudnn:", "cudnn:x", "cudnn:99", "cublaslt:8", "gemm:1", "cudnn:-1", "pw-mma:2"})
     EXPECT_FALSE(bc::parse_choice(bad, &c)) << bad;
   const auto m = bc::parse_tactic_attr("nhwc-f16=cublaslt:0;junk;nchw-f16=cudnn:1;x=bad:1");
   ASSERT_EQ(m.size(), 2u);
@@ -136,7 +136,7 @@ TEST(CudaConvTactics, EveryTacticMatchesCpu) {
   };
   const Case cases[] = {
       {1, true, "Relu", {"cudnn:1", "cudnn-fused:1", "cublaslt:0", "cublaslt:1", "pw-mma:0", "pw-mma:1"}},
-      {1, false, "Silu", {"cudnn:1", "cublaslt:0", "pw-mma:0", "pw-mma:2"}},
+      {1, false, "Silu", {"cudnn:1", "cublaslt:0", "pw-mma:0", "pw-mma:1"}},
       {1, true, "", {"cudnn:1", "cudnn-fused:1", "cublaslt:0", "pw-mma:1"}},
       {3, false, "Relu", {"cudnn:1", "cudnn-fused:1"}},
       {3, true, "Relu", {"cudnn:1", "cudnn-fused:1"}},

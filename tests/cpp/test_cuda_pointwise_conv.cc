@@ -25,6 +25,7 @@ double activate(int act, double v) {
   switch (act) {
     case 1: return v < 0 ? 0 : v;
     case 5: return v * std::min(1.0, std::max(0.0, v / 6 + 0.5));
+    case 6: return 1 / (1 + std::exp(-v));
     case 7: return v / (1 + std::exp(-v));
     default: return v;
   }
@@ -67,19 +68,22 @@ TEST(CudaPointwiseConv, MatchesTheHostReference) {
       {333, 40, 240, true, true, 1},     {4096, 96, 24, true, true, 0},    {257, 192, 1152, true, false, 5},
       {50, 1152, 320, true, false, 0},   {129, 136, 72, false, true, 7},   {64, 32, 64, true, false, 5},
       {3000, 16, 32, true, false, 7},    {77, 480, 80, true, true, 0},     {190, 72, 200, true, false, 5},
+      {150, 32, 48, true, false, 6},  // sigmoid: the generic (runtime) activation path
   };
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   for (int dt : {1, 2}) {
     for (const Case& cs : cases) {
-      const std::vector<uint16_t> x = random_16bit(dt, cs.m * cs.c, rng, dist), w = random_16bit(dt, cs.n * cs.c, rng, dist),
-                                  b = random_16bit(dt, cs.n, rng, dist), z = random_16bit(dt, cs.m * cs.n, rng, dist);
+      const std::vector<uint16_t> x = random_16bit(dt, cs.m * cs.c, rng, dist),
+                                  w = random_16bit(dt, cs.n * cs.c, rng, dist), b = random_16bit(dt, cs.n, rng, dist),
+                                  z = random_16bit(dt, cs.m * cs.n, rng, dist);
       // float64 reference of the 16-bit inputs
       std::vector<double> want(static_cast<size_t>(cs.m * cs.n));
       for (int64_t i = 0; i < cs.m; ++i)
         for (int64_t j = 0; j < cs.n; ++j) {
           double s = cs.bias ? from_16bit(dt, b[j]) : 0.0;
-          for (int64_t c = 0; c < cs.c; ++c) s += double(from_16bit(dt, x[i * cs.c + c])) * from_16bit(dt, w[j * cs.c + c]);
+          for (int64_t c = 0; c < cs.c; ++c)
+            s += double(from_16bit(dt, x[i * cs.c + c])) * from_16bit(dt, w[j * cs.c + c]);
           if (cs.z) s += from_16bit(dt, z[i * cs.n + j]);
           want[i * cs.n + j] = activate(cs.act, s);
         }
