@@ -36,6 +36,8 @@ struct Tile {
   static constexpr int kPipeBytes = kStages * kStageElems * 2;
   static constexpr int kStageOutBytes = BM * kLd * 2;
   static constexpr int kSmemBytes = kPipeBytes > kStageOutBytes ? kPipeBytes : kStageOutBytes;
+  // CTAs per SM the register budget is set for: 64 registers a thread up to 64 columns, 80 for wider tiles.
+  static constexpr int kMinBlocks = BN > 64 ? 3 : 1024 / kThreads;
   static_assert(kNT % 2 == 0, "B fragments are loaded two n8 tiles at a time");
   static_assert(kSmemBytes <= 48 * 1024, "no opt-in for more dynamic shared memory");
 };
@@ -69,9 +71,9 @@ struct Params {
   float a, b;
 };
 
-// At most 64 registers (1024 threads per SM): the kernel is memory-bound, occupancy hides the latency.
+// Registers capped for occupancy (Tile::kMinBlocks): the kernel is memory-bound, occupancy hides the latency.
 template <class T, int BM, int BN, int ACT>
-__global__ void __launch_bounds__(Tile<BM, BN>::kThreads, 1024 / Tile<BM, BN>::kThreads)
+__global__ void __launch_bounds__(Tile<BM, BN>::kThreads, Tile<BM, BN>::kMinBlocks)
     pointwise_conv_kernel(Params p) {
   using Cfg = Tile<BM, BN>;
   using B16 = ptx::Bits16<T>;
@@ -81,14 +83,18 @@ __global__ void __launch_bounds__(Tile<BM, BN>::kThreads, 1024 / Tile<BM, BN>::k
   const T* w = static_cast<const T*>(p.w);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp % Cfg::kWarpsM, wn = warp / Cfg::kWarpsM;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * BM;
-  const int n0 = blockIdx.y * BN;
+  // Linear grid, the column tiles of one row tile next to each other: their writes of the same output rows (and
+  // their reads of the same x rows) meet in L2 instead of half a kernel apart.
+  const int ntiles = (p.n + BN - 1) / BN;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x / ntiles) * BM;
+  const int n0 = static_cast<int>(blockIdx.x % ntiles) * BN;
   const int ktiles = (p.c + kBK - 1) / kBK;
 
   // The 16-byte chunks this thread copies per stage: row and chunk are the same in every stage, only the channel
   // offset moves (row pointers and row checks computed once).
-  constexpr int kAIters = BM * 4 / Cfg::kThreads, kBIters = BN * 4 / Cfg::kThreads;
-  static_assert(BM * 4 % Cfg::kThreads == 0 && BN * 4 % Cfg::kThreads == 0, "whole chunks per thread");
+  // (B: the last copy of a thread may fall past BN rows when BN * 4 is not a multiple of the thread count.)
+  constexpr int kAIters = BM * 4 / Cfg::kThreads, kBIters = (BN * 4 + Cfg::kThreads - 1) / Cfg::kThreads;
+  static_assert(BM * 4 % Cfg::kThreads == 0, "whole A chunks per thread");
   const T* a_src[kAIters];
   const T* b_src[kBIters];
   bool a_ok[kAIters], b_ok[kBIters];
@@ -102,7 +108,7 @@ __global__ void __launch_bounds__(Tile<BM, BN>::kThreads, 1024 / Tile<BM, BN>::k
 #pragma unroll
   for (int j = 0; j < kBIters; ++j) {
     const int row = (tid + j * Cfg::kThreads) >> 2;
-    b_ok[j] = n0 + row < p.n;
+    b_ok[j] = row < BN && n0 + row < p.n;
     b_src[j] = w + (b_ok[j] ? static_cast<int64_t>(n0 + row) * p.c : 0) + ch * 8;
   }
   auto load_stage = [&](int stage, int kt) {
@@ -119,6 +125,7 @@ __global__ void __launch_bounds__(Tile<BM, BN>::kThreads, 1024 / Tile<BM, BN>::k
 #pragma unroll
     for (int j = 0; j < kBIters; ++j) {
       const int row = (tid + j * Cfg::kThreads) >> 2;
+      if (row >= BN) break;  // uniform per warp (BN * 4 is a multiple of 32)
       const bool ok = b_ok[j] && k_ok;
       ptx::cp_async16(bs + swz(row, ch), ok ? b_src[j] + k0 : w, ok);
     }
@@ -210,7 +217,9 @@ __global__ void __launch_bounds__(Tile<BM, BN>::kThreads, 1024 / Tile<BM, BN>::k
 template <class T, int BM, int BN, int ACT>
 int launch(const Params& p, cudaStream_t s) {
   using Cfg = Tile<BM, BN>;
-  const dim3 grid(static_cast<unsigned>((p.m + BM - 1) / BM), static_cast<unsigned>((p.n + BN - 1) / BN));
+  const int64_t tiles = (p.m + BM - 1) / BM * ((p.n + BN - 1) / BN);
+  if (tiles > 0x7fffffffLL) return static_cast<int>(cudaErrorInvalidValue);
+  const dim3 grid(static_cast<unsigned>(tiles));
   pointwise_conv_kernel<T, BM, BN, ACT><<<grid, Cfg::kThreads, Cfg::kSmemBytes, s>>>(p);
   return launch_common::launch_status();
 }
@@ -231,6 +240,7 @@ int dispatch(const Params& p, int variant, cudaStream_t s) {
   switch (variant) {
     case 0: return launch_act<T, 128, 64>(p, s);
     case 1: return launch_act<T, 64, 64>(p, s);
+    case 2: return launch_act<T, 128, 96>(p, s);
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
 }

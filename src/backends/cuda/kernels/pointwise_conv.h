@@ -26,11 +26,12 @@ struct PointwiseConvArgs {
 };
 
 // Tile variants (the tactic index, conv_tactics.h "pw-mma:<v>"): 0 = 128 x 64 output tile, 1 = 64 x 64 (more CTAs
-// for small M). A 128 x 128 tile measured 2x slower on every EfficientNet-B0 shape (H100) and was dropped.
-constexpr int kPointwiseConvVariants = 2;
+// for small M), 2 = 128 x 96 (whole 192-byte rows for 96 / 192 / 288 channels). A 128 x 128 tile measured 2x slower
+// on every EfficientNet-B0 shape (H100) and was dropped.
+constexpr int kPointwiseConvVariants = 3;
 
 // True when the kernel takes these arguments: dt 1 or 2, c and n multiples of 8, x / w / z / y 16-byte aligned,
-// bias 4-byte aligned, m < 2^31 rows.
+// bias 4-byte aligned, fewer than 2^31 output tiles.
 bool pointwise_conv_applies(const PointwiseConvArgs& a);
 // Enqueues the GEMM + epilogue on `stream`; returns the launch status (cudaErrorInvalidValue when it does not apply).
 int pointwise_conv(const PointwiseConvArgs& a, int variant, StreamT stream);
