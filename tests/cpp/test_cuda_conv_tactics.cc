@@ -100,7 +100,7 @@ TEST(ConvTacticStrings, FormatParseAndMalformed) {
   ASSERT_TRUE(bc::parse_choice("pw-mma:1", &c));
   EXPECT_EQ(c.path, bc::ConvPath::kPwKernel);
   EXPECT_EQ(bc::choice_to_string(c), "pw-mma:1");
-  for (const char* bad : {"", "cudnn", "cudnn:", "cudnn:x", "cudnn:99", "cublaslt:8", "gemm:1", "cudnn:-1", "pw-mma:2"})
+  for (const char* bad : {"", "cudnn", "cudnn:", "cudnn:x", "cudnn:99", "cublaslt:8", "gemm:1", "cudnn:-1", "pw-mma:3"})
     EXPECT_FALSE(bc::parse_choice(bad, &c)) << bad;
   const auto m = bc::parse_tactic_attr("nhwc-f16=cublaslt:0;junk;nchw-f16=cudnn:1;x=bad:1");
   ASSERT_EQ(m.size(), 2u);
