@@ -105,9 +105,10 @@ struct TileArgs {
   int in_zero;  // in_act(0) == 0: applied to the whole window (its zero padding stays zero), no bounds test
 };
 
-// The input activation: conv_act::activate with the exponential and the division of SiLU / Sigmoid in fast math
-// (__expf, __fdividef: ~2 ulp of float32, far below the 16-bit rounding that follows). Every element of the input
-// window goes through it, up to ~4x the outputs (stride 2): the accurate forms made the layers compute-bound.
+// The input (and output) activation: conv_act::activate with the exponential and the division of SiLU / Sigmoid in
+// fast math (__expf, __fdividef: ~2 ulp of float32, far below the 16-bit rounding that follows). Every element of the
+// input window goes through it, up to ~4x the outputs (stride 2): the accurate forms made the layers compute-bound.
+// The output epilogue uses it as well (EfficientNet's depthwise convs end in SiLU).
 __device__ __forceinline__ float in_activate(int act, float x, float a, float b) {
   switch (act) {
     case 6: return __fdividef(1.f, 1.f + __expf(-x));
@@ -239,7 +240,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     }
     if (t.act != 0) {
 #pragma unroll
-      for (int k = 0; k < 8; ++k) o[k] = conv_act::activate(t.act, o[k], t.a, t.b);
+      for (int k = 0; k < 8; ++k) o[k] = in_activate(t.act, o[k], t.a, t.b);  // fast-math SiLU / Sigmoid too
     }
     *reinterpret_cast<uint4*>(y + off) = pack8(o, T());
   }
