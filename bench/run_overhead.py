@@ -12,6 +12,14 @@ KILNRT_GEMM_TUNING=0 when --gemm-off is given) and measures, on torch's current 
                 before the GPU reaches the call: the GPU time of one call alone (run ms - queued ms = host latency)
   queued host us  the host time of that call (the GPU busy: the call never waits)
 
+With --host-parts, a second table: host microseconds per call with the GPU kept busy by a spin kernel (no call
+waits for the GPU), medians, of
+  run       engine.run(feeds, out=outs) (the Python fast path for torch CUDA tensors with out=)
+  key       the fast path's key alone (tensor attributes, torch's current stream)
+  handle    the C++ binding's enqueue with the cached feeds (pybind11 conversion + ExecutionContext::enqueue)
+  raw       ExecutionContext.enqueue on (pointer, shape, dtype) tuples
+  torch     a torch.cuda.CUDAGraph replay of the fp16 model (what torch's graph mode pays per call)
+
 Usage (GPU box): PYTHONPATH=build-gpu/python python3 bench/run_overhead.py --models bert,convnext_tiny --batches 1
 """
 import argparse
@@ -27,6 +35,7 @@ import kilnrt
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zoo_models  # noqa: E402
 from bench_vs_torch import gpu_time as events_ms  # noqa: E402  (CUDA events around one call, median)
+from bench_vs_torch import torch_graph  # noqa: E402
 
 
 def pipelined_ms(fn, calls=50, reps=5):
@@ -74,7 +83,37 @@ def queued(fn, reps=30):
     return float(np.median(gpu)), float(np.median(host))
 
 
-def measure(engine, spec, batch):
+def busy_host_us(fn, calls=40, reps=5):
+    """Median host us of fn() while a ~20 ms spin kernel keeps the GPU busy (no call waits for the GPU)."""
+    fn()
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(reps):
+        torch.cuda._sleep(40_000_000)
+        for _ in range(calls):
+            t0 = time.perf_counter_ns()
+            fn()
+            per.append((time.perf_counter_ns() - t0) / 1e3)
+        torch.cuda.synchronize()
+    return float(np.median(per))
+
+
+def host_parts(engine, spec, batch, model):
+    """The --host-parts row: busy_host_us of run / key / handle / raw enqueue / torch's graph replay."""
+    x, feeds, outs, run, enq = bindings(engine, spec, batch)
+    run()
+    key = engine._fast_key(feeds, outs, None)
+    cached = engine._fast_feeds.get(key[:3])
+    tx = zoo_models.torch_inputs(x, "fp16", False)
+    with torch.no_grad():
+        replay = torch_graph(lambda: model(*tx))
+    return [busy_host_us(run), busy_host_us(lambda: engine._fast_key(feeds, outs, None)),
+            busy_host_us(lambda: engine._handle.enqueue(cached[0], cached[1], key[2])) if cached else float("nan"),
+            busy_host_us(enq), busy_host_us(replay)]
+
+
+def bindings(engine, spec, batch):
+    """Seeded inputs, feeds, preallocated outputs, engine.run(feeds, out=outs), and a raw ctx.enqueue of the same."""
     x = spec.inputs(batch, seed=batch)
     feeds = dict(zip(spec.input_names, x))
     got = zoo_models.run_engine(engine, spec, x)
@@ -85,6 +124,11 @@ def measure(engine, spec, batch):
     ins = {n: (t.data_ptr(), tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in feeds.items()}
     ous = {n: (t.data_ptr(), tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in outs.items()}
     enq = lambda: ctx.enqueue(ins, ous, stream)  # noqa: E731
+    return x, feeds, outs, run, enq
+
+
+def measure(engine, spec, batch):
+    _, _, _, run, enq = bindings(engine, spec, batch)
     q_ms, q_us = queued(run)
     return {"run_ms": events_ms(run), "enqueue_ms": events_ms(enq), "pipelined_ms": pipelined_ms(run),
             "host_us": host_us(run), "enqueue_host_us": host_us(enq), "queued_ms": q_ms, "queued_host_us": q_us}
@@ -96,7 +140,9 @@ def main():
     ap.add_argument("--batches", default="1")
     ap.add_argument("--dir", default="/tmp/run_overhead")
     ap.add_argument("--gemm-off", action="store_true", help="also build with KILNRT_GEMM_TUNING=0")
+    ap.add_argument("--host-parts", action="store_true", help="also the host-time split with the GPU busy")
     args = ap.parse_args()
+    parts = []
     os.makedirs(args.dir, exist_ok=True)
     print("| model | batch | GEMM tuning | run ms | enqueue ms | pipelined ms | queued ms | host us / run |"
           " host us / enqueue | queued host us |")
@@ -105,17 +151,25 @@ def main():
         model = spec.make()
         onnx_path = os.path.join(args.dir, spec.name + ".onnx")
         spec.export(model, onnx_path)
-        del model
+        model = zoo_models.torch_variant(model, spec, "fp16", False) if args.host_parts else None
         for b in [int(v) for v in args.batches.split(",")]:
             for tuning in (["1", "0"] if args.gemm_off else ["1"]):
                 os.environ["KILNRT_GEMM_TUNING"] = tuning
                 path = os.path.join(args.dir, "%s.b%d.t%s.engine" % (spec.name, b, tuning))
                 kilnrt.build(onnx_path, path, device="cuda", fp16=True, shapes=spec.static_shapes(b))
-                r = measure(kilnrt.Engine(path), spec, b)
+                engine = kilnrt.Engine(path)
+                r = measure(engine, spec, b)
+                if args.host_parts:
+                    parts.append((spec.name, b) + tuple(host_parts(engine, spec, b, model)))
                 print("| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.1f | %.1f | %.1f |" % (
                     spec.name, b, "on" if tuning == "1" else "off", r["run_ms"], r["enqueue_ms"], r["pipelined_ms"],
                     r["queued_ms"], r["host_us"], r["enqueue_host_us"], r["queued_host_us"]), flush=True)
     os.environ.pop("KILNRT_GEMM_TUNING", None)
+    if parts:
+        print("\n| model | batch | run us | key us | handle us | raw enqueue us | torch graph replay us |")
+        print("|---|---|---|---|---|---|---|")
+        for row in parts:
+            print("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f |" % row)
 
 
 if __name__ == "__main__":
