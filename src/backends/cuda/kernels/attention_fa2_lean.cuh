@@ -191,7 +191,6 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
   constexpr int kKV = kLeanKeys * kLeanLd;                                           // elements of one K or V tile
   constexpr int kStage = 2 * kKV + (kMode == kLeanRowMask ? kRows * kLeanLd : 0);  // K, V (, mask tile)
   extern __shared__ __align__(128) unsigned char smem[];
-  launch_common::wait_prior_grid();  // launched with launch_pdl
   T* qsm = reinterpret_cast<T*>(smem);
   T* stage0 = qsm + kRows * kLeanLd;  // stage s at stage0 + s * kStage
 
@@ -377,7 +376,8 @@ int launch_lean_mask(const AttentionArgs& a, StreamT stream) {
   if (st != cudaSuccess) return static_cast<int>(st);
   const dim3 grid(static_cast<unsigned>((a.sq + Sh::kRows - 1) / Sh::kRows), static_cast<unsigned>(a.b1),
                   static_cast<unsigned>(a.b0));
-  return launch_common::launch_pdl(kernel, grid, dim3(Sh::kThreads), bytes, reinterpret_cast<cudaStream_t>(stream), a);
+  kernel<<<grid, Sh::kThreads, bytes, reinterpret_cast<cudaStream_t>(stream)>>>(a);
+  return launch_common::launch_status();
 }
 
 template <class T, int kWarps>

@@ -29,7 +29,6 @@ __global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const
                                                                int nvec, float eps) {
   using P = Pack<T>;
   constexpr int kV = P::kN;
-  launch_common::wait_prior_grid();  // launched with launch_pdl
   const int g = threadIdx.x % G;
   const int64_t r = blockIdx.x * int64_t(kBlock / G) + threadIdx.x / G;
   const bool row_ok = r < rows;  // no early return: every lane of the warp takes part in the shuffles
@@ -103,9 +102,10 @@ int launch(const void* x, const void* scale, const void* bias, void* y, float* m
   constexpr int64_t kRowsPerBlock = kBlock / G;
   const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   if (blocks >= 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
-  return launch_common::launch_pdl(layernorm_vec_kernel<T, G, NV>, dim3(static_cast<unsigned>(blocks)), dim3(kBlock),
-                                   0, s, static_cast<const T*>(x), static_cast<const T*>(scale),
-                                   static_cast<const T*>(bias), static_cast<T*>(y), mean, inv_std, rows, nvec, eps);
+  layernorm_vec_kernel<T, G, NV><<<static_cast<unsigned>(blocks), kBlock, 0, s>>>(
+      static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias), static_cast<T*>(y), mean,
+      inv_std, rows, nvec, eps);
+  return launch_common::launch_status();
 }
 
 // G lanes per row, NV vectors per lane (nvec <= G * NV).

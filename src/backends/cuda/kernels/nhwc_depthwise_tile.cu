@@ -139,9 +139,17 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   uint4* tile = smem;
   float4* wsm = reinterpret_cast<float4*>(smem + t.ih * t.iw * cg);
 
-  // The weights first, converted to float32: constant data, read before the wait for the previous kernel (launched
-  // with launch_pdl, this overlaps that kernel's completion). Then the input window by asynchronous 16-byte copies
-  // (zero-filled outside the image), every copy of the thread in flight at once.
+  // The input window by asynchronous 16-byte copies (zero-filled outside the image): every copy of the thread in
+  // flight at once. Then the weights, converted to float32, while the copies land.
+  const T* xb = x + static_cast<int64_t>(n) * t.h * t.w * t.c + g0 * 8;
+  const int tile_elems = t.ih * t.iw * cg;
+  for (int i = threadIdx.x; i < tile_elems; i += blockDim.x) {
+    const int g = i % cg, rc = i / cg;
+    const int ix = ix0 + rc % t.iw, iy = iy0 + rc / t.iw;
+    const bool in = g < gn && iy >= 0 && iy < t.h && ix >= 0 && ix < t.w;
+    copy16_async(tile + i, in ? xb + (iy * t.w + ix) * t.c + g * 8 : xb, in);
+  }
+  copy_commit();
   constexpr int kBatch = 4;  // weight loads in flight per thread
   for (int base = threadIdx.x; base < K * K * cg; base += kBatch * blockDim.x) {
     uint4 raw[kBatch];
@@ -161,16 +169,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
       wsm[2 * i + 1] = make_float4(f[4], f[5], f[6], f[7]);
     }
   }
-  launch_common::wait_prior_grid();
-  const T* xb = x + static_cast<int64_t>(n) * t.h * t.w * t.c + g0 * 8;
-  const int tile_elems = t.ih * t.iw * cg;
-  for (int i = threadIdx.x; i < tile_elems; i += blockDim.x) {
-    const int g = i % cg, rc = i / cg;
-    const int ix = ix0 + rc % t.iw, iy = iy0 + rc / t.iw;
-    const bool in = g < gn && iy >= 0 && iy < t.h && ix >= 0 && ix < t.w;
-    copy16_async(tile + i, in ? xb + (iy * t.w + ix) * t.c + g * 8 : xb, in);
-  }
-  copy_commit();
   copy_wait_all();
   if (t.in_act != 0 && t.in_zero) {
     // The input activation over this thread's own copies (landed: cp.async.wait_group), rounded back to 16 bits
@@ -303,9 +301,10 @@ int launch(const void* x, const void* w, void* y, const Conv2d& p, const Depthwi
   if (tiles > 0x7fffffff) return static_cast<int>(cudaErrorInvalidValue);
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>((p.c / 8 + t.cg - 1) / t.cg),
                   static_cast<unsigned>(p.n));
-  return launch_common::launch_pdl(dw_tile_kernel<T, K, S, TY>, grid, dim3(t.cg * t.tw * t.rs), smem, s,
-                                   static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(e.bias),
-                                   static_cast<const T*>(e.z), static_cast<T*>(y), t);
+  dw_tile_kernel<T, K, S, TY><<<grid, t.cg * t.tw * t.rs, smem, s>>>(
+      static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(e.bias), static_cast<const T*>(e.z),
+      static_cast<T*>(y), t);
+  return launch_common::launch_status();
 }
 
 template <typename T, int K, int S>

@@ -78,7 +78,6 @@ __global__ void __launch_bounds__(Tile<BM, BN>::kThreads, Tile<BM, BN>::kMinBloc
   using Cfg = Tile<BM, BN>;
   using B16 = ptx::Bits16<T>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  launch_common::wait_prior_grid();  // launched with launch_pdl
   T* smem = reinterpret_cast<T*>(smem_raw);
   const T* x = static_cast<const T*>(p.x);
   const T* w = static_cast<const T*>(p.w);
@@ -221,8 +220,8 @@ int launch(const Params& p, cudaStream_t s) {
   const int64_t tiles = (p.m + BM - 1) / BM * ((p.n + BN - 1) / BN);
   if (tiles > 0x7fffffffLL) return static_cast<int>(cudaErrorInvalidValue);
   const dim3 grid(static_cast<unsigned>(tiles));
-  return launch_common::launch_pdl(pointwise_conv_kernel<T, BM, BN, ACT>, grid, dim3(Cfg::kThreads), Cfg::kSmemBytes,
-                                   s, p);
+  pointwise_conv_kernel<T, BM, BN, ACT><<<grid, Cfg::kThreads, Cfg::kSmemBytes, s>>>(p);
+  return launch_common::launch_status();
 }
 
 template <class T, int BM, int BN>

@@ -153,7 +153,6 @@ __device__ void matvec(const T* W, const T* b, const float* v, int rows, int K, 
 template <typename T, bool VEC>
 __global__ void __launch_bounds__(kBlock) se_partial_nhwc(const T* __restrict__ x, float* __restrict__ partial, int C,
                                                           int64_t hw, int64_t rows_per_chunk, int K) {
-  launch_common::wait_prior_grid();  // launched with launch_pdl
   extern __shared__ float smem[];
   const int64_t n = blockIdx.y;
   const int k = blockIdx.x;
@@ -165,7 +164,6 @@ __global__ void __launch_bounds__(kBlock) se_partial_nhwc(const T* __restrict__ 
 template <typename T, bool VEC>
 __global__ void __launch_bounds__(kBlock) se_partial_nchw(const T* __restrict__ x, float* __restrict__ partial, int C,
                                                           int64_t hw, int64_t chunk, int K) {
-  launch_common::wait_prior_grid();  // launched with launch_pdl
   const int64_t n = blockIdx.z;
   const int k = blockIdx.y;
   const int c0 = blockIdx.x * kWarps, c1 = c0 + kWarps < C ? c0 + kWarps : C;
@@ -180,7 +178,6 @@ __global__ void __launch_bounds__(kBlock) se_fc1(const float* __restrict__ parti
                                                  const T* __restrict__ w1, const T* __restrict__ b1, int Cs,
                                                  int rows_per_cta, bool vec, int gs, int act, float a, float b,
                                                  float* __restrict__ hidden) {
-  launch_common::wait_prior_grid();  // launched with launch_pdl
   extern __shared__ float mean[];
   const int64_t n = blockIdx.y;
   for (int c = threadIdx.x; c < C; c += kBlock) {
@@ -203,7 +200,6 @@ __global__ void __launch_bounds__(kBlock) se_fc2_scale(const T* __restrict__ x, 
                                                        const T* __restrict__ w2, const T* __restrict__ b2, int C,
                                                        int Cs, int64_t hw, int tile, int strip, bool w2vec, int gs,
                                                        int gate, float a, float b, bool nhwc, T* __restrict__ y) {
-  launch_common::wait_prior_grid();  // launched with launch_pdl
   constexpr int V = VEC ? Pack<T>::kN : 1;
   extern __shared__ float smem[];
   float* h = smem;
@@ -287,11 +283,8 @@ int run(const SqueezeExciteArgs& a, cudaStream_t st) {
     }
     const dim3 grid(static_cast<unsigned>(K), static_cast<unsigned>(N));
     const size_t smem = static_cast<size_t>(scratch_floats) * sizeof(float);
-    const int status = xvec ? launch_common::launch_pdl(se_partial_nhwc<T, true>, grid, dim3(kBlock), smem, st, x, partial, C, hw, rows,
-                                static_cast<int>(K))
-                            : launch_common::launch_pdl(se_partial_nhwc<T, false>, grid, dim3(kBlock), smem, st, x, partial, C, hw, rows,
-                                static_cast<int>(K));
-    if (status != 0) return status;
+    if (xvec) se_partial_nhwc<T, true><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, static_cast<int>(K));
+    else se_partial_nhwc<T, false><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, static_cast<int>(K));
   } else {
     int64_t chunk = kChunkElems / kWarps;  // positions per warp: a multiple of every vector width
     K = (hw + chunk - 1) / chunk;
@@ -301,24 +294,23 @@ int run(const SqueezeExciteArgs& a, cudaStream_t st) {
     }
     const dim3 grid(static_cast<unsigned>((C + kWarps - 1) / kWarps), static_cast<unsigned>(K),
                     static_cast<unsigned>(N));
-    const int status = xvec ? launch_common::launch_pdl(se_partial_nchw<T, true>, grid, dim3(kBlock), 0, st, x, partial, C, hw, chunk,
-                                static_cast<int>(K))
-                            : launch_common::launch_pdl(se_partial_nchw<T, false>, grid, dim3(kBlock), 0, st, x, partial, C, hw, chunk,
-                                static_cast<int>(K));
-    if (status != 0) return status;
+    if (xvec) se_partial_nchw<T, true><<<grid, kBlock, 0, st>>>(x, partial, C, hw, chunk, static_cast<int>(K));
+    else se_partial_nchw<T, false><<<grid, kBlock, 0, st>>>(x, partial, C, hw, chunk, static_cast<int>(K));
   }
+  int status = launch_common::launch_status();
+  if (status != 0) return status;
   // 2. h = act(W1 mean + B1): one group of gs1 lanes per row, one pass of the CTA's groups per CTA
   const bool w1vec = aligned16(a.w1) && C % V == 0;
   const int gs1 = group_size(w1vec ? C / V : C);
   const int rows1 = kWarps * (32 / gs1);
   {
     const dim3 grid(static_cast<unsigned>((Cs + rows1 - 1) / rows1), static_cast<unsigned>(N));
-    const int status = launch_common::launch_pdl(
-        se_fc1<T>, grid, dim3(kBlock), static_cast<size_t>(C) * sizeof(float), st, partial, static_cast<int>(K), C,
-        hw, static_cast<const T*>(a.w1), static_cast<const T*>(a.b1), Cs, rows1, w1vec, gs1, a.act, a.act_a, a.act_b,
-        hidden);
-    if (status != 0) return status;
+    se_fc1<T><<<grid, kBlock, static_cast<size_t>(C) * sizeof(float), st>>>(
+        partial, static_cast<int>(K), C, hw, static_cast<const T*>(a.w1), static_cast<const T*>(a.b1), Cs, rows1,
+        w1vec, gs1, a.act, a.act_a, a.act_b, hidden);
   }
+  status = launch_common::launch_status();
+  if (status != 0) return status;
   // 3. s = gate(W2 h + B2) per channel tile, then Y = X * s over a strip of positions
   const bool w2vec = aligned16(a.w2) && Cs % V == 0;
   const int gs2 = group_size(w2vec ? Cs / V : Cs);
@@ -332,10 +324,13 @@ int run(const SqueezeExciteArgs& a, cudaStream_t st) {
                   static_cast<unsigned>(N));
   const size_t smem = static_cast<size_t>(Cs + tile) * sizeof(float);
   const auto w2 = static_cast<const T*>(a.w2), b2 = static_cast<const T*>(a.b2);
-  return xvec ? launch_common::launch_pdl(se_fc2_scale<T, true>, grid, dim3(kBlock), smem, st, x, hidden, w2, b2, C, Cs, hw, tile,
-                  static_cast<int>(strip), w2vec, gs2, a.gate, a.gate_a, a.gate_b, a.nhwc, y)
-              : launch_common::launch_pdl(se_fc2_scale<T, false>, grid, dim3(kBlock), smem, st, x, hidden, w2, b2, C, Cs, hw, tile,
-                  static_cast<int>(strip), w2vec, gs2, a.gate, a.gate_a, a.gate_b, a.nhwc, y);
+  if (xvec)
+    se_fc2_scale<T, true><<<grid, kBlock, smem, st>>>(x, hidden, w2, b2, C, Cs, hw, tile, static_cast<int>(strip),
+                                                      w2vec, gs2, a.gate, a.gate_a, a.gate_b, a.nhwc, y);
+  else
+    se_fc2_scale<T, false><<<grid, kBlock, smem, st>>>(x, hidden, w2, b2, C, Cs, hw, tile, static_cast<int>(strip),
+                                                       w2vec, gs2, a.gate, a.gate_a, a.gate_b, a.nhwc, y);
+  return launch_common::launch_status();
 }
 
 }  // namespace
