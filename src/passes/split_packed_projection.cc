@@ -50,7 +50,9 @@ bool match_at(const ir::Graph& g, const GraphIndex& ix, const ir::Node& r, Split
   const int64_t rank = static_cast<int64_t>(bs->size());
   const ir::Dim& pd = (*bs)[rank - 2];
   const ir::Dim& ed = (*bs)[rank - 1];
-  if (!pd.known() || !ed.known() || pd.value < 2 || !ls->back().known() || ls->back().value != pd.value * ed.value)
+  int64_t packed = 0;  // P * E without signed overflow (any value may come from a malformed model)
+  if (!pd.known() || !ed.known() || pd.value < 2 || !ls->back().known() ||
+      __builtin_mul_overflow(pd.value, ed.value, &packed) || ls->back().value != packed)
     return false;
   for (int64_t i = 0; i + 2 < rank; ++i)  // leading dims kept (0 in the new Reshapes copies them)
     if (!((*bs)[i] == (*ls)[i]) || (!(*bs)[i].known() && (*bs)[i].param.empty())) return false;
