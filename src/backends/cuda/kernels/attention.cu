@@ -13,6 +13,7 @@
 #include "backends/cuda/kernels/attention.h"
 #include "backends/cuda/kernels/attention_mma.h"
 #include "backends/cuda/kernels/launch_common.cuh"
+#include "backends/cuda/kernels/storage16.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {
@@ -27,13 +28,8 @@ constexpr unsigned kFull = 0xffffffffu;
 
 __host__ __device__ __forceinline__ int64_t imin64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+using storage16::from_f;  // storage16.cuh
+using storage16::to_f;
 
 // Copies `rows` x `cols` elements (row stride rs, element stride cs, in T) into shared memory as S (row stride ld),
 // zero-filling rows >= valid. vec: 16-byte loads (cs == 1, aligned rows; only when S == T).

@@ -8,6 +8,7 @@
 #include "backends/cuda/kernels/conv_activation.cuh"
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/launch_common.cuh"
+#include "backends/cuda/kernels/storage16.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {
@@ -15,13 +16,8 @@ namespace {
 using launch_common::blocks_for;
 using launch_common::kThreads;
 
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <class T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+using storage16::from_f;  // storage16.cuh
+using storage16::to_f;
 
 using conv_act::activate;  // conv_activation.cuh
 

@@ -26,6 +26,7 @@
 #include "backends/cuda/kernels/conv_activation.cuh"
 #include "backends/cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/nhwc_depthwise.h"
+#include "backends/cuda/kernels/storage16.cuh"
 #include "core/env_switch.h"
 
 namespace kilnrt::cuda::kernels {
@@ -35,8 +36,7 @@ constexpr int kMaxThreads = 256;
 constexpr int kMaxSmem = 48 * 1024;  // the default dynamic shared memory limit: no function attribute to set
 constexpr int64_t kFillThreads = 32 * 1024;  // ~132 SMs x 256: below this, fewer rows per thread
 
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+using storage16::to_f;  // storage16.cuh
 
 __device__ __forceinline__ void unpack8(const uint4& u, float* v, __half) {
   const __half2* h = reinterpret_cast<const __half2*>(&u);
@@ -105,17 +105,9 @@ struct TileArgs {
   int in_zero;  // in_act(0) == 0: applied to the whole window (its zero padding stays zero), no bounds test
 };
 
-// The input (and output) activation: conv_act::activate with the exponential and the division of SiLU / Sigmoid in
-// fast math (__expf, __fdividef: ~2 ulp of float32, far below the 16-bit rounding that follows). Every element of the
-// input window goes through it, up to ~4x the outputs (stride 2): the accurate forms made the layers compute-bound.
-// The output epilogue uses it as well (EfficientNet's depthwise convs end in SiLU).
-__device__ __forceinline__ float in_activate(int act, float x, float a, float b) {
-  switch (act) {
-    case 6: return __fdividef(1.f, 1.f + __expf(-x));
-    case 7: return __fdividef(x, 1.f + __expf(-x));
-    default: return conv_act::activate(act, x, a, b);
-  }
-}
+// The input and output activations in fast math (conv_act::activate_fast): every element of the input window goes
+// through the input one, up to ~4x the outputs (stride 2), and the accurate forms made the layers compute-bound.
+using conv_act::activate_fast;
 
 // Applies the input activation to 16-bit 8-channel pack u.
 template <typename T>
@@ -123,7 +115,7 @@ __device__ __forceinline__ uint4 in_activate8(const uint4& u, const TileArgs& t)
   float v[8];
   unpack8(u, v, T());
 #pragma unroll
-  for (int k = 0; k < 8; ++k) v[k] = in_activate(t.in_act, v[k], t.in_a, t.in_b);
+  for (int k = 0; k < 8; ++k) v[k] = activate_fast(t.in_act, v[k], t.in_a, t.in_b);
   return pack8(v, T());
 }
 
@@ -240,7 +232,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     }
     if (t.act != 0) {
 #pragma unroll
-      for (int k = 0; k < 8; ++k) o[k] = in_activate(t.act, o[k], t.a, t.b);  // fast-math SiLU / Sigmoid too
+      for (int k = 0; k < 8; ++k) o[k] = activate_fast(t.act, o[k], t.a, t.b);
     }
     *reinterpret_cast<uint4*>(y + off) = pack8(o, T());
   }

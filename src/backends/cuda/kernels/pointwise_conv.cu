@@ -42,18 +42,15 @@ struct Tile {
   static_assert(kSmemBytes <= 48 * 1024, "no opt-in for more dynamic shared memory");
 };
 
-// The epilogue activation, resolved at compile time for the common ones (a runtime switch per element made the first
-// version of this kernel instruction-bound: ncu showed the integer pipe at 50 % and 7 % of the memory bandwidth).
-// kGenericAct: conv_act::activate on the runtime code. SiLU uses the fast exponential and division (the result is
-// rounded to 16 bits; both are within a few float32 ulp).
+// The epilogue activation, resolved at compile time for the common ones (launch_act: none, ReLU, hard swish, SiLU;
+// a runtime switch per element made the first version of this kernel instruction-bound: ncu showed the integer pipe
+// at 50 % and 7 % of the memory bandwidth). The constant code folds conv_act::activate_fast's switch away (SiLU in
+// fast math). kGenericAct: conv_act::activate on the runtime code.
 constexpr int kGenericAct = -1;
 template <int ACT>
 __device__ __forceinline__ float epilogue_act(float v, int act, float a, float b) {
-  if constexpr (ACT == 0) return v;
-  else if constexpr (ACT == 1) return v < 0.f ? 0.f : v;  // NaN propagates, as conv_act's
-  else if constexpr (ACT == 5) return v * fminf(1.f, fmaxf(0.f, v * (1.f / 6.f) + 0.5f));
-  else if constexpr (ACT == 7) return __fdividef(v, 1.f + __expf(-v));
-  else return conv_act::activate(act, v, a, b);
+  if constexpr (ACT == kGenericAct) return conv_act::activate(act, v, a, b);
+  else return conv_act::activate_fast(ACT, v, a, b);
 }
 
 // Offset (elements) of 16-byte chunk `chunk` (0..3) of row `row` in a swizzled stage buffer.
