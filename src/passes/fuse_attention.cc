@@ -10,6 +10,7 @@
 #include "passes/pattern_util.h"
 #include "passes/batch_first_attention.h"
 #include "passes/dead_code.h"
+#include "passes/narrow_attention_mask.h"
 #include "passes/pack_qkv_projection.h"
 #include "passes/select_packed_qkv.h"
 #include "passes/split_packed_projection.h"
@@ -403,6 +404,7 @@ size_t fuse_attention(ir::Graph& graph) {
   }
   // torch's batch_first MultiheadAttention: its two [B, S, E] <-> [S, B, E] transposes per layer, read in place.
   if (fused > 0) {
+    narrow_attention_masks(graph);  // BERT's query-broadcast key mask read as a key mask (narrow_attention_mask.h)
     eliminate_dead_code(graph);
     infer_shapes(graph);
     if (drop_batch_first_transposes(graph) > 0) infer_shapes(graph);

@@ -6,7 +6,8 @@
 //   mask:  Where(Greater(attention_mask, 0.5) as [B, 1, 1, S], 0, -inf), added to the scores;
 //   guard: Where(IsNaN(Softmax(.)), 0, Softmax(.)) (a fully masked row: NaN -> 0);
 //   out:   MatMul(., V) -> Transpose(0, 2, 1, 3) -> Reshape([B, S, H*D]).
-// Batch entries listed in `masked_batches` have attention_mask 0 everywhere (every row fully masked).
+// Batch entries listed in `masked_batches` have attention_mask 0 everywhere (every row fully masked). query_and:
+// the condition is And(all-true [1, 1, S, 1], key mask) as transformers 4.5x writes it (a [B, 1, S, S] mask).
 // mha_dynamo_block below: torchvision ViT's attention, the same way.
 #pragma once
 #include <cmath>
@@ -22,7 +23,7 @@ inline Tensor shape_const(const std::vector<int64_t>& v) {
 }
 
 inline ir::Graph sdpa_dynamo_block(Builder& b, int64_t B, int64_t S, int64_t H, int64_t D,
-                                   const std::vector<int64_t>& masked_batches = {}) {
+                                   const std::vector<int64_t>& masked_batches = {}, bool query_and = false) {
   const int64_t E = H * D;
   for (const char* x : {"xq", "xk", "xv"}) {
     b.input(x, {B, S, E});
@@ -42,7 +43,14 @@ inline ir::Graph sdpa_dynamo_block(Builder& b, int64_t B, int64_t S, int64_t H, 
     for (int64_t j = 0; j < S; ++j) am.data<float>()[mb * S + j] = 0.f;
   b.node("Greater", {"attention_mask", b.constant("half", scalar(0.5f))}, "keep");
   b.node("Reshape", {"keep", b.constant("m4_shape", shape_const({B, 1, 1, S}))}, "keep4");
-  b.node("Where", {"keep4", b.constant("mask_zero", scalar(0.f)),
+  std::string cond = "keep4";
+  if (query_and) {  // transformers 4.5x: And(all-true [1, 1, S, 1], key mask) -> a [B, 1, S, S] mask
+    Tensor t = Tensor::zeros(DType::kBool, {1, 1, S, 1});
+    for (int64_t i = 0; i < S; ++i) static_cast<uint8_t*>(t.raw())[i] = 1;
+    b.node("And", {b.constant("query_true", std::move(t)), "keep4"}, "keep_qs");
+    cond = "keep_qs";
+  }
+  b.node("Where", {cond, b.constant("mask_zero", scalar(0.f)),
                    b.constant("mask_ninf", scalar(-std::numeric_limits<float>::infinity()))},
          "mask");
   b.node("MatMul", {"qs", "ks"}, "scores");

@@ -18,6 +18,7 @@
 #include "passes/fuse_layernorm.h"
 #include "passes/dead_code.h"
 #include "passes/optimize.h"
+#include "passes/pattern_util.h"
 #include "passes/select_packed_qkv.h"
 
 using namespace kilnrt;
@@ -213,6 +214,35 @@ TEST(AttentionFusion, BertSdpaDynamoPatternWithNanGuardAndBooleanMask) {
     EXPECT_EQ(count_ops(after, "Transpose"), 0u) << after.to_string(false);
     EXPECT_EQ(count_ops(after, "Mul"), 0u);
   }
+}
+
+TEST(AttentionFusion, QueryBroadcastKeyMaskIsReadAsKeyMask) {
+  // transformers 4.5x: Where(And(all-true [1, 1, S, 1], key mask [B, 1, 1, S]), 0, -inf) is a [B, 1, S, S] mask with
+  // a row per query; the FusedAttention node reads Where(key mask, 0, -inf) instead ([B, 1, 1, S]), the And and the
+  // [B, 1, S, S] Where are gone, and the outputs (fully masked batch entry 1 included) are unchanged.
+  Builder b;
+  ir::Graph g = sdpa_dynamo_block(b, 3, 11, 2, 8, {1}, /*query_and=*/true);
+  ir::Graph after = check_pass(g, b.feeds, attention, 1);
+  const ir::Node* f = find_op(after, "FusedAttention");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->inputs.size(), 4u);
+  EXPECT_EQ(f->inputs[3], "mask/key_mask");
+  const ir::SymShape* ms = passes::shape_of(after, f->inputs[3]);
+  ASSERT_NE(ms, nullptr);
+  ASSERT_EQ(ms->size(), 4u);
+  EXPECT_TRUE((*ms)[2].known() && (*ms)[2].value == 1) << "one mask row for every query";
+  EXPECT_EQ(count_ops(after, "And"), 0u);
+  EXPECT_EQ(count_ops(after, "Where"), 1u) << "only the narrowed mask's Where is left";
+  // Not an all-true constant (one false element): the mask keeps its row per query.
+  Builder b2;
+  ir::Graph g2 = sdpa_dynamo_block(b2, 3, 11, 2, 8, {1}, /*query_and=*/true);
+  static_cast<uint8_t*>(g2.constants.at("query_true").raw())[4] = 0;
+  ir::Graph after2 = check_pass(g2, b2.feeds, attention, 1);
+  const ir::Node* f2 = find_op(after2, "FusedAttention");
+  ASSERT_NE(f2, nullptr);
+  ASSERT_EQ(f2->inputs.size(), 4u);
+  EXPECT_EQ(f2->inputs[3], "mask");
+  EXPECT_EQ(count_ops(after2, "And"), 1u);
 }
 
 TEST(AttentionFusion, VitMultiheadAttentionHeadSplitIsReadInPlace) {

@@ -170,14 +170,18 @@ TEST(CudaAttention, DynamoSdpaAndMhaBlocksFusedMatchUnfusedCpu) {
   // finite value, so no row is ever fully -inf and the guard never fires, fused or not), so there every entry keeps
   // some unmasked key; the kernel's zero rows in 16 bits are checked with a -inf mask input ("masked rows zero").
   KILNRT_SKIP_WITHOUT_GPU();
-  for (bool bert : {true, false})
+  // kind 1: BERT's mask as transformers 4.5x writes it, And(all-true [1, 1, S, 1], key mask), read as a key mask.
+  for (int kind : {0, 1, 2})
     for (const Prec& p : kPrecs) {
-      SCOPED_TRACE(std::string(bert ? "bert sdpa " : "vit mha ") + (*p.name ? p.name : "fp32"));
+      const bool bert = kind < 2;
+      SCOPED_TRACE(std::string(kind == 0 ? "bert sdpa " : kind == 1 ? "bert sdpa query-and " : "vit mha ") +
+                   (*p.name ? p.name : "fp32"));
       attntest::Builder b;
       const bool padded = bert && p.u == 0.0;
-      const ir::Graph unfused = bert ? attntest::sdpa_dynamo_block(b, 3, 128, 4, 64, padded ? std::vector<int64_t>{1}
-                                                                                                : std::vector<int64_t>{})
-                                     : attntest::mha_dynamo_block(b, 2, 197, 4, 64, /*packed=*/true);
+      const ir::Graph unfused =
+          bert ? attntest::sdpa_dynamo_block(b, 3, 128, 4, 64, padded ? std::vector<int64_t>{1} : std::vector<int64_t>{},
+                                             /*query_and=*/kind == 1)
+               : attntest::mha_dynamo_block(b, 2, 197, 4, 64, /*packed=*/true);
       ir::Graph fused = unfused;
       ASSERT_EQ(passes::fuse_attention(fused), 1u);
       passes::infer_shapes(fused);

@@ -417,3 +417,37 @@ TEST_F(CudaFastKernels, GatherRowsAndElements) {
           }
     }
 }
+
+// Whole-tensor float32 <-> 16-bit conversions (graph inputs / outputs of 16-bit engines): the 8-value vector kernel,
+// its scalar tail (sizes not a multiple of 8) and the scalar kernel for misaligned pointers, in both 16-bit formats,
+// against the host's round-to-nearest-even conversion (NaN stays NaN, infinities and overflow to inf).
+TEST_F(CudaFastKernels, Float32To16AndBack) {
+  std::mt19937 rng(23);
+  for (int dt : {1, 2})
+    for (int64_t n : {int64_t(1), int64_t(7), int64_t(8), int64_t(9), int64_t(4099), int64_t(602112 * 8 + 5)})
+      for (size_t offset : {size_t(0), size_t(4)}) {
+        std::vector<float> v = random_values(static_cast<size_t>(n), rng, true);
+        if (n > 16) v[5] = 1e6f;  // float16 overflow -> inf
+        const std::string what = std::string(fname(dt)) + " n " + std::to_string(n) + " offset " +
+                                 std::to_string(offset);
+        Dev x = up(encode(0, v), offset), y(static_cast<size_t>(n) * 2, offset / 2);
+        ASSERT_EQ(k::f32_to_16(static_cast<const float*>(x.ptr()), y.ptr(), n, dt == 2, st()), 0) << what;
+        const std::vector<uint8_t> got = down(y), want = encode(dt, v);
+        ASSERT_EQ(got.size(), want.size());
+        for (int64_t i = 0; i < n; ++i) {
+          uint16_t g, w;
+          std::memcpy(&g, &got[i * 2], 2);
+          std::memcpy(&w, &want[i * 2], 2);
+          const float gf = decode(dt, std::vector<uint8_t>(got.begin() + i * 2, got.begin() + i * 2 + 2))[0];
+          if (std::isnan(v[i])) ASSERT_TRUE(std::isnan(gf)) << what << " at " << i;
+          else ASSERT_EQ(g, w) << what << " at " << i << " value " << v[i];
+        }
+        Dev back(static_cast<size_t>(n) * 4, offset);
+        ASSERT_EQ(k::f16_to_32(y.ptr(), static_cast<float*>(back.ptr()), n, dt == 2, st()), 0) << what;
+        const std::vector<float> b = decode(0, down(back)), half = decode(dt, want);
+        for (int64_t i = 0; i < n; ++i) {
+          if (std::isnan(half[i])) ASSERT_TRUE(std::isnan(b[i])) << what << " back at " << i;
+          else ASSERT_EQ(b[i], half[i]) << what << " back at " << i;
+        }
+      }
+}

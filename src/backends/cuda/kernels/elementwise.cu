@@ -480,6 +480,38 @@ const char* error_string(int status) { return cudaGetErrorString(static_cast<cud
 
 
 namespace {
+// float32 <-> 16-bit conversions of whole tensors (graph inputs / outputs of 16-bit engines, float32 islands). The
+// vector kernels move 8 values per thread (two 16-byte float32 loads, one 16-byte 16-bit store, or the reverse) when
+// both pointers are 16-byte aligned; the tail past the last multiple of 8, or misaligned pointers, take the scalar
+// kernel. One thread per vector, no grid-stride loop: a 224x224 batch-32 image (4.8 M values) is 602 K threads.
+template <class H>
+__device__ __forceinline__ H to16(float v);
+template <>
+__device__ __forceinline__ __half to16<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 to16<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ float to32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to32(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class H>
+__global__ void f32_to_16_vec_kernel(const float4* __restrict__ x, uint4* __restrict__ y, int64_t nvec) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= nvec) return;
+  const float4 a = x[2 * i], b = x[2 * i + 1];
+  union { uint4 u; H h[8]; } o;
+  o.h[0] = to16<H>(a.x); o.h[1] = to16<H>(a.y); o.h[2] = to16<H>(a.z); o.h[3] = to16<H>(a.w);
+  o.h[4] = to16<H>(b.x); o.h[5] = to16<H>(b.y); o.h[6] = to16<H>(b.z); o.h[7] = to16<H>(b.w);
+  y[i] = o.u;
+}
+template <class H>
+__global__ void f16_to_32_vec_kernel(const uint4* __restrict__ x, float4* __restrict__ y, int64_t nvec) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= nvec) return;
+  union { uint4 u; H h[8]; } v;
+  v.u = x[i];
+  y[2 * i] = make_float4(to32(v.h[0]), to32(v.h[1]), to32(v.h[2]), to32(v.h[3]));
+  y[2 * i + 1] = make_float4(to32(v.h[4]), to32(v.h[5]), to32(v.h[6]), to32(v.h[7]));
+}
 __global__ void f32_to_16_kernel(const float* x, void* y, int64_t n, int bf16) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     if (bf16) static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16_rn(x[i]);
@@ -491,16 +523,41 @@ __global__ void f16_to_32_kernel(const void* x, float* y, int64_t n, int bf16) {
     y[i] = bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i]) : __half2float(static_cast<const __half*>(x)[i]);
 }
 unsigned conv_blocks(int64_t n) { const int64_t b = (n + 255) / 256; return static_cast<unsigned>(b < 65535 ? b : 65535); }
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+constexpr int64_t kMaxVecBlocks = 2147483647LL;
 }  // namespace
 
 int f32_to_16(const float* x, void* y, int64_t n, int bf16, StreamT stream) {
   if (n <= 0) return 0;
-  f32_to_16_kernel<<<conv_blocks(n), 256, 0, static_cast<cudaStream_t>(stream)>>>(x, y, n, bf16);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  int64_t done = 0;
+  const int64_t nvec = n / 8, blocks = (nvec + 255) / 256;
+  if (nvec > 0 && blocks <= kMaxVecBlocks && aligned16(x) && aligned16(y)) {
+    if (bf16) f32_to_16_vec_kernel<__nv_bfloat16><<<unsigned(blocks), 256, 0, s>>>(
+        reinterpret_cast<const float4*>(x), static_cast<uint4*>(y), nvec);
+    else f32_to_16_vec_kernel<__half><<<unsigned(blocks), 256, 0, s>>>(reinterpret_cast<const float4*>(x),
+                                                                       static_cast<uint4*>(y), nvec);
+    done = nvec * 8;
+  }
+  if (done < n)
+    f32_to_16_kernel<<<conv_blocks(n - done), 256, 0, s>>>(x + done, static_cast<char*>(y) + done * 2, n - done, bf16);
   return static_cast<int>(cudaGetLastError());
 }
 int f16_to_32(const void* x, float* y, int64_t n, int bf16, StreamT stream) {
   if (n <= 0) return 0;
-  f16_to_32_kernel<<<conv_blocks(n), 256, 0, static_cast<cudaStream_t>(stream)>>>(x, y, n, bf16);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  int64_t done = 0;
+  const int64_t nvec = n / 8, blocks = (nvec + 255) / 256;
+  if (nvec > 0 && blocks <= kMaxVecBlocks && aligned16(x) && aligned16(y)) {
+    if (bf16) f16_to_32_vec_kernel<__nv_bfloat16><<<unsigned(blocks), 256, 0, s>>>(static_cast<const uint4*>(x),
+                                                                                  reinterpret_cast<float4*>(y), nvec);
+    else f16_to_32_vec_kernel<__half><<<unsigned(blocks), 256, 0, s>>>(static_cast<const uint4*>(x),
+                                                                       reinterpret_cast<float4*>(y), nvec);
+    done = nvec * 8;
+  }
+  if (done < n)
+    f16_to_32_kernel<<<conv_blocks(n - done), 256, 0, s>>>(static_cast<const char*>(x) + done * 2, y + done, n - done,
+                                                          bf16);
   return static_cast<int>(cudaGetLastError());
 }
 
