@@ -169,16 +169,15 @@ const Case kCases[] = {
      {2, 1, 1, 100}, true, 1},
     {"masked entry zero", {2, 100, 2, 64}, {2, 100, 2, 64}, {2, 100, 2, 64}, kHeads, kHeads, kHeads, kHeads,
      {2, 1, 1, 100}, true, 1, -kInf, true},
-    // Blocks of at most 16 query rows split the keys over their 4 warps (the lean kernel's merge): 16 rows and a
-    // 2-key tail tile, 9 rows over 5 tiles with a key mask, fully masked rows (row mask: uniform / zeros; key mask:
-    // every key of batch entry 0).
-    {"split sq16 sk130", {2, 16, 64}, {2, 130, 64}, {2, 130, 64}, {}, {}, {}, {}, {}, true},
-    {"split sq9 sk300 key mask", {3, 9, 64}, {3, 300, 64}, {3, 300, 64}, {}, {}, {}, {}, {3, 1, 300}, true},
-    {"split row mask masked rows -inf", {1, 2, 3, 64}, {1, 2, 72, 64}, {1, 2, 72, 64}, {}, {}, {}, {}, {1, 2, 3, 72},
+    // At most 16 query rows (one working warp of a lean block): 16 rows and a 2-key tail tile, 9 rows over 5 tiles
+    // with a key mask, fully masked rows (row mask: uniform / zeros; key mask: every key of batch entry 0).
+    {"short sq16 sk130", {2, 16, 64}, {2, 130, 64}, {2, 130, 64}, {}, {}, {}, {}, {}, true},
+    {"short sq9 sk300 key mask", {3, 9, 64}, {3, 300, 64}, {3, 300, 64}, {}, {}, {}, {}, {3, 1, 300}, true},
+    {"short row mask masked rows -inf", {1, 2, 3, 64}, {1, 2, 72, 64}, {1, 2, 72, 64}, {}, {}, {}, {}, {1, 2, 3, 72},
      true, 3},
-    {"split row mask masked rows zero", {1, 2, 3, 64}, {1, 2, 72, 64}, {1, 2, 72, 64}, {}, {}, {}, {}, {1, 2, 3, 72},
+    {"short row mask masked rows zero", {1, 2, 3, 64}, {1, 2, 72, 64}, {1, 2, 72, 64}, {}, {}, {}, {}, {1, 2, 3, 72},
      true, 3, -kInf, true},
-    {"split masked entry uniform", {2, 10, 2, 64}, {2, 10, 2, 64}, {2, 10, 2, 64}, kHeads, kHeads, kHeads, kHeads,
+    {"short masked entry uniform", {2, 10, 2, 64}, {2, 10, 2, 64}, {2, 10, 2, 64}, kHeads, kHeads, kHeads, kHeads,
      {2, 1, 1, 10}, true, 1},
     // Fallbacks: K given as K^T ([B, H, D, S], element stride S), D != Dv, D = 80.
     {"fallback k transposed", {2, 2, 50, 64}, {2, 2, 64, 50}, {2, 2, 50, 64}, {}, {0, 1, 3, 2}, {}, {}, {}, false},

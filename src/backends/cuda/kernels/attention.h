@@ -19,7 +19,6 @@ struct AttentionArgs {
   int64_t qs[4] = {}, ks[4] = {}, vs[4] = {}, ms[4] = {}, os[4] = {};
   float scale = 1.f;
   int zero_masked_rows = 0;  // 1: a row whose scores are all -inf outputs zeros (else uniform weights)
-  int no_key_split = 0;      // 1: the lean kernel's blocks of <= 16 query rows do not split the keys (comparisons)
 };
 
 constexpr int64_t kAttentionMaxHead = 128;  // largest D / Dv the kernels take

@@ -16,9 +16,7 @@
 //   - K / V copies: each thread's 16-byte chunks of a tile have fixed offsets (one pointer add per tile); 16-key
 //     chunks at or past Sk are neither copied nor multiplied;
 //   - registers capped at 128 (4 warps: 4 blocks per SM; 8 warps: 2);
-//   - O goes through the warp's rows of the Q buffer in shared memory and leaves as 16-byte row stores;
-//   - a 4-warp block with at most 16 query rows (the last block of ViT's 197 tokens, short sequences) splits the keys
-//     instead: each warp takes a 16-key chunk of every tile for the same rows, and warp 0 merges the partial results.
+//   - O goes through the warp's rows of the Q buffer in shared memory and leaves as 16-byte row stores.
 // A row whose keys are all -inf gets the mean of V over the keys (zeros with zero_masked_rows), as the other kernels
 // do; that path reads V from global memory and only runs when a warp has such a row.
 // Preconditions (lean_supports): 16-bit storage, D == Dv == 64, Q / K / V / O rows movable with 16-byte copies, no
@@ -202,14 +200,8 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
   const int q0 = blockIdx.x * kRows;
   const int64_t b1 = blockIdx.y, b0 = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-  // Key split: a block whose query rows fit one warp's 16 (ViT's 197 = 3 x 64 + 5, short sequences) would run one warp
-  // and leave the others idle; there every warp takes those rows and a 16-key chunk of each tile, and the warps'
-  // partial results (max, sum, O) are merged at the end. Block-uniform.
-  constexpr bool kCanSplit = kWarps * 16 == kLeanKeys;
-  const bool split = kCanSplit && sq - q0 <= 16 && !a.no_key_split;
-  const int wr = split ? 0 : warp * 16;   // the warp's first query row in the block
-  const int kc = split ? warp * 16 : 0;   // split: the warp's first key in a tile
-  const bool active = split || q0 + wr < sq;  // warp-uniform
+  const int wr = warp * 16;
+  const bool active = q0 + wr < sq;  // warp-uniform
 
   load_rows_async<T, kLeanD, kThreads>(qsm, static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] +
                                                 int64_t(q0) * a.qs[2],
@@ -303,14 +295,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
       const T* msk = kb + 2 * kKV + wr * kLeanLd;
       const float* bj = bias + j * kLeanKeys;
       const int valid = sk - j * kLeanKeys;
-      if (split) {
-        if (valid >= kc + 16)
-          lean_tile<T, kKeyBias, kRowMask, 1>(acc, kb + kc * kLeanLd, kb + kKV + kc * kLeanLd, bj + kc, msk + kc,
-                                              a.scale, sl2);
-        else if (valid > kc)
-          lean_tile<T, true, kRowMask, 1>(acc, kb + kc * kLeanLd, kb + kKV + kc * kLeanLd, bj + kc, msk + kc, a.scale,
-                                          sl2);
-      } else if (valid >= kLeanKeys)
+      if (valid >= kLeanKeys)
         lean_tile<T, kKeyBias, kRowMask, 4>(acc, kb, kb + kKV, bj, msk, a.scale, sl2);
       else if (valid <= 16)
         lean_tile<T, true, kRowMask, 1>(acc, kb, kb + kKV, bj, msk, a.scale, sl2);
@@ -320,60 +305,6 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
     __syncthreads();  // stage j & 1 is refilled by the next iteration's copy of stage j + 2
   }
   cp_async_wait<0>();
-  if constexpr (kCanSplit) if (split) {
-    // Merge into warp 0 through the (now idle) first stage buffer: warps 1.. leave O (16 x 64 float32) there, every
-    // warp its running max (log2 domain) and sum per row. A warp whose keys were all -inf for a row adds nothing.
-    constexpr int kPartLd = kLeanD + 4;
-    float* part = reinterpret_cast<float*>(stage0);  // [kWarps - 1][16][kPartLd]
-    float* ml = part + (kWarps - 1) * 16 * kPartLd;  // [kWarps][16][2]
-    static_assert(((kWarps - 1) * 16 * kPartLd + kWarps * 32) * 4 <= 2 * kKV * 2, "merge buffer > one stage");
-    if (t == 0)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        ml[(warp * 16 + g + 8 * h) * 2] = acc.m[h];
-        ml[(warp * 16 + g + 8 * h) * 2 + 1] = acc.l[2 * h];
-      }
-    if (warp > 0) {
-      float* pw = part + (warp - 1) * 16 * kPartLd;
-#pragma unroll
-      for (int n = 0; n < kLeanD / 8; ++n)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          *reinterpret_cast<float2*>(pw + (g + 8 * h) * kPartLd + n * 8 + 2 * t) =
-              make_float2(acc.o[n][2 * h], acc.o[n][2 * h + 1]);
-    }
-    __syncthreads();
-    if (warp > 0) return;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = g + 8 * h;
-      float mx = acc.m[h];
-#pragma unroll
-      for (int w = 1; w < kWarps; ++w) mx = fmaxf(mx, ml[(w * 16 + row) * 2]);
-      const float f0 = mx == -INFINITY ? 0.f : ex2(acc.m[h] - mx);
-      float l = acc.l[2 * h] * f0;
-#pragma unroll
-      for (int n = 0; n < kLeanD / 8; ++n) {
-        acc.o[n][2 * h] *= f0;
-        acc.o[n][2 * h + 1] *= f0;
-      }
-#pragma unroll
-      for (int w = 1; w < kWarps; ++w) {
-        const float mw = ml[(w * 16 + row) * 2];
-        const float fw = mx == -INFINITY ? 0.f : ex2(mw - mx);
-        l += fw * ml[(w * 16 + row) * 2 + 1];
-        const float* pw = part + (w - 1) * 16 * kPartLd + row * kPartLd;
-#pragma unroll
-        for (int n = 0; n < kLeanD / 8; ++n) {
-          const float2 o = *reinterpret_cast<const float2*>(pw + n * 8 + 2 * t);
-          acc.o[n][2 * h] += fw * o.x;
-          acc.o[n][2 * h + 1] += fw * o.y;
-        }
-      }
-      acc.m[h] = mx;
-      acc.l[2 * h] = l;
-    }
-  }
   if (!active) return;
 
   // Rows whose scores were all -inf: the mean of V over the keys (this lane's columns), or zeros.

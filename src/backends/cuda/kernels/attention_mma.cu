@@ -255,10 +255,9 @@ bool attention_uses_mma(const AttentionArgs& a) {
 }
 
 // The lean kernel (attention_fa2_lean.cuh) with 4 / 8 warps per block: variants 1 + kFa2ConfigCount + i.
-// "lean4n": lean4 without the key split of blocks with <= 16 query rows (for comparing the two; never picked).
-constexpr const char* kLeanNames[] = {"lean4", "lean8", "lean4n"};
-constexpr int kLeanWarps[] = {4, 8, 4};
-constexpr int kLeanCount = 3;
+constexpr const char* kLeanNames[] = {"lean4", "lean8"};
+constexpr int kLeanWarps[] = {4, 8};
+constexpr int kLeanCount = 2;
 
 int attention_mma_variant_count() { return 1 + kFa2ConfigCount + kLeanCount; }
 
@@ -305,10 +304,8 @@ int attention_mma_variant(const AttentionArgs& a, int variant, StreamT stream) {
   if (variant > kFa2ConfigCount) {
     // The lean kernel where it takes the arguments, else the second kernel's m1r4s1 (same 64-row blocks).
     if (lean_supports(a)) {
-      const int i = variant - 1 - kFa2ConfigCount, warps = kLeanWarps[i];
-      AttentionArgs b = a;
-      b.no_key_split = i == 2 ? 1 : a.no_key_split;
-      return a.dt == 1 ? lean_launch_f16(b, warps, stream) : lean_launch_bf16(b, warps, stream);
+      const int warps = kLeanWarps[variant - 1 - kFa2ConfigCount];
+      return a.dt == 1 ? lean_launch_f16(a, warps, stream) : lean_launch_bf16(a, warps, stream);
     }
     variant = 2;
     static_assert(kFa2Configs[1].mt == 1 && kFa2Configs[1].rw == 4 && kFa2Configs[1].ks == 1 && !kFa2Configs[1].cap,

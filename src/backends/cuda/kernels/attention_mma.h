@@ -17,8 +17,7 @@ int attention_mma(const AttentionArgs& a, StreamT stream);
 // every warp walks every key tile); 1.. = the configurations of the second (attention_fa2.cuh), named
 // m<m-tiles per warp>r<row-group warps>s<warps splitting the keys>[c: registers capped at 128], e.g. "m1r4s1"; then
 // "lean4" / "lean8", the third kernel (attention_fa2_lean.cuh, 4 / 8 warps per block) for D = 64 with no mask, a
-// key mask (query stride 0) or 16-byte mask rows; forced where it does not apply, it runs m1r4s1; "lean4n" is lean4
-// without its key split of short blocks (for comparisons only).
+// key mask (query stride 0) or 16-byte mask rows; forced where it does not apply, it runs m1r4s1.
 int attention_mma_variant_count();
 const char* attention_mma_variant_name(int variant);  // "" when out of range
 // The variant attention_mma() runs: KILNRT_ATTENTION_KERNEL=<name> (read at every call) forces one, else a rule
