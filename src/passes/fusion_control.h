@@ -1,4 +1,5 @@
-// KILNRT_NO_FUSION: a comma-separated list of fusions to skip ("attention", "gelu", "gemm-epilogue") or "all";
+// KILNRT_NO_FUSION: a comma-separated list of fusions to skip ("attention", "attention-mask", "gelu",
+// "gemm-epilogue") or "all";
 // for comparing fused and unfused engines (benchmarks, bisecting an accuracy problem).
 #pragma once
 #include <cstdlib>

@@ -243,6 +243,16 @@ TEST(AttentionFusion, QueryBroadcastKeyMaskIsReadAsKeyMask) {
   ASSERT_EQ(f2->inputs.size(), 4u);
   EXPECT_EQ(f2->inputs[3], "mask");
   EXPECT_EQ(count_ops(after2, "And"), 1u);
+  // KILNRT_NO_FUSION=attention-mask: fused, the mask left as it is.
+  setenv("KILNRT_NO_FUSION", "attention-mask", 1);
+  Builder b3;
+  ir::Graph g3 = sdpa_dynamo_block(b3, 3, 11, 2, 8, {1}, /*query_and=*/true);
+  ir::Graph after3 = check_pass(g3, b3.feeds, attention, 1);
+  unsetenv("KILNRT_NO_FUSION");
+  const ir::Node* f3 = find_op(after3, "FusedAttention");
+  ASSERT_NE(f3, nullptr);
+  ASSERT_EQ(f3->inputs.size(), 4u);
+  EXPECT_EQ(f3->inputs[3], "mask");
 }
 
 TEST(AttentionFusion, VitMultiheadAttentionHeadSplitIsReadInPlace) {
