@@ -13,7 +13,7 @@
 namespace kilnrt::passes {
 namespace {
 
-// A constant of any dtype whose every element is nonzero (true), with at least one element.
+// A bool constant whose every element is true, with at least one element.
 bool all_true_constant(const ir::Graph& g, const std::string& value) {
   auto it = g.constants.find(value);
   if (it == g.constants.end() || it->second.numel() == 0 || it->second.dtype() != DType::kBool) return false;
@@ -21,11 +21,6 @@ bool all_true_constant(const ir::Graph& g, const std::string& value) {
   for (int64_t i = 0; i < it->second.numel(); ++i)
     if (p[i] == 0) return false;
   return true;
-}
-
-bool one_element_constant(const ir::Graph& g, const std::string& value) {
-  auto it = g.constants.find(value);
-  return it != g.constants.end() && it->second.numel() == 1;
 }
 
 size_t rank_or(const ir::Graph& g, const std::string& value, size_t fallback) {
@@ -52,8 +47,9 @@ size_t narrow_attention_masks(ir::Graph& graph) {
         continue;
       }
       const ir::Node* w = ix.producer(mask);
-      if (!is_op(w, "Where") || w->inputs.size() != 3 || !one_element_constant(graph, w->inputs[1]) ||
-          !one_element_constant(graph, w->inputs[2]))
+      // The mask is float (the fusion matched its dtype to the scores'), so are Where's two values.
+      if (!is_op(w, "Where") || w->inputs.size() != 3 || !scalar_constant(graph, w->inputs[1]) ||
+          !scalar_constant(graph, w->inputs[2]))
         continue;
       const ir::Node* a = ix.producer(w->inputs[0]);
       if (!is_op(a, "And") || a->inputs.size() != 2) continue;

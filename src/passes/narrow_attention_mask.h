@@ -12,7 +12,7 @@
 
 namespace kilnrt::passes {
 // For every com.kilnrt:FusedAttention whose mask is Where(And(T, m), a, b) with T a constant whose every element is
-// true and a, b one-element constants: the mask input becomes a new Where(m, a, b) (one per distinct mask). Needs
+// true and a, b one-element float constants: the mask input becomes a new Where(m, a, b) (one per distinct mask). Needs
 // no shape of m: And's broadcast already makes m's dims 1 or the mask's. Returns the number of attention nodes
 // changed; KILNRT_NO_FUSION=attention-mask skips it.
 size_t narrow_attention_masks(ir::Graph& graph);

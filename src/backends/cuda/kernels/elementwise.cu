@@ -523,7 +523,6 @@ __global__ void f16_to_32_kernel(const void* x, float* y, int64_t n, int bf16) {
     y[i] = bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i]) : __half2float(static_cast<const __half*>(x)[i]);
 }
 unsigned conv_blocks(int64_t n) { const int64_t b = (n + 255) / 256; return static_cast<unsigned>(b < 65535 ? b : 65535); }
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 constexpr int64_t kMaxVecBlocks = 2147483647LL;
 }  // namespace
 

@@ -18,6 +18,9 @@ inline unsigned blocks_for(int64_t n) {
 // clears nothing that belongs to another library in the process.
 inline int launch_status() { return static_cast<int>(cudaGetLastError()); }
 
+// Whether p may be read / written with 16-byte vector accesses (null counts as aligned).
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
 // An unsigned integer type of kSize bytes, for kernels that only move elements.
 template <int kSize> struct Bytes;
 template <> struct Bytes<1> { using T = uint8_t; };

@@ -146,7 +146,7 @@ int dispatch(const void* x, const void* scale, const void* bias, void* y, float*
   }
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+using launch_common::aligned16;
 
 }  // namespace
 

@@ -210,7 +210,7 @@ int launch(const T* x, const T* w, T* y, const Conv2d& p, cudaStream_t s) {
   return launch_common::launch_status();
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+using launch_common::aligned16;
 
 }  // namespace
 

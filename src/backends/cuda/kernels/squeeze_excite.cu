@@ -253,7 +253,7 @@ int group_size(int64_t units) {
   return g;
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+using launch_common::aligned16;
 
 constexpr int kChannelTile = 64;
 
