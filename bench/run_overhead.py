@@ -12,11 +12,11 @@ KILNRT_GEMM_TUNING=0 when --gemm-off is given) and measures, on torch's current 
                 before the GPU reaches the call: the GPU time of one call alone (run ms - queued ms = host latency)
   queued host us  the host time of that call (the GPU busy: the call never waits)
 
-With --host-parts, a second table: host microseconds per call with the GPU kept busy by a spin kernel (no call
-waits for the GPU), medians, of
+With --host-parts, a second table: host microseconds of one call issued with the GPU idle (no call waits for the
+GPU), medians, of
   run       engine.run(feeds, out=outs) (the Python fast path for torch CUDA tensors with out=)
   key       the fast path's key alone (tensor attributes, torch's current stream)
-  handle    the C++ binding's enqueue with the cached feeds (pybind11 conversion + ExecutionContext::enqueue)
+  handle    the C++ binding's enqueue of the cached binding (ExecutionContext::enqueue, the graph launch included)
   raw       ExecutionContext.enqueue on (pointer, shape, dtype) tuples
   torch     a torch.cuda.CUDAGraph replay of the fp16 model (what torch's graph mode pays per call)
 
@@ -83,23 +83,23 @@ def queued(fn, reps=30):
     return float(np.median(gpu)), float(np.median(host))
 
 
-def busy_host_us(fn, calls=40, reps=5):
-    """Median host us of fn() while a ~20 ms spin kernel keeps the GPU busy (no call waits for the GPU)."""
+def idle_host_us(fn, calls=300):
+    """Median host us of one fn() issued with the GPU idle (synchronised before each call). A spin kernel keeping
+    the GPU busy does not work for this: the launch queue fills up behind it and large graph launches then wait."""
     fn()
     torch.cuda.synchronize()
     per = []
-    for _ in range(reps):
-        torch.cuda._sleep(40_000_000)
-        for _ in range(calls):
-            t0 = time.perf_counter_ns()
-            fn()
-            per.append((time.perf_counter_ns() - t0) / 1e3)
+    for _ in range(calls):
         torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        fn()
+        per.append((time.perf_counter_ns() - t0) / 1e3)
+    torch.cuda.synchronize()
     return float(np.median(per))
 
 
 def host_parts(engine, spec, batch, model):
-    """The --host-parts row: busy_host_us of run / key / handle / raw enqueue / torch's graph replay."""
+    """The --host-parts row: idle_host_us of run / key / handle / raw enqueue / torch's graph replay."""
     x, feeds, outs, run, enq = bindings(engine, spec, batch)
     run()
     key = engine._fast_key(feeds, outs, None)
@@ -107,9 +107,9 @@ def host_parts(engine, spec, batch, model):
     tx = zoo_models.torch_inputs(x, "fp16", False)
     with torch.no_grad():
         replay = torch_graph(lambda: model(*tx))
-    return [busy_host_us(run), busy_host_us(lambda: engine._fast_key(feeds, outs, None)),
-            busy_host_us(lambda: engine._handle.enqueue(cached[0], cached[1], key[2])) if cached else float("nan"),
-            busy_host_us(enq), busy_host_us(replay)]
+    return [idle_host_us(run), idle_host_us(lambda: engine._fast_key(feeds, outs, None)),
+            idle_host_us(lambda: engine._handle.enqueue_bound(cached, key[2])) if cached else float("nan"),
+            idle_host_us(enq), idle_host_us(replay)]
 
 
 def bindings(engine, spec, batch):

@@ -219,9 +219,9 @@ class Engine:
         """
         key = self._fast_key(inputs, out, stream)
         if key is not None:
-            feeds = self._fast_feeds.get(key[:3])
-            if feeds is not None:
-                self._handle.enqueue(feeds[0], feeds[1], key[2])
+            bound = self._fast_feeds.get(key[:3])
+            if bound is not None:
+                self._handle.enqueue_bound(bound, key[2])
                 return dict(zip(self._output_names, key[3]))
         if not isinstance(inputs, dict):
             raise TypeError("Engine.run expects a dict {input name: tensor}; call the engine for positional inputs")
@@ -268,18 +268,19 @@ class Engine:
             return None
         tensor = torch.Tensor
         ins = []
-        device = None
+        # No device in the key: a data pointer names one device's memory (unified addressing); a tensor on another
+        # device has another pointer and takes the checked path.
         for name, t in inputs.items():
             if not isinstance(t, tensor) or not t.is_cuda or name not in self._input_names:
                 return None
-            device = t.get_device()
-            ins.append((name, t.data_ptr(), t.shape, t.dtype, device, t.is_contiguous()))
+            ins.append((name, t.data_ptr(), t.shape, t.dtype, t.is_contiguous()))
         outk = []
         for t in outs:
             if not isinstance(t, tensor) or not t.is_cuda:
                 return None
-            outk.append((t.data_ptr(), t.shape, t.dtype, t.get_device(), t.is_contiguous()))
-        handle = cuda.stream_handle(stream) if stream is not None else _interop.torch_current_stream(device)
+            outk.append((t.data_ptr(), t.shape, t.dtype, t.is_contiguous()))
+        handle = (cuda.stream_handle(stream) if stream is not None
+                  else _interop.torch_current_stream(self._handle.device))
         return (tuple(ins), tuple(outk), handle, outs)
 
     # ---- host path: numpy (and CPU torch tensors through numpy) ----------------------------------------------------
@@ -399,7 +400,7 @@ class Engine:
         if fast_key is not None and fast_key[2] == handle:
             if len(self._fast_feeds) >= 16:
                 self._fast_feeds.clear()
-            self._fast_feeds[fast_key[:3]] = (in_feeds, out_feeds)
+            self._fast_feeds[fast_key[:3]] = self._handle.bind(in_feeds, out_feeds)  # converted once
         return {spec.name: results[spec.name] for spec in self._outputs}
 
     def __call__(self, *tensors, out=None, stream=None):

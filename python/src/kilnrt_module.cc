@@ -184,6 +184,11 @@ py::dict shapes_to_python(const std::map<std::string, kilnrt::Shape>& shapes) {
 
 void* stream_from_python(uint64_t stream) { return reinterpret_cast<void*>(static_cast<uintptr_t>(stream)); }
 
+// enqueue()'s inputs and outputs in C++ form.
+struct BoundTensors {
+  std::map<std::string, kilnrt::DeviceTensor> inputs, outputs;
+};
+
 // An ExecutionContext for one caller at a time (the mutex serialises enqueue / output_shapes from several threads).
 struct ContextSlot {
   std::mutex mutex;
@@ -310,13 +315,23 @@ class EngineHandle {
   }
 
   void enqueue(const py::dict& inputs, const py::dict& outputs, uint64_t stream) {
-    auto in = device_tensors(inputs, engine_->device(), "input");
-    auto out = device_tensors(outputs, engine_->device(), "output");
+    BoundTensors bound = bind(inputs, outputs);
+    enqueue_bound(bound, stream);
+  }
+
+  // The (pointer, shape, dtype, device) dicts of enqueue() converted once: Engine.run's fast path keeps them for a
+  // caller that binds the same tensors again.
+  BoundTensors bind(const py::dict& inputs, const py::dict& outputs) const {
+    return BoundTensors{device_tensors(inputs, engine_->device(), "input"),
+                        device_tensors(outputs, engine_->device(), "output")};
+  }
+
+  void enqueue_bound(const BoundTensors& bound, uint64_t stream) {
     // ExecutionContext::enqueue checks every pointer (memory type, device, owning context) before launching.
     kilnrt_python::GilRelease no_gil;
     std::shared_ptr<ContextSlot> slot = slot_for(stream);
     std::lock_guard<std::mutex> lock(slot->mutex);
-    slot->context->enqueue(in, out, stream_from_python(stream));
+    slot->context->enqueue(bound.inputs, bound.outputs, stream_from_python(stream));
     // Recorded into the caller's CUDA graph (torch.cuda.graph): that graph addresses the context's memory for as
     // long as it may be replayed, so the context is never evicted.
     if (slot->context->last_execution_mode() == "caller-capture") slot->pinned = true;
@@ -524,6 +539,8 @@ PYBIND11_MODULE(_kilnrt, m) {
       .def("run", &EngineHandle::run, py::arg("inputs"))
       .def("output_shapes", &EngineHandle::output_shapes, py::arg("input_shapes"), py::arg("stream"))
       .def("enqueue", &EngineHandle::enqueue, py::arg("inputs"), py::arg("outputs"), py::arg("stream"))
+      .def("bind", &EngineHandle::bind, py::arg("inputs"), py::arg("outputs"))
+      .def("enqueue_bound", &EngineHandle::enqueue_bound, py::arg("bound"), py::arg("stream"))
       .def_property_readonly("activation_memory_size",
                              [](const EngineHandle& h) { return h.engine().activation_memory_size(); })
       .def_property_readonly("activation_memory_sizes",
@@ -534,6 +551,8 @@ PYBIND11_MODULE(_kilnrt, m) {
             return std::make_shared<ContextHandle>(h.shared(), allocate_activations);
           },
           py::arg("allocate_activations") = true);
+
+  py::class_<BoundTensors>(m, "BoundTensors");
 
   py::class_<ContextHandle, std::shared_ptr<ContextHandle>>(m, "ContextHandle")
       .def_property_readonly("device", &ContextHandle::device)

@@ -1,6 +1,8 @@
 // Checks of caller-provided device buffers beyond what foreign_checks.h validates (kind, device, context): the
 // pointer's alignment and, where the driver can tell, that the allocation holds the bytes the tensor needs.
 #pragma once
+#include <cuda.h>
+
 #include <cstddef>
 #include <string>
 
@@ -12,5 +14,10 @@ namespace kilnrt::cuda {
 // the driver reports reliably: only its alignment is checked. Call under the context guard, after
 // check_device_pointer().
 void check_device_buffer(const void* ptr, size_t bytes, size_t alignment, const std::string& what);
+
+// The same decision from attributes already read (foreign_checks.h's query_pointer_attributes: the legacy-IPC flag
+// and the allocation range): no driver call.
+void check_buffer_range(const void* ptr, size_t bytes, size_t alignment, bool legacy_ipc, CUdeviceptr range_start,
+                        size_t range_size, const std::string& what);
 
 }  // namespace kilnrt::cuda

@@ -16,8 +16,14 @@ struct PointerAttributes {
   unsigned memory_type = 0;     // CUmemorytype; 0 = not CUDA memory (plain host memory)
   int device_ordinal = -1;
   bool managed = false;
+  // The allocation around the address, trusted only for plain cuMemAlloc / cudaMalloc memory (the legacy-IPC
+  // capable kind); stream-ordered pools and VMM allocators report no reliable range.
+  bool legacy_ipc = false;
+  CUdeviceptr range_start = 0;
+  size_t range_size = 0;
 };
 
+// One cuPointerGetAttributes call for all of the above (under the guard of `device`).
 PointerAttributes query_pointer_attributes(const void* ptr, int device);
 
 // The decision alone (no driver calls): throws when `a` (of `ptr`) is not usable as device memory of `device`,
@@ -29,6 +35,12 @@ void validate_pointer_attributes(const void* ptr, const PointerAttributes& a, in
 // must be that device's primary context). Host memory, other devices' memory and memory of user-created contexts
 // are rejected with a clear error. Runs under the guard; the caller's context is unchanged.
 void check_device_pointer(const void* ptr, int expected_device, const std::string& what);
+
+// check_device_pointer + check_device_buffer (buffer_checks.h) from the same single driver query: the per-call check
+// of a bound tensor of `bytes` bytes whose element size is `alignment`. `primary` is expected_device's primary
+// context. Call under the context guard.
+void check_device_tensor(const void* ptr, size_t bytes, size_t alignment, int expected_device, CUcontext primary,
+                         const std::string& what);
 
 enum class StreamKind { kLegacyDefault, kPerThreadDefault, kExplicit };
 

@@ -219,10 +219,10 @@ class CudaExecutionContext final : public ExecutionContext {
     std::vector<Shape> shapes;
     std::vector<const void*> in_ptrs;
     for (const TensorInfo& info : in_infos) {
-      const std::string where = "input '" + info.name + "'";
+      auto where = [&] { return "input '" + info.name + "'"; };  // built only for an error (a per-call path)
       auto it = inputs.find(info.name);
-      KILNRT_CHECK(it != inputs.end(), kInvalidArgument, where, "missing input '" << info.name << "'");
-      KILNRT_CHECK(it->second.dtype == info.dtype, kInvalidArgument, where,
+      KILNRT_CHECK(it != inputs.end(), kInvalidArgument, where(), "missing input '" << info.name << "'");
+      KILNRT_CHECK(it->second.dtype == info.dtype, kInvalidArgument, where(),
                    "expected dtype " << dtype_name(info.dtype) << ", got " << dtype_name(it->second.dtype));
       validate_input_shape(info, engine_->profiles(), it->second.shape);
       shapes.push_back(it->second.shape);
@@ -354,8 +354,8 @@ class CudaExecutionContext final : public ExecutionContext {
     KILNRT_CHECK(claimed_device == device_, kInvalidArgument, where,
                  where << " is a tensor on cuda:" << claimed_device << " but the engine runs on cuda:" << device_
                        << ": move the tensor to cuda:" << device_ << " or load the engine on cuda:" << claimed_device);
-    kc::check_device_pointer(p, device_, where);
-    kc::check_device_buffer(p, bytes, element_size, where);  // alignment, allocation large enough
+    // Memory kind, device, owning context, alignment and allocation size: one driver query.
+    kc::check_device_tensor(p, bytes, element_size, device_, kc::primary_context(device_), where);
   }
 
   const TensorInfo& find_input(const std::string& name) const {

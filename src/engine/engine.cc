@@ -23,13 +23,13 @@ namespace engine {
 
 void validate_input_shape(const TensorInfo& info, const std::vector<std::vector<InputProfile>>& profiles,
                           const Shape& shape) {
-  const std::string where = "input '" + info.name + "'";
-  KILNRT_CHECK(shape.size() == info.shape.size(), kInvalidArgument, where,
+  auto where = [&] { return "input '" + info.name + "'"; };  // built only for an error (a per-call path)
+  KILNRT_CHECK(shape.size() == info.shape.size(), kInvalidArgument, where(),
                "expected rank " << info.shape.size() << " (shape " << shape_to_string(info.shape) << "), got shape "
                                 << shape_to_string(shape));
   for (size_t d = 0; d < shape.size(); ++d) {
-    KILNRT_CHECK(shape[d] >= 0, kInvalidArgument, where, "negative dimension in shape " << shape_to_string(shape));
-    KILNRT_CHECK(info.shape[d] < 0 || info.shape[d] == shape[d], kInvalidArgument, where,
+    KILNRT_CHECK(shape[d] >= 0, kInvalidArgument, where(), "negative dimension in shape " << shape_to_string(shape));
+    KILNRT_CHECK(info.shape[d] < 0 || info.shape[d] == shape[d], kInvalidArgument, where(),
                  "dimension " << d << " must be " << info.shape[d] << " (engine input shape "
                               << shape_to_string(info.shape) << "), got shape " << shape_to_string(shape));
   }
@@ -46,7 +46,7 @@ void validate_input_shape(const TensorInfo& info, const std::vector<std::vector<
       ranges += " [" + shape_to_string(r.min) + " .. " + shape_to_string(r.max) + "]";
     }
   }
-  KILNRT_CHECK(!named, kInvalidArgument, where,
+  KILNRT_CHECK(!named, kInvalidArgument, where(),
                "shape " << shape_to_string(shape) << " is outside the engine's profiles:" << ranges
                         << " (rebuild with a wider --shapes range)");
 }

@@ -15,6 +15,7 @@
 #include "passes/move_input_activation.h"
 #include "passes/patchify_conv.h"
 #include "passes/shape_inference.h"
+#include "passes/simplify_constants.h"
 
 namespace kilnrt::passes {
 
@@ -33,6 +34,8 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
     infer_shapes(graph);  // folded Shape nodes make more shapes (and constants) known
     if (n == 0) break;
   }
+  // Folded constants narrowed to what differs, constant adds combined, identity GatherNDs as Reshapes (issue 7).
+  if (simplify_constants(graph) > 0) infer_shapes(graph);
   // Patch-embedding convolutions read as tokens (ViT) become one copy + a GEMM (issue 7; before the GEMM epilogues).
   if (patchify_conv(graph) > 0) infer_shapes(graph);
   // Conv+BN folding, then conv epilogue fusion (bias / residual add / activation -> com.kilnrt:FusedConv; its CPU

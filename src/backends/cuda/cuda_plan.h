@@ -235,6 +235,8 @@ class CudaRunner {
   // Graph replay on the caller's I/O pointers when they repeat (ShapeState::direct_graph); false: not applicable.
   bool launch_direct_io_graph(ShapeState& st, const std::vector<const void*>& inputs,
                               const std::vector<void*>& outputs, StreamT stream);
+  void launch_direct(ShapeState& st, StreamT stream);  // replays st.direct_graph (counted as a replay)
+  void touch_graph(ShapeState& st);                    // st becomes the most recently used graph owner
   // Workspace and library handles the layers need (relaxed capture mode: may run inside a caller's capture).
   void ensure_resources();
   // Replaces the arena by one of `bytes`: waits for earlier work first, or, when `capturing`, keeps the old arena
