@@ -88,8 +88,8 @@ void validate_pointer_attributes(const void* ptr, const PointerAttributes& a, in
   KILNRT_CHECK(ptr != nullptr, kInvalidArgument, what, what << " is a null device pointer");
   if (!a.managed) {
     KILNRT_CHECK(a.memory_type != 0, kInvalidArgument, what,
-                 what << " (" << hex(ptr) << ") is not CUDA memory: it looks like ordinary host memory (e.g. a NumPy array "
-                      << "or a CPU tensor). Bind it as a host buffer (kilnrt copies it), or copy it to cuda:"
+                 what << " (" << hex(ptr) << ") is not CUDA memory: it looks like ordinary host memory (e.g. a NumPy "
+                      << "array or a CPU tensor). Bind it as a host buffer (kilnrt copies it), or copy it to cuda:"
                       << device << " first");
     KILNRT_CHECK(a.memory_type != CU_MEMORYTYPE_HOST, kInvalidArgument, what,
                  what << " (" << hex(ptr) << ") is page-locked host memory (cudaHostAlloc / pin_memory()), not device "
@@ -99,8 +99,8 @@ void validate_pointer_attributes(const void* ptr, const PointerAttributes& a, in
                       << ", e.g. a CUDA array): pass memory from cudaMalloc / a framework tensor");
   }
   KILNRT_CHECK(a.device_ordinal == device, kInvalidArgument, what,
-               what << " (" << hex(ptr) << ") is on cuda:" << a.device_ordinal << " but the engine runs on cuda:" << device
-                    << ". Move the tensor (tensor.to('cuda:" << device << "')) or load the engine on cuda:"
+               what << " (" << hex(ptr) << ") is on cuda:" << a.device_ordinal << " but the engine runs on cuda:"
+                    << device << ". Move the tensor (tensor.to('cuda:" << device << "')) or load the engine on cuda:"
                     << a.device_ordinal);
   // The owning context is NULL for cudaMallocAsync pools and VMM memory: those belong to no context and are fine.
   KILNRT_CHECK(a.context == nullptr || a.context == primary, kInvalidArgument, what,

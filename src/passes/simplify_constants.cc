@@ -16,7 +16,9 @@
 namespace kilnrt::passes {
 namespace {
 
-bool float_type(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat64; }
+bool float_type(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat64;
+}
 
 // Whether every slice of `t` along `axis` equals slice 0 (bytewise).
 bool equal_along(const Tensor& t, size_t axis) {
@@ -161,8 +163,9 @@ size_t gathernd_identity_to_reshape(ir::Graph& graph) {
     }
     if (!identity) continue;
     const std::vector<int64_t> out_shape(is.begin(), is.end() - 1);
-    const std::string shape_name = add_constant(
-        graph, n.name + "/shape", Tensor::from_vector(out_shape, DType::kInt64, {static_cast<int64_t>(out_shape.size())}));
+    const Shape rank{static_cast<int64_t>(out_shape.size())};
+    const std::string shape_name =
+        add_constant(graph, n.name + "/shape", Tensor::from_vector(out_shape, DType::kInt64, rank));
     KILNRT_LOG(kDebug, n.describe() << " lists its data in order: a Reshape");
     n.op_type = "Reshape";
     n.attrs.clear();
