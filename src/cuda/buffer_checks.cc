@@ -4,7 +4,6 @@
 #include <cstdint>
 
 #include "core/check.h"
-#include "cuda/driver_api.h"
 
 namespace kilnrt::cuda {
 
@@ -21,21 +20,6 @@ void check_buffer_range(const void* ptr, size_t bytes, size_t alignment, bool le
                what << " needs " << bytes << " bytes but its allocation ends "
                     << (offset <= range_size ? range_size - offset : 0)
                     << " bytes after the pointer: the buffer is too small for this shape");
-}
-
-void check_device_buffer(const void* ptr, size_t bytes, size_t alignment, const std::string& what) {
-  const auto address = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(ptr));
-  const DriverApi& api = driver_api();
-  bool legacy_ipc = false;
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  if (bytes > 0 && api.PointerGetAttribute && api.MemGetAddressRange) {  // absent from a test's fake table
-    int legacy = 0;
-    legacy_ipc = api.PointerGetAttribute(&legacy, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, address) ==
-                     CUDA_SUCCESS && legacy;
-    if (legacy_ipc && api.MemGetAddressRange(&base, &size, address) != CUDA_SUCCESS) size = 0;
-  }
-  check_buffer_range(ptr, bytes, alignment, legacy_ipc, base, size, what);
 }
 
 }  // namespace kilnrt::cuda

@@ -9,14 +9,10 @@
 namespace kilnrt::cuda {
 
 // Throws kInvalidArgument naming `what` when `ptr` is not a multiple of `alignment` (the tensor's element size), or
-// when `ptr` lies in a cuMemAlloc / cudaMalloc allocation that ends less than `bytes` after it ("buffer too small").
-// Memory from stream-ordered pools and VMM allocators (torch's expandable segments) has no single allocation range
-// the driver reports reliably: only its alignment is checked. Call under the context guard, after
-// check_device_pointer().
-void check_device_buffer(const void* ptr, size_t bytes, size_t alignment, const std::string& what);
-
-// The same decision from attributes already read (foreign_checks.h's query_pointer_attributes: the legacy-IPC flag
-// and the allocation range): no driver call.
+// when `ptr` lies in a cuMemAlloc / cudaMalloc allocation (legacy_ipc: the legacy-IPC capable kind) that ends less
+// than `bytes` after it ("buffer too small"). Memory from stream-ordered pools and VMM allocators (torch's expandable
+// segments) has no single allocation range the driver reports reliably: only its alignment is checked. The attributes
+// come from foreign_checks.h's query_pointer_attributes (one driver query, check_device_tensor); no driver call here.
 void check_buffer_range(const void* ptr, size_t bytes, size_t alignment, bool legacy_ipc, CUdeviceptr range_start,
                         size_t range_size, const std::string& what);
 

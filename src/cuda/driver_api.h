@@ -38,10 +38,8 @@ constexpr unsigned kDriverAbiVersion = 12000;
   X(CtxPushCurrent, cuCtxPushCurrent, PFN_cuCtxPushCurrent_v4000)                \
   X(CtxPopCurrent, cuCtxPopCurrent, PFN_cuCtxPopCurrent_v4000)                   \
   X(CtxGetDevice, cuCtxGetDevice, PFN_cuCtxGetDevice_v2000)                      \
-  X(PointerGetAttribute, cuPointerGetAttribute, PFN_cuPointerGetAttribute_v4000) \
   X(PointerGetAttributes, cuPointerGetAttributes, PFN_cuPointerGetAttributes_v7000) \
   X(MemGetInfo, cuMemGetInfo, PFN_cuMemGetInfo_v3020)                            \
-  X(MemGetAddressRange, cuMemGetAddressRange, PFN_cuMemGetAddressRange_v3020)    \
   X(MemAlloc, cuMemAlloc, PFN_cuMemAlloc_v3020)                                  \
   X(MemFree, cuMemFree, PFN_cuMemFree_v3020)                                     \
   X(MemHostAlloc, cuMemHostAlloc, PFN_cuMemHostAlloc_v2020)                      \

@@ -20,38 +20,41 @@ bool float_type(DType t) {
   return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat64;
 }
 
+// `t` seen along `axis` as [outer][n][inner bytes].
+struct SliceLayout {
+  size_t outer = 1, n = 1, inner = 1;
+};
+SliceLayout slice_layout(const Tensor& t, size_t axis) {
+  const Shape& s = t.shape();
+  SliceLayout l;
+  l.inner = dtype_size(t.dtype());
+  for (size_t d = axis + 1; d < s.size(); ++d) l.inner *= static_cast<size_t>(s[d]);
+  for (size_t d = 0; d < axis; ++d) l.outer *= static_cast<size_t>(s[d]);
+  l.n = static_cast<size_t>(s[axis]);
+  return l;
+}
+
 // Whether every slice of `t` along `axis` equals slice 0 (bytewise).
 bool equal_along(const Tensor& t, size_t axis) {
-  const Shape& s = t.shape();
-  const size_t es = dtype_size(t.dtype());
-  size_t inner = es;
-  for (size_t d = axis + 1; d < s.size(); ++d) inner *= static_cast<size_t>(s[d]);
-  size_t outer = 1;
-  for (size_t d = 0; d < axis; ++d) outer *= static_cast<size_t>(s[d]);
+  const SliceLayout l = slice_layout(t, axis);
   const auto* p = static_cast<const unsigned char*>(t.raw());
-  const size_t n = static_cast<size_t>(s[axis]);
-  for (size_t o = 0; o < outer; ++o) {
-    const unsigned char* first = p + o * n * inner;
-    for (size_t i = 1; i < n; ++i)
-      if (std::memcmp(first, first + i * inner, inner) != 0) return false;
+  for (size_t o = 0; o < l.outer; ++o) {
+    const unsigned char* first = p + o * l.n * l.inner;
+    for (size_t i = 1; i < l.n; ++i)
+      if (std::memcmp(first, first + i * l.inner, l.inner) != 0) return false;
   }
   return true;
 }
 
 // Slice 0 of `t` along `axis` (the axis kept with size 1).
 Tensor first_slice(const Tensor& t, size_t axis) {
+  const SliceLayout l = slice_layout(t, axis);
   Shape s = t.shape();
-  const size_t es = dtype_size(t.dtype());
-  size_t inner = es;
-  for (size_t d = axis + 1; d < s.size(); ++d) inner *= static_cast<size_t>(s[d]);
-  size_t outer = 1;
-  for (size_t d = 0; d < axis; ++d) outer *= static_cast<size_t>(s[d]);
-  const size_t n = static_cast<size_t>(s[axis]);
   s[axis] = 1;
   Tensor out = Tensor::empty(t.dtype(), s);
   const auto* src = static_cast<const unsigned char*>(t.raw());
   auto* dst = static_cast<unsigned char*>(out.raw());
-  for (size_t o = 0; o < outer; ++o) std::memcpy(dst + o * inner, src + o * n * inner, inner);
+  for (size_t o = 0; o < l.outer; ++o) std::memcpy(dst + o * l.inner, src + o * l.n * l.inner, l.inner);
   return out;
 }
 

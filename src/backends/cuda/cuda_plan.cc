@@ -530,8 +530,7 @@ void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void
   const auto& api = guard.api();
   // The hot path of a caller that binds the same buffers again: the graph captured on them, launched at once (the
   // pointer tables below are only needed to capture, or to copy through the arena).
-  if (st.graph && st.direct_graph && !st.direct_failed && inputs == st.direct_in && outputs == st.direct_out &&
-      direct_io_graphs_enabled()) {
+  if (st.graph && !st.direct_failed && direct_graph_matches(st, inputs, outputs) && direct_io_graphs_enabled()) {
     touch_graph(st);
     st.last_in = inputs;
     st.last_out = outputs;
@@ -612,7 +611,7 @@ bool CudaRunner::launch_direct_io_graph(ShapeState& st, const std::vector<const 
     caller_memory |= inputs[i] != nullptr && inputs[i] != io_in(i);
   for (void* p : outputs) caller_memory |= p != nullptr;
   if (!caller_memory) return false;
-  if (!(st.direct_graph && inputs == st.direct_in && outputs == st.direct_out)) {
+  if (!direct_graph_matches(st, inputs, outputs)) {
     if (!repeated) return false;  // pointers that change every call: the copying graph, no capture per call
     auto graph = std::make_unique<kilnrt::cuda::CudaGraph>(plan_.device_);
     try {
@@ -634,6 +633,11 @@ bool CudaRunner::launch_direct_io_graph(ShapeState& st, const std::vector<const 
   }
   launch_direct(st, stream);
   return true;
+}
+
+bool CudaRunner::direct_graph_matches(const ShapeState& st, const std::vector<const void*>& inputs,
+                                      const std::vector<void*>& outputs) {
+  return st.direct_graph && inputs == st.direct_in && outputs == st.direct_out;
 }
 
 void CudaRunner::launch_direct(ShapeState& st, StreamT stream) {

@@ -235,6 +235,9 @@ class CudaRunner {
   // Graph replay on the caller's I/O pointers when they repeat (ShapeState::direct_graph); false: not applicable.
   bool launch_direct_io_graph(ShapeState& st, const std::vector<const void*>& inputs,
                               const std::vector<void*>& outputs, StreamT stream);
+  // Whether st.direct_graph exists and was captured on exactly these I/O pointers.
+  static bool direct_graph_matches(const ShapeState& st, const std::vector<const void*>& inputs,
+                                   const std::vector<void*>& outputs);
   void launch_direct(ShapeState& st, StreamT stream);  // replays st.direct_graph (counted as a replay)
   void touch_graph(ShapeState& st);                    // st becomes the most recently used graph owner
   // Workspace and library handles the layers need (relaxed capture mode: may run inside a caller's capture).

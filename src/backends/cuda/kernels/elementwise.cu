@@ -11,6 +11,7 @@
 #include "backends/cuda/kernels/elementwise_math.cuh"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch_common.cuh"
+#include "backends/cuda/kernels/storage16.cuh"
 #include "backends/cuda/kernels/strided_copy_fast.h"
 
 namespace kilnrt::cuda::kernels {
@@ -484,14 +485,8 @@ namespace {
 // vector kernels move 8 values per thread (two 16-byte float32 loads, one 16-byte 16-bit store, or the reverse) when
 // both pointers are 16-byte aligned; the tail past the last multiple of 8, or misaligned pointers, take the scalar
 // kernel. One thread per vector, no grid-stride loop: a 224x224 batch-32 image (4.8 M values) is 602 K threads.
-template <class H>
-__device__ __forceinline__ H to16(float v);
-template <>
-__device__ __forceinline__ __half to16<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 to16<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-__device__ __forceinline__ float to32(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to32(__nv_bfloat16 v) { return __bfloat162float(v); }
+using storage16::from_f;  // storage16.cuh
+using storage16::to_f;
 
 template <class H>
 __global__ void f32_to_16_vec_kernel(const float4* __restrict__ x, uint4* __restrict__ y, int64_t nvec) {
@@ -499,8 +494,8 @@ __global__ void f32_to_16_vec_kernel(const float4* __restrict__ x, uint4* __rest
   if (i >= nvec) return;
   const float4 a = x[2 * i], b = x[2 * i + 1];
   union { uint4 u; H h[8]; } o;
-  o.h[0] = to16<H>(a.x); o.h[1] = to16<H>(a.y); o.h[2] = to16<H>(a.z); o.h[3] = to16<H>(a.w);
-  o.h[4] = to16<H>(b.x); o.h[5] = to16<H>(b.y); o.h[6] = to16<H>(b.z); o.h[7] = to16<H>(b.w);
+  o.h[0] = from_f<H>(a.x); o.h[1] = from_f<H>(a.y); o.h[2] = from_f<H>(a.z); o.h[3] = from_f<H>(a.w);
+  o.h[4] = from_f<H>(b.x); o.h[5] = from_f<H>(b.y); o.h[6] = from_f<H>(b.z); o.h[7] = from_f<H>(b.w);
   y[i] = o.u;
 }
 template <class H>
@@ -509,8 +504,8 @@ __global__ void f16_to_32_vec_kernel(const uint4* __restrict__ x, float4* __rest
   if (i >= nvec) return;
   union { uint4 u; H h[8]; } v;
   v.u = x[i];
-  y[2 * i] = make_float4(to32(v.h[0]), to32(v.h[1]), to32(v.h[2]), to32(v.h[3]));
-  y[2 * i + 1] = make_float4(to32(v.h[4]), to32(v.h[5]), to32(v.h[6]), to32(v.h[7]));
+  y[2 * i] = make_float4(to_f(v.h[0]), to_f(v.h[1]), to_f(v.h[2]), to_f(v.h[3]));
+  y[2 * i + 1] = make_float4(to_f(v.h[4]), to_f(v.h[5]), to_f(v.h[6]), to_f(v.h[7]));
 }
 __global__ void f32_to_16_kernel(const float* x, void* y, int64_t n, int bf16) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
