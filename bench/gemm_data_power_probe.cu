@@ -40,7 +40,7 @@ static double graph_ms(const std::function<void()>& body, int reps, int replays 
     float ms; cudaEventElapsedTime(&ms, a, b); if (r >= skip) v.push_back(ms / reps);
   }
   std::sort(v.begin(), v.end());
-  cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
+  cudaGraphExecDestroy(ge); cudaGraphDestroy(g); cudaEventDestroy(a); cudaEventDestroy(b);
   return v[v.size() / 2];
 }
 
@@ -77,7 +77,7 @@ int main() {
     std::vector<cublasLtMatmulAlgo_t> cands;
     std::vector<int> splits;
     for (int i = 0; i < ret; ++i) if (res[i].state == CUBLAS_STATUS_SUCCESS) { cands.push_back(res[i].algo); splits.push_back(1); }
-    // split-K variants of the first 3, as kilnrt's tuner lists them
+    // split-K variants of the first 3, as kilnrt's tuner lists them (lt_gemm.cc's add_split_k_variants: keep in step)
     size_t base_n = std::min<size_t>(3, cands.size()); int added = 0;
     for (size_t i = 0; i < base_n; ++i) {
       int32_t sup = 0; uint32_t sch = 0; size_t w;
@@ -100,23 +100,30 @@ int main() {
     }
     float one = 1.f, beta = p.resid ? 1.f : 0.f;
     const void* cin = p.resid ? (const void*)C : (const void*)D;
-    int bh = -1, bc = -1; double th = 1e9, tc = 1e9;
-    std::vector<double> hot(cands.size(), -1), cold(cands.size(), -1);  // short, sustained
+    int best_short = -1, best_sus = -1;
+    std::vector<double> short_ms(cands.size(), -1e-3), sus_ms(cands.size(), -1e-3);  // -1 us: did not run
     for (size_t c = 0; c < cands.size(); ++c) {
-      auto gemm = [&] { cublasLtMatmul(H, desc, &one, W, la, A, lb, &beta, cin, lc, D, lc, &cands[c], WS, WSB, S); };
-      if (cublasLtMatmul(H, desc, &one, W, la, A, lb, &beta, cin, lc, D, lc, &cands[c], WS, WSB, S) != CUBLAS_STATUS_SUCCESS) continue;
+      auto gemm = [&] { return cublasLtMatmul(H, desc, &one, W, la, A, lb, &beta, cin, lc, D, lc, &cands[c], WS, WSB, S); };
+      if (gemm() != CUBLAS_STATUS_SUCCESS) continue;
       CK(cudaStreamSynchronize(S));
-      hot[c] = graph_ms(gemm, 8);
-      cold[c] = graph_ms(gemm, 200, 5, 2);
-      if (hot[c] < th) { th = hot[c]; bh = int(c); }
-      if (cold[c] < tc) { tc = cold[c]; bc = int(c); }
+      short_ms[c] = graph_ms([&] { gemm(); }, 8);
+      sus_ms[c] = graph_ms([&] { gemm(); }, 200, 5, 2);
+      if (best_short < 0 || short_ms[c] < short_ms[best_short]) best_short = int(c);
+      if (best_sus < 0 || sus_ms[c] < sus_ms[best_sus]) best_sus = int(c);
     }
-    printf("%-12s %dx%dx%d: %zu cands | short-best #%d(split %d) hot %.2f sust %.2f | sust-best #%d(split %d) hot %.2f sust %.2f | first hot %.2f sust %.2f us | sustained gain %.1f%%\n",
-           p.name, M, N, K, cands.size(), bh, splits[bh], hot[bh] * 1e3, cold[bh] * 1e3, bc, splits[bc], hot[bc] * 1e3, cold[bc] * 1e3,
-           hot[0] * 1e3, cold[0] * 1e3, 100.0 * (cold[bh] - cold[bc]) / cold[bh]);
-    printf("   all (short/sustained us):");
-    for (size_t c = 0; c < cands.size(); ++c) printf(" %zu:%.1f/%.1f", c, hot[c] * 1e3, cold[c] * 1e3);
-    printf("\n");
+    if (best_short < 0) {
+      printf("%-12s: no candidate ran\n", p.name);
+    } else {
+      const int a = best_short, b = best_sus;
+      printf("%-12s %dx%dx%d: %zu cands | short-best #%d(split %d) short %.2f sust %.2f | sust-best #%d(split %d) "
+             "short %.2f sust %.2f | first short %.2f sust %.2f us | sustained gain %.1f%%\n",
+             p.name, M, N, K, cands.size(), a, splits[a], short_ms[a] * 1e3, sus_ms[a] * 1e3, b, splits[b],
+             short_ms[b] * 1e3, sus_ms[b] * 1e3, short_ms[0] * 1e3, sus_ms[0] * 1e3,
+             100.0 * (sus_ms[a] - sus_ms[b]) / sus_ms[a]);
+      printf("   all (short/sustained us):");
+      for (size_t c = 0; c < cands.size(); ++c) printf(" %zu:%.1f/%.1f", c, short_ms[c] * 1e3, sus_ms[c] * 1e3);
+      printf("\n");
+    }
     cudaFree(A); cudaFree(W); cudaFree(B); cudaFree(D); cudaFree(C);
   }
   return 0;
