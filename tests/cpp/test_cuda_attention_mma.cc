@@ -179,6 +179,13 @@ const Case kCases[] = {
      true, 3, -kInf, true},
     {"short masked entry uniform", {2, 10, 2, 64}, {2, 10, 2, 64}, {2, 10, 2, 64}, kHeads, kHeads, kHeads, kHeads,
      {2, 1, 1, 10}, true, 1},
+    // The short kernel's largest key range (256 keys, 16 chunks) with a key mask, and 255 keys without one.
+    {"d64 sq70 sk256 key mask", {2, 70, 64}, {2, 256, 64}, {2, 256, 64}, {}, {}, {}, {}, {2, 1, 256}, true},
+    {"d64 sq40 sk255", {2, 40, 64}, {2, 255, 64}, {2, 255, 64}, {}, {}, {}, {}, {}, true},
+    // Its padded chunks: 177 keys in the 13-chunk build (one key in chunk 11, chunk 12 all padding), 97 keys with a
+    // key mask in the 8-chunk build.
+    {"d64 sq33 sk177", {2, 33, 64}, {2, 177, 64}, {2, 177, 64}, {}, {}, {}, {}, {}, true},
+    {"d64 sq50 sk97 key mask", {2, 50, 64}, {2, 97, 64}, {2, 97, 64}, {}, {}, {}, {}, {2, 1, 97}, true},
     // Fallbacks: K given as K^T ([B, H, D, S], element stride S), D != Dv, D = 80.
     {"fallback k transposed", {2, 2, 50, 64}, {2, 2, 64, 50}, {2, 2, 50, 64}, {}, {0, 1, 3, 2}, {}, {}, {}, false},
     {"fallback dv32", {2, 50, 64}, {2, 50, 64}, {2, 50, 32}, {}, {}, {}, {}, {}, false},
@@ -314,26 +321,41 @@ TEST(AttentionMmaDispatch, VariantsHaveNamesAndTheEnvironmentForcesOne) {
   EXPECT_NE(k::attention_mma_variant(f32, 1, nullptr), 0);
 }
 
-TEST(AttentionMmaDispatch, ShapeRulePicksTheLeanKernelWhereItApplies) {
+TEST(AttentionMmaDispatch, ShapeRulePicksTheShortOrLeanKernelWhereItApplies) {
   Built bt;
   build(kCases[0], bt);  // BERT layout with its [B, 1, 1, S] key mask, D 64
   k::AttentionArgs a = args_for(kCases[0], bt.g, 1);
   ForcedKernel forced("");  // no forced variant: the shape rule
-  const auto lean = [](const k::AttentionArgs& x) {
-    return std::string(k::attention_mma_variant_name(k::attention_mma_pick(x))).rfind("lean", 0) == 0;
+  const auto pick = [](const k::AttentionArgs& x) {
+    return std::string(k::attention_mma_variant_name(k::attention_mma_pick(x)));
   };
+  const auto lean = [&](const k::AttentionArgs& x) { return pick(x).rfind("lean", 0) == 0; };
   a.b0 = 32;
   a.b1 = 12;
-  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(a)), "lean4") << "BERT b32";
+  EXPECT_EQ(pick(a), "short4") << "BERT b32";
+  a.b0 = 8;
+  EXPECT_EQ(pick(a), "short4") << "BERT b8";
+  a.b0 = 32;
   k::AttentionArgs nomask = a;
   nomask.mask = nullptr;
   nomask.sq = nomask.sk = 197;
-  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(nomask)), "lean4") << "ViT b32";
+  EXPECT_EQ(pick(nomask), "short4") << "ViT b32";
+  nomask.b0 = 8;  // 384 blocks: about one wave at 3 blocks per SM
+  EXPECT_EQ(pick(nomask), "lean4") << "ViT b8";
+  nomask.b0 = 32;
+  nomask.sk = 150;  // 10 chunks: no build of the short kernel takes it
+  EXPECT_EQ(pick(nomask), "lean4");
+  nomask.sk = 257;  // beyond the short kernel
+  EXPECT_EQ(pick(nomask), "lean4");
+  for (int64_t sk : {97, 128, 177, 208, 225, 256}) {  // the key ranges of the 8, 13 and 16 chunk builds
+    nomask.sk = sk;
+    EXPECT_EQ(pick(nomask), "short4") << "Sk " << sk;
+  }
   k::AttentionArgs per_query = a;
   per_query.ms[2] = a.sk;  // a mask row per query, 16-byte rows: copied per tile, 8 warps per block at batch 32
-  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(per_query)), "lean8");
+  EXPECT_EQ(pick(per_query), "lean8");
   per_query.b0 = 1;
-  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(per_query)), "lean4");
+  EXPECT_EQ(pick(per_query), "lean4");
   per_query.b0 = 32;
   per_query.ms[2] = a.sk + 4;  // rows not 16-byte aligned
   EXPECT_FALSE(lean(per_query));
@@ -342,15 +364,16 @@ TEST(AttentionMmaDispatch, ShapeRulePicksTheLeanKernelWhereItApplies) {
   EXPECT_FALSE(lean(per_query));
   k::AttentionArgs b1 = a;
   b1.b0 = 1;  // batch 1 as well
-  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(b1)), "lean4");
+  EXPECT_EQ(pick(b1), "short4");
   b1.mask = nullptr;
   b1.sq = b1.sk = 197;
-  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(b1)), "lean4");
+  EXPECT_EQ(pick(b1), "short4");
   b1.ms[2] = 197;  // ignored without a mask
-  EXPECT_STREQ(k::attention_mma_variant_name(k::attention_mma_pick(b1)), "lean4");
+  EXPECT_EQ(pick(b1), "short4");
   k::AttentionArgs d32 = a;
   d32.d = d32.dv = 32;
   EXPECT_FALSE(lean(d32));
+  EXPECT_NE(pick(d32), "short4");
 }
 
 TEST(CudaAttentionMma, MatchesCpuReference) {

@@ -24,6 +24,7 @@
 #include "backends/cuda/kernels/attention_fa2.cuh"
 #include "backends/cuda/kernels/attention_fa2_lean.cuh"
 #include "backends/cuda/kernels/attention_mma_ptx.cuh"
+#include "backends/cuda/kernels/attention_short.cuh"
 #include "backends/cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
@@ -258,13 +259,15 @@ bool attention_uses_mma(const AttentionArgs& a) {
 constexpr const char* kLeanNames[] = {"lean4", "lean8"};
 constexpr int kLeanWarps[] = {4, 8};
 constexpr int kLeanCount = 2;
+// The short kernel (attention_short.cuh), the last variant.
+constexpr int kShortVariant = 1 + kFa2ConfigCount + kLeanCount;
 
-int attention_mma_variant_count() { return 1 + kFa2ConfigCount + kLeanCount; }
+int attention_mma_variant_count() { return kShortVariant + 1; }
 
 const char* attention_mma_variant_name(int variant) {
   if (variant == 0) return "v1";
-  if (variant > kFa2ConfigCount && variant < attention_mma_variant_count())
-    return kLeanNames[variant - 1 - kFa2ConfigCount];
+  if (variant == kShortVariant) return "short4";
+  if (variant > kFa2ConfigCount && variant < kShortVariant) return kLeanNames[variant - 1 - kFa2ConfigCount];
   return variant > 0 && variant <= kFa2ConfigCount ? kFa2Configs[variant - 1].name : "";
 }
 
@@ -283,11 +286,17 @@ int attention_mma_pick(const AttentionArgs& a) {
   // key mask, or a mask row per query in 16-byte chunks) it is the fastest at every zoo shape, batch 1 to 32: 4 warps
   // per block, but 8 with a row mask at >= 2 blocks of 128 rows per SM (the mask tile's shared memory leaves 4-warp
   // blocks 12 warps per SM, 8-warp blocks 16: BERT b32 14.35 us against 15.01).
+  // Session 11 (CudaAttentionMmaBench, H100): the short kernel, where it takes the arguments (Sk <= 256 in the
+  // chunk counts it is built for; no mask or a key mask), beats the lean kernel at BERT b1 / b8 / b32 (3.55 / 5.55 /
+  // 13.0 us against 4.15 / 5.82 / 13.1) and ViT b1 / b32 (4.2 / 25.8 against 5.0 / 27.3), but not at ViT b8 (8.9
+  // against 8.4): above 128 keys it holds 3 blocks per SM, and a grid of about one such wave (384 blocks) leaves each
+  // block's whole K / V copy exposed, where the lean kernel's 4 blocks per SM overlap copies with math.
+  const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
+  if (short_supports(a) && !(a.sk > 128 && blocks64 > 132 && blocks64 <= 3 * 132)) return kShortVariant;
   if (lean_supports(a)) {
     const bool row_mask = a.mask && a.ms[2] != 0;
     return 1 + kFa2ConfigCount + (row_mask && a.b0 * a.b1 * ((a.sq + 127) / 128) >= 264 ? 1 : 0);  // lean4 / lean8
   }
-  const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
   const char* name = a.d > 64 || blocks64 >= 264 ? "m1r4s1"
                      : blocks64 >= 132           ? "m1r4s2c"
                      : a.sk > 128                ? "m1r1s4c"
@@ -301,6 +310,11 @@ int attention_mma_variant(const AttentionArgs& a, int variant, StreamT stream) {
   if (!attention_uses_mma(a) || variant < 0 || variant >= attention_mma_variant_count())
     return static_cast<int>(cudaErrorInvalidValue);
   if (variant == 0) return a.dt == 1 ? launch_t<__half>(a, stream) : launch_t<__nv_bfloat16>(a, stream);
+  if (variant == kShortVariant) {
+    // The short kernel where it takes the arguments, else the lean kernel's pick.
+    if (short_supports(a)) return a.dt == 1 ? short_launch_f16(a, stream) : short_launch_bf16(a, stream);
+    if (lean_supports(a)) variant = 1 + kFa2ConfigCount;
+  }
   if (variant > kFa2ConfigCount) {
     // The lean kernel where it takes the arguments, else the second kernel's m1r4s1 (same 64-row blocks).
     if (lean_supports(a)) {
