@@ -15,6 +15,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include "backends/cuda/kernels/attention_fa2_lean.cuh"
 #include "backends/cuda/kernels/attention_mma_ptx.cuh"
 #include "backends/cuda/kernels/attention_short.cuh"
+#include "backends/cuda/kernels/attention_wgmma.cuh"
 #include "backends/cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
@@ -259,13 +261,31 @@ bool attention_uses_mma(const AttentionArgs& a) {
 constexpr const char* kLeanNames[] = {"lean4", "lean8"};
 constexpr int kLeanWarps[] = {4, 8};
 constexpr int kLeanCount = 2;
-// The short kernel (attention_short.cuh), the last variant.
-constexpr int kShortVariant = 1 + kFa2ConfigCount + kLeanCount;
+// The short kernel (attention_short.cuh), then the wgmma kernel (attention_wgmma.cuh), the last variants.
+constexpr int kShortVariant = 1 + kFa2ConfigCount + kLeanCount, kWgVariant = kShortVariant + 1;
 
-int attention_mma_variant_count() { return kShortVariant + 1; }
+int attention_mma_variant_count() { return kWgVariant + 1; }
+
+// Whether the wgmma kernel can run on the current device: built for sm_90a, and a device of compute capability 9.0
+// (cached per device ordinal; false without a usable device).
+bool attention_wgmma_runs_here() {
+  if (!wg_built()) return false;
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return false;
+  constexpr int kDevices = 64;
+  static std::atomic<signed char> known[kDevices] = {};  // 0 unknown, 1 yes, -1 no
+  if (dev < kDevices && known[dev].load() != 0) return known[dev].load() > 0;
+  int major = 0, minor = 0;
+  const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+                  major == 9 && minor == 0;
+  if (dev < kDevices) known[dev].store(ok ? 1 : -1);
+  return ok;
+}
 
 const char* attention_mma_variant_name(int variant) {
   if (variant == 0) return "v1";
+  if (variant == kWgVariant) return "wg";
   if (variant == kShortVariant) return "short4";
   if (variant > kFa2ConfigCount && variant < kShortVariant) return kLeanNames[variant - 1 - kFa2ConfigCount];
   return variant > 0 && variant <= kFa2ConfigCount ? kFa2Configs[variant - 1].name : "";
@@ -291,6 +311,10 @@ int attention_mma_pick(const AttentionArgs& a) {
   // 13.0 us against 4.15 / 5.82 / 13.1) and ViT b1 / b32 (4.2 / 25.8 against 5.0 / 27.3), but not at ViT b8 (8.9
   // against 8.4): above 128 keys it holds 3 blocks per SM, and a grid of about one such wave (384 blocks) leaves each
   // block's whole K / V copy exposed, where the lean kernel's 4 blocks per SM overlap copies with math.
+  // Session 11 (build-s11/wg_probe.cu, H100): the wgmma kernel, on the short kernel's arguments, against the short
+  // kernel: ViT b32 22.3 against 28.3 us, BERT b32 11.0 against 14.5, ViT b1 4.5 against 5.4, BERT b1 4.1 against
+  // 4.6 (back-to-back launches).
+  if (short_supports(a) && attention_wgmma_runs_here()) return kWgVariant;
   const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
   if (short_supports(a) && !(a.sk > 128 && blocks64 > 132 && blocks64 <= 3 * 132)) return kShortVariant;
   if (lean_supports(a)) {
@@ -310,6 +334,11 @@ int attention_mma_variant(const AttentionArgs& a, int variant, StreamT stream) {
   if (!attention_uses_mma(a) || variant < 0 || variant >= attention_mma_variant_count())
     return static_cast<int>(cudaErrorInvalidValue);
   if (variant == 0) return a.dt == 1 ? launch_t<__half>(a, stream) : launch_t<__nv_bfloat16>(a, stream);
+  if (variant == kWgVariant) {
+    // The wgmma kernel where it takes the arguments and runs on this device, else the short kernel's fallbacks.
+    if (short_supports(a) && attention_wgmma_runs_here()) return a.dt == 1 ? wg_launch_f16(a, stream) : wg_launch_bf16(a, stream);
+    variant = kShortVariant;
+  }
   if (variant == kShortVariant) {
     // The short kernel where it takes the arguments, else the lean kernel's pick.
     if (short_supports(a)) return a.dt == 1 ? short_launch_f16(a, stream) : short_launch_bf16(a, stream);

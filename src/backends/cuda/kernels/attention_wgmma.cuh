@@ -1,0 +1,352 @@
+// The fifth attention kernel ("wg", issue 7): the short kernel's scheme (attention_short.cuh: the whole key range in
+// shared memory, all scores of a row in registers, one max / exp / P V pass) on Hopper's warpgroup MMA (wgmma,
+// sm_90a). One warpgroup (4 warps, 128 threads) owns 64 query rows of one (b0, b1) entry:
+//   - Q, K and V rows (64 elements, 128 bytes) are copied with cp.async into shared memory in the 128-byte swizzle
+//     wgmma reads (16-byte chunk c of row r at chunk c ^ (r % 8) of its 1024-byte group of 8 rows);
+//   - S = Q K^T: per 16 columns of D, one wgmma m64n64k16 per 64 keys (and one m64n16k16 for a 16-key tail), Q and
+//     K from shared memory (K-major); the accumulators are laid out per warp as mma.sync's, so the softmax code is
+//     the short kernel's;
+//   - O = P V: per 16 keys one wgmma m64n64k16 with P in registers (A) and V from shared memory, read transposed
+//     (N-major B); the row sums are float32 sums of P.
+// The tensor cores read operands straight from shared memory, so the ldmatrix and per-warp mma instructions of the
+// mma.sync kernels go away: the warpgroup issues 4 * (kChunks / 4 + tail) + kChunks wgmma in all.
+// Preconditions: those of the short kernel (short_supports), an sm_90a build (wg_built()) and a device of compute
+// capability 9.0.
+#pragma once
+#include <type_traits>
+
+#include "backends/cuda/kernels/attention_short.cuh"
+
+namespace kilnrt::cuda::kernels::attention_mma_detail {
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define KILNRT_WGMMA 1
+#else
+#define KILNRT_WGMMA 0
+#endif
+
+constexpr int kWgRows = 64, kWgThreads = 128, kWgRowBytes = 128;
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a 128-byte-swizzled tile (1024-byte aligned base).
+__device__ __forceinline__ uint32_t wg_swz(int row, int chunk) {
+  return uint32_t(row) * kWgRowBytes + (uint32_t((chunk ^ (row & 7))) << 4);
+}
+
+// wgmma shared-memory matrix descriptor: 128-byte swizzle, 1024 bytes between groups of 8 rows (SBO), leading
+// byte offset 16 (unused by the swizzled layouts here: one 128-byte atom along the contiguous dimension).
+__device__ __forceinline__ uint64_t wg_desc(uint32_t smem_byte_addr) {
+  return uint64_t((smem_byte_addr & 0x3FFFF) >> 4) | (uint64_t(16 >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
+         (uint64_t(1) << 62);
+}
+
+__device__ __forceinline__ void wg_fence() {
+#if KILNRT_WGMMA
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wg_commit_wait() {
+#if KILNRT_WGMMA
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+// Makes this thread's generic-proxy writes to shared memory (cp.async, stores) visible to wgmma's async proxy.
+__device__ __forceinline__ void wg_proxy_fence() {
+#if KILNRT_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+template <class T> struct WgType;
+template <> struct WgType<__half> { static constexpr const char* kName = "f16"; };
+template <> struct WgType<__nv_bfloat16> { static constexpr const char* kName = "bf16"; };
+
+#define KILNRT_WG_D32(d)                                                                                          \
+  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),        \
+      "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),   \
+      "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),   \
+      "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),   \
+      "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+#define KILNRT_WG_REGS32                                                                                         \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31}"
+
+// D[64 x 64] (+)= A[64 x 16] B[16 x 64], A and B from shared memory (K-major). d: 8 n8-tiles of the mma layout.
+template <class T>
+__device__ __forceinline__ void wg_ss_n64(float (*d)[4], uint64_t da, uint64_t db, int accumulate) {
+#if KILNRT_WGMMA
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KILNRT_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : KILNRT_WG_D32(d)
+                 : "l"(da), "l"(db), "r"(accumulate));
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KILNRT_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : KILNRT_WG_D32(d)
+                 : "l"(da), "l"(db), "r"(accumulate));
+  }
+#endif
+}
+
+// D[64 x 16] (+)= A[64 x 16] B[16 x 16], both from shared memory (K-major). d: 2 n8-tiles.
+template <class T>
+__device__ __forceinline__ void wg_ss_n16(float (*d)[4], uint64_t da, uint64_t db, int accumulate) {
+#if KILNRT_WGMMA
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, "
+                 "1, 0, 0;\n}\n"
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+                   "+f"(d[1][2]), "+f"(d[1][3])
+                 : "l"(da), "l"(db), "r"(accumulate));
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, "
+                 "1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+                   "+f"(d[1][2]), "+f"(d[1][3])
+                 : "l"(da), "l"(db), "r"(accumulate));
+  }
+#endif
+}
+
+// D[64 x 64] += A[64 x 16] B[16 x 64], A in registers (the mma.sync A fragment of this warp's 16 rows), B from
+// shared memory read transposed (N-major: rows of B are the 16 keys, 64 contiguous columns).
+template <class T>
+__device__ __forceinline__ void wg_rs_n64_tb(float (*d)[4], const uint32_t (&a)[4], uint64_t db) {
+#if KILNRT_WGMMA
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KILNRT_WG_REGS32
+                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : KILNRT_WG_D32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KILNRT_WG_REGS32
+                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : KILNRT_WG_D32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+  }
+#endif
+}
+
+// Copies rows [0, kRows) of 64 elements (row stride rs) into a 128-byte-swizzled tile; rows >= valid are
+// zero-filled. Thread tid moves chunk tid % 8 of rows tid / 8 + 16 i.
+template <class T, int kRows>
+__device__ __forceinline__ void wg_copy_rows(unsigned char* dst, const T* src, int64_t rs, int valid) {
+  constexpr int kStep = kWgThreads / 8;
+  static_assert(kRows % kStep == 0, "whole copy steps");
+  const int crow = threadIdx.x >> 3, chunk = threadIdx.x & 7;
+  const T* p = src + int64_t(crow) * rs + chunk * 8;
+  const int64_t step = int64_t(kStep) * rs;
+#pragma unroll
+  for (int i = 0; i < kRows / kStep; ++i) {
+    const int r = crow + i * kStep;
+    const bool ok = r < valid;
+    cp_async16(dst + wg_swz(r, chunk), ok ? p : src, ok);
+    p += step;
+  }
+}
+
+template <int kChunks>
+struct WgShape {
+  static constexpr int kKeys = 16 * kChunks, kFull64 = kKeys / 64, kTail16 = (kKeys % 64) / 16;
+  static_assert(kTail16 <= 1, "key ranges of 64 n + 16 at most");
+  static constexpr size_t kQBytes = size_t(kWgRows) * kWgRowBytes, kKvBytes = size_t(kKeys) * kWgRowBytes;
+  // Q, K, V (1024-byte aligned tiles), the bias row, slack to align the first tile.
+  static constexpr size_t kBytes = kQBytes + 2 * kKvBytes + kKeys * sizeof(float) + 1024;
+};
+
+template <class T, int kChunks, bool kKeyMask>
+__global__ void __launch_bounds__(kWgThreads, 3) attention_wg(AttentionArgs a) {
+  using Sh = WgShape<kChunks>;
+  using B = Bits16<T>;
+  constexpr int kN = 2 * kChunks, kKeys = Sh::kKeys;
+  extern __shared__ __align__(128) unsigned char wg_smem[];
+  // The swizzle pattern is taken from address bits 7-9: tiles start on 1024-byte boundaries (kBytes has the slack).
+  unsigned char* qsm = wg_smem + ((1024u - (smem_addr(wg_smem) & 1023u)) & 1023u);
+  unsigned char* ksm = qsm + Sh::kQBytes;
+  unsigned char* vsm = ksm + Sh::kKvBytes;
+  float* bias = reinterpret_cast<float*>(vsm + Sh::kKvBytes);
+  const int sq = static_cast<int>(a.sq), sk = static_cast<int>(a.sk);
+  const int q0 = blockIdx.x * kWgRows;
+  const int64_t b1 = blockIdx.y, b0 = blockIdx.z;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+
+  wg_copy_rows<T, kWgRows>(qsm, static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] + int64_t(q0) * a.qs[2],
+                           a.qs[2], sq - q0);
+  wg_copy_rows<T, kKeys>(ksm, static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1], a.ks[2], sk);
+  cp_async_commit();
+  wg_copy_rows<T, kKeys>(vsm, static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1], a.vs[2], sk);
+  cp_async_commit();
+  const T* mrow = kKeyMask ? static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] : nullptr;
+  for (int i = tid; i < kKeys; i += kWgThreads) {
+    float v = -INFINITY;
+    if (i < sk) v = kKeyMask ? B::to_f(mrow[i * a.ms[3]]) * kLog2e : 0.f;
+    bias[i] = v;
+  }
+  const float sl2 = a.scale * kLog2e;
+  const float mul = kKeyMask ? 1.f : sl2;  // as in the short kernel
+  cp_async_wait<1>();                      // Q and K
+  wg_proxy_fence();
+  __syncthreads();
+
+  // S = Q K^T.
+  float s[kN][4];
+  const uint32_t qa = smem_addr(qsm), ka = smem_addr(ksm), va = smem_addr(vsm);
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < kLeanD / 16; ++kk) {
+    const uint64_t dq = wg_desc(qa + kk * 32);
+#pragma unroll
+    for (int j = 0; j < Sh::kFull64; ++j) wg_ss_n64<T>(&s[8 * j], dq, wg_desc(ka + j * 64 * kWgRowBytes + kk * 32), kk);
+    if constexpr (Sh::kTail16)
+      wg_ss_n16<T>(&s[8 * Sh::kFull64], dq, wg_desc(ka + Sh::kFull64 * 64 * kWgRowBytes + kk * 32), kk);
+  }
+  wg_commit_wait();
+
+  // The bias, row max, P: the short kernel's code on this warp's rows (16 * warp + g, + 8).
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    if (!kKeyMask && c < kChunks - 1 - kShortPadChunks) continue;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float2 bb = *reinterpret_cast<const float2*>(bias + c * 16 + j * 8 + 2 * t);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float& x0 = s[2 * c + j][2 * h];
+        float& x1 = s[2 * c + j][2 * h + 1];
+        if constexpr (kKeyMask) {
+          x0 = fmaf(x0, sl2, bb.x);
+          x1 = fmaf(x1, sl2, bb.y);
+        } else {
+          x0 += bb.x;
+          x1 += bb.y;
+        }
+      }
+    }
+  }
+  float sub[2], mx[2], l[2] = {0.f, 0.f};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float m = lean_row_max<kN>(s, h);
+    m = fmaxf(m, __shfl_xor_sync(kFull, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(kFull, m, 2));
+    mx[h] = m * mul;
+    sub[h] = mx[h] == -INFINITY ? 0.f : mx[h];
+  }
+  uint32_t pa[kChunks][4];
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float p0 = ex2(fmaf(s[2 * c + j][2 * h], mul, -sub[h]));
+        const float p1 = ex2(fmaf(s[2 * c + j][2 * h + 1], mul, -sub[h]));
+        l[h] += p0 + p1;
+        pa[c][2 * j + h] = B::pack(p0, p1);
+      }
+
+  cp_async_wait<0>();  // V
+  wg_proxy_fence();
+  __syncthreads();
+
+  // O = P V.
+  float o[kLeanD / 8][4];
+#pragma unroll
+  for (int n = 0; n < kLeanD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  wg_fence();
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) wg_rs_n64_tb<T>(o, pa[c], wg_desc(va + c * 16 * kWgRowBytes));
+  wg_commit_wait();
+
+  float inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(kFull, l[h], 1);
+    l[h] += __shfl_xor_sync(kFull, l[h], 2);
+    inv[h] = mx[h] == -INFINITY ? 0.f : 1.f / l[h];
+  }
+  const int wr = warp * 16;
+  const bool active = q0 + wr < sq;
+  if (active && __any_sync(kFull, mx[0] == -INFINITY || mx[1] == -INFINITY) && !a.zero_masked_rows) {
+    // Rows whose scores were all -inf: the mean of V over the keys (this lane's columns).
+#pragma unroll
+    for (int n = 0; n < kLeanD / 8; ++n) {
+      float s0 = 0.f, s1 = 0.f;
+#pragma unroll 1
+      for (int key = 0; key < sk; ++key) {
+        const float2 vv = B::unpack(
+            *reinterpret_cast<const typename B::Pair*>(vsm + wg_swz(key, n) + 4 * t));
+        s0 += vv.x;
+        s1 += vv.y;
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (mx[h] == -INFINITY) {
+          o[n][2 * h] = s0;
+          o[n][2 * h + 1] = s1;
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (mx[h] == -INFINITY) inv[h] = 1.f / float(sk);
+  }
+  // Normalise into this warp's rows of the Q tile (swizzled, as the chunks are read back), then 16-byte row stores.
+#pragma unroll
+  for (int n = 0; n < kLeanD / 8; ++n)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      *reinterpret_cast<uint32_t*>(qsm + wg_swz(wr + g + 8 * h, n) + 4 * t) =
+          B::pack(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
+  __syncwarp();
+  if (!active) return;
+  T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int idx = lane + 32 * i, r = wr + (idx >> 3), chunk = idx & 7;
+    const int row = q0 + r;
+    if (row < sq)
+      *reinterpret_cast<uint4*>(out + int64_t(row) * a.os[2] + chunk * 8) =
+          *reinterpret_cast<const uint4*>(qsm + wg_swz(r, chunk));
+  }
+}
+
+template <class T, int kChunks, bool kKeyMask>
+int launch_wg_mask(const AttentionArgs& a, StreamT stream) {
+  using Sh = WgShape<kChunks>;
+  auto kernel = attention_wg<T, kChunks, kKeyMask>;
+  const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(Sh::kBytes));
+  if (st != cudaSuccess) return static_cast<int>(st);
+  const dim3 grid(static_cast<unsigned>((a.sq + kWgRows - 1) / kWgRows), static_cast<unsigned>(a.b1),
+                  static_cast<unsigned>(a.b0));
+  kernel<<<grid, kWgThreads, Sh::kBytes, reinterpret_cast<cudaStream_t>(stream)>>>(a);
+  return launch_common::launch_status();
+}
+
+template <class T, int kChunks>
+int launch_wg_chunks(const AttentionArgs& a, StreamT stream) {
+  return a.mask ? launch_wg_mask<T, kChunks, true>(a, stream) : launch_wg_mask<T, kChunks, false>(a, stream);
+}
+
+template <class T>
+int launch_wg(const AttentionArgs& a, StreamT stream) {
+  switch (short_chunks(a.sk)) {
+    case kShortChunkCounts[0]: return launch_wg_chunks<T, kShortChunkCounts[0]>(a, stream);
+    case kShortChunkCounts[1]: return launch_wg_chunks<T, kShortChunkCounts[1]>(a, stream);
+    case kShortChunkCounts[2]: return launch_wg_chunks<T, kShortChunkCounts[2]>(a, stream);
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+// Whether this build holds the sm_90a kernels (attention_wgmma.cu), and their launchers (short_supports must hold;
+// the device must be of compute capability 9.0: sm_90a code runs nowhere else).
+bool wg_built();
+int wg_launch_f16(const AttentionArgs& a, StreamT stream);
+int wg_launch_bf16(const AttentionArgs& a, StreamT stream);
+
+}  // namespace kilnrt::cuda::kernels::attention_mma_detail
