@@ -332,21 +332,22 @@ TEST(AttentionMmaDispatch, ShapeRulePicksTheShortOrLeanKernelWhereItApplies) {
   const auto lean = [&](const k::AttentionArgs& x) { return pick(x).rfind("lean", 0) == 0; };
   // Where the short kernel applies, the wgmma kernel takes its place on devices that run it (an H100 with this
   // build's sm_90a code); CI without a GPU checks the short-kernel rule.
-  const std::string short_pick = k::attention_wgmma_runs_here() ? "wg" : "short4";
+  const bool wg = k::attention_wgmma_runs_here();
+  const std::string short_pick = wg ? "wg2" : "short4";  // at >= 768 blocks of 64 rows; "wg" below
   if (const char* env = std::getenv("KILNRT_EXPECT_WGMMA"); env && *env == '1')
     ASSERT_TRUE(k::attention_wgmma_runs_here()) << "KILNRT_EXPECT_WGMMA=1 but the wgmma kernel does not run here";
   a.b0 = 32;
   a.b1 = 12;
   EXPECT_EQ(pick(a), short_pick) << "BERT b32";
   a.b0 = 8;
-  EXPECT_EQ(pick(a), short_pick) << "BERT b8";
+  EXPECT_EQ(pick(a), wg ? "wg" : "short4") << "BERT b8";
   a.b0 = 32;
   k::AttentionArgs nomask = a;
   nomask.mask = nullptr;
   nomask.sq = nomask.sk = 197;
   EXPECT_EQ(pick(nomask), short_pick) << "ViT b32";
   nomask.b0 = 8;  // 384 blocks: about one wave at 3 blocks per SM (the short kernel then yields to the lean one)
-  EXPECT_EQ(pick(nomask), k::attention_wgmma_runs_here() ? "wg" : "lean4") << "ViT b8";
+  EXPECT_EQ(pick(nomask), wg ? "wg" : "lean4") << "ViT b8";
   nomask.b0 = 32;
   nomask.sk = 150;  // 10 chunks: no build of the short kernel takes it
   EXPECT_EQ(pick(nomask), "lean4");
@@ -369,17 +370,19 @@ TEST(AttentionMmaDispatch, ShapeRulePicksTheShortOrLeanKernelWhereItApplies) {
   EXPECT_FALSE(lean(per_query));
   k::AttentionArgs b1 = a;
   b1.b0 = 1;  // batch 1 as well
-  EXPECT_EQ(pick(b1), short_pick);
+  const std::string small_pick = wg ? "wg" : "short4";
+  EXPECT_EQ(pick(b1), small_pick);
   b1.mask = nullptr;
   b1.sq = b1.sk = 197;
-  EXPECT_EQ(pick(b1), short_pick);
+  EXPECT_EQ(pick(b1), small_pick);
   b1.ms[2] = 197;  // ignored without a mask
-  EXPECT_EQ(pick(b1), short_pick);
+  EXPECT_EQ(pick(b1), small_pick);
   k::AttentionArgs d32 = a;
   d32.d = d32.dv = 32;
   EXPECT_FALSE(lean(d32));
   EXPECT_NE(pick(d32), "short4");
   EXPECT_NE(pick(d32), "wg");
+  EXPECT_NE(pick(d32), "wg2");
 }
 
 TEST(CudaAttentionMma, MatchesCpuReference) {

@@ -262,9 +262,11 @@ constexpr const char* kLeanNames[] = {"lean4", "lean8"};
 constexpr int kLeanWarps[] = {4, 8};
 constexpr int kLeanCount = 2;
 // The short kernel (attention_short.cuh), then the wgmma kernel (attention_wgmma.cuh), the last variants.
-constexpr int kShortVariant = 1 + kFa2ConfigCount + kLeanCount, kWgVariant = kShortVariant + 1;
+// "wg" / "wg2": one / two 64-row tiles per block.
+constexpr int kShortVariant = 1 + kFa2ConfigCount + kLeanCount, kWgVariant = kShortVariant + 1,
+              kWg2Variant = kWgVariant + 1;
 
-int attention_mma_variant_count() { return kWgVariant + 1; }
+int attention_mma_variant_count() { return kWg2Variant + 1; }
 
 // Whether the wgmma kernel can run on the current device: built for sm_90a, and a device of compute capability 9.0
 // (cached per device ordinal; false without a usable device).
@@ -286,6 +288,7 @@ bool attention_wgmma_runs_here() {
 const char* attention_mma_variant_name(int variant) {
   if (variant == 0) return "v1";
   if (variant == kWgVariant) return "wg";
+  if (variant == kWg2Variant) return "wg2";
   if (variant == kShortVariant) return "short4";
   if (variant > kFa2ConfigCount && variant < kShortVariant) return kLeanNames[variant - 1 - kFa2ConfigCount];
   return variant > 0 && variant <= kFa2ConfigCount ? kFa2Configs[variant - 1].name : "";
@@ -313,9 +316,10 @@ int attention_mma_pick(const AttentionArgs& a) {
   // block's whole K / V copy exposed, where the lean kernel's 4 blocks per SM overlap copies with math.
   // Session 11 (build-s11/wg_probe.cu, H100): the wgmma kernel, on the short kernel's arguments, against the short
   // kernel: ViT b32 22.3 against 28.3 us, BERT b32 11.0 against 14.5, ViT b1 4.5 against 5.4, BERT b1 4.1 against
-  // 4.6 (back-to-back launches).
-  if (short_supports(a) && attention_wgmma_runs_here()) return kWgVariant;
+  // 4.6 (back-to-back launches). Two 64-row tiles per block from 768 tiles on (about two waves of single-tile blocks
+  // at 3 per SM: BERT / ViT b32), one below (batch 1 - 8).
   const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
+  if (short_supports(a) && attention_wgmma_runs_here()) return blocks64 >= 768 ? kWg2Variant : kWgVariant;
   if (short_supports(a) && !(a.sk > 128 && blocks64 > 132 && blocks64 <= 3 * 132)) return kShortVariant;
   if (lean_supports(a)) {
     const bool row_mask = a.mask && a.ms[2] != 0;
@@ -334,9 +338,11 @@ int attention_mma_variant(const AttentionArgs& a, int variant, StreamT stream) {
   if (!attention_uses_mma(a) || variant < 0 || variant >= attention_mma_variant_count())
     return static_cast<int>(cudaErrorInvalidValue);
   if (variant == 0) return a.dt == 1 ? launch_t<__half>(a, stream) : launch_t<__nv_bfloat16>(a, stream);
-  if (variant == kWgVariant) {
+  if (variant == kWgVariant || variant == kWg2Variant) {
     // The wgmma kernel where it takes the arguments and runs on this device, else the short kernel's fallbacks.
-    if (short_supports(a) && attention_wgmma_runs_here()) return a.dt == 1 ? wg_launch_f16(a, stream) : wg_launch_bf16(a, stream);
+    const int tiles = variant == kWg2Variant ? 2 : 1;
+    if (short_supports(a) && attention_wgmma_runs_here())
+      return a.dt == 1 ? wg_launch_f16(a, tiles, stream) : wg_launch_bf16(a, tiles, stream);
     variant = kShortVariant;
   }
   if (variant == kShortVariant) {

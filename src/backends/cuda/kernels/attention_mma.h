@@ -19,8 +19,9 @@ int attention_mma(const AttentionArgs& a, StreamT stream);
 // "lean4" / "lean8", the third kernel (attention_fa2_lean.cuh, 4 / 8 warps per block) for D = 64 with no mask, a
 // key mask (query stride 0) or 16-byte mask rows; forced where it does not apply, it runs m1r4s1; "short4", the
 // fourth (attention_short.cuh: the whole key range at once for 97-128, 177-208 or 225-256 keys, D = 64, no mask or
-// a key mask; forced elsewhere, it runs the lean kernel's pick); "wg", the same scheme on Hopper's wgmma
-// (attention_wgmma.cuh; sm_90a builds on compute capability 9.0 devices, elsewhere it runs as short4).
+// a key mask; forced elsewhere, it runs the lean kernel's pick); "wg" / "wg2", the same scheme on Hopper's wgmma
+// with one / two 64-row tiles per block (attention_wgmma.cuh; sm_90a builds on compute capability 9.0 devices,
+// elsewhere they run as short4).
 int attention_mma_variant_count();
 const char* attention_mma_variant_name(int variant);  // "" when out of range
 // The variant attention_mma() runs: KILNRT_ATTENTION_KERNEL=<name> (read at every call) forces one, else a rule

@@ -1,6 +1,7 @@
 // The fifth attention kernel ("wg", issue 7): the short kernel's scheme (attention_short.cuh: the whole key range in
 // shared memory, all scores of a row in registers, one max / exp / P V pass) on Hopper's warpgroup MMA (wgmma,
-// sm_90a). One warpgroup (4 warps, 128 threads) owns 64 query rows of one (b0, b1) entry:
+// sm_90a). One warpgroup (4 warps, 128 threads) owns one or two tiles of 64 query rows of one (b0, b1) entry, one
+// after the other on the same copy of K and V:
 //   - Q, K and V rows (64 elements, 128 bytes) are copied with cp.async into shared memory in the 128-byte swizzle
 //     wgmma reads (16-byte chunk c of row r at chunk c ^ (r % 8) of its 1024-byte group of 8 rows);
 //   - S = Q K^T: per 16 columns of D, one wgmma m64n64k16 per 64 keys (and one m64n16k16 for a 16-key tail), Q and
@@ -150,33 +151,41 @@ __device__ __forceinline__ void wg_copy_rows(unsigned char* dst, const T* src, i
   }
 }
 
-template <int kChunks>
+template <int kChunks, int kMTiles>
 struct WgShape {
   static constexpr int kKeys = 16 * kChunks, kFull64 = kKeys / 64, kTail16 = (kKeys % 64) / 16;
   static_assert(kTail16 <= 1, "key ranges of 64 n + 16 at most");
   static constexpr size_t kQBytes = size_t(kWgRows) * kWgRowBytes, kKvBytes = size_t(kKeys) * kWgRowBytes;
-  // Q, K, V (1024-byte aligned tiles), the bias row, slack to align the first tile.
-  static constexpr size_t kBytes = kQBytes + 2 * kKvBytes + kKeys * sizeof(float) + 1024;
+  // Q (one tile per 64 rows), K, V (1024-byte aligned tiles), the bias row, slack to align the first tile.
+  static constexpr size_t kBytes = kMTiles * kQBytes + 2 * kKvBytes + kKeys * sizeof(float) + 1024;
 };
 
-template <class T, int kChunks, bool kKeyMask>
-__global__ void __launch_bounds__(kWgThreads, 3) attention_wg(AttentionArgs a) {
-  using Sh = WgShape<kChunks>;
+// Registers: up to 128 with 8 chunks (4 blocks per SM; BERT b32 10.2 against 10.7 us with 3), else 168 (3 blocks).
+// kMTiles 64-row tiles per block share one copy of K / V: 2 pays at large grids (build-s11/wg_probe.cu, H100: ViT
+// b32 21.3 against 22.3 us, BERT b32 9.7 against 10.2) and loses at small ones (ViT b1 6.2 against 4.3).
+template <class T, int kChunks, bool kKeyMask, int kMTiles>
+__global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg(AttentionArgs a) {
+  using Sh = WgShape<kChunks, kMTiles>;
   using B = Bits16<T>;
   constexpr int kN = 2 * kChunks, kKeys = Sh::kKeys;
   extern __shared__ __align__(128) unsigned char wg_smem[];
   // The swizzle pattern is taken from address bits 7-9: tiles start on 1024-byte boundaries (kBytes has the slack).
   unsigned char* qsm = wg_smem + ((1024u - (smem_addr(wg_smem) & 1023u)) & 1023u);
-  unsigned char* ksm = qsm + Sh::kQBytes;
+  unsigned char* ksm = qsm + kMTiles * Sh::kQBytes;
   unsigned char* vsm = ksm + Sh::kKvBytes;
   float* bias = reinterpret_cast<float*>(vsm + Sh::kKvBytes);
   const int sq = static_cast<int>(a.sq), sk = static_cast<int>(a.sk);
-  const int q0 = blockIdx.x * kWgRows;
+  const int qbase = blockIdx.x * kWgRows * kMTiles;
   const int64_t b1 = blockIdx.y, b0 = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
 
-  wg_copy_rows<T, kWgRows>(qsm, static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] + int64_t(q0) * a.qs[2],
-                           a.qs[2], sq - q0);
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+    const int q0 = qbase + mt * kWgRows;
+    wg_copy_rows<T, kWgRows>(qsm + mt * Sh::kQBytes,
+                             static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] + int64_t(q0) * a.qs[2], a.qs[2],
+                             sq - q0);
+  }
   wg_copy_rows<T, kKeys>(ksm, static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1], a.ks[2], sk);
   cp_async_commit();
   wg_copy_rows<T, kKeys>(vsm, static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1], a.vs[2], sk);
@@ -193,9 +202,15 @@ __global__ void __launch_bounds__(kWgThreads, 3) attention_wg(AttentionArgs a) {
   wg_proxy_fence();
   __syncthreads();
 
+  const uint32_t ka = smem_addr(ksm), va = smem_addr(vsm);
+#pragma unroll 1
+  for (int mt = 0; mt < kMTiles; ++mt) {
+  const int q0 = qbase + mt * kWgRows;
+  if (q0 >= sq) break;  // block-uniform
+  unsigned char* qt = qsm + mt * Sh::kQBytes;
+  const uint32_t qa = smem_addr(qt);
   // S = Q K^T.
   float s[kN][4];
-  const uint32_t qa = smem_addr(qsm), ka = smem_addr(ksm), va = smem_addr(vsm);
   wg_fence();
 #pragma unroll
   for (int kk = 0; kk < kLeanD / 16; ++kk) {
@@ -250,9 +265,11 @@ __global__ void __launch_bounds__(kWgThreads, 3) attention_wg(AttentionArgs a) {
         pa[c][2 * j + h] = B::pack(p0, p1);
       }
 
-  cp_async_wait<0>();  // V
-  wg_proxy_fence();
-  __syncthreads();
+  if (mt == 0) {
+    cp_async_wait<0>();  // V
+    wg_proxy_fence();
+    __syncthreads();
+  }
 
   // O = P V.
   float o[kLeanD / 8][4];
@@ -300,45 +317,48 @@ __global__ void __launch_bounds__(kWgThreads, 3) attention_wg(AttentionArgs a) {
   for (int n = 0; n < kLeanD / 8; ++n)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      *reinterpret_cast<uint32_t*>(qsm + wg_swz(wr + g + 8 * h, n) + 4 * t) =
+      *reinterpret_cast<uint32_t*>(qt + wg_swz(wr + g + 8 * h, n) + 4 * t) =
           B::pack(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
   __syncwarp();
-  if (!active) return;
-  T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
+  if (active) {  // no early return: every warp takes part in the next tile's wgmma
+    T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int idx = lane + 32 * i, r = wr + (idx >> 3), chunk = idx & 7;
-    const int row = q0 + r;
-    if (row < sq)
-      *reinterpret_cast<uint4*>(out + int64_t(row) * a.os[2] + chunk * 8) =
-          *reinterpret_cast<const uint4*>(qsm + wg_swz(r, chunk));
+    for (int i = 0; i < 4; ++i) {
+      const int idx = lane + 32 * i, r = wr + (idx >> 3), chunk = idx & 7;
+      const int row = q0 + r;
+      if (row < sq)
+        *reinterpret_cast<uint4*>(out + int64_t(row) * a.os[2] + chunk * 8) =
+            *reinterpret_cast<const uint4*>(qt + wg_swz(r, chunk));
+    }
   }
+  }  // tiles
 }
 
-template <class T, int kChunks, bool kKeyMask>
+template <class T, int kChunks, bool kKeyMask, int kMTiles>
 int launch_wg_mask(const AttentionArgs& a, StreamT stream) {
-  using Sh = WgShape<kChunks>;
-  auto kernel = attention_wg<T, kChunks, kKeyMask>;
+  using Sh = WgShape<kChunks, kMTiles>;
+  auto kernel = attention_wg<T, kChunks, kKeyMask, kMTiles>;
   const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(Sh::kBytes));
   if (st != cudaSuccess) return static_cast<int>(st);
-  const dim3 grid(static_cast<unsigned>((a.sq + kWgRows - 1) / kWgRows), static_cast<unsigned>(a.b1),
+  const dim3 grid(static_cast<unsigned>((a.sq + kWgRows * kMTiles - 1) / (kWgRows * kMTiles)), static_cast<unsigned>(a.b1),
                   static_cast<unsigned>(a.b0));
   kernel<<<grid, kWgThreads, Sh::kBytes, reinterpret_cast<cudaStream_t>(stream)>>>(a);
   return launch_common::launch_status();
 }
 
-template <class T, int kChunks>
+template <class T, int kChunks, int kMTiles>
 int launch_wg_chunks(const AttentionArgs& a, StreamT stream) {
-  return a.mask ? launch_wg_mask<T, kChunks, true>(a, stream) : launch_wg_mask<T, kChunks, false>(a, stream);
+  return a.mask ? launch_wg_mask<T, kChunks, true, kMTiles>(a, stream)
+                : launch_wg_mask<T, kChunks, false, kMTiles>(a, stream);
 }
 
-template <class T>
+template <class T, int kMTiles = 1>
 int launch_wg(const AttentionArgs& a, StreamT stream) {
   switch (short_chunks(a.sk)) {
-    case kShortChunkCounts[0]: return launch_wg_chunks<T, kShortChunkCounts[0]>(a, stream);
-    case kShortChunkCounts[1]: return launch_wg_chunks<T, kShortChunkCounts[1]>(a, stream);
-    case kShortChunkCounts[2]: return launch_wg_chunks<T, kShortChunkCounts[2]>(a, stream);
+    case kShortChunkCounts[0]: return launch_wg_chunks<T, kShortChunkCounts[0], kMTiles>(a, stream);
+    case kShortChunkCounts[1]: return launch_wg_chunks<T, kShortChunkCounts[1], kMTiles>(a, stream);
+    case kShortChunkCounts[2]: return launch_wg_chunks<T, kShortChunkCounts[2], kMTiles>(a, stream);
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
 }
@@ -346,7 +366,8 @@ int launch_wg(const AttentionArgs& a, StreamT stream) {
 // Whether this build holds the sm_90a kernels (attention_wgmma.cu), and their launchers (short_supports must hold;
 // the device must be of compute capability 9.0: sm_90a code runs nowhere else).
 bool wg_built();
-int wg_launch_f16(const AttentionArgs& a, StreamT stream);
-int wg_launch_bf16(const AttentionArgs& a, StreamT stream);
+// m_tiles: 64-row tiles per block, 1 or 2.
+int wg_launch_f16(const AttentionArgs& a, int m_tiles, StreamT stream);
+int wg_launch_bf16(const AttentionArgs& a, int m_tiles, StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels::attention_mma_detail
