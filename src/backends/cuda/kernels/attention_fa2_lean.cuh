@@ -183,6 +183,42 @@ __device__ __forceinline__ void lean_tile(LeanAcc& acc, const T* kb, const T* vb
   }
 }
 
+// The key bias row (log2 domain) in shared memory, filled by the block's kThreads threads: the key mask row times
+// log2 e (kKeyMask) or 0 for keys < Sk, -inf for the padding keys up to `keys`. Visible after the next barrier.
+template <class T, bool kKeyMask, int kThreads>
+__device__ __forceinline__ void lean_fill_bias(float* bias, int keys, int sk, const AttentionArgs& a, int64_t b0,
+                                               int64_t b1) {
+  const T* mrow = kKeyMask ? static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] : nullptr;
+  for (int i = threadIdx.x; i < keys; i += kThreads) {
+    float v = -INFINITY;
+    if (i < sk) v = kKeyMask ? Bits16<T>::to_f(mrow[i * a.ms[3]]) * kLog2e : 0.f;
+    bias[i] = v;
+  }
+}
+
+// Normalises a warp's O (16 rows x 64 in the mma layout) by inv into the warp's 16 rows of a padded shared tile
+// (osm, row stride kLeanLd: conflict-free 4-byte stores), then writes rows row0 + r < sq of `out` (row stride os2)
+// with 16-byte stores.
+template <class T>
+__device__ __forceinline__ void lean_store_o(T* osm, const float (&o)[kLeanD / 8][4], const float (&inv)[2], T* out,
+                                             int64_t os2, int row0, int sq) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int n = 0; n < kLeanD / 8; ++n)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      *reinterpret_cast<uint32_t*>(osm + (g + 8 * h) * kLeanLd + n * 8 + 2 * t) =
+          Bits16<T>::pack(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int idx = lane + 32 * i, r = idx >> 3, c = (idx & 7) * 8;
+    const int row = row0 + r;
+    if (row < sq)
+      *reinterpret_cast<uint4*>(out + int64_t(row) * os2 + c) = *reinterpret_cast<const uint4*>(osm + r * kLeanLd + c);
+  }
+}
+
 template <class T, int kWarps, int kMode, int kMinBlocks>
 __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(AttentionArgs a) {
   using Sh = LeanShape<kWarps>;
@@ -199,7 +235,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
   float* bias = reinterpret_cast<float*>(stage0 + (ntiles >= 2 ? 2 : 1) * kStage);
   const int q0 = blockIdx.x * kRows;
   const int64_t b1 = blockIdx.y, b0 = blockIdx.z;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, t = lane & 3;
   const int wr = warp * 16;
   const bool active = q0 + wr < sq;  // warp-uniform
 
@@ -264,13 +300,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
   load_stage(0);
   cp_async_commit();
 
-  // The key bias (log2 domain): the key mask row times log2 e, or 0; -inf past Sk. Visible after the first barrier.
-  const T* mrow = kMode == kLeanKeyMask ? static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] : nullptr;
-  for (int i = tid; i < ntiles * kLeanKeys; i += kThreads) {
-    float v = -INFINITY;
-    if (i < sk) v = kMode == kLeanKeyMask ? B::to_f(mrow[i * a.ms[3]]) * kLog2e : 0.f;
-    bias[i] = v;
-  }
+  lean_fill_bias<T, kMode == kLeanKeyMask, kThreads>(bias, ntiles * kLeanKeys, sk, a, b0, b1);
   const float sl2 = a.scale * kLog2e;
 
   LeanAcc acc;
@@ -333,24 +363,9 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
       if (acc.m[h] == -INFINITY) inv[h] = 1.f / float(sk);
   }
 
-  // Normalise into the warp's own rows of the Q buffer (conflict-free 4-byte stores), then 16-byte row stores.
-  T* osm = qsm + wr * kLeanLd;
-#pragma unroll
-  for (int n = 0; n < kLeanD / 8; ++n)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      *reinterpret_cast<uint32_t*>(osm + (g + 8 * h) * kLeanLd + n * 8 + 2 * t) =
-          B::pack(acc.o[n][2 * h] * inv[h], acc.o[n][2 * h + 1] * inv[h]);
-  __syncwarp();
-  T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int idx = lane + 32 * i, r = idx >> 3, c = (idx & 7) * 8;
-    const int row = q0 + wr + r;
-    if (row < sq)
-      *reinterpret_cast<uint4*>(out + int64_t(row) * a.os[2] + c) =
-          *reinterpret_cast<const uint4*>(osm + r * kLeanLd + c);
-  }
+  // Normalise into the warp's own rows of the Q buffer, then 16-byte row stores.
+  lean_store_o<T>(qsm + wr * kLeanLd, acc.o, inv, static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1], a.os[2], q0 + wr,
+                  sq);
 }
 
 // Whether the lean kernel takes these arguments (see the header comment); the caller has checked attention_uses_mma.
@@ -365,19 +380,26 @@ inline bool lean_supports(const AttentionArgs& a) {
          rows16(a.o, a.os) && (!a.mask || a.ms[2] == 0 || lean_row_mask_ok(a));
 }
 
+// Launches kernel(a) on (ceil(Sq / rows), b1, b0) blocks of `threads` threads with `bytes` of dynamic shared memory
+// (the lean, short and wgmma kernels).
+template <class Kernel>
+int launch_attention_rows(Kernel kernel, size_t bytes, int rows, int threads, const AttentionArgs& a,
+                          StreamT stream) {
+  const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (st != cudaSuccess) return static_cast<int>(st);
+  const dim3 grid(static_cast<unsigned>((a.sq + rows - 1) / rows), static_cast<unsigned>(a.b1),
+                  static_cast<unsigned>(a.b0));
+  kernel<<<grid, threads, bytes, reinterpret_cast<cudaStream_t>(stream)>>>(a);
+  return launch_common::launch_status();
+}
+
 template <class T, int kWarps, int kMode>
 int launch_lean_mask(const AttentionArgs& a, StreamT stream) {
   using Sh = LeanShape<kWarps>;
   constexpr int kMinBlocks = 65536 / (128 * Sh::kThreads);  // 128 registers per thread
-  const size_t bytes = Sh::bytes(a.sk, kMode == kLeanRowMask);
-  auto kernel = attention_lean<T, kWarps, kMode, kMinBlocks>;
-  const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (st != cudaSuccess) return static_cast<int>(st);
-  const dim3 grid(static_cast<unsigned>((a.sq + Sh::kRows - 1) / Sh::kRows), static_cast<unsigned>(a.b1),
-                  static_cast<unsigned>(a.b0));
-  kernel<<<grid, Sh::kThreads, bytes, reinterpret_cast<cudaStream_t>(stream)>>>(a);
-  return launch_common::launch_status();
+  return launch_attention_rows(attention_lean<T, kWarps, kMode, kMinBlocks>, Sh::bytes(a.sk, kMode == kLeanRowMask),
+                               Sh::kRows, Sh::kThreads, a, stream);
 }
 
 template <class T, int kWarps>

@@ -22,8 +22,8 @@
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 
-// Key ranges the kernel is built for: kChunks 16-key chunks, of which the last kShortPadChunks may be zero-filled (their
-// keys get the -inf bias). Exact chunk counts keep every chunk's mma chain free of branches: with a runtime check per
+// Key ranges the kernel is built for: kChunks 16-key chunks, of which the last kShortPadChunks may be zero-filled
+// (their keys get the -inf bias). Exact chunk counts keep every chunk's mma chain free of branches: with a runtime check per
 // chunk the compiler cannot interleave the chains of different chunks (session 11: 34.5 us against the lean
 // kernel's 27.3 at ViT b32 with such checks).
 constexpr int kShortChunkCounts[] = {8, 13, 16};
@@ -88,6 +88,86 @@ __device__ __forceinline__ void short_pv(float (&o)[kLeanD / 8][4], float (&l)[4
   }
 }
 
+// The softmax of a warp's 16 rows over the whole key range (the short and wgmma kernels): the key bias (every chunk
+// with a key mask, else the chunks that may hold keys past Sk), the row max of rows g and g + 8 (two shuffles across
+// a row's four lanes), and P as 16-bit A fragments. Each score becomes v with log2-domain score v * mul: the raw
+// score (no mask, mul = scale * log2 e; the tail chunks add their 0 / -inf bias) or scale * log2 e * s + bias (key
+// mask, mul = 1). mx: the row max in the log2 domain, -inf for a row whose keys are all -inf (its P is 0). kSums:
+// the float32 row sums of P are added to l (else the caller takes them from the tensor cores).
+template <class T, int kChunks, bool kKeyMask, bool kSums>
+__device__ __forceinline__ void short_softmax(float (&s)[2 * kChunks][4], const float* bias, float sl2, float mul,
+                                              float (&mx)[2], uint32_t (&pa)[kChunks][4], float (&l)[2]) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    if (!kKeyMask && c < kChunks - 1 - kShortPadChunks) continue;  // no key past Sk there
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float2 bb = *reinterpret_cast<const float2*>(bias + c * 16 + j * 8 + 2 * t);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float& x0 = s[2 * c + j][2 * h];
+        float& x1 = s[2 * c + j][2 * h + 1];
+        if constexpr (kKeyMask) {
+          x0 = fmaf(x0, sl2, bb.x);
+          x1 = fmaf(x1, sl2, bb.y);
+        } else {
+          x0 += bb.x;
+          x1 += bb.y;
+        }
+      }
+    }
+  }
+  float sub[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float m = lean_row_max<2 * kChunks>(s, h);
+    m = fmaxf(m, __shfl_xor_sync(kFull, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(kFull, m, 2));
+    mx[h] = m * mul;                            // mul > 0 keeps the order; -inf stays -inf
+    sub[h] = mx[h] == -INFINITY ? 0.f : mx[h];  // every key -inf: weights 0, the row is resolved at the end
+  }
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float p0 = ex2(fmaf(s[2 * c + j][2 * h], mul, -sub[h]));
+        const float p1 = ex2(fmaf(s[2 * c + j][2 * h + 1], mul, -sub[h]));
+        if constexpr (kSums) l[h] += p0 + p1;
+        pa[c][2 * j + h] = Bits16<T>::pack(p0, p1);
+      }
+}
+
+// Rows whose scores were all -inf (mx = -inf) get the mean of V over the keys (this lane's columns n * 8 + 2t,
+// + 1), unless zero_masked_rows (then inv stays 0: zeros). vpair(key, n): those two columns of V's row `key`.
+template <class T, class VPair>
+__device__ __forceinline__ void short_masked_rows(float (&o)[kLeanD / 8][4], float (&inv)[2], const float (&mx)[2],
+                                                  int sk, int zero_masked_rows, VPair vpair) {
+  using B = Bits16<T>;
+  if (!__any_sync(kFull, mx[0] == -INFINITY || mx[1] == -INFINITY) || zero_masked_rows) return;
+#pragma unroll
+  for (int n = 0; n < kLeanD / 8; ++n) {
+    float s0 = 0.f, s1 = 0.f;
+#pragma unroll 1
+    for (int key = 0; key < sk; ++key) {
+      const float2 vv = B::unpack(*reinterpret_cast<const typename B::Pair*>(vpair(key, n)));
+      s0 += vv.x;
+      s1 += vv.y;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (mx[h] == -INFINITY) {
+        o[n][2 * h] = s0;
+        o[n][2 * h + 1] = s1;
+      }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    if (mx[h] == -INFINITY) inv[h] = 1.f / float(sk);
+}
+
 template <class T, int kWarps, int kChunks, bool kKeyMask, int kMinBlocks>
 __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_short(AttentionArgs a) {
   using Sh = ShortShape<kWarps, kChunks>;
@@ -102,7 +182,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_short(Atten
 
   const int q0 = blockIdx.x * kRows;
   const int64_t b1 = blockIdx.y, b0 = blockIdx.z;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, t = lane & 3;
   const int wr = warp * 16;
   const bool active = q0 + wr < sq;  // warp-uniform
 
@@ -117,24 +197,16 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_short(Atten
   cp_async_commit();
   short_copy_rows<T, kThreads, 0, kKeys>(vsm, vg, a.vs[2], sk);
   cp_async_commit();
-  // The key bias (log2 domain): the key mask row times log2 e, or 0; -inf past Sk.
-  const T* mrow = kKeyMask ? static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] : nullptr;
-  for (int i = tid; i < kKeys; i += kThreads) {
-    float v = -INFINITY;
-    if (i < sk) v = kKeyMask ? B::to_f(mrow[i * a.ms[3]]) * kLog2e : 0.f;
-    bias[i] = v;
-  }
+  lean_fill_bias<T, kKeyMask, kThreads>(bias, kKeys, sk, a, b0, b1);
   const float sl2 = a.scale * kLog2e;
-  // Each score becomes v with log2-domain score v * mul: the raw score (no mask, mul = scale * log2 e; the chunks
-  // that may hold keys past Sk add their 0 / -inf bias) or scale * log2 e * s + bias (key mask, mul = 1).
-  const float mul = kKeyMask ? 1.f : sl2;
+  const float mul = kKeyMask ? 1.f : sl2;  // see short_softmax
 
   float s[kN][4];
   uint32_t qf[kLeanD / 16][4];
   const T* kb = ksm + ((lane & 7) + ((lane >> 4) << 3)) * kLeanLd + ((lane >> 3) & 1) * 8;
   cp_async_wait<1>();  // Q and K
   __syncthreads();
-  float sub[2] = {0.f, 0.f}, mx[2] = {-INFINITY, -INFINITY};
+  float mx[2] = {-INFINITY, -INFINITY};
   // P (16-bit) as A fragments for every chunk (half the registers of the scores).
   uint32_t pa[kChunks][4];
   if (active) {
@@ -144,42 +216,8 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_short(Atten
 #pragma unroll
     for (int i = 0; i < kN; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
     short_qk<T, 0, kChunks>(s, qf, kb);
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      if (!kKeyMask && c < kChunks - 1 - kShortPadChunks) continue;  // no key past Sk there
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const float2 bb = *reinterpret_cast<const float2*>(bias + c * 16 + j * 8 + 2 * t);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float& x0 = s[2 * c + j][2 * h];
-          float& x1 = s[2 * c + j][2 * h + 1];
-          if constexpr (kKeyMask) {
-            x0 = fmaf(x0, sl2, bb.x);
-            x1 = fmaf(x1, sl2, bb.y);
-          } else {
-            x0 += bb.x;
-            x1 += bb.y;
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float m = lean_row_max<kN>(s, h);
-      m = fmaxf(m, __shfl_xor_sync(kFull, m, 1));
-      m = fmaxf(m, __shfl_xor_sync(kFull, m, 2));
-      mx[h] = m * mul;                            // mul > 0 keeps the order; -inf stays -inf
-      sub[h] = mx[h] == -INFINITY ? 0.f : mx[h];  // every key -inf: weights 0, the row is resolved at the end
-    }
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-      for (int j = 0; j < 2; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          pa[c][2 * j + h] = B::pack(ex2(fmaf(s[2 * c + j][2 * h], mul, -sub[h])),
-                                     ex2(fmaf(s[2 * c + j][2 * h + 1], mul, -sub[h])));
+    float no_sums[2];  // the row sums come from the tensor cores (short_pv)
+    short_softmax<T, kChunks, kKeyMask, false>(s, bias, sl2, mul, mx, pa, no_sums);
   }
   // O = P V and l = P 1, V via ldmatrix .trans.
   float o[kLeanD / 8][4], l[4] = {0.f, 0.f, 0.f, 0.f};
@@ -195,47 +233,12 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_short(Atten
   float inv[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) inv[h] = mx[h] == -INFINITY ? 0.f : 1.f / l[2 * h];
-  if (__any_sync(kFull, mx[0] == -INFINITY || mx[1] == -INFINITY) && !a.zero_masked_rows) {
-#pragma unroll
-    for (int n = 0; n < kLeanD / 8; ++n) {
-      float s0 = 0.f, s1 = 0.f;
-#pragma unroll 1
-      for (int key = 0; key < sk; ++key) {
-        const float2 vv =
-            B::unpack(*reinterpret_cast<const typename B::Pair*>(vsm + key * kLeanLd + n * 8 + 2 * t));
-        s0 += vv.x;
-        s1 += vv.y;
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        if (mx[h] == -INFINITY) {
-          o[n][2 * h] = s0;
-          o[n][2 * h + 1] = s1;
-        }
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (mx[h] == -INFINITY) inv[h] = 1.f / float(sk);
-  }
+  short_masked_rows<T>(o, inv, mx, sk, a.zero_masked_rows,
+                       [&](int key, int n) { return vsm + key * kLeanLd + n * 8 + 2 * t; });
 
-  // Normalise into the warp's own rows of the Q buffer (conflict-free 4-byte stores), then 16-byte row stores.
-  T* osm = qsm + wr * kLeanLd;
-#pragma unroll
-  for (int n = 0; n < kLeanD / 8; ++n)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      *reinterpret_cast<uint32_t*>(osm + (g + 8 * h) * kLeanLd + n * 8 + 2 * t) =
-          B::pack(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
-  __syncwarp();
-  T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int idx = lane + 32 * i, r = idx >> 3, c = (idx & 7) * 8;
-    const int row = q0 + wr + r;
-    if (row < sq)
-      *reinterpret_cast<uint4*>(out + int64_t(row) * a.os[2] + c) =
-          *reinterpret_cast<const uint4*>(osm + r * kLeanLd + c);
-  }
+  // Normalise into the warp's own rows of the Q buffer, then 16-byte row stores.
+  lean_store_o<T>(qsm + wr * kLeanLd, o, inv, static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1], a.os[2], q0 + wr,
+                  sq);
 }
 
 // The chunk count of the build that takes Sk keys, or 0 (Sk is not within kShortPadChunks chunks of one of them).
@@ -256,14 +259,8 @@ int launch_short_mask(const AttentionArgs& a, StreamT stream) {
   // Registers: 128 per thread up to 8 chunks (4 blocks of 4 warps per SM), else 168 (3 blocks: the shared memory of
   // a 208-key range allows no more).
   constexpr int kMinBlocks = 65536 / ((kChunks <= 8 ? 128 : 168) * Sh::kThreads);
-  auto kernel = attention_short<T, kWarps, kChunks, kKeyMask, (kMinBlocks < 1 ? 1 : kMinBlocks)>;
-  const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(Sh::kBytes));
-  if (st != cudaSuccess) return static_cast<int>(st);
-  const dim3 grid(static_cast<unsigned>((a.sq + Sh::kRows - 1) / Sh::kRows), static_cast<unsigned>(a.b1),
-                  static_cast<unsigned>(a.b0));
-  kernel<<<grid, Sh::kThreads, Sh::kBytes, reinterpret_cast<cudaStream_t>(stream)>>>(a);
-  return launch_common::launch_status();
+  return launch_attention_rows(attention_short<T, kWarps, kChunks, kKeyMask, (kMinBlocks < 1 ? 1 : kMinBlocks)>,
+                               Sh::kBytes, Sh::kRows, Sh::kThreads, a, stream);
 }
 
 template <class T, int kWarps, int kChunks>

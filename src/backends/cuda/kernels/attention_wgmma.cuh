@@ -58,10 +58,6 @@ __device__ __forceinline__ void wg_proxy_fence() {
 #endif
 }
 
-template <class T> struct WgType;
-template <> struct WgType<__half> { static constexpr const char* kName = "f16"; };
-template <> struct WgType<__nv_bfloat16> { static constexpr const char* kName = "bf16"; };
-
 #define KILNRT_WG_D32(d)                                                                                          \
   "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),        \
       "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),   \
@@ -78,12 +74,14 @@ __device__ __forceinline__ void wg_ss_n64(float (*d)[4], uint64_t da, uint64_t d
 #if KILNRT_WGMMA
   if constexpr (std::is_same_v<T, __half>) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KILNRT_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KILNRT_WG_REGS32
+                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
                  : KILNRT_WG_D32(d)
                  : "l"(da), "l"(db), "r"(accumulate));
   } else {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KILNRT_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KILNRT_WG_REGS32
+                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
                  : KILNRT_WG_D32(d)
                  : "l"(da), "l"(db), "r"(accumulate));
   }
@@ -190,12 +188,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   cp_async_commit();
   wg_copy_rows<T, kKeys>(vsm, static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1], a.vs[2], sk);
   cp_async_commit();
-  const T* mrow = kKeyMask ? static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] : nullptr;
-  for (int i = tid; i < kKeys; i += kWgThreads) {
-    float v = -INFINITY;
-    if (i < sk) v = kKeyMask ? B::to_f(mrow[i * a.ms[3]]) * kLog2e : 0.f;
-    bias[i] = v;
-  }
+  lean_fill_bias<T, kKeyMask, kWgThreads>(bias, kKeys, sk, a, b0, b1);
   const float sl2 = a.scale * kLog2e;
   const float mul = kKeyMask ? 1.f : sl2;  // as in the short kernel
   cp_async_wait<1>();                      // Q and K
@@ -205,146 +198,82 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   const uint32_t ka = smem_addr(ksm), va = smem_addr(vsm);
 #pragma unroll 1
   for (int mt = 0; mt < kMTiles; ++mt) {
-  const int q0 = qbase + mt * kWgRows;
-  if (q0 >= sq) break;  // block-uniform
-  unsigned char* qt = qsm + mt * Sh::kQBytes;
-  const uint32_t qa = smem_addr(qt);
-  // S = Q K^T.
-  float s[kN][4];
-  wg_fence();
+    const int q0 = qbase + mt * kWgRows;
+    if (q0 >= sq) break;  // block-uniform
+    unsigned char* qt = qsm + mt * Sh::kQBytes;
+    const uint32_t qa = smem_addr(qt);
+    // S = Q K^T.
+    float s[kN][4];
+    wg_fence();
 #pragma unroll
-  for (int kk = 0; kk < kLeanD / 16; ++kk) {
-    const uint64_t dq = wg_desc(qa + kk * 32);
+    for (int kk = 0; kk < kLeanD / 16; ++kk) {
+      const uint64_t dq = wg_desc(qa + kk * 32);
 #pragma unroll
-    for (int j = 0; j < Sh::kFull64; ++j) wg_ss_n64<T>(&s[8 * j], dq, wg_desc(ka + j * 64 * kWgRowBytes + kk * 32), kk);
-    if constexpr (Sh::kTail16)
-      wg_ss_n16<T>(&s[8 * Sh::kFull64], dq, wg_desc(ka + Sh::kFull64 * 64 * kWgRowBytes + kk * 32), kk);
-  }
-  wg_commit_wait();
-
-  // The bias, row max, P: the short kernel's code on this warp's rows (16 * warp + g, + 8).
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    if (!kKeyMask && c < kChunks - 1 - kShortPadChunks) continue;
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const float2 bb = *reinterpret_cast<const float2*>(bias + c * 16 + j * 8 + 2 * t);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float& x0 = s[2 * c + j][2 * h];
-        float& x1 = s[2 * c + j][2 * h + 1];
-        if constexpr (kKeyMask) {
-          x0 = fmaf(x0, sl2, bb.x);
-          x1 = fmaf(x1, sl2, bb.y);
-        } else {
-          x0 += bb.x;
-          x1 += bb.y;
-        }
-      }
+      for (int j = 0; j < Sh::kFull64; ++j)
+        wg_ss_n64<T>(&s[8 * j], dq, wg_desc(ka + j * 64 * kWgRowBytes + kk * 32), kk);
+      if constexpr (Sh::kTail16)
+        wg_ss_n16<T>(&s[8 * Sh::kFull64], dq, wg_desc(ka + Sh::kFull64 * 64 * kWgRowBytes + kk * 32), kk);
     }
-  }
-  float sub[2], mx[2], l[2] = {0.f, 0.f};
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float m = lean_row_max<kN>(s, h);
-    m = fmaxf(m, __shfl_xor_sync(kFull, m, 1));
-    m = fmaxf(m, __shfl_xor_sync(kFull, m, 2));
-    mx[h] = m * mul;
-    sub[h] = mx[h] == -INFINITY ? 0.f : mx[h];
-  }
-  uint32_t pa[kChunks][4];
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float p0 = ex2(fmaf(s[2 * c + j][2 * h], mul, -sub[h]));
-        const float p1 = ex2(fmaf(s[2 * c + j][2 * h + 1], mul, -sub[h]));
-        l[h] += p0 + p1;
-        pa[c][2 * j + h] = B::pack(p0, p1);
-      }
+    wg_commit_wait();
 
-  if (mt == 0) {
-    cp_async_wait<0>();  // V
-    wg_proxy_fence();
-    __syncthreads();
-  }
+    // The bias, row max, P and float32 row sums: the short kernel's softmax on this warp's rows (16 * warp + g, + 8).
+    float mx[2], l[2] = {0.f, 0.f};
+    uint32_t pa[kChunks][4];
+    short_softmax<T, kChunks, kKeyMask, true>(s, bias, sl2, mul, mx, pa, l);
 
-  // O = P V.
-  float o[kLeanD / 8][4];
-#pragma unroll
-  for (int n = 0; n < kLeanD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-  wg_fence();
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) wg_rs_n64_tb<T>(o, pa[c], wg_desc(va + c * 16 * kWgRowBytes));
-  wg_commit_wait();
+    if (mt == 0) {
+      cp_async_wait<0>();  // V
+      wg_proxy_fence();
+      __syncthreads();
+    }
 
-  float inv[2];
+    // O = P V.
+    float o[kLeanD / 8][4];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(kFull, l[h], 1);
-    l[h] += __shfl_xor_sync(kFull, l[h], 2);
-    inv[h] = mx[h] == -INFINITY ? 0.f : 1.f / l[h];
-  }
-  const int wr = warp * 16;
-  const bool active = q0 + wr < sq;
-  if (active && __any_sync(kFull, mx[0] == -INFINITY || mx[1] == -INFINITY) && !a.zero_masked_rows) {
-    // Rows whose scores were all -inf: the mean of V over the keys (this lane's columns).
+    for (int n = 0; n < kLeanD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    wg_fence();
 #pragma unroll
-    for (int n = 0; n < kLeanD / 8; ++n) {
-      float s0 = 0.f, s1 = 0.f;
-#pragma unroll 1
-      for (int key = 0; key < sk; ++key) {
-        const float2 vv = B::unpack(
-            *reinterpret_cast<const typename B::Pair*>(vsm + wg_swz(key, n) + 4 * t));
-        s0 += vv.x;
-        s1 += vv.y;
-      }
+    for (int c = 0; c < kChunks; ++c) wg_rs_n64_tb<T>(o, pa[c], wg_desc(va + c * 16 * kWgRowBytes));
+    wg_commit_wait();
+
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      l[h] += __shfl_xor_sync(kFull, l[h], 1);
+      l[h] += __shfl_xor_sync(kFull, l[h], 2);
+      inv[h] = mx[h] == -INFINITY ? 0.f : 1.f / l[h];
+    }
+    const int wr = warp * 16;
+    const bool active = q0 + wr < sq;
+    if (active)
+      short_masked_rows<T>(o, inv, mx, sk, a.zero_masked_rows,
+                           [&](int key, int n) { return vsm + wg_swz(key, n) + 4 * t; });
+    // Normalise into this warp's rows of the Q tile (swizzled, as the chunks are read back), then 16-byte row stores.
+#pragma unroll
+    for (int n = 0; n < kLeanD / 8; ++n)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        if (mx[h] == -INFINITY) {
-          o[n][2 * h] = s0;
-          o[n][2 * h + 1] = s1;
-        }
-    }
+        *reinterpret_cast<uint32_t*>(qt + wg_swz(wr + g + 8 * h, n) + 4 * t) =
+            B::pack(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
+    __syncwarp();
+    if (active) {  // no early return: every warp takes part in the next tile's wgmma
+      T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (mx[h] == -INFINITY) inv[h] = 1.f / float(sk);
-  }
-  // Normalise into this warp's rows of the Q tile (swizzled, as the chunks are read back), then 16-byte row stores.
-#pragma unroll
-  for (int n = 0; n < kLeanD / 8; ++n)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      *reinterpret_cast<uint32_t*>(qt + wg_swz(wr + g + 8 * h, n) + 4 * t) =
-          B::pack(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
-  __syncwarp();
-  if (active) {  // no early return: every warp takes part in the next tile's wgmma
-    T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int idx = lane + 32 * i, r = wr + (idx >> 3), chunk = idx & 7;
-      const int row = q0 + r;
-      if (row < sq)
-        *reinterpret_cast<uint4*>(out + int64_t(row) * a.os[2] + chunk * 8) =
-            *reinterpret_cast<const uint4*>(qt + wg_swz(r, chunk));
+      for (int i = 0; i < 4; ++i) {
+        const int idx = lane + 32 * i, r = wr + (idx >> 3), chunk = idx & 7;
+        const int row = q0 + r;
+        if (row < sq)
+          *reinterpret_cast<uint4*>(out + int64_t(row) * a.os[2] + chunk * 8) =
+              *reinterpret_cast<const uint4*>(qt + wg_swz(r, chunk));
+      }
     }
   }
-  }  // tiles
 }
 
 template <class T, int kChunks, bool kKeyMask, int kMTiles>
 int launch_wg_mask(const AttentionArgs& a, StreamT stream) {
-  using Sh = WgShape<kChunks, kMTiles>;
-  auto kernel = attention_wg<T, kChunks, kKeyMask, kMTiles>;
-  const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(Sh::kBytes));
-  if (st != cudaSuccess) return static_cast<int>(st);
-  const dim3 grid(static_cast<unsigned>((a.sq + kWgRows * kMTiles - 1) / (kWgRows * kMTiles)), static_cast<unsigned>(a.b1),
-                  static_cast<unsigned>(a.b0));
-  kernel<<<grid, kWgThreads, Sh::kBytes, reinterpret_cast<cudaStream_t>(stream)>>>(a);
-  return launch_common::launch_status();
+  return launch_attention_rows(attention_wg<T, kChunks, kKeyMask, kMTiles>, WgShape<kChunks, kMTiles>::kBytes,
+                               kWgRows * kMTiles, kWgThreads, a, stream);
 }
 
 template <class T, int kChunks, int kMTiles>
