@@ -314,10 +314,10 @@ int attention_mma_pick(const AttentionArgs& a) {
   // 13.0 us against 4.15 / 5.82 / 13.1) and ViT b1 / b32 (4.2 / 25.8 against 5.0 / 27.3), but not at ViT b8 (8.9
   // against 8.4): above 128 keys it holds 3 blocks per SM, and a grid of about one such wave (384 blocks) leaves each
   // block's whole K / V copy exposed, where the lean kernel's 4 blocks per SM overlap copies with math.
-  // Session 11 (build-s11/wg_probe.cu, H100): the wgmma kernel, on the short kernel's arguments, against the short
-  // kernel: ViT b32 22.3 against 28.3 us, BERT b32 11.0 against 14.5, ViT b1 4.5 against 5.4, BERT b1 4.1 against
-  // 4.6 (back-to-back launches). Two 64-row tiles per block from 768 tiles on (about two waves of single-tile blocks
-  // at 3 per SM: BERT / ViT b32), one below (batch 1 - 8).
+  // Session 11 (CudaAttentionMmaBench, H100, bench/results/h100_2026-11-23_s11.md): the wgmma kernel, on the short
+  // kernel's arguments, against the short kernel: ViT b32 19.6 (wg2) / 20.7 (wg) against 26.4 us, BERT b32 9.0 /
+  // 9.1 against 13.5, ViT b8 6.0 (wg) against 9.3, b1 3.3-3.7 against 3.8-4.6. Two 64-row tiles per block from 768
+  // tiles on (about two waves of single-tile blocks at 3 per SM: BERT / ViT b32), one below (batch 1 - 8).
   const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
   if (short_supports(a) && attention_wgmma_runs_here()) return blocks64 >= 768 ? kWg2Variant : kWgVariant;
   if (short_supports(a) && !(a.sk > 128 && blocks64 > 132 && blocks64 <= 3 * 132)) return kShortVariant;

@@ -158,9 +158,10 @@ struct WgShape {
   static constexpr size_t kBytes = kMTiles * kQBytes + 2 * kKvBytes + kKeys * sizeof(float) + 1024;
 };
 
-// Registers: up to 128 with 8 chunks (4 blocks per SM; BERT b32 10.2 against 10.7 us with 3), else 168 (3 blocks).
-// kMTiles 64-row tiles per block share one copy of K / V: 2 pays at large grids (build-s11/wg_probe.cu, H100: ViT
-// b32 21.3 against 22.3 us, BERT b32 9.7 against 10.2) and loses at small ones (ViT b1 6.2 against 4.3).
+// Registers: up to 128 with 8 chunks (4 blocks per SM: BERT b32 10.2 against 10.7 us with 3, measured with
+// bench/attention_wgmma_probe.cu and this bound changed), else 168 (3 blocks). kMTiles 64-row tiles per block share one copy of K / V: 2
+// pays at large grids (CudaAttentionMmaBench, H100: ViT b32 19.6 against 20.7 us, BERT b32 9.0 against 9.1) and
+// loses at small ones (ViT b1 5.7 against 3.7, b8 7.6 against 6.0).
 template <class T, int kChunks, bool kKeyMask, int kMTiles>
 __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg(AttentionArgs a) {
   using Sh = WgShape<kChunks, kMTiles>;

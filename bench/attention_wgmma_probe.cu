@@ -1,0 +1,176 @@
+// The wgmma attention kernel (src/backends/cuda/kernels/attention_wgmma.cuh) against the short mma.sync kernel
+// (attention_short.cuh), standalone (issue 7, session 11; H100). For BERT / ViT shapes at batch 1 / 32 and two
+// others, fp16: every output element of wg (WG_TILES 64-row tiles per block) against short4, and a float64 CPU
+// reference on two heads; then back-to-back launch times (200 launches, 3 rounds) of short4, wg and wg2. Exit
+// status 1 on a mismatch. Build (sm_90a for wgmma; the kernels are header templates, cudart static):
+//   nvcc -std=c++17 -O3 -arch=sm_90a -DWG_TILES=1 -Isrc -Iinclude -o attention_wgmma_probe \
+//       bench/attention_wgmma_probe.cu
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "backends/cuda/kernels/attention_wgmma.cuh"
+
+#ifndef WG_TILES
+#define WG_TILES 1  // tiles per block of the wg run whose outputs are checked
+#endif
+
+using namespace kilnrt::cuda::kernels;
+using namespace kilnrt::cuda::kernels::attention_mma_detail;
+
+#define CK(...)                                                                     \
+  do {                                                                              \
+    const cudaError_t e_ = (cudaError_t)(__VA_ARGS__);                              \
+    if (e_ != cudaSuccess) {                                                        \
+      std::printf("CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__); \
+      std::exit(1);                                                                 \
+    }                                                                               \
+  } while (0)
+
+static float h2f(uint16_t h) {
+  __half x;
+  *reinterpret_cast<uint16_t*>(&x) = h;
+  return __half2float(x);
+}
+static uint16_t f2h(float f) {
+  const __half x = __float2half(f);
+  return *reinterpret_cast<const uint16_t*>(&x);
+}
+
+struct Shape {
+  const char* name;
+  int b, h, s;
+  bool mask;       // a [B, 1, 1, S] key mask
+  bool seq_first;  // [S, B, H, D] (ViT) or [B, S, H, D] (BERT)
+};
+
+// Max |got - reference| over heads (0, 0) and (B - 1, H - 1), float64 softmax(0.125 Q K^T + mask) V.
+static double cpu_check(const Shape& sh, const int64_t (&st)[4], const std::vector<uint16_t>& q,
+                        const std::vector<uint16_t>& k, const std::vector<uint16_t>& v,
+                        const std::vector<uint16_t>& m, const std::vector<uint16_t>& got) {
+  const int S = sh.s, D = 64;
+  double worst = 0;
+  for (int which = 0; which < 2; ++which) {
+    const int64_t base = (which ? sh.b - 1 : 0) * st[0] + (which ? sh.h - 1 : 0) * st[1];
+    const int bb = which ? sh.b - 1 : 0;
+    for (int i = 0; i < S; ++i) {
+      std::vector<double> sc(S);
+      double mx = -1e300;
+      for (int j = 0; j < S; ++j) {
+        double acc = 0;
+        for (int d = 0; d < D; ++d) acc += double(h2f(q[base + i * st[2] + d])) * h2f(k[base + j * st[2] + d]);
+        acc *= 0.125;
+        if (sh.mask) acc += h2f(m[bb * S + j]);
+        sc[j] = acc;
+        mx = std::max(mx, acc);
+      }
+      double sum = 0;
+      for (int j = 0; j < S; ++j) sum += sc[j] = std::exp(sc[j] - mx);
+      for (int d = 0; d < D; ++d) {
+        double acc = 0;
+        for (int j = 0; j < S; ++j) acc += sc[j] * h2f(v[base + j * st[2] + d]);
+        worst = std::max(worst, std::fabs(acc / sum - h2f(got[base + i * st[2] + d])));
+      }
+    }
+  }
+  return worst;
+}
+
+int main() {
+  const Shape shapes[] = {{"vit-b32", 32, 12, 197, false, true},     {"bert-b32", 32, 12, 128, true, false},
+                          {"vit-b1", 1, 12, 197, false, true},       {"bert-b1", 1, 12, 128, true, false},
+                          {"s256-b4-mask", 4, 12, 256, true, false}, {"s180-b4", 4, 12, 180, false, true}};
+  int fails = 0;
+  for (const Shape& sh : shapes) {
+    const int B = sh.b, H = sh.h, S = sh.s, D = 64;
+    const size_t n = size_t(B) * H * S * D;
+    std::vector<uint16_t> hq(n), hk(n), hv(n), hm(size_t(B) * S);
+    uint32_t seed = 1234567u + S;
+    auto rnd = [&] {
+      seed = seed * 1664525u + 1013904223u;
+      return ((seed >> 8) & 0xffff) / 32768.f - 1.f;
+    };
+    for (auto* t : {&hq, &hk, &hv})
+      for (auto& x : *t) x = f2h(rnd() * 2.f);
+    // Masked keys: every 7th, and the second half of batch entry 0's keys.
+    for (size_t i = 0; i < hm.size(); ++i)
+      hm[i] = f2h((i % S) % 7 == 3 || (i / S == 0 && int(i % S) > S / 2) ? -10000.f : 0.f);
+    void *q, *k, *v, *m, *o_short, *o_wg;
+    CK(cudaMalloc(&q, n * 2));
+    CK(cudaMalloc(&k, n * 2));
+    CK(cudaMalloc(&v, n * 2));
+    CK(cudaMalloc(&m, hm.size() * 2));
+    CK(cudaMalloc(&o_short, n * 2));
+    CK(cudaMalloc(&o_wg, n * 2));
+    CK(cudaMemcpy(q, hq.data(), n * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(k, hk.data(), n * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(v, hv.data(), n * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(m, hm.data(), hm.size() * 2, cudaMemcpyHostToDevice));
+    AttentionArgs a;
+    a.dt = 1;
+    a.q = q;
+    a.k = k;
+    a.v = v;
+    a.o = o_short;
+    a.mask = sh.mask ? m : nullptr;
+    a.b0 = B;
+    a.b1 = H;
+    a.sq = a.sk = S;
+    a.d = a.dv = D;
+    a.scale = 0.125f;
+    const int64_t st[4] = {sh.seq_first ? int64_t(H) * D : int64_t(S) * H * D, D,
+                           sh.seq_first ? int64_t(B) * H * D : int64_t(H) * D, 1};
+    for (int i = 0; i < 4; ++i) a.qs[i] = a.ks[i] = a.vs[i] = a.os[i] = st[i];
+    if (sh.mask) {
+      a.ms[0] = S;
+      a.ms[3] = 1;
+    }
+    if (!short_supports(a)) {
+      std::printf("%s: the short kernel does not take it\n", sh.name);
+      continue;
+    }
+    AttentionArgs aw = a;
+    aw.o = o_wg;
+    CK(launch_short<__half, 4>(a, nullptr));
+    CK(launch_wg<__half, WG_TILES>(aw, nullptr));
+    CK(cudaDeviceSynchronize());
+    std::vector<uint16_t> r_short(n), r_wg(n);
+    CK(cudaMemcpy(r_short.data(), o_short, n * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(r_wg.data(), o_wg, n * 2, cudaMemcpyDeviceToHost));
+    double diff = 0;
+    for (size_t i = 0; i < n; ++i) diff = std::max(diff, double(std::fabs(h2f(r_short[i]) - h2f(r_wg[i]))));
+    const double ref = cpu_check(sh, st, hq, hk, hv, hm, r_wg);
+    const bool ok = diff < 2e-2 && ref < 2e-2;  // NaN fails
+    fails += !ok;
+    std::printf("%-14s max|wg - short4| %.3e  max|wg - cpu f64| %.3e  %s\n", sh.name, diff, ref,
+                ok ? "ok" : "MISMATCH");
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    auto run = [&](int kind) {
+      return kind == 2 ? launch_wg<__half, 2>(aw, nullptr)
+                       : kind == 1 ? launch_wg<__half, 1>(aw, nullptr) : launch_short<__half, 4>(a, nullptr);
+    };
+    for (int round = 0; round < 3; ++round) {
+      float ms[3];
+      for (int kind = 0; kind < 3; ++kind) {
+        for (int w = 0; w < 20; ++w) run(kind);
+        CK(cudaEventRecord(e0));
+        for (int it = 0; it < 200; ++it) run(kind);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        CK(cudaEventElapsedTime(&ms[kind], e0, e1));
+      }
+      std::printf("  round %d: short4 %.2f us  wg %.2f us  wg2 %.2f us\n", round, ms[0] * 5.f, ms[1] * 5.f,
+                  ms[2] * 5.f);
+    }
+    CK(cudaGetLastError());
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    for (void* p : {q, k, v, m, o_short, o_wg}) CK(cudaFree(p));
+  }
+  std::printf("%s\n", fails ? "FAILED" : "ALL OK");
+  return fails ? 1 : 0;
+}
