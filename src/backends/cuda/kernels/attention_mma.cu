@@ -319,8 +319,10 @@ int attention_mma_pick(const AttentionArgs& a) {
   // 9.1 against 13.5, ViT b8 6.0 (wg) against 9.3, b1 3.3-3.7 against 3.8-4.6. Two 64-row tiles per block from 768
   // tiles on (about two waves of single-tile blocks at 3 per SM: BERT / ViT b32), one below (batch 1 - 8).
   const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
-  if (short_supports(a) && attention_wgmma_runs_here()) return blocks64 >= 768 ? kWg2Variant : kWgVariant;
-  if (short_supports(a) && !(a.sk > 128 && blocks64 > 132 && blocks64 <= 3 * 132)) return kShortVariant;
+  if (short_supports(a)) {
+    if (attention_wgmma_runs_here()) return blocks64 >= 768 ? kWg2Variant : kWgVariant;
+    if (!(a.sk > 128 && blocks64 > 132 && blocks64 <= 3 * 132)) return kShortVariant;
+  }
   if (lean_supports(a)) {
     const bool row_mask = a.mask && a.ms[2] != 0;
     return 1 + kFa2ConfigCount + (row_mask && a.b0 * a.b1 * ((a.sq + 127) / 128) >= 264 ? 1 : 0);  // lean4 / lean8

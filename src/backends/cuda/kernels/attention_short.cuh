@@ -23,46 +23,52 @@
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 
 // Key ranges the kernel is built for: kChunks 16-key chunks, of which the last kShortPadChunks may be zero-filled
-// (their keys get the -inf bias). Exact chunk counts keep every chunk's mma chain free of branches: with a runtime check per
-// chunk the compiler cannot interleave the chains of different chunks (session 11: 34.5 us against the lean
-// kernel's 27.3 at ViT b32 with such checks).
+// (their keys get the -inf bias). Exact chunk counts keep every chunk's mma chain free of branches: with a runtime
+// check per chunk the compiler cannot interleave the chains of different chunks (session 11: 34.5 us against the
+// lean kernel's 27.3 at ViT b32 with such checks).
 constexpr int kShortChunkCounts[] = {8, 13, 16};
 constexpr int kShortPadChunks = 1;
 
 template <int kWarps, int kChunks>
 struct ShortShape {
   static constexpr int kThreads = 32 * kWarps, kRows = 16 * kWarps, kKeys = 16 * kChunks;
-  static constexpr int kRowStep = kThreads / 8;  // rows one copy instruction covers (8 chunks of 16 bytes per row)
   // Q rows, K and V rows for the padded key range, the bias row.
   static constexpr size_t kBytes = (size_t(kRows) + 2 * kKeys) * kLeanLd * 2 + kKeys * sizeof(float);
 };
 
-// Copies rows [kFirst, kFirst + kCount) of 64 elements (row stride rs; kCount a multiple of kThreads / 8) to the
-// same rows of dst with the padded row stride; rows >= valid are zero-filled. Each thread moves column chunk
-// tid % 8 of rows kFirst + tid / 8 + (kThreads / 8) * i.
-template <class T, int kThreads, int kFirst, int kCount>
-__device__ __forceinline__ void short_copy_rows(T* dst, const T* src, int64_t rs, int valid) {
+// Copies rows [0, kRows) of 64 elements (row stride rs; kRows a multiple of kThreads / 8) into shared memory with
+// cp.async; rows >= valid are zero-filled. Each thread moves 16-byte chunk tid % 8 of rows tid / 8 + (kThreads / 8) i
+// to dst + offset(row, chunk) bytes: padded rows for the short kernel, the 128-byte swizzle for the wgmma kernel.
+template <class T, int kThreads, int kRows, class Offset>
+__device__ __forceinline__ void short_copy_rows(unsigned char* dst, const T* src, int64_t rs, int valid,
+                                                Offset offset) {
   constexpr int kStep = kThreads / 8;
-  static_assert(kCount % kStep == 0, "whole copy steps");
-  const int crow = kFirst + (threadIdx.x >> 3), ccol = (threadIdx.x & 7) * 8;
-  const T* p = src + int64_t(crow) * rs + ccol;
+  static_assert(kRows % kStep == 0, "whole copy steps");
+  const int crow = threadIdx.x >> 3, chunk = threadIdx.x & 7;
+  const T* p = src + int64_t(crow) * rs + chunk * 8;
   const int64_t step = int64_t(kStep) * rs;
-  dst += crow * kLeanLd + ccol;
 #pragma unroll
-  for (int i = 0; i < kCount / kStep; ++i) {
-    const bool ok = crow + i * kStep < valid;
-    cp_async16(dst + i * kStep * kLeanLd, ok ? p : src, ok);
+  for (int i = 0; i < kRows / kStep; ++i) {
+    const int r = crow + i * kStep;
+    const bool ok = r < valid;
+    cp_async16(dst + offset(r, chunk), ok ? p : src, ok);
     p += step;
   }
 }
 
-// S += Q K^T for key chunks [kC0, kC1) (kb: this lane's ldmatrix row of chunk 0).
-template <class T, int kC0, int kC1, int kN>
-__device__ __forceinline__ void short_qk(float (&s)[kN][4], const uint32_t (&qf)[kLeanD / 16][4], const T* kb) {
+// Byte offset of chunk `chunk` (8 elements) of row `row` in the short kernel's padded tiles (row stride kLeanLd).
+__device__ __forceinline__ uint32_t short_padded(int row, int chunk) {
+  return uint32_t(row) * (kLeanLd * 2) + uint32_t(chunk) * 16;
+}
+
+// S = Q K^T over all kChunks key chunks, s zeroed by the caller (kb: this lane's ldmatrix row of chunk 0).
+template <class T, int kChunks>
+__device__ __forceinline__ void short_qk(float (&s)[2 * kChunks][4], const uint32_t (&qf)[kLeanD / 16][4],
+                                         const T* kb) {
 #pragma unroll
   for (int kk = 0; kk < kLeanD / 16; ++kk)
 #pragma unroll
-    for (int c = kC0; c < kC1; ++c) {
+    for (int c = 0; c < kChunks; ++c) {
       uint32_t b[4];
       ldsm_x4(b, kb + c * 16 * kLeanLd + kk * 16);
       Bits16<T>::mma(s[2 * c], qf[kk], b[0], b[1]);
@@ -70,13 +76,13 @@ __device__ __forceinline__ void short_qk(float (&s)[kN][4], const uint32_t (&qf)
     }
 }
 
-// O += P V and l += P 1 for key chunks [kC0, kC1) (vb: this lane's ldmatrix .trans row of chunk 0).
-template <class T, int kC0, int kC1, int kChunks>
+// O += P V and l += P 1 over all kChunks key chunks (vb: this lane's ldmatrix .trans row of chunk 0).
+template <class T, int kChunks>
 __device__ __forceinline__ void short_pv(float (&o)[kLeanD / 8][4], float (&l)[4], const uint32_t (&pa)[kChunks][4],
                                          const T* vb) {
   constexpr uint32_t kOnes = LeanOnes<T>::kBits;
 #pragma unroll
-  for (int c = kC0; c < kC1; ++c) {
+  for (int c = 0; c < kChunks; ++c) {
 #pragma unroll
     for (int dn = 0; dn < kLeanD / 16; ++dn) {
       uint32_t b[4];
@@ -191,11 +197,12 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_short(Atten
   // 14.3 against 13.0): the two extra block barriers cost more than the overlap gains.
   const T* kg = static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1];
   const T* vg = static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1];
-  short_copy_rows<T, kThreads, 0, kRows>(
-      qsm, static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] + int64_t(q0) * a.qs[2], a.qs[2], sq - q0);
-  short_copy_rows<T, kThreads, 0, kKeys>(ksm, kg, a.ks[2], sk);
+  short_copy_rows<T, kThreads, kRows>(reinterpret_cast<unsigned char*>(qsm),
+                                      static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] + int64_t(q0) * a.qs[2],
+                                      a.qs[2], sq - q0, short_padded);
+  short_copy_rows<T, kThreads, kKeys>(reinterpret_cast<unsigned char*>(ksm), kg, a.ks[2], sk, short_padded);
   cp_async_commit();
-  short_copy_rows<T, kThreads, 0, kKeys>(vsm, vg, a.vs[2], sk);
+  short_copy_rows<T, kThreads, kKeys>(reinterpret_cast<unsigned char*>(vsm), vg, a.vs[2], sk, short_padded);
   cp_async_commit();
   lean_fill_bias<T, kKeyMask, kThreads>(bias, kKeys, sk, a, b0, b1);
   const float sl2 = a.scale * kLog2e;
@@ -215,7 +222,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_short(Atten
       ldsm_x4(qf[kk], qsm + (wr + (lane & 15)) * kLeanLd + kk * 16 + (lane >> 4) * 8);
 #pragma unroll
     for (int i = 0; i < kN; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-    short_qk<T, 0, kChunks>(s, qf, kb);
+    short_qk<T, kChunks>(s, qf, kb);
     float no_sums[2];  // the row sums come from the tensor cores (short_pv)
     short_softmax<T, kChunks, kKeyMask, false>(s, bias, sl2, mul, mx, pa, no_sums);
   }
@@ -227,7 +234,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_short(Atten
   cp_async_wait<0>();  // V
   __syncthreads();
   if (!active) return;
-  short_pv<T, 0, kChunks>(o, l, pa, vb);
+  short_pv<T, kChunks>(o, l, pa, vb);
 
   // Rows whose scores were all -inf: the mean of V over the keys (this lane's columns), or zeros.
   float inv[2];

@@ -131,24 +131,6 @@ __device__ __forceinline__ void wg_rs_n64_tb(float (*d)[4], const uint32_t (&a)[
 #endif
 }
 
-// Copies rows [0, kRows) of 64 elements (row stride rs) into a 128-byte-swizzled tile; rows >= valid are
-// zero-filled. Thread tid moves chunk tid % 8 of rows tid / 8 + 16 i.
-template <class T, int kRows>
-__device__ __forceinline__ void wg_copy_rows(unsigned char* dst, const T* src, int64_t rs, int valid) {
-  constexpr int kStep = kWgThreads / 8;
-  static_assert(kRows % kStep == 0, "whole copy steps");
-  const int crow = threadIdx.x >> 3, chunk = threadIdx.x & 7;
-  const T* p = src + int64_t(crow) * rs + chunk * 8;
-  const int64_t step = int64_t(kStep) * rs;
-#pragma unroll
-  for (int i = 0; i < kRows / kStep; ++i) {
-    const int r = crow + i * kStep;
-    const bool ok = r < valid;
-    cp_async16(dst + wg_swz(r, chunk), ok ? p : src, ok);
-    p += step;
-  }
-}
-
 template <int kChunks, int kMTiles>
 struct WgShape {
   static constexpr int kKeys = 16 * kChunks, kFull64 = kKeys / 64, kTail16 = (kKeys % 64) / 16;
@@ -159,9 +141,9 @@ struct WgShape {
 };
 
 // Registers: up to 128 with 8 chunks (4 blocks per SM: BERT b32 10.2 against 10.7 us with 3, measured with
-// bench/attention_wgmma_probe.cu and this bound changed), else 168 (3 blocks). kMTiles 64-row tiles per block share one copy of K / V: 2
-// pays at large grids (CudaAttentionMmaBench, H100: ViT b32 19.6 against 20.7 us, BERT b32 9.0 against 9.1) and
-// loses at small ones (ViT b1 5.7 against 3.7, b8 7.6 against 6.0).
+// bench/attention_wgmma_probe.cu and this bound changed), else 168 (3 blocks). kMTiles 64-row tiles per block
+// share one copy of K / V: 2 pays at large grids (CudaAttentionMmaBench, H100: ViT b32 19.6 against 20.7 us, BERT
+// b32 9.0 against 9.1) and loses at small ones (ViT b1 5.7 against 3.7, b8 7.6 against 6.0).
 template <class T, int kChunks, bool kKeyMask, int kMTiles>
 __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg(AttentionArgs a) {
   using Sh = WgShape<kChunks, kMTiles>;
@@ -181,13 +163,15 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
     const int q0 = qbase + mt * kWgRows;
-    wg_copy_rows<T, kWgRows>(qsm + mt * Sh::kQBytes,
-                             static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] + int64_t(q0) * a.qs[2], a.qs[2],
-                             sq - q0);
+    short_copy_rows<T, kWgThreads, kWgRows>(
+        qsm + mt * Sh::kQBytes, static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] + int64_t(q0) * a.qs[2],
+        a.qs[2], sq - q0, wg_swz);
   }
-  wg_copy_rows<T, kKeys>(ksm, static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1], a.ks[2], sk);
+  short_copy_rows<T, kWgThreads, kKeys>(ksm, static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1], a.ks[2], sk,
+                                        wg_swz);
   cp_async_commit();
-  wg_copy_rows<T, kKeys>(vsm, static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1], a.vs[2], sk);
+  short_copy_rows<T, kWgThreads, kKeys>(vsm, static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1], a.vs[2], sk,
+                                        wg_swz);
   cp_async_commit();
   lean_fill_bias<T, kKeyMask, kWgThreads>(bias, kKeys, sk, a, b0, b1);
   const float sl2 = a.scale * kLog2e;
