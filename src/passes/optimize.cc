@@ -12,6 +12,7 @@
 #include "passes/fold_conv_bn.h"
 #include "passes/fold_layer_scale.h"
 #include "passes/fuse_conv_epilogue.h"
+#include "passes/hoist_gather.h"
 #include "passes/move_input_activation.h"
 #include "passes/patchify_conv.h"
 #include "passes/shape_inference.h"
@@ -51,8 +52,12 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
   // epilogues, which then take it as the GEMM's C operand).
   if (fold_layer_scale(graph) > 0) infer_shapes(graph);
   // Pattern fusions (issue 7), on folded constants (scales, epsilons) and known ranks.
-  const size_t attention = options.fuse_attention ? fuse_attention(graph) : 0, gelu = fuse_gelu(graph), gemm = fuse_gemm_epilogues(graph),
-               layernorm = fuse_layernorm(graph);
+  const size_t attention = options.fuse_attention ? fuse_attention(graph) : 0;
+  if (attention > 0) infer_shapes(graph);
+  // Row selections (ViT's x[:, 0]) above the row-wise ops feeding them (issue 7): after the attention's batch-first
+  // rewrite, which leaves its out-projection row-wise, and before the fusions that then take the smaller ops.
+  hoist_gathers(graph);
+  const size_t gelu = fuse_gelu(graph), gemm = fuse_gemm_epilogues(graph), layernorm = fuse_layernorm(graph);
   if (attention + gelu + gemm + layernorm > 0) {
     infer_shapes(graph);
     KILNRT_LOG(kInfo, "fused " << attention << " attention block(s), " << gelu << " GELU(s), " << gemm
