@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "core/logging.h"
+#include "ops/nn/fused_attention.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"
 #include "passes/shape_inference.h"
@@ -62,15 +63,39 @@ std::vector<int64_t> reduced_axes(const ir::Graph& g, const ir::Node& p, int64_t
   return axes;
 }
 
+// For a com.kilnrt:FusedAttention whose output axis `axis` is the query axis: the query input's physical axis for it
+// (the keys, values and a mask that broadcasts along the queries are read whole).
+bool query_rows(const ir::Graph& g, const ir::Node& p, int64_t axis, std::vector<int64_t>* along) {
+  if (p.inputs.size() < 3 || p.outputs.size() != 1) return false;
+  const ir::SymShape* q = shape_of(g, p.inputs[0]);
+  const ir::SymShape* y = shape_of(g, p.outputs[0]);
+  if (!q || !y || q->size() != y->size() || q->size() < 2) return false;
+  const size_t r = q->size();
+  const std::vector<int64_t> q_perm = ops::nn::attention_perm(p, "q_perm", r);
+  const std::vector<int64_t> out_perm = ops::nn::attention_perm(p, "out_perm", r);
+  if (out_perm[static_cast<size_t>(axis)] != static_cast<int64_t>(r) - 2) return false;  // not the query axis
+  const int64_t q_axis = q_perm[r - 2];
+  const std::vector<int64_t> part = ops::nn::attention_part(p, "q_part", r);
+  if (!part.empty() && part[0] == q_axis) return false;
+  if (p.inputs.size() > 3 && !p.inputs[3].empty()) {  // the mask's query dim: broadcast, or no mask
+    const ir::SymShape* m = shape_of(g, p.inputs[3]);
+    if (!m || (m->size() >= 2 && !((*m)[m->size() - 2].known() && (*m)[m->size() - 2].value == 1))) return false;
+  }
+  (*along)[0] = q_axis;
+  return true;
+}
+
 // Whether `p` computes its output (rank `rank`) row by row along `axis`, whose size is `rows`. On true, `along[i]` is
 // the axis along which input i must be gathered, or -1 when the input is read whole (it lacks the axis, or broadcasts
 // along it).
 bool row_wise(const ir::Graph& g, const GraphIndex& ix, const ir::Node& p, int64_t rank, int64_t axis,
               const ir::Dim& rows, std::vector<int64_t>* along) {
-  if (!p.domain.empty() || p.outputs.empty()) return false;
+  if (p.outputs.empty()) return false;
   for (size_t i = 1; i < p.outputs.size(); ++i)
     if (!p.outputs[i].empty() && ix.uses(p.outputs[i]) > 0) return false;
   along->assign(p.inputs.size(), -1);
+  if (p.domain == ops::nn::kKilnrtDomain && p.op_type == "FusedAttention") return query_rows(g, p, axis, along);
+  if (!p.domain.empty()) return false;
   const std::string& op = p.op_type;
   if (elementwise_ops().count(op)) {
     if (p.outputs.size() != 1) return false;
@@ -86,8 +111,15 @@ bool row_wise(const ir::Graph& g, const GraphIndex& ix, const ir::Node& p, int64
     return true;
   }
   const ir::SymShape* x = p.inputs.empty() || p.inputs[0].empty() ? nullptr : shape_of(g, p.inputs[0]);
-  if (!x || static_cast<int64_t>(x->size()) != rank) return false;
-  if (op == "MatMul") {  // rows of A times a matrix
+  if (!x || (op != "Reshape" && static_cast<int64_t>(x->size()) != rank)) return false;
+  if (op == "Reshape") {  // dims up to the axis kept, the ones after it merged or split
+    const ir::SymShape* y = shape_of(g, p.outputs[0]);
+    if (p.inputs.size() != 2 || !int_constant(g, p.inputs[1]) || p.attr_int("allowzero", 0) != 0 || !y ||
+        static_cast<int64_t>(y->size()) <= axis || static_cast<int64_t>(x->size()) <= axis)
+      return false;
+    for (int64_t d = 0; d <= axis; ++d)
+      if ((*x)[d] != (*y)[d] || !((*x)[d].known() || !(*x)[d].param.empty())) return false;
+  } else if (op == "MatMul") {  // rows of A times a matrix
     const ir::SymShape* b = p.inputs.size() == 2 ? shape_of(g, p.inputs[1]) : nullptr;
     if (!b || b->size() != 2 || rank < 2 || axis >= rank - 1) return false;
   } else if (op == "LayerNormalization") {
@@ -170,6 +202,13 @@ bool hoist_one(ir::Graph& g, const GraphIndex& ix, size_t gi) {
   const std::string rows = add_constant(
       g, gather.name + "_rows", Tensor::from_vector(pick.rows, DType::kInt64, {static_cast<int64_t>(pick.rows.size())}));
   std::vector<ir::Node> added;
+  if (moved.op_type == "Reshape") {  // the target's explicit size of the axis becomes the number of rows
+    std::vector<int64_t> target = *int_constant(g, moved.inputs[1]);
+    int64_t& d = target[static_cast<size_t>(pick.axis)];
+    if (d > 0) d = static_cast<int64_t>(pick.rows.size());
+    moved.inputs[1] = add_constant(g, moved.name + "_shape",
+                                   Tensor::from_vector(target, DType::kInt64, {static_cast<int64_t>(target.size())}));
+  }
   for (size_t i = 0; i < moved.inputs.size(); ++i) {
     if (along[i] < 0) continue;
     if (g.is_constant(moved.inputs[i])) {  // a constant operand (a position embedding) is cut here
@@ -178,7 +217,7 @@ bool hoist_one(ir::Graph& g, const GraphIndex& ix, size_t gi) {
       continue;
     }
     const std::string v = reserve_value(g, moved.inputs[i] + "_rows");
-    ir::Node n = make_node(unique_node_name(g, added, gather.name + "/" + moved.name), "Gather",
+    ir::Node n = make_node(unique_node_name(g, added, moved.name + "/rows"), "Gather",
                            {moved.inputs[i], rows}, v);
     n.attrs["axis"] = int_attr(along[i]);
     added.push_back(std::move(n));

@@ -56,6 +56,28 @@ TEST(HoistGather, ClassTokenMovesAboveTheLastBlock) {
   for (const Shape& rows : matmul_rows(g)) EXPECT_TRUE(rows == Shape({2, 1}) || rows == Shape({2})) << g.to_string();
 }
 
+TEST(HoistGather, AttentionComputesOnlyThePickedQueries) {
+  for (bool scalar : {true, false}) {
+    TailCase tc;
+    tc.heads = 2;
+    tc.scalar_index = scalar;
+    tc.index = scalar ? std::vector<int64_t>{0} : std::vector<int64_t>{4, 0};
+    size_t moved = 0;
+    const ir::Graph g = rewrite_and_compare(tc, &moved);
+    EXPECT_EQ(moved, 18u) << g.to_string();  // the 16 above, the heads' Reshape and the attention
+    // The attention reads the picked rows of p as queries, all of p as keys and values.
+    size_t attention = 0;
+    for (const ir::Node& n : g.nodes) {
+      if (n.op_type != "FusedAttention") continue;
+      ++attention;
+      EXPECT_EQ(ir::sym_shape_to_shape(g.type_of(n.inputs[0])->shape), Shape({2, scalar ? 1 : 2, 6, 8}));
+      EXPECT_EQ(n.inputs[1], "p");
+      EXPECT_EQ(n.inputs[2], "p");
+    }
+    EXPECT_EQ(attention, 1u);
+  }
+}
+
 TEST(HoistGather, RowListsAndNegativeIndices) {
   for (const auto& [index, scalar] : std::vector<std::pair<std::vector<int64_t>, bool>>{
            {{2, 0}, false}, {{-1}, true}, {{8, 8, 3}, false}}) {
