@@ -76,6 +76,16 @@ std::string load_real_driver() {
   }
   KILNRT_CUDA_DRIVER_FUNCTIONS(KILNRT_CUDA_DRIVER_LOAD)
 #undef KILNRT_CUDA_DRIVER_LOAD
+#define KILNRT_CUDA_DRIVER_LOAD_OPTIONAL(member, symbol, type, version)                                         \
+  {                                                                                                          \
+    void* fn = nullptr;                                                                                      \
+    cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSymbolNotFound;                              \
+    if (cudaGetDriverEntryPointByVersion(#symbol, &fn, version, cudaEnableLegacyStream, &query) == cudaSuccess && \
+        query == cudaDriverEntryPointSuccess)                                                                \
+      api.member = reinterpret_cast<type>(fn);                                                               \
+  }
+  KILNRT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(KILNRT_CUDA_DRIVER_LOAD_OPTIONAL)
+#undef KILNRT_CUDA_DRIVER_LOAD_OPTIONAL
   if (!missing.empty()) {
     std::ostringstream os;
     os << "the CUDA driver (supports CUDA " << version_string(driver_version) << ") lacks entry points " << missing
@@ -98,6 +108,10 @@ std::string load_real_driver() {
 #define KILNRT_CUDA_DRIVER_WRAP(member, symbol, type) api.member = KILNRT_INJECTABLE_CALL(#symbol, api.member);
   KILNRT_CUDA_DRIVER_FUNCTIONS(KILNRT_CUDA_DRIVER_WRAP)
 #undef KILNRT_CUDA_DRIVER_WRAP
+#define KILNRT_CUDA_DRIVER_WRAP_OPTIONAL(member, symbol, type, version) \
+  if (api.member) api.member = KILNRT_INJECTABLE_CALL(#symbol, api.member);
+  KILNRT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(KILNRT_CUDA_DRIVER_WRAP_OPTIONAL)
+#undef KILNRT_CUDA_DRIVER_WRAP_OPTIONAL
   g_real_api = api;
   return {};
 }

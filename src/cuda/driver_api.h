@@ -77,6 +77,7 @@ constexpr unsigned kDriverAbiVersion = 12000;
   X(ThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, PFN_cuThreadExchangeStreamCaptureMode_v10010) \
   X(GraphInstantiateWithFlags, cuGraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040) \
   X(GraphLaunch, cuGraphLaunch, PFN_cuGraphLaunch_v10000)                        \
+  X(LaunchKernelEx, cuLaunchKernelEx, PFN_cuLaunchKernelEx_v11060)               \
   X(GraphDestroy, cuGraphDestroy, PFN_cuGraphDestroy_v10000)                     \
   X(GraphExecDestroy, cuGraphExecDestroy, PFN_cuGraphExecDestroy_v10000)         \
   X(GraphExecUpdate, cuGraphExecUpdate, PFN_cuGraphExecUpdate_v12000)            \
@@ -86,12 +87,22 @@ constexpr unsigned kDriverAbiVersion = 12000;
   X(GraphKernelNodeGetParams, cuGraphKernelNodeGetParams, PFN_cuGraphKernelNodeGetParams_v12000) \
   X(GraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams, PFN_cuGraphExecKernelNodeSetParams_v12000)
 
+// Entry points newer than kDriverAbiVersion, each loaded at its own ABI version (last field). Optional: nullptr when
+// the driver lacks them, and callers fall back to an older entry point.
+//   GraphGetEdgesWithData: cuGraphGetEdges_v2, which also returns edge data. The older call fails with
+//   CUDA_ERROR_LOSSY_QUERY on graphs with programmatic (launch-completion / PDL) edges, such as cuBLASLt captures.
+#define KILNRT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X) \
+  X(GraphGetEdgesWithData, cuGraphGetEdges, PFN_cuGraphGetEdges_v12030, 12030)
+
 // One function pointer per driver entry point. A fake for tests may leave entries it does not model as nullptr:
 // calling through them is a bug in the test.
 struct DriverApi {
 #define KILNRT_CUDA_DRIVER_MEMBER(member, symbol, type) type member = nullptr;
   KILNRT_CUDA_DRIVER_FUNCTIONS(KILNRT_CUDA_DRIVER_MEMBER)
 #undef KILNRT_CUDA_DRIVER_MEMBER
+#define KILNRT_CUDA_DRIVER_OPTIONAL_MEMBER(member, symbol, type, version) type member = nullptr;
+  KILNRT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(KILNRT_CUDA_DRIVER_OPTIONAL_MEMBER)
+#undef KILNRT_CUDA_DRIVER_OPTIONAL_MEMBER
 };
 
 // The active table: the injected fake, or the real one (loaded and cuInit'ed on the first call). Throws

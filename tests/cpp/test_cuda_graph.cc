@@ -191,6 +191,43 @@ TEST(CudaGraph, CallerCaptureIsDetectedSoKernelsAreEnqueuedDirectly) {
   EXPECT_FLOAT_EQ(v.read_y(caller)[0], 3.f);
 }
 
+TEST(CudaGraph, CaptureWithProgrammaticEdges) {
+  SKIP_WITHOUT_GPU_AND_NVRTC();
+  // cuBLASLt launches some Hopper kernels with programmatic stream serialization (PDL): the captured graph then has
+  // programmatic edges, which the pre-12.3 cuGraphGetEdges refuses to list (CUDA_ERROR_LOSSY_QUERY). The same here
+  // with cuLaunchKernelEx.
+  const auto launch_ex = kc::driver_api().LaunchKernelEx;
+  kc::Kernel k = kc::Kernel::compile(0, kAxpy, "axpy");
+  kc::Stream stream(0);
+  Vectors v(stream, 1.f, 0.f);
+  kc::CudaGraph graph(0);
+  graph.capture([&](kc::StreamHandle s) {
+    k.launch(kc::Dim3(kN / 256), kc::Dim3(256), 0, s, 1.f, v.xp(), v.yp(), kN);
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = kN / 256;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = 256;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    float a = 2.f;
+    const float* x = v.xp();
+    float* y = v.yp();
+    int n = kN;
+    void* params[] = {&a, &x, &y, &n};
+    kc::ContextGuard guard(0);
+    ASSERT_EQ(launch_ex(&cfg, k.function(), params, nullptr), CUDA_SUCCESS);
+  });
+  EXPECT_EQ(graph.kernel_count(), 2u);
+  graph.set_kernel_args(1, 4.f, v.xp(), v.yp(), kN);  // the second kernel, found through the programmatic edge
+  graph.launch(stream.get());
+  EXPECT_FLOAT_EQ(v.read_y(stream)[0], 1.f + 4.f);
+}
+
 TEST(CudaGraph, EmptyGraphIsAClearError) {
   kc::CudaGraph empty;
   EXPECT_THROW(empty.launch(nullptr), kilnrt::Error);
