@@ -58,7 +58,8 @@ const std::set<std::string>& elementwise_ops() {
 std::vector<int64_t> reduced_axes(const ir::Graph& g, const ir::Node& p, int64_t rank) {
   std::vector<int64_t> axes;
   if (p.has_attr("axes")) axes = p.attr_ints("axes");
-  else if (p.inputs.size() > 1 && !p.inputs[1].empty()) axes = int_constant(g, p.inputs[1]).value_or(std::vector<int64_t>{});
+  else if (p.inputs.size() > 1 && !p.inputs[1].empty())
+    axes = int_constant(g, p.inputs[1]).value_or(std::vector<int64_t>{});
   for (int64_t& a : axes) a = a < 0 ? a + rank : a;
   return axes;
 }
@@ -188,32 +189,33 @@ ir::Attribute int_attr(int64_t v) {
 
 // Moves the Gather g.nodes[gi] above the producer of its data; false (graph unchanged) when it cannot.
 bool hoist_one(ir::Graph& g, const GraphIndex& ix, size_t gi) {
-  const ir::Node gather = g.nodes[gi];
   Pick pick;
-  if (!read_pick(g, gather, &pick)) return false;
-  const std::string x = gather.inputs[0];
+  if (!read_pick(g, g.nodes[gi], &pick)) return false;
+  const std::string x = g.nodes[gi].inputs[0];
   const ir::Node* producer = ix.producer(x);
   if (!producer || ix.sole_consumer(x) != &g.nodes[gi]) return false;
   const ir::SymShape& xs = *shape_of(g, x);
   std::vector<int64_t> along;
   if (!row_wise(g, ix, *producer, static_cast<int64_t>(xs.size()), pick.axis, xs[pick.axis], &along)) return false;
+  const ir::Node gather = g.nodes[gi];  // copies: g.nodes changes below
   ir::Node moved = *producer;
   const std::string producer_name = producer->name;
-  const std::string rows = add_constant(
-      g, gather.name + "_rows", Tensor::from_vector(pick.rows, DType::kInt64, {static_cast<int64_t>(pick.rows.size())}));
+  const int64_t n_rows = static_cast<int64_t>(pick.rows.size());
+  const std::string rows =
+      add_constant(g, gather.name + "_rows", Tensor::from_vector(pick.rows, DType::kInt64, {n_rows}));
   std::vector<ir::Node> added;
   if (moved.op_type == "Reshape") {  // the target's explicit size of the axis becomes the number of rows
     std::vector<int64_t> target = *int_constant(g, moved.inputs[1]);
     int64_t& d = target[static_cast<size_t>(pick.axis)];
     if (d > 0) d = static_cast<int64_t>(pick.rows.size());
-    moved.inputs[1] = add_constant(g, moved.name + "_shape",
-                                   Tensor::from_vector(target, DType::kInt64, {static_cast<int64_t>(target.size())}));
+    const int64_t rank = static_cast<int64_t>(target.size());
+    moved.inputs[1] = add_constant(g, moved.name + "_shape", Tensor::from_vector(target, DType::kInt64, {rank}));
   }
   for (size_t i = 0; i < moved.inputs.size(); ++i) {
     if (along[i] < 0) continue;
     if (g.is_constant(moved.inputs[i])) {  // a constant operand (a position embedding) is cut here
-      moved.inputs[i] = add_constant(g, moved.inputs[i] + "_rows", gather_rows(g.constants.at(moved.inputs[i]),
-                                                                               along[i], pick.rows));
+      const Tensor cut = gather_rows(g.constants.at(moved.inputs[i]), along[i], pick.rows);
+      moved.inputs[i] = add_constant(g, moved.inputs[i] + "_rows", cut);
       continue;
     }
     const std::string v = reserve_value(g, moved.inputs[i] + "_rows");
@@ -227,7 +229,8 @@ bool hoist_one(ir::Graph& g, const GraphIndex& ix, size_t gi) {
   for (size_t i = 1; i < moved.outputs.size(); ++i) moved.outputs[i].clear();  // unread extra outputs
   if (pick.scalar) {  // one row, then the axis squeezed where the Gather was
     moved.outputs[0] = reserve_value(g, gather.outputs[0] + "_row");
-    ir::Node sq = make_node(unique_node_name(g, added, gather.name + "/squeeze"), "Squeeze", {moved.outputs[0]}, gather.outputs[0]);
+    ir::Node sq = make_node(unique_node_name(g, added, gather.name + "/squeeze"), "Squeeze", {moved.outputs[0]},
+                            gather.outputs[0]);
     if (g.opset() >= 13) {
       sq.inputs.push_back(add_constant(g, gather.name + "_axis",
                                        Tensor::from_vector(std::vector<int64_t>{pick.axis}, DType::kInt64, {1})));

@@ -1,6 +1,6 @@
 // hoist_gather on the GPU (issue 7): a ViT tail at ViT-B/16's width, optimized (the class token's Gather above the
-// last block's attention, then the GEMM / GELU / LayerNorm fusions and the attention on one query row per image), in float32 and 16-bit engines against
-// the float32 CPU reference of the unrewritten graph. Skips with a message without a GPU.
+// last block's attention, then the GEMM / GELU / LayerNorm fusions and the attention on one query row per image), in
+// float32 and 16-bit engines against the float32 CPU reference of the unrewritten graph. Skips without a GPU.
 #include "backends/cuda/cuda_plan.h"
 #include "cuda_backend_test_util.h"
 #include "hoist_gather_test_util.h"
