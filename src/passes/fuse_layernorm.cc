@@ -103,58 +103,7 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& r1, Match* 
   return true;
 }
 
-// Add(a, b) read only by a LayerNormalization over the last dim (ONNX's, with one output, or com.kilnrt's) ->
-// com.kilnrt:AddLayerNorm(X, R, scale, bias): X the operand of the Add's shape, R the other when it repeats along X.
-bool match_add(const ir::Graph& g, const GraphIndex& ix, const ir::Node& add, Match* m) {
-  if (!is_op(&add, "Add") || add.inputs.size() != 2 || add.outputs.size() != 1) return false;
-  const ir::Node* ln = ix.sole_consumer(add.outputs[0]);
-  if (!ln || ln->op_type != "LayerNormalization" || (!ln->domain.empty() && ln->domain != ops::nn::kKilnrtDomain) ||
-      ln->inputs.empty() || ln->inputs[0] != add.outputs[0])
-    return false;
-  for (size_t i = 1; i < ln->outputs.size(); ++i)
-    if (!ln->outputs[i].empty() && ix.uses(ln->outputs[i]) > 0) return false;
-  const ir::TensorType* yt = g.type_of(add.outputs[0]);
-  if (!yt || !yt->has_shape || yt->shape.empty() || !sym_shape_known(yt->shape)) return false;
-  const int64_t rank = static_cast<int64_t>(yt->shape.size());
-  int64_t axis = ln->attr_int("axis", -1);
-  if (axis < 0) axis += rank;
-  const int64_t n = yt->shape.back().value;
-  // The CUDA kernel's vector path: rows of a multiple of 16 bytes in float32 and 16-bit storage, at most 1024 floats.
-  if (axis != rank - 1 || n % 8 != 0 || n > 1024) return false;
-  if (yt->dtype != DType::kFloat32 && yt->dtype != DType::kFloat16 && yt->dtype != DType::kBFloat16) return false;
-  const Shape y = ir::sym_shape_to_shape(yt->shape);
-  for (int xi = 0; xi < 2; ++xi) {
-    const ir::TensorType* xt = g.type_of(add.inputs[xi]);
-    const ir::TensorType* rt = g.type_of(add.inputs[1 - xi]);
-    if (!xt || !rt || !xt->has_shape || !rt->has_shape || !sym_shape_known(rt->shape) ||
-        ir::sym_shape_to_shape(xt->shape) != y || xt->dtype != yt->dtype || rt->dtype != yt->dtype ||
-        !ops::nn::add_layernorm_residual_repeats(y, ir::sym_shape_to_shape(rt->shape)))
-      continue;
-    ir::Node& f = m->fused;
-    f.name = ln->name + "/add_layernorm";
-    f.op_type = "AddLayerNorm";
-    f.domain = ops::nn::kKilnrtDomain;
-    f.inputs = {add.inputs[xi], add.inputs[1 - xi]};
-    for (size_t i = 1; i < 3; ++i) f.inputs.push_back(i < ln->inputs.size() ? ln->inputs[i] : "");
-    while (!f.inputs.empty() && f.inputs.back().empty()) f.inputs.pop_back();
-    f.outputs = {ln->outputs[0]};
-    f.attrs["epsilon"] = ln->has_attr("epsilon") ? ln->attrs.at("epsilon") : ir::Attribute{};
-    if (!ln->has_attr("epsilon")) {
-      f.attrs["epsilon"].kind = ir::Attribute::Kind::kFloat;
-      f.attrs["epsilon"].f = 1e-5f;
-    }
-    m->erase = {add.name, ln->name};
-    return true;
-  }
-  return false;
-}
-
 }  // namespace
-
-size_t fuse_add_layernorm(ir::Graph& graph) {
-  if (!fusion_enabled("add-layernorm")) return 0;
-  return apply_fusions(graph, match_add, "Add + LayerNorm(s)");
-}
 
 size_t fuse_layernorm(ir::Graph& graph) {
   if (!fusion_enabled("layernorm")) return 0;

@@ -11,11 +11,4 @@
 namespace kilnrt::passes {
 // Returns the number of LayerNorms fused. KILNRT_NO_FUSION=layernorm (or =all) skips it.
 size_t fuse_layernorm(ir::Graph& graph);
-
-// Add(a, b) read only by a LayerNormalization over the last dim -> com.kilnrt:AddLayerNorm (issue 7): BERT's
-// post-LN residuals and embedding sums in one pass instead of a GEMM epilogue reading the residual (or an Add
-// kernel) and a LayerNorm. Runs before fuse_gemm_epilogues, which would otherwise take the residual. Rows of a
-// multiple of 8 values up to 1024 (the CUDA kernel's vector path), shapes known. KILNRT_NO_FUSION=add-layernorm
-// skips it.
-size_t fuse_add_layernorm(ir::Graph& graph);
 }  // namespace kilnrt::passes

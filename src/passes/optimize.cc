@@ -57,16 +57,11 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
   // Row selections (ViT's x[:, 0]) above the row-wise ops feeding them (issue 7): after the attention's batch-first
   // rewrite, which leaves its out-projection row-wise, and before the fusions that then take the smaller ops.
   hoist_gathers(graph);
-  // LayerNorms before the GEMM epilogues: an Add read only by a LayerNorm (BERT's post-LN residual) goes into the
-  // LayerNorm, not into the GEMM before it.
-  const size_t gelu = fuse_gelu(graph), layernorm = fuse_layernorm(graph);
-  if (layernorm > 0) infer_shapes(graph);
-  const size_t add_layernorm = fuse_add_layernorm(graph), gemm = fuse_gemm_epilogues(graph);
-  if (attention + gelu + gemm + layernorm + add_layernorm > 0) {
+  const size_t gelu = fuse_gelu(graph), gemm = fuse_gemm_epilogues(graph), layernorm = fuse_layernorm(graph);
+  if (attention + gelu + gemm + layernorm > 0) {
     infer_shapes(graph);
     KILNRT_LOG(kInfo, "fused " << attention << " attention block(s), " << gelu << " GELU(s), " << gemm
-                               << " GEMM epilogue(s), " << layernorm << " LayerNorm(s), " << add_layernorm
-                               << " Add + LayerNorm(s)");
+                               << " GEMM epilogue(s), " << layernorm << " LayerNorm(s)");
   }
   // 1x1 convolutions' SiLU / HardSwish / ... into the depthwise convolution reading them (issue 7; opt-in,
   // KILNRT_INPUT_ACT=1).

@@ -7,11 +7,9 @@
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/f64_math.h"
-#include "backends/cuda/kernels/layernorm.h"
 #include "backends/cuda/layers_bits.h"
 #include "backends/cuda/layers_misc_gaps.h"
 #include "backends/cuda/layers_volume.h"
-#include "ops/nn/fused_attention.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
@@ -280,56 +278,6 @@ class LayerNormLayer final : public CudaLayer {
   std::string name_;
 };
 
-// com.kilnrt:AddLayerNorm (passes/fuse_add_layernorm): one pass over X + R (a residual, or BERT's position
-// embeddings repeated over the batch) into the normalised Y; where the vector kernel does not apply (rows not a
-// multiple of 16 bytes, unaligned pointers), Y = X + R by the broadcasting Add kernel, then LayerNorm in place.
-class AddLayerNormLayer final : public CudaLayer {
- public:
-  explicit AddLayerNormLayer(const ir::Node& n) : node_(n), name_(n.describe()) {}
-  std::string tactic() const override { return "kernel:add-layernorm"; }
-  bool supports_16bit() const override { return true; }
-  void enqueue(LayerLaunch& l) override {
-    const LayerTensor& x = l.inputs[0];
-    const LayerTensor& r = l.inputs[1];
-    KILNRT_CHECK(!x.shape.empty() && ops::nn::add_layernorm_residual_repeats(x.shape, r.shape), kInvalidArgument,
-                 name_, "R of shape " << shape_to_string(r.shape) << " does not repeat along X of shape "
-                                      << shape_to_string(x.shape));
-    KILNRT_CHECK(r.dtype == x.dtype, kUnsupported, name_, "X and R must share a dtype");
-    const int64_t n = x.shape.back(), rows = n > 0 ? x.numel() / n : 0, r_rows = n > 0 ? r.numel() / n : 0;
-    if (rows == 0 || n == 0) return;
-    auto param = [&](size_t i) -> const void* {
-      if (i >= l.inputs.size() || !l.inputs[i].present) return nullptr;
-      KILNRT_CHECK(l.inputs[i].numel() == n && l.inputs[i].dtype == x.dtype, kUnsupported, name_,
-                   "scale / bias must have X's " << n << " elements and dtype");
-      return l.inputs[i].data;
-    };
-    const float eps = node_.attr_float("epsilon", 1e-5f);
-    const int dt = float_code(x.dtype);
-    const int vec = k::add_layernorm_vec(dt, x.data, r.data, r_rows, param(2), param(3), l.outputs[0].data, nullptr,
-                                         nullptr, rows, n, eps, l.stream);
-    if (vec >= 0) {
-      check_launch(vec, name_, "add_layernorm");
-      return;
-    }
-    k::Broadcast3 bc;  // [rows / r_rows, r_rows, n]: R repeats over the first dim
-    bc.rank = 3;
-    const int64_t dims[3] = {rows / r_rows, r_rows, n};
-    for (int d = 0; d < 3; ++d) bc.dims[d] = dims[d];
-    bc.s0[0] = r_rows * n, bc.s0[1] = n, bc.s0[2] = 1;
-    bc.s1[0] = 0, bc.s1[1] = n, bc.s1[2] = 1;
-    check_launch(k::binary(k::BinaryOp::kAdd, kernel_dtype_code(x.dtype), x.data, r.data, l.outputs[0].data,
-                           rows * n, bc, l.stream),
-                 name_, "add_layernorm (add)");
-    check_launch(k::layernorm(dt, l.outputs[0].data, param(2), param(3), l.outputs[0].data, nullptr, nullptr, rows,
-                              n, eps, l.stream),
-                 name_, "add_layernorm (layernorm)");
-  }
-
- private:
-  const ir::Node& node_;
-  std::string name_;
-};
-
 class BatchNormLayer final : public CudaLayer {
  public:
   explicit BatchNormLayer(const LayerCreateArgs& a) : name_(a.node.describe()) {
@@ -406,15 +354,6 @@ struct Register {
              }});
     r.add({"LayerNormalization", float_input, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
              return std::make_unique<LayerNormLayer>(a.node);
-           }});
-    r.add({"AddLayerNorm",
-           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             if (n.domain != ops::nn::kKilnrtDomain) return "AddLayerNorm belongs to the com.kilnrt domain";
-             if (n.inputs.size() < 2 || n.inputs.size() > 4) return "needs X, R and optional Scale and B";
-             return float_input(n, g);
-           },
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-             return std::make_unique<AddLayerNormLayer>(a.node);
            }});
     r.add({"BatchNormalization",
            [](const ir::Node& n, const ir::Graph& g) -> std::string {

@@ -43,9 +43,4 @@ std::vector<int64_t> attention_perm(const ir::Node& node, const char* attr, size
 // attention_geometry (and part_dims).
 std::vector<int64_t> attention_part(const ir::Node& node, const char* attr, size_t rank);
 
-// com.kilnrt:AddLayerNorm(X, R [, Scale [, B]]) -> Y, attribute epsilon: LayerNormalization over X's last dim of
-// X + R (made by passes/fuse_add_layernorm from an Add read only by a LayerNormalization). R repeats along X: without
-// its leading 1s, R's shape is X's trailing dims, so row r of X (rows of the last dim) adds row r % (R's rows).
-bool add_layernorm_residual_repeats(const Shape& x, const Shape& r);
-
 }  // namespace kilnrt::ops::nn

@@ -104,16 +104,17 @@ KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain, "FusedMatMul", 1, 1000, infer_fused_m
                             float_dtypes(), "A W + bias [+ residual], then GELU or nothing (made by fuse_gemm_epilogue)"});
 
 // ---- LayerNormalization (fuse_layernorm, exports below opset 17): over the dims from `axis` on ----------------------
-// Normalizes x (float32) over the dims from `axis` on, with the node's optional Scale / B inputs (inputs 1 and 2;
-// 2 and 3 for AddLayerNorm).
-Tensor layernorm_float32(CpuContext& ctx, const Tensor& x, int64_t axis) {
+void layernorm_cpu(CpuContext& ctx) {
   const ir::Node& node = ctx.node;
+  const DType dtype = ctx.input(0).dtype();
+  const Tensor x = to_float32(ctx.input(0), node, "X");
+  KILNRT_CHECK(x.rank() >= 1, kInvalidArgument, node.describe(), "X must have rank >= 1");
+  const int64_t axis = normalize_axis(node.attr_int("axis", -1), x.rank(), node);
   const int64_t n = dims_product(x.shape(), axis, x.rank()), rows = n > 0 ? x.numel() / n : 0;
   const float eps = node.attr_float("epsilon", 1e-5f);
-  const size_t first_param = node.op_type == "AddLayerNorm" ? 2 : 1;
   Tensor scale, bias;
-  if (ctx.has_input(first_param)) scale = to_float32(ctx.input(first_param), node, "Scale");
-  if (ctx.has_input(first_param + 1)) bias = to_float32(ctx.input(first_param + 1), node, "B");
+  if (ctx.has_input(1)) scale = to_float32(ctx.input(1), node, "Scale");
+  if (ctx.has_input(2)) bias = to_float32(ctx.input(2), node, "B");
   for (const Tensor* t : {&scale, &bias})
     KILNRT_CHECK(!t->defined() || t->numel() == n, kInvalidArgument, node.describe(),
                  "scale / bias of shape " << shape_to_string(t->shape()) << " must have " << n << " elements");
@@ -134,47 +135,11 @@ Tensor layernorm_float32(CpuContext& ctx, const Tensor& x, int64_t axis) {
       yp[r * n + i] = static_cast<float>(v);
     }
   }
-  return y;
-}
-
-void layernorm_cpu(CpuContext& ctx) {
-  const Tensor x = to_float32(ctx.input(0), ctx.node, "X");
-  KILNRT_CHECK(x.rank() >= 1, kInvalidArgument, ctx.node.describe(), "X must have rank >= 1");
-  const int64_t axis = normalize_axis(ctx.node.attr_int("axis", -1), x.rank(), ctx.node);
-  ctx.outputs[0] = from_float32(layernorm_float32(ctx, x, axis), ctx.input(0).dtype());
+  ctx.outputs[0] = from_float32(y, dtype);
 }
 
 KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain, "LayerNormalization", 1, 1000, infer_same, layernorm_cpu, float_dtypes(),
                             "LayerNormalization-17 with one output (made by fuse_layernorm)"});
 
-// ---- AddLayerNorm (fuse_add_layernorm): LayerNormalization over the last dim of X + R ------------------------------
-// R repeats along X (add_layernorm_residual_repeats): row r of X adds row r % (R's rows); the sum is taken in float32.
-void add_layernorm_cpu(CpuContext& ctx) {
-  const ir::Node& node = ctx.node;
-  Tensor x = to_float32(ctx.input(0), node, "X");
-  const Tensor r = to_float32(ctx.input(1), node, "R");
-  KILNRT_CHECK(add_layernorm_residual_repeats(x.shape(), r.shape()), kInvalidArgument, node.describe(),
-               "R of shape " << shape_to_string(r.shape()) << " does not repeat along X of shape "
-                             << shape_to_string(x.shape()));
-  float* xp = x.data<float>();
-  const float* rp = r.data<float>();
-  const int64_t rn = r.numel();
-  for (int64_t i = 0; i < x.numel(); ++i) xp[i] += rp[i % rn];
-  ctx.outputs[0] = from_float32(layernorm_float32(ctx, x, x.rank() - 1), ctx.input(0).dtype());
-}
-
-KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain, "AddLayerNorm", 1, 1000, infer_same, add_layernorm_cpu, float_dtypes(),
-                            "LayerNormalization over the last dim of X + R (made by fuse_add_layernorm)"});
-
 }  // namespace
-
-bool add_layernorm_residual_repeats(const Shape& x, const Shape& r) {
-  size_t lead = 0;  // R's leading 1s
-  while (lead + 1 < r.size() && r[lead] == 1) ++lead;
-  const size_t k = r.size() - lead;
-  if (x.empty() || r.empty() || k > x.size()) return false;
-  for (size_t i = 0; i < k; ++i)
-    if (r[lead + i] != x[x.size() - k + i]) return false;
-  return true;
-}
 }  // namespace kilnrt::ops::nn

@@ -21,11 +21,9 @@ using storage16::to_f;
 
 constexpr int kBlock = 128;
 
-// x and y may be the same buffer (in place): each row is read whole into registers before it is written. With
-// `res` (residual_rows rows), row r normalises x[r] + res[r % residual_rows] (the sum in float32).
+// x and y may be the same buffer (in place): each row is read whole into registers before it is written.
 template <typename T, int G, int NV>
-__global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const T* __restrict__ res,
-                                                               int64_t residual_rows, const T* __restrict__ scale,
+__global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const T* __restrict__ scale,
                                                                const T* __restrict__ bias, T* y,
                                                                float* mean_out, float* inv_std_out, int64_t rows,
                                                                int nvec, float eps) {
@@ -35,7 +33,6 @@ __global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const
   const int64_t r = blockIdx.x * int64_t(kBlock / G) + threadIdx.x / G;
   const bool row_ok = r < rows;  // no early return: every lane of the warp takes part in the shuffles
   const P* xr = reinterpret_cast<const P*>(x) + (row_ok ? r : 0) * int64_t(nvec);
-  const P* rr = res ? reinterpret_cast<const P*>(res) + (row_ok ? r % residual_rows : 0) * int64_t(nvec) : nullptr;
   float v[NV][kV];
   float s = 0.f;
 #pragma unroll
@@ -43,11 +40,9 @@ __global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const
     const int c = g + j * G;
     if (row_ok && c < nvec) {
       const P p = xr[c];
-      P q;
-      if (rr) q = rr[c];
 #pragma unroll
       for (int k = 0; k < kV; ++k) {
-        v[j][k] = to_f(p.e[k]) + (rr ? to_f(q.e[k]) : 0.f);
+        v[j][k] = to_f(p.e[k]);
         s += v[j][k];
       }
     } else {
@@ -101,44 +96,33 @@ __global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const
   }
 }
 
-// The launch's operands: x [+ res], scale / bias, y and the statistics.
-struct LnArgs {
-  const void *x, *res;
-  int64_t residual_rows;
-  const void *scale, *bias;
-  void* y;
-  float *mean, *inv_std;
-  int64_t rows;
-  int nvec;
-  float eps;
-  cudaStream_t s;
-};
-
 template <typename T, int G, int NV>
-int launch(const LnArgs& a) {
+int launch(const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std, int64_t rows,
+           int nvec, float eps, cudaStream_t s) {
   constexpr int64_t kRowsPerBlock = kBlock / G;
-  const int64_t blocks = (a.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   if (blocks >= 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
-  layernorm_vec_kernel<T, G, NV><<<static_cast<unsigned>(blocks), kBlock, 0, a.s>>>(
-      static_cast<const T*>(a.x), static_cast<const T*>(a.res), a.residual_rows, static_cast<const T*>(a.scale),
-      static_cast<const T*>(a.bias), static_cast<T*>(a.y), a.mean, a.inv_std, a.rows, a.nvec, a.eps);
+  layernorm_vec_kernel<T, G, NV><<<static_cast<unsigned>(blocks), kBlock, 0, s>>>(
+      static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias), static_cast<T*>(y), mean,
+      inv_std, rows, nvec, eps);
   return launch_common::launch_status();
 }
 
 // G lanes per row, NV vectors per lane (nvec <= G * NV).
 template <typename T, int G>
-int launch_nv(int nv, const LnArgs& a) {
+int launch_nv(int nv, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
+              int64_t rows, int nvec, float eps, cudaStream_t s) {
   switch (nv) {
-    case 1: return launch<T, G, 1>(a);
-    case 2: return launch<T, G, 2>(a);
-    case 3: return launch<T, G, 3>(a);
-    case 4: return launch<T, G, 4>(a);
+    case 1: return launch<T, G, 1>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 2: return launch<T, G, 2>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 3: return launch<T, G, 3>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 4: return launch<T, G, 4>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
     default: break;
   }
   if constexpr (G == 32) {
     switch (nv) {
-      case 5: case 6: return launch<T, G, 6>(a);
-      case 7: case 8: return launch<T, G, 8>(a);
+      case 5: case 6: return launch<T, G, 6>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+      case 7: case 8: return launch<T, G, 8>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
       default: break;
     }
   }
@@ -146,18 +130,19 @@ int launch_nv(int nv, const LnArgs& a) {
 }
 
 template <typename T>
-int dispatch(const LnArgs& a) {
+int dispatch(const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std, int64_t rows,
+             int nvec, float eps, cudaStream_t s) {
   // The fewest lanes that keep at most 4 vectors each (a warp for wide rows, up to 8 vectors a lane there).
   int g = 1;
-  while (g < 32 && g * 4 < a.nvec) g *= 2;
-  const int nv = (a.nvec + g - 1) / g;
+  while (g < 32 && g * 4 < nvec) g *= 2;
+  const int nv = (nvec + g - 1) / g;
   switch (g) {
-    case 1: return launch_nv<T, 1>(nv, a);
-    case 2: return launch_nv<T, 2>(nv, a);
-    case 4: return launch_nv<T, 4>(nv, a);
-    case 8: return launch_nv<T, 8>(nv, a);
-    case 16: return launch_nv<T, 16>(nv, a);
-    default: return launch_nv<T, 32>(nv, a);
+    case 1: return launch_nv<T, 1>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 2: return launch_nv<T, 2>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 4: return launch_nv<T, 4>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 8: return launch_nv<T, 8>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 16: return launch_nv<T, 16>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    default: return launch_nv<T, 32>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
   }
 }
 
@@ -165,23 +150,16 @@ using launch_common::aligned16;
 
 }  // namespace
 
-int add_layernorm_vec(int dt, const void* x, const void* res, int64_t residual_rows, const void* scale,
-                      const void* bias, void* y, float* mean, float* inv_std, int64_t rows, int64_t n, float eps,
-                      StreamT stream) {
-  const int64_t elem = dt == 0 ? 4 : 2;
-  if (dt < 0 || dt > 2 || rows <= 0 || n <= 0 || (n * elem) % 16 != 0 || n * elem > kLayerNormVecMaxBytes) return -1;
-  if (!aligned16(x) || !aligned16(y) || !aligned16(scale) || !aligned16(bias) || !aligned16(res)) return -1;
-  if (res && (residual_rows <= 0 || rows % residual_rows != 0)) return -1;
-  const LnArgs a{x, res, res ? residual_rows : 1, scale, bias, y, mean, inv_std, rows,
-                 static_cast<int>(n * elem / 16), eps, reinterpret_cast<cudaStream_t>(stream)};
-  if (dt == 0) return dispatch<float>(a);
-  if (dt == 1) return dispatch<__half>(a);
-  return dispatch<__nv_bfloat16>(a);
-}
-
 int layernorm_vec(int dt, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
                   int64_t rows, int64_t n, float eps, StreamT stream) {
-  return add_layernorm_vec(dt, x, nullptr, 1, scale, bias, y, mean, inv_std, rows, n, eps, stream);
+  const int64_t elem = dt == 0 ? 4 : 2;
+  if (dt < 0 || dt > 2 || rows <= 0 || n <= 0 || (n * elem) % 16 != 0 || n * elem > kLayerNormVecMaxBytes) return -1;
+  if (!aligned16(x) || !aligned16(y) || !aligned16(scale) || !aligned16(bias)) return -1;  // null is aligned
+  const int nvec = static_cast<int>(n * elem / 16);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (dt == 0) return dispatch<float>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+  if (dt == 1) return dispatch<__half>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+  return dispatch<__nv_bfloat16>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
 }
 
 }  // namespace kilnrt::cuda::kernels

@@ -16,11 +16,5 @@ namespace kilnrt::cuda::kernels {
 constexpr int64_t kLayerNormVecMaxBytes = 32 * 8 * 16;  // 32 lanes x 8 vectors x 16 bytes: 2048 halves, 1024 floats
 int layernorm_vec(int dt, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
                   int64_t rows, int64_t n, float eps, StreamT stream);
-// The same on x + res (com.kilnrt:AddLayerNorm): res has residual_rows rows of n values (x's dtype), row r of x adds
-// row r % residual_rows (residual_rows divides rows: the same shape, or a broadcast over leading dims); the sum is
-// taken in float32 and not stored. Also -1 when res is not 16-byte aligned.
-int add_layernorm_vec(int dt, const void* x, const void* res, int64_t residual_rows, const void* scale,
-                      const void* bias, void* y, float* mean, float* inv_std, int64_t rows, int64_t n, float eps,
-                      StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels
