@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <vector>
+#include "gemm_probe_common.cuh"
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1);} } while (0)
 static cublasLtHandle_t H;
 static void* WS; static const size_t WSB = 32 << 20;
@@ -60,18 +61,10 @@ int main() {
     CK(cudaMalloc(&D, size_t(M) * N * 2)); CK(cudaMalloc(&C, size_t(M) * N * 2));
     fill_rand<<<512, 256>>>(A, size_t(M) * K, 1, 1.f); fill_rand<<<512, 256>>>(W, size_t(K) * N, 2, 0.036f);
     fill_rand<<<64, 256>>>(B, N, 3, 0.1f); fill_rand<<<512, 256>>>(C, size_t(M) * N, 4, 1.f); CK(cudaDeviceSynchronize());
-    cublasLtMatmulDesc_t desc; cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-    cublasOperation_t n = CUBLAS_OP_N;
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &n, sizeof(n));
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof(n));
-    cublasLtEpilogue_t epi = p.gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &B, sizeof(B));
-    cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, N, K, N); cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, K, M, K);
-    cublasLtMatrixLayoutCreate(&lc, CUDA_R_16F, N, M, N);
-    cublasLtMatmulPreference_t pref; cublasLtMatmulPreferenceCreate(&pref);
-    uint64_t ws = WSB; cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    const ProbeGemm pg = make_probe_gemm(M, N, K, p.gelu, B, WSB);
+    cublasLtMatmulDesc_t desc = pg.desc;
+    cublasLtMatrixLayout_t la = pg.la, lb = pg.lb, lc = pg.lc;
+    cublasLtMatmulPreference_t pref = pg.pref;
     cublasLtMatmulHeuristicResult_t res[12]; int ret = 0;
     cublasLtMatmulAlgoGetHeuristic(H, desc, la, lb, lc, lc, pref, 12, res, &ret);
     std::vector<cublasLtMatmulAlgo_t> cands;

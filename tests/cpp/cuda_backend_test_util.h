@@ -218,6 +218,16 @@ inline Tensor rounded_to_16bit(const Tensor& t, DType dt) {
   return r;
 }
 
+// Every node of `g` at precision `name` ("fp16", "bf16", ...), as a 16-bit engine build sets it.
+inline void set_graph_precision(ir::Graph& g, const char* name) {
+  for (ir::Node& n : g.nodes) {
+    ir::Attribute a;
+    a.kind = ir::Attribute::Kind::kString;
+    a.s = name;
+    n.attrs[backends::cuda::kPrecisionAttr] = a;
+  }
+}
+
 // The node as an fp16 and a bf16 engine builds it (the kilnrt_precision attribute), float32 inputs pre-rounded to the
 // 16-bit type; compared with the float32 CPU reference on the same inputs: |got - want| <= 16u * (scale + |want|).
 inline void compare16_on_cuda(const ir::Node& node, const std::vector<Tensor>& inputs,

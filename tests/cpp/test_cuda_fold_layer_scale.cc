@@ -14,15 +14,6 @@
 namespace kilnrt::cudatest {
 namespace {
 
-void set_precision(ir::Graph& g, const char* name) {
-  for (ir::Node& n : g.nodes) {
-    ir::Attribute a;
-    a.kind = ir::Attribute::Kind::kString;
-    a.s = name;
-    n.attrs["kilnrt_precision"] = a;
-  }
-}
-
 struct ScopedEnv {
   const char* name;
   ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
@@ -59,7 +50,7 @@ TEST(CudaFoldLayerScale, FusedMatMulResidualAtConvNextShapesMatchesCpu) {
       b.g.opsets["com.kilnrt"] = 1;
       b.output("y");
       ir::Graph g = b.finish();
-      set_precision(g, p.name);
+      set_graph_precision(g, p.name);
       std::map<std::string, Tensor> feeds = {{"a", rounded_to_16bit(b.feeds["a"], p.dt)},
                                              {"res", rounded_to_16bit(b.feeds["res"], p.dt)}};
       // |y| up to ~4, rounded once to 16 bits (GEMM, bias and C summed in float32).
@@ -91,7 +82,7 @@ TEST(CudaFoldLayerScale, ConvNextBlocksMatchCpuNhwcAndNchw) {
         SCOPED_TRACE(std::to_string(geo.c) + "ch NHWC=" + nhwc + " " + p.name);
         ir::Graph g = original;
         passes::optimize_graph(g);
-        set_precision(g, p.name);
+        set_graph_precision(g, p.name);
         size_t residual_gemms = 0, pointwise = 0;
         for (const ir::Node& n : g.nodes) {
           residual_gemms += n.op_type == "FusedMatMul" && n.inputs.size() == 4 && !n.inputs[3].empty();

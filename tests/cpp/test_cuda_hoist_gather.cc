@@ -7,18 +7,6 @@
 #include "passes/optimize.h"
 
 namespace kilnrt::cudatest {
-namespace {
-
-void set_precision(ir::Graph& g, const char* name) {
-  for (ir::Node& n : g.nodes) {
-    ir::Attribute a;
-    a.kind = ir::Attribute::Kind::kString;
-    a.s = name;
-    n.attrs["kilnrt_precision"] = a;
-  }
-}
-
-}  // namespace
 
 TEST(CudaHoistGather, VitTailMatchesCpu) {
   KILNRT_SKIP_WITHOUT_GPU();
@@ -53,7 +41,7 @@ TEST(CudaHoistGather, VitTailMatchesCpu) {
     for (const Precision16& p : kPrecisions16) {
       SCOPED_TRACE(p.name);
       ir::Graph h = g;
-      set_precision(h, p.name);
+      set_graph_precision(h, p.name);
       // Attention over 197 keys, three GEMMs (K up to 3072), GELU and two LayerNorms in 16 bits: logits ~1-3.
       expect_tensors_close(run_cuda(h, feeds).at("logits"), want, 48 * p.u, 24 * p.u);
     }
