@@ -17,7 +17,7 @@ import kilnrt
 ROOT = Path(__file__).resolve().parents[2]
 DYNAMO_FIXTURES = ROOT / "tests" / "fixtures" / "dynamo"
 TORCH_MODELS = ("resnet18", "mobilenet_v3_small", "transformer_encoder_layer")
-DYNAMO_MODELS = ("mobilenet_v3_small", "transformer_encoder_layer")
+DYNAMO_MODELS = ("mobilenet_v3_small", "transformer_encoder_layer", "vit_tiny")
 OPSET = 13
 
 

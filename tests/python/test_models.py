@@ -1,14 +1,20 @@
 """End-to-end acceptance on the CPU: real models -> ONNX -> engine -> run (CLI and Python) vs torch's outputs.
 
 torch 1.13 exports (TorchScript exporter, opset 13) of resnet18, mobilenet_v3_small and a TransformerEncoderLayer,
-plus the committed torch 2.11 dynamo exports (tests/fixtures/dynamo). Every engine is built with a dynamic batch and
+plus the committed torch 2.11 dynamo exports (tests/fixtures/dynamo: mobilenet_v3_small, a TransformerEncoderLayer and
+a small torchvision ViT). Every engine is built with a dynamic batch and
 runs batch 1 and batch 4 (and the dynamo fixtures' batch 2) through the same engine.
 """
+import os
+import re
+import subprocess
+
 import numpy as np
 import pytest
 
 import kilnrt
-from conftest import DYNAMO_FIXTURES, DYNAMO_MODELS, TORCH_MODELS, assert_matches_reference, run_cli
+from conftest import (DYNAMO_FIXTURES, DYNAMO_MODELS, TORCH_MODELS, assert_matches_reference, cli_executable,
+                      run_cli)
 
 
 @pytest.mark.parametrize("name", TORCH_MODELS)
@@ -82,3 +88,25 @@ def test_dynamo_fixture_cli(name, tmp_path):
     proc = run_cli("run", engine_path)
     assert "input  x 2x%s float32 (random)" % dims in proc.stdout
     assert "output y 2x" in proc.stdout and "run time" in proc.stdout
+
+
+def test_vit_class_token_hoist(tmp_path):
+    """torchvision's ViT (dynamo export) reads the class token after the last block: passes/hoist_gather moves that
+    Gather above the last block's out-projection, MLP, LayerNorms and attention (12 ops, as on vit_b_16). The engine
+    built with it and the one built without (KILNRT_NO_FUSION=gather-hoist) match torch at batch 1, 2 and 4."""
+    onnx_path, x, expected = _dynamo_fixture("vit_tiny")
+    moved = {}
+    for off in ("", "gather-hoist"):
+        engine_path = tmp_path / ("vit%s.engine" % off)
+        env = dict(os.environ, KILNRT_LOG_LEVEL="info", KILNRT_NO_FUSION=off)
+        proc = subprocess.run([cli_executable(), "build", str(onnx_path), "-o", str(engine_path), "--device", "cpu",
+                               "--shapes", "x:1x3x32x32/2x3x32x32/4x3x32x32"],
+                              capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr
+        m = re.search(r"row Gathers moved above (\d+) op", proc.stdout + proc.stderr)
+        moved[off] = int(m.group(1)) if m else 0
+        engine = kilnrt.Engine(engine_path)
+        for xb, want in _batches(x, expected):
+            assert_matches_reference(engine(np.ascontiguousarray(xb)), want,
+                                     "vit_tiny %s batch %d" % (off or "hoisted", xb.shape[0]))
+    assert moved == {"": 12, "gather-hoist": 0}
