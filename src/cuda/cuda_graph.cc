@@ -22,24 +22,17 @@ std::vector<CUgraphNode> kernel_nodes_in_order(const DriverApi& api, CUgraph gra
   std::vector<CUgraphNode> nodes(n);
   if (n) KILNRT_CU_CHECK(api, api.GraphGetNodes(graph, nodes.data(), &n), "CudaGraph");
   nodes.resize(n);
-  // Edges with their data where the driver can (programmatic edges from cuBLASLt's launches make the older query
-  // fail as lossy); only the endpoints matter here.
+  // Edges with their data where the driver can: programmatic edges (cuBLASLt's PDL launches) make the older query
+  // fail as lossy. Only the endpoints matter here.
   size_t m = 0;
-  std::vector<CUgraphNode> from, to;
-  if (api.GraphGetEdgesWithData) {
-    KILNRT_CU_CHECK(api, api.GraphGetEdgesWithData(graph, nullptr, nullptr, nullptr, &m), "CudaGraph");
-    from.resize(m);
-    to.resize(m);
-    std::vector<CUgraphEdgeData> data(m);
-    if (m) KILNRT_CU_CHECK(api, api.GraphGetEdgesWithData(graph, from.data(), to.data(), data.data(), &m), "CudaGraph");
-  } else {
-    KILNRT_CU_CHECK(api, api.GraphGetEdges(graph, nullptr, nullptr, &m), "CudaGraph");
-    from.resize(m);
-    to.resize(m);
-    if (m) KILNRT_CU_CHECK(api, api.GraphGetEdges(graph, from.data(), to.data(), &m), "CudaGraph");
-  }
-  from.resize(m);
-  to.resize(m);
+  auto edges = [&](CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data) {
+    return api.GraphGetEdgesWithData ? api.GraphGetEdgesWithData(graph, from, to, data, &m)
+                                     : api.GraphGetEdges(graph, from, to, &m);
+  };
+  KILNRT_CU_CHECK(api, edges(nullptr, nullptr, nullptr), "CudaGraph");
+  std::vector<CUgraphNode> from(m), to(m);
+  std::vector<CUgraphEdgeData> data(m);
+  if (m) KILNRT_CU_CHECK(api, edges(from.data(), to.data(), data.data()), "CudaGraph");
   std::unordered_map<CUgraphNode, size_t> index;
   for (size_t i = 0; i < n; ++i) index[nodes[i]] = i;
   std::vector<size_t> indegree(n, 0);

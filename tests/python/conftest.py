@@ -28,9 +28,11 @@ def cli_executable():
     return path
 
 
-def run_cli(*args, expect_rc=0, timeout=900):
-    """Runs the CLI; checks the exit status (never a signal) and returns the CompletedProcess."""
-    proc = subprocess.run([cli_executable()] + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+def run_cli(*args, expect_rc=0, timeout=900, env=None):
+    """Runs the CLI (in `env`, default: this process's environment); checks the exit status (never a signal) and
+    returns the CompletedProcess."""
+    proc = subprocess.run([cli_executable()] + [str(a) for a in args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
     assert proc.returncode >= 0, "kilnrt %s crashed with signal %d\n%s" % (args[0], -proc.returncode, proc.stderr)
     if expect_rc is not None:
         assert proc.returncode == expect_rc, "kilnrt %s exited %d (expected %d)\nstdout:\n%s\nstderr:\n%s" % (

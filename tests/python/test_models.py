@@ -7,14 +7,12 @@ runs batch 1 and batch 4 (and the dynamo fixtures' batch 2) through the same eng
 """
 import os
 import re
-import subprocess
 
 import numpy as np
 import pytest
 
 import kilnrt
-from conftest import (DYNAMO_FIXTURES, DYNAMO_MODELS, TORCH_MODELS, assert_matches_reference, cli_executable,
-                      run_cli)
+from conftest import DYNAMO_FIXTURES, DYNAMO_MODELS, TORCH_MODELS, assert_matches_reference, run_cli
 
 
 @pytest.mark.parametrize("name", TORCH_MODELS)
@@ -98,11 +96,9 @@ def test_vit_class_token_hoist(tmp_path):
     moved = {}
     for off in ("", "gather-hoist"):
         engine_path = tmp_path / ("vit%s.engine" % off)
-        env = dict(os.environ, KILNRT_LOG_LEVEL="info", KILNRT_NO_FUSION=off)
-        proc = subprocess.run([cli_executable(), "build", str(onnx_path), "-o", str(engine_path), "--device", "cpu",
-                               "--shapes", "x:1x3x32x32/2x3x32x32/4x3x32x32"],
-                              capture_output=True, text=True, timeout=300, env=env)
-        assert proc.returncode == 0, proc.stderr
+        proc = run_cli("build", onnx_path, "-o", engine_path, "--device", "cpu", "--shapes",
+                       "x:1x3x32x32/2x3x32x32/4x3x32x32",
+                       env=dict(os.environ, KILNRT_LOG_LEVEL="info", KILNRT_NO_FUSION=off))
         m = re.search(r"row Gathers moved above (\d+) op", proc.stdout + proc.stderr)
         moved[off] = int(m.group(1)) if m else 0
         engine = kilnrt.Engine(engine_path)
