@@ -17,46 +17,21 @@
 #include <type_traits>
 
 #include "backends/cuda/kernels/attention_short.cuh"
+#include "backends/cuda/kernels/wgmma_common.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define KILNRT_WGMMA 1
-#else
-#define KILNRT_WGMMA 0
-#endif
-
 constexpr int kWgRows = 64, kWgThreads = 128, kWgRowBytes = 128;
 
-// Byte offset of 16-byte chunk `chunk` of row `row` in a 128-byte-swizzled tile (1024-byte aligned base).
-__device__ __forceinline__ uint32_t wg_swz(int row, int chunk) {
-  return uint32_t(row) * kWgRowBytes + (uint32_t((chunk ^ (row & 7))) << 4);
-}
-
-// wgmma shared-memory matrix descriptor: 128-byte swizzle, 1024 bytes between groups of 8 rows (SBO), leading
-// byte offset 16 (unused by the swizzled layouts here: one 128-byte atom along the contiguous dimension).
-__device__ __forceinline__ uint64_t wg_desc(uint32_t smem_byte_addr) {
-  return uint64_t((smem_byte_addr & 0x3FFFF) >> 4) | (uint64_t(16 >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
-         (uint64_t(1) << 62);
-}
-
-__device__ __forceinline__ void wg_fence() {
-#if KILNRT_WGMMA
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#endif
-}
+// The shared Hopper helpers (wgmma_common.cuh) under the names this kernel uses.
+__device__ __forceinline__ uint32_t wg_swz(int row, int chunk) { return wgmma::swz(row, chunk); }
 __device__ __forceinline__ void wg_commit_wait() {
-#if KILNRT_WGMMA
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#endif
+  wgmma::commit();
+  wgmma::wait<0>();
 }
-// Makes this thread's generic-proxy writes to shared memory (cp.async, stores) visible to wgmma's async proxy.
-__device__ __forceinline__ void wg_proxy_fence() {
-#if KILNRT_WGMMA
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
+using wgmma::desc;
+using wgmma::fence;
+using wgmma::proxy_fence;
 
 #define KILNRT_WG_D32(d)                                                                                          \
   "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),        \
@@ -67,26 +42,6 @@ __device__ __forceinline__ void wg_proxy_fence() {
 #define KILNRT_WG_REGS32                                                                                         \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
   "%24, %25, %26, %27, %28, %29, %30, %31}"
-
-// D[64 x 64] (+)= A[64 x 16] B[16 x 64], A and B from shared memory (K-major). d: 8 n8-tiles of the mma layout.
-template <class T>
-__device__ __forceinline__ void wg_ss_n64(float (*d)[4], uint64_t da, uint64_t db, int accumulate) {
-#if KILNRT_WGMMA
-  if constexpr (std::is_same_v<T, __half>) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KILNRT_WG_REGS32
-                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : KILNRT_WG_D32(d)
-                 : "l"(da), "l"(db), "r"(accumulate));
-  } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KILNRT_WG_REGS32
-                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : KILNRT_WG_D32(d)
-                 : "l"(da), "l"(db), "r"(accumulate));
-  }
-#endif
-}
 
 // D[64 x 16] (+)= A[64 x 16] B[16 x 16], both from shared memory (K-major). d: 2 n8-tiles.
 template <class T>
@@ -177,7 +132,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   const float sl2 = a.scale * kLog2e;
   const float mul = kKeyMask ? 1.f : sl2;  // as in the short kernel
   cp_async_wait<1>();                      // Q and K
-  wg_proxy_fence();
+  proxy_fence();
   __syncthreads();
 
   const uint32_t ka = smem_addr(ksm), va = smem_addr(vsm);
@@ -189,15 +144,15 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
     const uint32_t qa = smem_addr(qt);
     // S = Q K^T.
     float s[kN][4];
-    wg_fence();
+    fence();
 #pragma unroll
     for (int kk = 0; kk < kLeanD / 16; ++kk) {
-      const uint64_t dq = wg_desc(qa + kk * 32);
+      const uint64_t dq = desc(qa + kk * 32);
 #pragma unroll
       for (int j = 0; j < Sh::kFull64; ++j)
-        wg_ss_n64<T>(&s[8 * j], dq, wg_desc(ka + j * 64 * kWgRowBytes + kk * 32), kk);
+        wgmma::mma_ss_n64<T, 0>(&s[8 * j], dq, desc(ka + j * 64 * kWgRowBytes + kk * 32), kk);
       if constexpr (Sh::kTail16)
-        wg_ss_n16<T>(&s[8 * Sh::kFull64], dq, wg_desc(ka + Sh::kFull64 * 64 * kWgRowBytes + kk * 32), kk);
+        wg_ss_n16<T>(&s[8 * Sh::kFull64], dq, desc(ka + Sh::kFull64 * 64 * kWgRowBytes + kk * 32), kk);
     }
     wg_commit_wait();
 
@@ -208,7 +163,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
 
     if (mt == 0) {
       cp_async_wait<0>();  // V
-      wg_proxy_fence();
+      proxy_fence();
       __syncthreads();
     }
 
@@ -216,9 +171,9 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
     float o[kLeanD / 8][4];
 #pragma unroll
     for (int n = 0; n < kLeanD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    wg_fence();
+    fence();
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) wg_rs_n64_tb<T>(o, pa[c], wg_desc(va + c * 16 * kWgRowBytes));
+    for (int c = 0; c < kChunks; ++c) wg_rs_n64_tb<T>(o, pa[c], desc(va + c * 16 * kWgRowBytes));
     wg_commit_wait();
 
     float inv[2];
