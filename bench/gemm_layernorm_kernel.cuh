@@ -1,7 +1,7 @@
 // A GEMM + bias + residual + LayerNorm kernel on Hopper's warpgroup MMA, for bench/gemm_layernorm_probe.cu only
 // (issue 7, session 13): Y = LayerNorm(A W + bias [+ R]) * gamma + beta over rows of N = 128..2048 values, float16 /
 // bfloat16 storage, float32 accumulation and statistics, sm_90a. Measured on the H100 and NOT used by the engine:
-// at BERT b32's shapes it took 1.6x (out-projection, 4096 x 768 x 768) to 1.9x (fc2, K = 3072) the time of
+// at BERT b32's shapes it took 1.39x (out-projection, 4096 x 768 x 768) to 1.55x (fc2, K = 3072) the time of
 // cuBLASLt's GEMM followed by kilnrt's LayerNorm kernel (bench/results/h100_2026-11-23_s13.md). Kept as the record
 // of what was tried and as the starting point of a TMA version.
 //
@@ -12,8 +12,10 @@
 // 16 K values. Epilogue: + bias, + residual (staged in shared memory), rounded to the storage dtype; each block's
 // per-row mean and M2 over its columns are combined across the cluster through distributed shared memory (Chan's
 // formula), then the normalized tile is written with 16-byte stores.
-// What the parts cost (probe modes, out-projection, block 128 x 256): the K loop alone ~15 us against 10.9 us for
-// cuBLASLt's whole GEMM; the cluster exchange ~1.8 us; the residual staging ~1.6 us; the stores ~2.1 us. A Hopper
+// What the parts cost (probe modes, out-projection, block 128 x 256): the K loop alone 11.7 us against 10.75 us for
+// cuBLASLt's whole GEMM; the cluster exchange ~1.8 us; the residual staging ~1.7 us; the stores ~2.1 us. No runtime
+// branch may sit between the wgmma instructions: ptxas then injects warpgroup.arrive before each (info C7519) and
+// the MMAs serialize (the K loop took 15 us that way). A Hopper
 // GEMM at cuBLAS's speed needs TMA loads multicast across the cluster (the A tile is the same for its C blocks) and
 // producer / consumer warpgroups; cp.async from every thread does not get there.
 #pragma once
@@ -43,7 +45,7 @@ struct GemmLayerNormArgs {
   float eps = 1e-5f;
   int rows_per_block = 0;     // 64 or 128; 0: the launcher's choice
   int columns_per_block = 0;  // 128, 192 or 256 (dividing N into at most 8 blocks); 0: the launcher's choice
-  // bench/gemm_layernorm_probe.cu only: 1 no MMA, 2 no K-loop copies, 3 no epilogue, 4 no cluster exchange, 5 no
+  // bench/gemm_layernorm_probe.cu only: 2 no K-loop copies, 3 no epilogue, 4 no cluster exchange, 5 no
   // epilogue staging, 6 no stores (timings of the parts; the results are wrong); 7 copies kStages - 1 steps ahead
   int probe_mode = 0;
 };
@@ -184,7 +186,6 @@ __global__ void __launch_bounds__(128 * kWG, 1) gemm_layernorm_kernel(GemmLayerN
       const uint64_t da = wgmma::desc(a_sm + kk * 32);
       // W [N, K]: K-major, N rows of 128 bytes; W [K, N]: MN-major, 16 K rows per step, atoms of 64 columns 8 KB apart.
       const uint64_t db = kWNK ? wgmma::desc(b_sm + kk * 32) : wgmma::desc_lbo(b_sm + kk * 16 * wgmma::kRowBytes, 8192);
-      if (PROBE_MODE == 1) continue;
       if constexpr (kBN == 128) wgmma::mma_ss_n128<T, kWNK ? 0 : 1>(acc, da, db, 1);
       if constexpr (kBN == 192) wgmma::mma_ss_n192<T, kWNK ? 0 : 1>(acc, da, db, 1);
       if constexpr (kBN == 256) wgmma::mma_ss_n256<T, kWNK ? 0 : 1>(acc, da, db, 1);

@@ -160,7 +160,7 @@ int main() {
         const double us = graph_us([&] { f::gemm_layernorm(a, S); }, 200);
         double mode_us[8] = {us, 0, 0, 0, 0, 0, 0, 0};
         if (getenv("PROBE_MODES"))
-          for (int md = 1; md <= 7; ++md) {
+          for (int md = 2; md <= 7; ++md) {
             a.probe_mode = md;
             mode_us[md] = graph_us([&] { f::gemm_layernorm(a, S); }, 200);
             a.probe_mode = 0;
@@ -169,8 +169,8 @@ int main() {
                trans ? "[N,K]" : "[K,N]", rows, cols, us, us / lib_us, maxd, sumd / ref.size(), bad,
                bad ? "MISMATCH" : "ok");
         if (getenv("PROBE_MODES"))
-          printf("      no MMA %.2f us, no K-loop copies %.2f us, no epilogue %.2f us, no cluster exchange %.2f, no "
-                 "staging %.2f, no stores %.2f, deep copies %.2f\n", mode_us[1], mode_us[2], mode_us[3], mode_us[4], mode_us[5], mode_us[6], mode_us[7]);
+          printf("      no K-loop copies %.2f us, no epilogue %.2f us, no cluster exchange %.2f, no "
+                 "staging %.2f, no stores %.2f, deep copies %.2f\n", mode_us[2], mode_us[3], mode_us[4], mode_us[5], mode_us[6], mode_us[7]);
       }
     cudaFree(A); cudaFree(W); cudaFree(Wt); cudaFree(B); cudaFree(G); cudaFree(Be); cudaFree(R); cudaFree(Y0);
     cudaFree(Y1);
