@@ -15,7 +15,6 @@
 #include <functional>
 #include <vector>
 #include "gemm_probe_common.cuh"
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1);} } while (0)
 static cublasLtHandle_t H;
 static void* WS; static const size_t WSB = 32 << 20;
 static cudaStream_t S;

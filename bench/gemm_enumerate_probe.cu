@@ -18,14 +18,6 @@
 
 #include "gemm_probe_common.cuh"
 
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__);                    \
-      exit(1);                                                                        \
-    }                                                                                 \
-  } while (0)
 
 static cublasLtHandle_t H;
 static void* WS;
@@ -42,36 +34,7 @@ __global__ void fill_rand(half* p, size_t n, uint32_t seed, float scale) {
 }
 
 static double graph_ms(const std::function<bool()>& body, int reps, int replays, int skip) {
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(S, cudaStreamCaptureModeThreadLocal));
-  bool ok = true;
-  for (int i = 0; i < reps; ++i) ok &= body();
-  CK(cudaStreamEndCapture(S, &g));
-  if (!ok) {
-    cudaGraphDestroy(g);
-    return -1;
-  }
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<double> v;
-  for (int r = 0; r < replays; ++r) {
-    cudaEventRecord(a, S);
-    cudaGraphLaunch(ge, S);
-    cudaEventRecord(b, S);
-    CK(cudaEventSynchronize(b));
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
-    if (r >= skip) v.push_back(ms / reps);
-  }
-  std::sort(v.begin(), v.end());
-  cudaGraphExecDestroy(ge);
-  cudaGraphDestroy(g);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return v[v.size() / 2];
+  return probe_graph_ms(S, body, reps, replays, skip);
 }
 
 template <class T>

@@ -22,14 +22,6 @@
 #include "gemm_layernorm_kernel.cuh"
 #include "gemm_probe_common.cuh"
 
-#define CK(x)                                                                       \
-  do {                                                                              \
-    cudaError_t e_ = (x);                                                           \
-    if (e_ != cudaSuccess) {                                                        \
-      printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__);                  \
-      exit(1);                                                                      \
-    }                                                                               \
-  } while (0)
 
 namespace k = kilnrt::cuda::kernels;
 namespace f = kilnrt::bench_gemm_ln;
@@ -51,30 +43,13 @@ __global__ void transpose(const half* in, half* out, int rows, int cols) {  // o
   }
 }
 
-static double graph_us(const std::function<void()>& body, int reps, int replays = 5, int skip = 2) {
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(S, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < reps; ++i) body();
-  CK(cudaStreamEndCapture(S, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<double> v;
-  for (int r = 0; r < replays; ++r) {
-    cudaEventRecord(a, S);
-    cudaGraphLaunch(ge, S);
-    cudaEventRecord(b, S);
-    CK(cudaEventSynchronize(b));
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
-    if (r >= skip) v.push_back(ms * 1e3 / reps);
+static double graph_us(const std::function<void()>& body, int reps) {
+  const double ms = probe_graph_ms(S, [&] { body(); return true; }, reps, 5, 2);
+  if (ms < 0) {
+    printf("CUDA graph timing failed\n");
+    exit(1);
   }
-  std::sort(v.begin(), v.end());
-  cudaGraphExecDestroy(ge);
-  cudaGraphDestroy(g);
-  return v[v.size() / 2];
+  return ms * 1e3;
 }
 
 int main() {

@@ -1,8 +1,16 @@
-// Shared by the standalone cuBLASLt probes (gemm_data_power_probe.cu, gemm_enumerate_probe.cu): the GEMM as kilnrt's
-// FusedMatMul issues it for Y [M, N] = A [M, K] x W [K, N] + bias [-> GELU], fp16 storage, float32 compute.
+// Shared by the standalone cuBLASLt probes (gemm_data_power_probe.cu, gemm_enumerate_probe.cu,
+// gemm_layernorm_probe.cu): the GEMM as kilnrt's FusedMatMul issues it for Y [M, N] = A [M, K] x W [K, N] + bias
+// [-> GELU], fp16 storage, float32 compute; and the CUDA-graph timing loop.
 #pragma once
 #include <cublasLt.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
 
 struct ProbeGemm {
   cublasLtMatmulDesc_t desc;
@@ -27,4 +35,48 @@ inline ProbeGemm make_probe_gemm(int M, int N, int K, bool gelu, const half* bia
   cublasLtMatmulPreferenceSetAttribute(g.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                        sizeof(workspace));
   return g;
+}
+
+// Probe programs stop at the first failed CUDA call (the file and line printed).
+#define CK(x)                                                                         \
+  do {                                                                                \
+    cudaError_t e_ = (x);                                                             \
+    if (e_ != cudaSuccess) {                                                          \
+      printf("CUDA %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);        \
+      exit(1);                                                                        \
+    }                                                                                 \
+  } while (0)
+
+// Milliseconds per launch: `reps` calls of body() captured in one CUDA graph on `s`, replayed `replays` times; the
+// median of the replays after the first `skip`. -1 when a call returned false or a CUDA call failed.
+inline double probe_graph_ms(cudaStream_t s, const std::function<bool()>& body, int reps, int replays, int skip) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return -1;
+  bool ok = true;
+  for (int i = 0; i < reps; ++i) ok &= body();
+  if (cudaStreamEndCapture(s, &g) != cudaSuccess) return -1;
+  if (!ok || cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) {
+    cudaGraphDestroy(g);
+    return -1;
+  }
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<double> v;
+  for (int r = 0; r < replays && ok; ++r) {
+    cudaEventRecord(a, s);
+    cudaGraphLaunch(ge, s);
+    cudaEventRecord(b, s);
+    float ms = 0;
+    ok = cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&ms, a, b) == cudaSuccess;
+    if (r >= skip) v.push_back(ms / reps);
+  }
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  if (!ok || v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
