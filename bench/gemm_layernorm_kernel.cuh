@@ -15,9 +15,9 @@
 // What the parts cost (probe modes, out-projection, block 128 x 256): the K loop alone 11.7 us against 10.75 us for
 // cuBLASLt's whole GEMM; the cluster exchange ~1.8 us; the residual staging ~1.7 us; the stores ~2.1 us. No runtime
 // branch may sit between the wgmma instructions: ptxas then injects warpgroup.arrive before each (info C7519) and
-// the MMAs serialize (the K loop took 15 us that way). A Hopper
-// GEMM at cuBLAS's speed needs TMA loads multicast across the cluster (the A tile is the same for its C blocks) and
-// producer / consumer warpgroups; cp.async from every thread does not get there.
+// the MMAs serialize (the K loop took 15 us that way). A Hopper GEMM at cuBLAS's speed needs TMA loads multicast
+// across the cluster (the A tile is the same for its C blocks) and producer / consumer warpgroups; cp.async from every
+// thread does not get there.
 #pragma once
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -45,11 +45,10 @@ struct GemmLayerNormArgs {
   float eps = 1e-5f;
   int rows_per_block = 0;     // 64 or 128; 0: the launcher's choice
   int columns_per_block = 0;  // 128, 192 or 256 (dividing N into at most 8 blocks); 0: the launcher's choice
-  // bench/gemm_layernorm_probe.cu only: 2 no K-loop copies, 3 no epilogue, 4 no cluster exchange, 5 no
-  // epilogue staging, 6 no stores (timings of the parts; the results are wrong); 7 copies kStages - 1 steps ahead
+  // 0: the kernel. To time its parts (the results are then wrong): 2 no K-loop copies, 3 no epilogue, 4 no cluster
+  // exchange, 5 no epilogue staging, 6 no stores; 7: the kernel with copies kStages - 1 steps ahead
   int probe_mode = 0;
 };
-
 
 namespace {
 
