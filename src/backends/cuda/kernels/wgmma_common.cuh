@@ -1,7 +1,11 @@
 // Hopper warpgroup-MMA building blocks for sm_90a kernels: shared-memory addresses, cp.async, the 128-byte swizzle,
 // matrix descriptors, the wgmma fences and the m64nNk16 instructions with both operands in shared memory. Used by
 // attention_wgmma.cuh (n64) and by the GEMM + LayerNorm probe kernel (bench/gemm_layernorm_kernel.cuh: n128-n256,
-// MN-major B). Included by .cu files only. Outside an sm_90a compilation the wgmma parts
+// MN-major B). Included by .cu files only.
+// Keep the wgmma instructions between fence() and commit() free of runtime branches and of other uses of their
+// accumulator registers: ptxas otherwise injects a warpgroup.arrive before each one and the MMAs run one after
+// another. It only says so in an info line (C7519, "warpgroup.arrive is injected"). A kernel built from these
+// helpers must compile without that line; in the GEMM + LayerNorm probe it cost 28 % of the K loop. Outside an sm_90a compilation the wgmma parts
 // compile to nothing (their kernels are then never launched: see the *_built() functions).
 #pragma once
 #include <cuda_bf16.h>
