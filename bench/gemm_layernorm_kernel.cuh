@@ -26,7 +26,9 @@
 
 #include <cstdint>
 
+#include "backends/cuda/kernels/attention_mma_ptx.cuh"
 #include "backends/cuda/kernels/launch_common.cuh"
+#include "backends/cuda/kernels/storage16.cuh"
 #include "backends/cuda/kernels/wgmma_common.cuh"
 
 namespace kilnrt::bench_gemm_ln {
@@ -57,30 +59,59 @@ namespace cg = cooperative_groups;
 using kilnrt::cuda::kernels::wgmma::swz;
 namespace wgmma = kilnrt::cuda::kernels::wgmma;
 namespace launch_common = kilnrt::cuda::kernels::launch_common;
+using kilnrt::cuda::kernels::attention_mma_detail::cp_async16;  // cp.async and addresses: the attention kernels'
+using kilnrt::cuda::kernels::attention_mma_detail::cp_async_commit;
+using kilnrt::cuda::kernels::attention_mma_detail::cp_async_wait;
+using kilnrt::cuda::kernels::attention_mma_detail::smem_addr;
 
 constexpr int kBK = 64;  // K values per step (128 bytes of 16-bit storage: one swizzle atom)
 constexpr int kMaxCluster = 8;
 
+// Two adjacent 16-bit values of shared memory <-> float2 (the attention kernels' Bits16), and float32 rounded to T.
 template <class T>
-struct Pair;  // two adjacent 16-bit values <-> float2
-template <>
-struct Pair<__half> {
-  using V = __half2;
-  static __device__ __forceinline__ float2 load(const void* p) { return __half22float2(*static_cast<const V*>(p)); }
-  static __device__ __forceinline__ void store(void* p, float a, float b) {
-    *static_cast<V*>(p) = __floats2half2_rn(a, b);
+struct Pair {
+  using B = kilnrt::cuda::kernels::attention_mma_detail::Bits16<T>;
+  static __device__ __forceinline__ float2 load(const void* p) {
+    return B::unpack(*static_cast<const typename B::Pair*>(p));
   }
-  static __device__ __forceinline__ float round(float v) { return __half2float(__float2half_rn(v)); }
-};
-template <>
-struct Pair<__nv_bfloat16> {
-  using V = __nv_bfloat162;
-  static __device__ __forceinline__ float2 load(const void* p) { return __bfloat1622float2(*static_cast<const V*>(p)); }
-  static __device__ __forceinline__ void store(void* p, float a, float b) {
-    *static_cast<V*>(p) = __floats2bfloat162_rn(a, b);
+  static __device__ __forceinline__ void store(void* p, float a, float b) { *static_cast<uint32_t*>(p) = B::pack(a, b); }
+  static __device__ __forceinline__ float round(float v) {
+    return kilnrt::cuda::kernels::storage16::to_f(kilnrt::cuda::kernels::storage16::from_f<T>(v));
   }
-  static __device__ __forceinline__ float round(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 };
+
+// wgmma::desc with another leading byte offset: MN-major operands wider than one atom (LBO = bytes between atoms of
+// 64 columns).
+__device__ __forceinline__ uint64_t desc_lbo(uint32_t smem_byte_addr, uint32_t lbo) {
+  return (wgmma::desc(smem_byte_addr) & ~(uint64_t(0x3FFF) << 16)) | (uint64_t((lbo >> 4) & 0x3FFF) << 16);
+}
+
+// D[64 x kN] += A[64 x 16] B[16 x kN] (kN = 128, 192, 256) as wgmma::mma_ss_n64 (operand lists generated: keep them
+// in step with kN / 2 accumulators per thread).
+#define KILNRT_PROBE_REGS128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define KILNRT_PROBE_D128(d) "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+#define KILNRT_PROBE_REGS192 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+#define KILNRT_PROBE_D192(d) "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3])
+#define KILNRT_PROBE_REGS256 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define KILNRT_PROBE_D256(d) "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]), "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+template <class T, int kTransB, int kN>
+__device__ __forceinline__ void mma_ss_wide(float (*d)[4], uint64_t da, uint64_t db, int accumulate) {
+#if KILNRT_WGMMA
+  constexpr bool kHalf = std::is_same_v<T, __half>;
+  if constexpr (kN == 128 && kHalf)
+    KILNRT_WGMMA_SS("f16", "m64n128k16", KILNRT_PROBE_REGS128, "%64", "%65", "%66", "%67", KILNRT_PROBE_D128(d));
+  if constexpr (kN == 128 && !kHalf)
+    KILNRT_WGMMA_SS("bf16", "m64n128k16", KILNRT_PROBE_REGS128, "%64", "%65", "%66", "%67", KILNRT_PROBE_D128(d));
+  if constexpr (kN == 192 && kHalf)
+    KILNRT_WGMMA_SS("f16", "m64n192k16", KILNRT_PROBE_REGS192, "%96", "%97", "%98", "%99", KILNRT_PROBE_D192(d));
+  if constexpr (kN == 192 && !kHalf)
+    KILNRT_WGMMA_SS("bf16", "m64n192k16", KILNRT_PROBE_REGS192, "%96", "%97", "%98", "%99", KILNRT_PROBE_D192(d));
+  if constexpr (kN == 256 && kHalf)
+    KILNRT_WGMMA_SS("f16", "m64n256k16", KILNRT_PROBE_REGS256, "%128", "%129", "%130", "%131", KILNRT_PROBE_D256(d));
+  if constexpr (kN == 256 && !kHalf)
+    KILNRT_WGMMA_SS("bf16", "m64n256k16", KILNRT_PROBE_REGS256, "%128", "%129", "%130", "%131", KILNRT_PROBE_D256(d));
+#endif
+}
 
 template <int kWG, int kBN, int kStages>
 struct Shape {
@@ -99,7 +130,7 @@ template <class T, int kWG, int kBN, int kStages, bool kWNK>
 struct Copier {
   using S = Shape<kWG, kBN, kStages>;
   // Copies K step `kt` (values kt*64 .. +63) of A's rows m0.. and W's columns n0.. into the slot at `slot`.
-  static __device__ __forceinline__ void run(uint32_t slot, const T* a, const T* w, int64_t m, int64_t m0, int n,
+  static __device__ __forceinline__ void run(unsigned char* slot, const T* a, const T* w, int64_t m, int64_t m0, int n,
                                              int n0, int k, int kt, int tid) {
     const int k0 = kt * kBK;
     constexpr int kAChunks = S::kBM * 8;
@@ -107,20 +138,20 @@ struct Copier {
     for (int i = 0; i < kAChunks / S::kThreads; ++i) {
       const int idx = tid + i * S::kThreads, r = idx >> 3, c = idx & 7;
       const bool ok = m0 + r < m;
-      wgmma::cp_async16(slot + swz(r, c), a + (ok ? (m0 + r) * int64_t(k) + k0 + c * 8 : 0), ok);
+      cp_async16(slot + swz(r, c), a + (ok ? (m0 + r) * int64_t(k) + k0 + c * 8 : 0), ok);
     }
-    const uint32_t bs = slot + S::kABytes;
+    unsigned char* bs = slot + S::kABytes;
     constexpr int kBChunks = kBN * 8;
 #pragma unroll
     for (int i = 0; i < kBChunks / S::kThreads; ++i) {
       const int idx = tid + i * S::kThreads;
       if constexpr (kWNK) {  // W [N, K]: row = column of Y, 8 chunks of K
         const int r = idx >> 3, c = idx & 7;
-        wgmma::cp_async16(bs + swz(r, c), w + (n0 + r) * int64_t(k) + k0 + c * 8, true);
+        cp_async16(bs + swz(r, c), w + (n0 + r) * int64_t(k) + k0 + c * 8, true);
       } else {  // W [K, N]: row = K value, kBN / 8 chunks of N, one 8 KB atom per 64 columns
         constexpr int kRowChunks = kBN / 8;
         const int r = idx / kRowChunks, cc = idx % kRowChunks;
-        wgmma::cp_async16(bs + (cc >> 3) * 8192 + swz(r, cc & 7), w + (k0 + r) * int64_t(n) + n0 + cc * 8, true);
+        cp_async16(bs + (cc >> 3) * 8192 + swz(r, cc & 7), w + (k0 + r) * int64_t(n) + n0 + cc * 8, true);
       }
     }
   }
@@ -132,8 +163,8 @@ __global__ void __launch_bounds__(128 * kWG, 1) gemm_layernorm_kernel(GemmLayerN
   using S = Shape<kWG, kBN, kStages>;
   using P = Pair<T>;
   extern __shared__ __align__(128) unsigned char smem[];
-  unsigned char* base = smem + ((1024u - (wgmma::smem_u32(smem) & 1023u)) & 1023u);
-  const uint32_t base_u32 = wgmma::smem_u32(base);
+  unsigned char* base = smem + ((1024u - (smem_addr(smem) & 1023u)) & 1023u);
+  const uint32_t base_u32 = smem_addr(base);
   float2* row_part = reinterpret_cast<float2*>(base + size_t(kStages) * S::kSlot);  // (mean, M2) of each row
 
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, warp4 = (tid >> 5) & 3, g = lane >> 2, t = lane & 3;
@@ -166,17 +197,17 @@ __global__ void __launch_bounds__(128 * kWG, 1) gemm_layernorm_kernel(GemmLayerN
   constexpr int kAhead = kDeep ? kStages - 1 : kStages - 2;
 #pragma unroll
   for (int s = 0; s < kAhead; ++s) {
-    if (s < steps && PROBE_MODE != 2) Cp::run(base_u32 + s * S::kSlot, a, w, p.m, m0, n, n0, k, s, tid);
-    wgmma::cp_async_commit();
+    if (s < steps && PROBE_MODE != 2) Cp::run(base + s * S::kSlot, a, w, p.m, m0, n, n0, k, s, tid);
+    cp_async_commit();
   }
 #pragma unroll 1
   for (int kt = 0; kt < steps; ++kt) {
-    wgmma::cp_async_wait<kAhead - 1>();  // step kt has landed (this thread's copies)
+    cp_async_wait<kAhead - 1>();  // step kt has landed (this thread's copies)
     wgmma::proxy_fence();
     __syncthreads();  // ... everyone's; and every warpgroup is done with the slot refilled below
     const int next = kt + kAhead;
-    if (next < steps && PROBE_MODE != 2) Cp::run(base_u32 + (next % kStages) * S::kSlot, a, w, p.m, m0, n, n0, k, next, tid);
-    wgmma::cp_async_commit();
+    if (next < steps && PROBE_MODE != 2) Cp::run(base + (next % kStages) * S::kSlot, a, w, p.m, m0, n, n0, k, next, tid);
+    cp_async_commit();
     const uint32_t slot = base_u32 + (kt % kStages) * S::kSlot;
     const uint32_t a_sm = slot + wg * 64 * wgmma::kRowBytes, b_sm = slot + S::kABytes;
     wgmma::fence();
@@ -184,10 +215,8 @@ __global__ void __launch_bounds__(128 * kWG, 1) gemm_layernorm_kernel(GemmLayerN
     for (int kk = 0; kk < kBK / 16; ++kk) {
       const uint64_t da = wgmma::desc(a_sm + kk * 32);
       // W [N, K]: K-major, N rows of 128 bytes; W [K, N]: MN-major, 16 K rows per step, atoms of 64 columns 8 KB apart.
-      const uint64_t db = kWNK ? wgmma::desc(b_sm + kk * 32) : wgmma::desc_lbo(b_sm + kk * 16 * wgmma::kRowBytes, 8192);
-      if constexpr (kBN == 128) wgmma::mma_ss_n128<T, kWNK ? 0 : 1>(acc, da, db, 1);
-      if constexpr (kBN == 192) wgmma::mma_ss_n192<T, kWNK ? 0 : 1>(acc, da, db, 1);
-      if constexpr (kBN == 256) wgmma::mma_ss_n256<T, kWNK ? 0 : 1>(acc, da, db, 1);
+      const uint64_t db = kWNK ? wgmma::desc(b_sm + kk * 32) : desc_lbo(b_sm + kk * 16 * wgmma::kRowBytes, 8192);
+      mma_ss_wide<T, kWNK ? 0 : 1, kBN>(acc, da, db, 1);
     }
     wgmma::commit();
     if constexpr (kDeep) {
@@ -212,15 +241,15 @@ __global__ void __launch_bounds__(128 * kWG, 1) gemm_layernorm_kernel(GemmLayerN
     for (int idx = tid; idx < S::kBM * kRowChunks; idx += S::kThreads) {
       const int r = idx / kRowChunks, c = idx % kRowChunks;
       const bool ok = m0 + r < p.m;
-      wgmma::cp_async16(base_u32 + r * S::kResRow + c * 16, res + (ok ? (m0 + r) * n + n0 + c * 8 : 0), ok);
+      cp_async16(base + r * S::kResRow + c * 16, res + (ok ? (m0 + r) * n + n0 + c * 8 : 0), ok);
     }
   for (int idx = tid; idx < 3 * kRowChunks; idx += S::kThreads) {
     const int v = idx / kRowChunks, c = idx % kRowChunks;
     const T* src = vec_src(v);
-    if (src && PROBE_MODE != 5) wgmma::cp_async16(base_u32 + S::kResBytes + v * kBN * 2 + c * 16, src + n0 + c * 8, true);
+    if (src && PROBE_MODE != 5) cp_async16(base + S::kResBytes + v * kBN * 2 + c * 16, src + n0 + c * 8, true);
   }
-  wgmma::cp_async_commit();
-  wgmma::cp_async_wait<0>();
+  cp_async_commit();
+  cp_async_wait<0>();
   __syncthreads();
   auto vec = [&](int v, int col, float dflt) {
     return vec_src(v) ? P::load(vec_sm + v * kBN * 2 + col * 2) : make_float2(dflt, dflt);

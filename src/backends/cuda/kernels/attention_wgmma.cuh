@@ -33,16 +33,6 @@ using wgmma::desc;
 using wgmma::fence;
 using wgmma::proxy_fence;
 
-#define KILNRT_WG_D32(d)                                                                                          \
-  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),        \
-      "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),   \
-      "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),   \
-      "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),   \
-      "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-#define KILNRT_WG_REGS32                                                                                         \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
-  "%24, %25, %26, %27, %28, %29, %30, %31}"
-
 // D[64 x 16] (+)= A[64 x 16] B[16 x 16], both from shared memory (K-major). d: 2 n8-tiles.
 template <class T>
 __device__ __forceinline__ void wg_ss_n16(float (*d)[4], uint64_t da, uint64_t db, int accumulate) {
@@ -72,15 +62,15 @@ __device__ __forceinline__ void wg_rs_n64_tb(float (*d)[4], const uint32_t (&a)[
 #if KILNRT_WGMMA
   if constexpr (std::is_same_v<T, __half>) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KILNRT_WG_REGS32
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KILNRT_WGMMA_REGS32
                  ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : KILNRT_WG_D32(d)
+                 : KILNRT_WGMMA_D32(d)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
   } else {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KILNRT_WG_REGS32
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KILNRT_WGMMA_REGS32
                  ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : KILNRT_WG_D32(d)
+                 : KILNRT_WGMMA_D32(d)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
   }
 #endif
