@@ -173,9 +173,10 @@ __device__ __forceinline__ TileOf tile_of(int i, int cid, int nclusters, int col
   return r;
 }
 
-template <class T, int kBN, bool kWNK, int kCluster>
+template <class T, int kBN, bool kWNK, int kCluster, bool kMc>
 __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_constant__ Params p) {
 #if KILNRT_WGMMA
+  constexpr int kG = kMc ? kCluster : 1;  // the blocks sharing (multicasting) the A tile; 1: the cluster is only placement
   using C = Cfg<kBN>;
   using B16 = attention_mma_detail::Bits16<T>;
   constexpr int kS = C::kStages, kBoxes = kBN / 64;
@@ -201,7 +202,7 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
     ptx::prefetch_map(&p.w);
     for (int s = 0; s < kS; ++s) {
       ptx::mbar_init(full(s), 1);
-      ptx::mbar_init(empty(s), 2 * kCluster);  // both consumer warpgroups of every block of the cluster
+      ptx::mbar_init(empty(s), 2 * kG);  // both consumer warpgroups of every block of the cluster
     }
     ptx::mbar_init(aux_full, 1);
     ptx::mbar_init(epi_free, 2);
@@ -220,7 +221,7 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (tid == 0) {
       // The K-step producer: a ring of kS slots, continued across this block's tiles.
-      constexpr int kRows = C::kBM / kCluster;  // A rows this block loads (and multicasts)
+      constexpr int kRows = C::kBM / kG;  // A rows this block loads (and multicasts)
       ptx::wait_prior_grids();
       int it = 0;
 #pragma unroll 1
@@ -234,9 +235,9 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
           ptx::mbar_wait(empty(s), ((it / kS) & 1) ^ 1);
           ptx::mbar_expect_tx(full(s), C::kStage);
           const uint32_t sa = base + s * C::kStage, sb = sa + C::kABytes;
-          if constexpr (kCluster > 1)
+          if constexpr (kG > 1)
             ptx::tma_load_multicast(sa + rank * kRows * 128, &p.a, full(s), kt * 64, m0 + int(rank) * kRows,
-                                    uint16_t((1u << kCluster) - 1));
+                                    uint16_t((1u << kG) - 1));
           else
             ptx::tma_load(sa, &p.a, full(s), kt * 64, m0);
           if constexpr (kWNK) {
@@ -271,7 +272,7 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
     const int cw = wg - 1;  // rows cw * 64 .. + 63 of each tile
     const int t128 = tid & 127, warp = t128 >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     // Warp 0 of each consumer warpgroup releases slots: lane c signals block c of the cluster (in parallel).
-    const bool releaser = warp == 0 && lane < kCluster;
+    const bool releaser = warp == 0 && lane < kG;
     int it = 0;
 #pragma unroll 1
     for (int i = 0;; ++i) {
@@ -301,7 +302,7 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
         wgmma::wait<1>();  // the previous step's MMAs are done: release its slot
         if (releaser && kt > 0) {
           const int ps = (it - 1) % kS;
-          if constexpr (kCluster > 1)
+          if constexpr (kG > 1)
             ptx::mbar_arrive_cluster(empty(ps), uint32_t(lane));
           else
             ptx::mbar_arrive(empty(ps));
@@ -310,7 +311,7 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
       wgmma::wait<0>();
       if (releaser) {  // the tile's last slot
         const int ps = (it - 1) % kS;
-        if constexpr (kCluster > 1)
+        if constexpr (kG > 1)
           ptx::mbar_arrive_cluster(empty(ps), uint32_t(lane));
         else
           ptx::mbar_arrive(empty(ps));
@@ -377,7 +378,8 @@ struct Problem {
   bool gelu = false;
   int bn = 192;     // tile columns: 128, 192 or 256
   int cluster = 1;  // blocks along N sharing the A tile: 1, 2 or 4 (dividing the column tiles)
-  bool pdl = true;  // launch with programmatic stream serialization (the prologue overlaps the previous kernel)
+  bool pdl = true;
+  bool multicast = true;  // clusters multicast the A tile (false: a cluster only places its blocks together)  // launch with programmatic stream serialization (the prologue overlaps the previous kernel)
 };
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
@@ -411,11 +413,17 @@ inline const char* unsupported(const Problem& g) {
   return "";
 }
 
-template <class T, int kBN, bool kWNK, int kCluster>
+// The blocks the last launch could keep resident (the probe prints it: clusters may fit fewer than one per SM).
+inline int& last_grid_blocks() {
+  static int n = 0;
+  return n;
+}
+
+template <class T, int kBN, bool kWNK, int kCluster, bool kMc>
 int launch_t(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
   using C = Cfg<kBN>;
   Params p{};
-  if (!encode_map(enc, &p.a, g.dt, g.a, g.k, g.m, g.k, 64, C::kBM / kCluster)) return -2;
+  if (!encode_map(enc, &p.a, g.dt, g.a, g.k, g.m, g.k, 64, C::kBM / (kMc ? kCluster : 1))) return -2;
   if (kWNK ? !encode_map(enc, &p.w, g.dt, g.w, g.k, g.n, g.k, 64, kBN) : !encode_map(enc, &p.w, g.dt, g.w, g.n, g.k, g.n, 64, 64))
     return -2;
   if (!encode_map(enc, &p.y, g.dt, g.y, g.n, g.m, g.n, 64, 64)) return -2;
@@ -426,7 +434,7 @@ int launch_t(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
   p.k = g.k;
   p.has_res = g.residual != nullptr;
   p.gelu = g.gelu;
-  auto kernel = hopper_gemm_kernel<T, kBN, kWNK, kCluster>;
+  auto kernel = hopper_gemm_kernel<T, kBN, kWNK, kCluster, kMc>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem));
   if (e != cudaSuccess) return int(e);
   // Persistent: one block per SM (clusters: as many as can be resident at once), each walking its tiles.
@@ -455,6 +463,7 @@ int launch_t(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
     if (active <= 0) return -1;
     clusters = active;
   }
+  last_grid_blocks() = kCluster * clusters;  // before the clamp to the work: what the GPU can hold at once
   const long long work = (long long)row_tiles * col_groups;
   if (work < clusters) clusters = int(work);
   cfg.gridDim = dim3(unsigned(kCluster * clusters), 1, 1);
@@ -465,9 +474,9 @@ int launch_t(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
 template <class T, int kBN, bool kWNK>
 int launch_c(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
   switch (g.cluster) {
-    case 1: return launch_t<T, kBN, kWNK, 1>(g, enc, s);
-    case 2: return launch_t<T, kBN, kWNK, 2>(g, enc, s);
-    case 4: return launch_t<T, kBN, kWNK, 4>(g, enc, s);
+    case 1: return launch_t<T, kBN, kWNK, 1, false>(g, enc, s);
+    case 2: return g.multicast ? launch_t<T, kBN, kWNK, 2, true>(g, enc, s) : launch_t<T, kBN, kWNK, 2, false>(g, enc, s);
+    case 4: return launch_t<T, kBN, kWNK, 4, true>(g, enc, s);
     default: return -1;
   }
 }

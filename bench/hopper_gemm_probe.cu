@@ -3,7 +3,8 @@
 // kilnrt's FusedMatMul uses: BIAS or GELU_BIAS, the residual as C with beta 1), then every tile / cluster / W layout
 // of the kernel, checked against cuBLASLt's output and timed sustained (200 launches per CUDA-graph replay, median).
 // PROBE_ONLY=<name part> picks problems, PROBE_BN / PROBE_CLUSTER configurations; PROBE_NCU=1 launches each once,
-// untimed (for ncu: cuBLASLt's first candidate, then the kernel). PROBE_NEIGHBOUR=1 times each GEMM followed by a memory-bound kernel launched
+// untimed (for ncu: cuBLASLt's first candidate, then the kernel); PROBE_NO_MULTICAST (set, to any value) launches
+// clusters without the A multicast. PROBE_NEIGHBOUR=1 times each GEMM followed by a memory-bound kernel launched
 // without programmatic dependence (as in the engine, where a LayerNorm or attention kernel sits between GEMMs) and
 // subtracts that kernel's time; otherwise the GEMMs run back to back. Exit status 2 when an output mismatches.
 // Build: nvcc -std=c++17 -O3 -arch=sm_90a -Isrc -Ibench -o hopper_gemm_probe bench/hopper_gemm_probe.cu -lcublasLt
@@ -143,6 +144,7 @@ int main() {
           hg::Problem g;
           g.w_nk = wnk; g.a = A; g.w = wnk ? Wt : W; g.bias = B; g.residual = p.res ? R : nullptr; g.y = Y1;
           g.m = M; g.n = N; g.k = K; g.gelu = p.gelu; g.bn = bn; g.cluster = cl; g.pdl = pdl;
+          g.multicast = !getenv("PROBE_NO_MULTICAST");
           if (*hg::unsupported(g)) continue;
           CK(cudaMemset(Y1, 0, size_t(M) * N * 2));
           const int st = hg::launch(g, enc, S);
@@ -162,8 +164,8 @@ int main() {
           failures += bad != 0;
           const double us = getenv("PROBE_NCU") ? 1 : graph_us([&] { return hg::launch(g, enc, S) == 0; }, 200);
           if (us > 0) best_own = std::min(best_own, us);
-          printf("   W%s tile 128x%3d cluster %d%s: %7.2f us (%.3fx cuBLASLt, %4.0f TFLOPS) | max |diff| %.4f mean %.2e %s\n",
-                 wnk ? "[N,K]" : "[K,N]", bn, cl, pdl ? "" : " no-pdl", us, us / lib_us, flops / us * 1e-6, maxd, sumd / ref.size(),
+          printf("   W%s tile 128x%3d cluster %d%s (%3d resident): %7.2f us (%.3fx cuBLASLt, %4.0f TFLOPS) | max |diff| %.4f mean %.2e %s\n",
+                 wnk ? "[N,K]" : "[K,N]", bn, cl, pdl ? "" : " no-pdl", hg::last_grid_blocks(), us, us / lib_us, flops / us * 1e-6, maxd, sumd / ref.size(),
                  bad ? "MISMATCH" : "ok");
         }
     printf("   => best own %.2f us = %.3fx cuBLASLt\n", best_own, best_own / lib_us);
