@@ -23,7 +23,10 @@
 // Where the time goes (fits over the BERT b32 shapes, 128 x 192 tiles): a K step takes 0.52 us (85 % of the tensor
 // rate at the sustained clock), the epilogue ~1.6 us per tile (the consumers' tensor cores idle meanwhile: a
 // ping-pong schedule, one warpgroup's epilogue under the other's MMAs, would hide it), the launch, pipeline fill and
-// drain ~4.7 us per launch. Clusters with A multicast were slower at every shape (L2 bandwidth is not the limit).
+// drain ~4.7 us per launch. Clusters with A multicast run as fast as without (L2 bandwidth is not the limit at
+// 128 x 192); they were 1.4-7x slower while the cross-block slot releases were mbarrier arrivals with .release.cluster
+// semantics, which stall the releasing warp every K step: the default (.release.cta, as CUTLASS's) is what the reads
+// need, since wgmma::wait already completed them. A ping-pong schedule: hopper_gemm_pingpong.cuh.
 // Rows past M and columns past N are zero-filled by TMA on load and clipped on store. Host requirements: K and N
 // multiples of 8 (16-byte row strides), 16-byte aligned pointers. Every wgmma of a K step sits between fence() and
 // commit() with no branch (wgmma_common.cuh: ptxas info C7519); the kernel compiles without it.
@@ -85,7 +88,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
       "r"(cta)
       : "memory");
 }
