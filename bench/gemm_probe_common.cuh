@@ -1,6 +1,7 @@
 // Shared by the standalone cuBLASLt probes (gemm_data_power_probe.cu, gemm_enumerate_probe.cu,
 // gemm_layernorm_probe.cu): the GEMM as kilnrt's FusedMatMul issues it for Y [M, N] = A [M, K] x W [K, N] + bias
-// [-> GELU], fp16 storage, float32 compute; and the CUDA-graph timing loop.
+// [-> GELU], fp16 storage, float32 compute; the CUDA-graph timing loop; pseudo-random normal operands and a transpose
+// (gemm_layernorm_probe.cu, hopper_gemm_probe.cu).
 #pragma once
 #include <cublasLt.h>
 #include <cuda_fp16.h>
@@ -47,6 +48,25 @@ inline ProbeGemm make_probe_gemm(int M, int N, int K, bool gelu, const half* bia
     }                                                                                 \
   } while (0)
 
+// What a probe's main() starts with: a cuBLASLt handle, a stream, 32 MiB of cuBLASLt workspace; prints the GPU.
+struct ProbeSetup {
+  cublasLtHandle_t lt;
+  cudaStream_t stream;
+  void* workspace;
+  size_t workspace_bytes;
+};
+inline ProbeSetup probe_setup() {
+  ProbeSetup s{};
+  cublasLtCreate(&s.lt);
+  CK(cudaStreamCreate(&s.stream));
+  s.workspace_bytes = size_t(32) << 20;
+  CK(cudaMalloc(&s.workspace, s.workspace_bytes));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  return s;
+}
+
 // Milliseconds per launch: `reps` calls of body() captured in one CUDA graph on `s`, replayed `replays` times; the
 // median of the replays after the first `skip`. -1 when a call returned false or a CUDA call failed.
 inline double probe_graph_ms(cudaStream_t s, const std::function<bool()>& body, int reps, int replays, int skip) {
@@ -80,3 +100,21 @@ inline double probe_graph_ms(cudaStream_t s, const std::function<bool()>& body, 
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+
+// p[i] = offset + scale * a standard normal value from a hash of (i, seed) (Box-Muller), rounded to fp16.
+__global__ void fill_rand(half* p, size_t n, uint32_t seed, float scale, float offset) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
+    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13; h *= 3266489917u; h ^= h >> 16;
+    uint32_t h2 = h * 747796405u + 2891336453u;
+    float u1 = (h & 0xffffff) / 16777216.f + 1e-7f, u2 = (h2 & 0xffffff) / 16777216.f;
+    p[i] = __float2half(offset + scale * sqrtf(-2.f * logf(u1)) * cospif(2.f * u2));
+  }
+}
+__global__ void transpose(const half* in, half* out, int rows, int cols) {  // out[c, r] = in[r, c]
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < size_t(rows) * cols; i += size_t(gridDim.x) * blockDim.x) {
+    const size_t r = i / cols, c = i % cols;
+    out[c * rows + r] = in[i];
+  }
+}
+

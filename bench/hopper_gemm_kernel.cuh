@@ -160,20 +160,80 @@ __device__ __forceinline__ float gelu_tanh(float x) {
   return fmaf(hx, th, hx);
 }
 
-// The tile a cluster works on in round `i`: row tile, and this block's column tile. Clusters walk the tiles with the
-// column tiles of one row band next to each other (blocks running at the same time share A rows in L2).
-struct TileOf {
-  int m_tile, n_tile;
-  bool valid;
+// The tiles of a persistent block: round i of cluster `cid` (of `nclusters`) is tile group cid + i * nclusters; a
+// group is kc adjacent column tiles of one row band (blocks running at the same time share A rows in L2), and the
+// block takes column tile `rank` of it.
+struct TileWalk {
+  int cid, nclusters, col_groups, row_tiles, kc, rank;
+  // The origin of round i's tile, false past the last one.
+  __device__ __forceinline__ bool at(int i, int bm, int bn, int& m0, int& n0) const {
+    const int t = cid + i * nclusters, m_tile = t / col_groups;
+    m0 = m_tile * bm;
+    n0 = ((t % col_groups) * kc + rank) * bn;
+    return m_tile < row_tiles;
+  }
 };
-__device__ __forceinline__ TileOf tile_of(int i, int cid, int nclusters, int col_groups, int row_tiles, int kc,
-                                          uint32_t rank) {
-  const int t = cid + i * nclusters;
-  TileOf r;
-  r.m_tile = t / col_groups;
-  r.n_tile = (t % col_groups) * kc + int(rank);
-  r.valid = r.m_tile < row_tiles;
-  return r;
+
+// The epilogue of one accumulator pair at `addr` in a swizzled epilogue buffer (where the aux producer put the
+// residual): + bias pair, + residual, GELU, rounded to T in place.
+template <class T>
+__device__ __forceinline__ void finish_pair(const Params& p, uint32_t addr, float v0, float v1, float2 bias) {
+  using B16 = attention_mma_detail::Bits16<T>;
+  v0 += bias.x;
+  v1 += bias.y;
+  if (p.has_res) {
+    const uint32_t rb = ptx::lds32(addr);
+    const float2 rv = B16::unpack(*reinterpret_cast<const typename B16::Pair*>(&rb));
+    v0 += rv.x;
+    v1 += rv.y;
+  }
+  if (p.gelu) {
+    v0 = gelu_tanh(v0);
+    v1 = gelu_tanh(v1);
+  }
+  ptx::sts32(addr, B16::pack(v0, v1));
+}
+// The bias pair of tile column `col` (tile origin n0) from the staged bias; zeros past N or without a bias.
+template <class T>
+__device__ __forceinline__ float2 bias_pair(const Params& p, uint32_t bias_sm, int n0, int col) {
+  using B16 = attention_mma_detail::Bits16<T>;
+  if (!p.bias || n0 + col >= p.n) return make_float2(0.f, 0.f);
+  const uint32_t bb = ptx::lds32(bias_sm + col * 2);
+  return B16::unpack(*reinterpret_cast<const typename B16::Pair*>(&bb));
+}
+
+// The K-step producer (one thread): TMA loads of every tile's K steps into a ring of kS slots of kBM + kBN rows of
+// 128 bytes (A, then W), continued across the block's tiles. "full" / "empty" barriers are 8 bytes apart from
+// full0 / empty0. With kG > 1 the block loads kBM / kG rows of the A tile (its `rank`) and multicasts them to the
+// cluster's kG blocks.
+template <int kBM, int kBN, bool kWNK, int kG, int kS>
+__device__ __forceinline__ void produce_k_steps(const Params& p, const TileWalk& walk, int steps, uint32_t base,
+                                                uint32_t full0, uint32_t empty0, uint32_t rank) {
+  constexpr int kABytes = kBM * 128, kStage = kABytes + kBN * 128, kRows = kBM / kG;
+  ptx::wait_prior_grids();
+  int it = 0, m0, n0;
+#pragma unroll 1
+  for (int i = 0; walk.at(i, kBM, kBN, m0, n0); ++i) {
+#pragma unroll 1
+    for (int kt = 0; kt < steps; ++kt, ++it) {
+      const int s = it % kS;
+      const uint32_t full = full0 + 8u * s;
+      ptx::mbar_wait(empty0 + 8u * s, ((it / kS) & 1) ^ 1);
+      ptx::mbar_expect_tx(full, kStage);
+      const uint32_t sa = base + s * kStage, sb = sa + kABytes;
+      if constexpr (kG > 1)
+        ptx::tma_load_multicast(sa + rank * kRows * 128, &p.a, full, kt * 64, m0 + int(rank) * kRows,
+                                uint16_t((1u << kG) - 1));
+      else
+        ptx::tma_load(sa, &p.a, full, kt * 64, m0);
+      if constexpr (kWNK) {
+        ptx::tma_load(sb, &p.w, full, kt * 64, n0);
+      } else {
+#pragma unroll
+        for (int b = 0; b < kBN / 64; ++b) ptx::tma_load(sb + b * 8192, &p.w, full, n0 + b * 64, kt * 64);
+      }
+    }
+  }
 }
 
 template <class T, int kBN, bool kWNK, int kCluster, bool kMc>
@@ -181,7 +241,6 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
 #if KILNRT_WGMMA
   constexpr int kG = kMc ? kCluster : 1;  // the blocks sharing (multicasting) the A tile; 1: the cluster is only placement
   using C = Cfg<kBN>;
-  using B16 = attention_mma_detail::Bits16<T>;
   constexpr int kS = C::kStages, kBoxes = kBN / 64;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = attention_mma_detail::smem_addr(smem_raw);
@@ -198,8 +257,8 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
   const int tid = threadIdx.x, wg = tid >> 7;
   const int steps = (p.k + C::kBK - 1) / C::kBK;
   const int row_tiles = (p.m + C::kBM - 1) / C::kBM, col_groups = (p.n + kBN - 1) / kBN / kCluster;
-  const int cid = blockIdx.x / kCluster, nclusters = gridDim.x / kCluster;
   const uint32_t rank = kCluster > 1 ? ptx::cluster_rank() : 0;
+  const TileWalk walk{int(blockIdx.x) / kCluster, int(gridDim.x) / kCluster, col_groups, row_tiles, kCluster, int(rank)};
   if (tid == 0) {
     ptx::prefetch_map(&p.a);
     ptx::prefetch_map(&p.w);
@@ -223,50 +282,21 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (tid == 0) {
-      // The K-step producer: a ring of kS slots, continued across this block's tiles.
-      constexpr int kRows = C::kBM / kG;  // A rows this block loads (and multicasts)
-      ptx::wait_prior_grids();
-      int it = 0;
-#pragma unroll 1
-      for (int i = 0;; ++i) {
-        const TileOf tl = tile_of(i, cid, nclusters, col_groups, row_tiles, kCluster, rank);
-        if (!tl.valid) break;
-        const int m0 = tl.m_tile * C::kBM, n0 = tl.n_tile * kBN;
-#pragma unroll 1
-        for (int kt = 0; kt < steps; ++kt, ++it) {
-          const int s = it % kS;
-          ptx::mbar_wait(empty(s), ((it / kS) & 1) ^ 1);
-          ptx::mbar_expect_tx(full(s), C::kStage);
-          const uint32_t sa = base + s * C::kStage, sb = sa + C::kABytes;
-          if constexpr (kG > 1)
-            ptx::tma_load_multicast(sa + rank * kRows * 128, &p.a, full(s), kt * 64, m0 + int(rank) * kRows,
-                                    uint16_t((1u << kG) - 1));
-          else
-            ptx::tma_load(sa, &p.a, full(s), kt * 64, m0);
-          if constexpr (kWNK) {
-            ptx::tma_load(sb, &p.w, full(s), kt * 64, n0);
-          } else {
-#pragma unroll
-            for (int b = 0; b < kBoxes; ++b) ptx::tma_load(sb + b * 8192, &p.w, full(s), n0 + b * 64, kt * 64);
-          }
-        }
-      }
+      produce_k_steps<C::kBM, kBN, kWNK, kG, kS>(p, walk, steps, base, full(0), empty(0), rank);
     } else if (tid == 32 && aux) {
       // The aux producer: each tile's residual (into the epilogue buffer) and bias, once the last tile's are used.
       if (p.has_res) ptx::prefetch_map(&p.r);
       ptx::wait_prior_grids();
+      int m0, n0;
 #pragma unroll 1
-      for (int i = 0;; ++i) {
-        const TileOf tl = tile_of(i, cid, nclusters, col_groups, row_tiles, kCluster, rank);
-        if (!tl.valid) break;
-        const int n0 = tl.n_tile * kBN;
+      for (int i = 0; walk.at(i, C::kBM, kBN, m0, n0); ++i) {
         const uint32_t bias_bytes = p.bias ? uint32_t(min(kBN, p.n - n0)) * 2u : 0u;
         ptx::mbar_wait(epi_free, (i & 1) ^ 1);
         ptx::mbar_expect_tx(aux_full, (p.has_res ? C::kEpiBytes : 0) + bias_bytes);
         if (p.has_res)
           for (int h = 0; h < 2; ++h)
             for (int b = 0; b < kBoxes; ++b)
-              ptx::tma_load(epi + (h * kBoxes + b) * 8192, &p.r, aux_full, n0 + b * 64, tl.m_tile * C::kBM + h * 64);
+              ptx::tma_load(epi + (h * kBoxes + b) * 8192, &p.r, aux_full, n0 + b * 64, m0 + h * 64);
         if (bias_bytes) ptx::bulk_load(bias_sm, static_cast<const T*>(p.bias) + n0, bias_bytes, aux_full);
       }
     }
@@ -276,12 +306,17 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
     const int t128 = tid & 127, warp = t128 >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     // Warp 0 of each consumer warpgroup releases slots: lane c signals block c of the cluster (in parallel).
     const bool releaser = warp == 0 && lane < kG;
-    int it = 0;
+    int it = 0, m0, n0;
+    // Release a consumed slot: lane c of warp 0 arrives on block c's "empty" barrier.
+    auto release = [&](int s) {
+      if (!releaser) return;
+      if constexpr (kG > 1)
+        ptx::mbar_arrive_cluster(empty(s), uint32_t(lane));
+      else
+        ptx::mbar_arrive(empty(s));
+    };
 #pragma unroll 1
-    for (int i = 0;; ++i) {
-      const TileOf tl = tile_of(i, cid, nclusters, col_groups, row_tiles, kCluster, rank);
-      if (!tl.valid) break;
-      const int m0 = tl.m_tile * C::kBM, n0 = tl.n_tile * kBN;
+    for (int i = 0; walk.at(i, C::kBM, kBN, m0, n0); ++i) {
       float acc[kBN / 8][4];
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j)
@@ -303,22 +338,10 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
         }
         wgmma::commit();
         wgmma::wait<1>();  // the previous step's MMAs are done: release its slot
-        if (releaser && kt > 0) {
-          const int ps = (it - 1) % kS;
-          if constexpr (kG > 1)
-            ptx::mbar_arrive_cluster(empty(ps), uint32_t(lane));
-          else
-            ptx::mbar_arrive(empty(ps));
-        }
+        if (kt > 0) release((it - 1) % kS);
       }
       wgmma::wait<0>();
-      if (releaser) {  // the tile's last slot
-        const int ps = (it - 1) % kS;
-        if constexpr (kG > 1)
-          ptx::mbar_arrive_cluster(empty(ps), uint32_t(lane));
-        else
-          ptx::mbar_arrive(empty(ps));
-      }
+      release((it - 1) % kS);  // the tile's last slot
 
       // Epilogue: this warpgroup's 64 rows, in place in the epilogue buffer (boxes of 64 rows x 64 columns,
       // 128-byte swizzle: the 8 rows a store instruction touches land in distinct banks).
@@ -328,28 +351,12 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
         asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");  // the last tile's stores have read it
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j) {
-        const int col = j * 8 + 2 * t;
-        float2 bv = make_float2(0.f, 0.f);
-        if (p.bias && n0 + col < p.n) {
-          const uint32_t bb = ptx::lds32(bias_sm + col * 2);
-          bv = B16::unpack(*reinterpret_cast<const typename B16::Pair*>(&bb));
-        }
+        const float2 bv = bias_pair<T>(p, bias_sm, n0, j * 8 + 2 * t);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = warp * 16 + g + 8 * h;
           const uint32_t addr = epi + (cw * kBoxes + j / 8) * 8192 + r * 128 + (((j % 8) ^ (r & 7)) << 4) + 4 * t;
-          float v0 = acc[j][2 * h] + bv.x, v1 = acc[j][2 * h + 1] + bv.y;
-          if (p.has_res) {
-            const uint32_t rb = ptx::lds32(addr);
-            const float2 rv = B16::unpack(*reinterpret_cast<const typename B16::Pair*>(&rb));
-            v0 += rv.x;
-            v1 += rv.y;
-          }
-          if (p.gelu) {
-            v0 = gelu_tanh(v0);
-            v1 = gelu_tanh(v1);
-          }
-          ptx::sts32(addr, B16::pack(v0, v1));
+          finish_pair<T>(p, addr, acc[j][2 * h], acc[j][2 * h + 1], bv);
         }
       }
       wgmma::proxy_fence();  // the stores above, visible to the TMA store
@@ -422,56 +429,70 @@ inline int& last_grid_blocks() {
   return n;
 }
 
-template <class T, int kBN, bool kWNK, int kCluster, bool kMc>
-int launch_t(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
-  using C = Cfg<kBN>;
-  Params p{};
-  if (!encode_map(enc, &p.a, g.dt, g.a, g.k, g.m, g.k, 64, C::kBM / (kMc ? kCluster : 1))) return -2;
-  if (kWNK ? !encode_map(enc, &p.w, g.dt, g.w, g.k, g.n, g.k, 64, kBN) : !encode_map(enc, &p.w, g.dt, g.w, g.n, g.k, g.n, 64, 64))
-    return -2;
-  if (!encode_map(enc, &p.y, g.dt, g.y, g.n, g.m, g.n, 64, 64)) return -2;
-  if (g.residual && !encode_map(enc, &p.r, g.dt, g.residual, g.n, g.m, g.n, 64, 64)) return -2;
-  p.bias = g.bias;
-  p.m = g.m;
-  p.n = g.n;
-  p.k = g.k;
-  p.has_res = g.residual != nullptr;
-  p.gelu = g.gelu;
-  auto kernel = hopper_gemm_kernel<T, kBN, kWNK, kCluster, kMc>;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem));
+// The kernel parameters of `g`: tensor maps with A boxes of 64 x a_rows and, for W [N, K], 64 x w_rows (W [K, N]:
+// 64 x 64). False when the driver refuses a map.
+inline bool make_params(const Problem& g, EncodeTiledFn enc, uint32_t a_rows, uint32_t w_rows, Params* p) {
+  *p = Params{};
+  if (!encode_map(enc, &p->a, g.dt, g.a, g.k, g.m, g.k, 64, a_rows)) return false;
+  if (g.w_nk ? !encode_map(enc, &p->w, g.dt, g.w, g.k, g.n, g.k, 64, w_rows)
+             : !encode_map(enc, &p->w, g.dt, g.w, g.n, g.k, g.n, 64, 64))
+    return false;
+  if (!encode_map(enc, &p->y, g.dt, g.y, g.n, g.m, g.n, 64, 64)) return false;
+  if (g.residual && !encode_map(enc, &p->r, g.dt, g.residual, g.n, g.m, g.n, 64, 64)) return false;
+  p->bias = g.bias;
+  p->m = g.m;
+  p->n = g.n;
+  p->k = g.k;
+  p->has_res = g.residual != nullptr;
+  p->gelu = g.gelu;
+  return true;
+}
+
+// Launches a persistent kernel of 384 threads: at most `work` clusters of `cluster` blocks, no more than fit on the
+// GPU at once (one block per SM; for clusters, cudaOccupancyMaxActiveClusters). 0 or a cudaError_t; -1 when no
+// cluster fits.
+template <class Kernel>
+int launch_persistent(Kernel kernel, size_t smem, int cluster, long long work, bool pdl, cudaStream_t s,
+                      const Params& p) {
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return int(e);
-  // Persistent: one block per SM (clusters: as many as can be resident at once), each walking its tiles.
   int dev = 0, sms = 0;
   if ((e = cudaGetDevice(&dev)) != cudaSuccess) return int(e);
   if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return int(e);
-  const int row_tiles = (g.m + C::kBM - 1) / C::kBM, col_groups = (g.n + kBN - 1) / kBN / kCluster;
   cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(C::kThreads, 1, 1);
-  cfg.dynamicSmemBytes = C::kSmem;
+  cfg.blockDim = dim3(384, 1, 1);
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
   cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = g.pdl ? 1 : 0;
+  attr[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
   attr[1].id = cudaLaunchAttributeClusterDimension;
-  attr[1].val.clusterDim.x = kCluster;
+  attr[1].val.clusterDim.x = unsigned(cluster);
   attr[1].val.clusterDim.y = 1;
   attr[1].val.clusterDim.z = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = kCluster > 1 ? 2 : 1;
-  int clusters = sms / kCluster;
-  if (kCluster > 1) {
-    cfg.gridDim = dim3(unsigned(kCluster * clusters), 1, 1);
+  cfg.numAttrs = cluster > 1 ? 2 : 1;
+  int clusters = sms / cluster;
+  if (cluster > 1) {
+    cfg.gridDim = dim3(unsigned(cluster * clusters), 1, 1);
     int active = 0;
     if ((e = cudaOccupancyMaxActiveClusters(&active, kernel, &cfg)) != cudaSuccess) return int(e);
     if (active <= 0) return -1;
     clusters = active;
   }
-  last_grid_blocks() = kCluster * clusters;  // before the clamp to the work: what the GPU can hold at once
-  const long long work = (long long)row_tiles * col_groups;
+  last_grid_blocks() = cluster * clusters;  // before the clamp to the work: what the GPU can hold at once
   if (work < clusters) clusters = int(work);
-  cfg.gridDim = dim3(unsigned(kCluster * clusters), 1, 1);
-  e = cudaLaunchKernelEx(&cfg, kernel, p);
-  return int(e);
+  cfg.gridDim = dim3(unsigned(cluster * clusters), 1, 1);
+  return int(cudaLaunchKernelEx(&cfg, kernel, p));
+}
+
+template <class T, int kBN, bool kWNK, int kCluster, bool kMc>
+int launch_t(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
+  using C = Cfg<kBN>;
+  Params p;
+  if (!make_params(g, enc, C::kBM / (kMc ? kCluster : 1), kBN, &p)) return -2;
+  const long long work = (long long)((g.m + C::kBM - 1) / C::kBM) * ((g.n + kBN - 1) / kBN / kCluster);
+  return launch_persistent(hopper_gemm_kernel<T, kBN, kWNK, kCluster, kMc>, C::kSmem, kCluster, work, g.pdl, s, p);
 }
 
 template <class T, int kBN, bool kWNK>

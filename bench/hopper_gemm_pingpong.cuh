@@ -5,8 +5,6 @@
 // (residual and bias per tile, one epilogue buffer per warpgroup), same epilogue, cluster 1 only.
 // A warpgroup's tile: two m64n128k16 per k16 (rows 0-63 and 64-127), 128 float accumulators per thread.
 #pragma once
-#include <algorithm>
-
 #include "hopper_gemm_kernel.cuh"
 
 namespace kilnrt::bench_hopper_gemm {
@@ -25,7 +23,6 @@ template <class T, bool kWNK>
 __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __grid_constant__ Params p) {
 #if KILNRT_WGMMA
   using C = PingPongCfg;
-  using B16 = attention_mma_detail::Bits16<T>;
   constexpr int kS = C::kStages;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = attention_mma_detail::smem_addr(smem_raw);
@@ -45,6 +42,7 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __gr
   const int tid = threadIdx.x, wg = tid >> 7;
   const int steps = (p.k + C::kBK - 1) / C::kBK;
   const int row_tiles = (p.m + C::kBM - 1) / C::kBM, col_tiles = (p.n + C::kBN - 1) / C::kBN;
+  const TileWalk walk{int(blockIdx.x), int(gridDim.x), col_tiles, row_tiles, 1, 0};
   if (tid == 0) {
     ptx::prefetch_map(&p.a);
     ptx::prefetch_map(&p.w);
@@ -65,36 +63,14 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __gr
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (tid == 0) {
-      ptx::wait_prior_grids();
-      int it = 0;
-#pragma unroll 1
-      for (int i = 0;; ++i) {
-        const TileOf tl = tile_of(i, blockIdx.x, gridDim.x, col_tiles, row_tiles, 1, 0);
-        if (!tl.valid) break;
-        const int m0 = tl.m_tile * C::kBM, n0 = tl.n_tile * C::kBN;
-#pragma unroll 1
-        for (int kt = 0; kt < steps; ++kt, ++it) {
-          const int s = it % kS;
-          ptx::mbar_wait(empty(s), ((it / kS) & 1) ^ 1);
-          ptx::mbar_expect_tx(full(s), C::kStage);
-          const uint32_t sa = base + s * C::kStage, sb = sa + C::kABytes;
-          ptx::tma_load(sa, &p.a, full(s), kt * 64, m0);
-          if constexpr (kWNK) {
-            ptx::tma_load(sb, &p.w, full(s), kt * 64, n0);
-          } else {
-            ptx::tma_load(sb, &p.w, full(s), n0, kt * 64);
-            ptx::tma_load(sb + 8192, &p.w, full(s), n0 + 64, kt * 64);
-          }
-        }
-      }
+      produce_k_steps<C::kBM, C::kBN, kWNK, 1, kS>(p, walk, steps, base, full(0), empty(0), 0);
     } else if (tid == 32 && aux) {
       if (p.has_res) ptx::prefetch_map(&p.r);
       ptx::wait_prior_grids();
+      int m0, n0;
 #pragma unroll 1
-      for (int i = 0;; ++i) {
-        const TileOf tl = tile_of(i, blockIdx.x, gridDim.x, col_tiles, row_tiles, 1, 0);
-        if (!tl.valid) break;
-        const int w = i & 1, n0 = tl.n_tile * C::kBN;
+      for (int i = 0; walk.at(i, C::kBM, C::kBN, m0, n0); ++i) {
+        const int w = i & 1;
         const uint32_t bias_bytes = p.bias ? uint32_t(min(C::kBN, p.n - n0)) * 2u : 0u;
         ptx::mbar_wait(epi_free(w), ((i >> 1) & 1) ^ 1);
         ptx::mbar_expect_tx(aux_full(w), (p.has_res ? C::kEpiBytes : 0) + bias_bytes);
@@ -102,7 +78,7 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __gr
           for (int h = 0; h < 2; ++h)
             for (int b = 0; b < 2; ++b)
               ptx::tma_load(epi0 + w * C::kEpiBytes + (h * 2 + b) * 8192, &p.r, aux_full(w), n0 + b * 64,
-                            tl.m_tile * C::kBM + h * 64);
+                            m0 + h * 64);
         if (bias_bytes)
           ptx::bulk_load(bias0 + w * C::kBiasBytes, static_cast<const T*>(p.bias) + n0, bias_bytes, aux_full(w));
       }
@@ -113,12 +89,10 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __gr
     const int t128 = tid & 127, warp = t128 >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const bool releaser = t128 == 0;
     const uint32_t epi = epi0 + w * C::kEpiBytes, bias_sm = bias0 + w * C::kBiasBytes;
+    int m0, n0;
 #pragma unroll 1
-    for (int j = 0;; ++j) {
+    for (int j = 0; walk.at(2 * j + w, C::kBM, C::kBN, m0, n0); ++j) {
       const int i = 2 * j + w;  // this warpgroup's tiles: every other one of the block's
-      const TileOf tl = tile_of(i, blockIdx.x, gridDim.x, col_tiles, row_tiles, 1, 0);
-      if (!tl.valid) break;
-      const int m0 = tl.m_tile * C::kBM, n0 = tl.n_tile * C::kBN;
       float acc0[16][4], acc1[16][4];  // rows 0-63 and 64-127 of the tile
 #pragma unroll
       for (int q = 0; q < 16; ++q)
@@ -152,29 +126,13 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __gr
         asm volatile("bar.sync %0, 128;\n" ::"r"(1 + w) : "memory");  // the last tile's stores have read the buffer
 #pragma unroll
       for (int q = 0; q < 16; ++q) {
-        const int col = q * 8 + 2 * t;
-        float2 bv = make_float2(0.f, 0.f);
-        if (p.bias && n0 + col < p.n) {
-          const uint32_t bb = ptx::lds32(bias_sm + col * 2);
-          bv = B16::unpack(*reinterpret_cast<const typename B16::Pair*>(&bb));
-        }
+        const float2 bv = bias_pair<T>(p, bias_sm, n0, q * 8 + 2 * t);
 #pragma unroll
         for (int hh = 0; hh < 4; ++hh) {  // (row half, row + 8)
           const int h = hh >> 1, r = warp * 16 + g + 8 * (hh & 1);
           const uint32_t addr = epi + (h * 2 + q / 8) * 8192 + r * 128 + (((q % 8) ^ (r & 7)) << 4) + 4 * t;
           const float* a = h ? acc1[q] : acc0[q];
-          float v0 = a[2 * (hh & 1)] + bv.x, v1 = a[2 * (hh & 1) + 1] + bv.y;
-          if (p.has_res) {
-            const uint32_t rb = ptx::lds32(addr);
-            const float2 rv = B16::unpack(*reinterpret_cast<const typename B16::Pair*>(&rb));
-            v0 += rv.x;
-            v1 += rv.y;
-          }
-          if (p.gelu) {
-            v0 = gelu_tanh(v0);
-            v1 = gelu_tanh(v1);
-          }
-          ptx::sts32(addr, B16::pack(v0, v1));
+          finish_pair<T>(p, addr, a[2 * (hh & 1)], a[2 * (hh & 1) + 1], bv);
         }
       }
       wgmma::proxy_fence();
@@ -194,40 +152,11 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __gr
 template <class T, bool kWNK>
 int launch_pingpong_t(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
   using C = PingPongCfg;
-  Params p{};
-  if (!encode_map(enc, &p.a, g.dt, g.a, g.k, g.m, g.k, 64, C::kBM)) return -2;
-  if (kWNK ? !encode_map(enc, &p.w, g.dt, g.w, g.k, g.n, g.k, 64, C::kBN)
-           : !encode_map(enc, &p.w, g.dt, g.w, g.n, g.k, g.n, 64, 64))
-    return -2;
-  if (!encode_map(enc, &p.y, g.dt, g.y, g.n, g.m, g.n, 64, 64)) return -2;
-  if (g.residual && !encode_map(enc, &p.r, g.dt, g.residual, g.n, g.m, g.n, 64, 64)) return -2;
-  p.bias = g.bias;
-  p.m = g.m;
-  p.n = g.n;
-  p.k = g.k;
-  p.has_res = g.residual != nullptr;
-  p.gelu = g.gelu;
-  auto kernel = hopper_gemm_pingpong_kernel<T, kWNK>;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem));
-  if (e != cudaSuccess) return int(e);
-  int dev = 0, sms = 0;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return int(e);
-  if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return int(e);
+  Params p;
+  if (!make_params(g, enc, C::kBM, C::kBN, &p)) return -2;
   const long long tiles = (long long)((g.m + C::kBM - 1) / C::kBM) * ((g.n + C::kBN - 1) / C::kBN);
   // Two tiles per block at once (one per consumer warpgroup).
-  const int blocks = int(std::min<long long>(sms, (tiles + 1) / 2));
-  last_grid_blocks() = sms;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned(blocks), 1, 1);
-  cfg.blockDim = dim3(C::kThreads, 1, 1);
-  cfg.dynamicSmemBytes = C::kSmem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = g.pdl ? 1 : 0;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return int(cudaLaunchKernelEx(&cfg, kernel, p));
+  return launch_persistent(hopper_gemm_pingpong_kernel<T, kWNK>, C::kSmem, 1, (tiles + 1) / 2, g.pdl, s, p);
 }
 
 // 0: launched; -1: unsupported; -2: a tensor map was refused; > 0: the cudaError_t of the launch.

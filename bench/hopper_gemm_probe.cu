@@ -26,21 +26,6 @@
 namespace hg = kilnrt::bench_hopper_gemm;
 static cudaStream_t S;
 
-__global__ void fill_rand(half* p, size_t n, uint32_t seed, float scale, float offset) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13; h *= 3266489917u; h ^= h >> 16;
-    uint32_t h2 = h * 747796405u + 2891336453u;
-    float u1 = (h & 0xffffff) / 16777216.f + 1e-7f, u2 = (h2 & 0xffffff) / 16777216.f;
-    p[i] = __float2half(offset + scale * sqrtf(-2.f * logf(u1)) * cospif(2.f * u2));
-  }
-}
-__global__ void transpose(const half* in, half* out, int rows, int cols) {  // out[c, r] = in[r, c]
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < size_t(rows) * cols; i += size_t(gridDim.x) * blockDim.x) {
-    const size_t r = i / cols, c = i % cols;
-    out[c * rows + r] = in[i];
-  }
-}
 
 // The engine's neighbour of a GEMM: a memory-bound kernel without programmatic launch (as kilnrt's LayerNorm), so
 // the GEMMs do not run back to back. `gap` mode times GEMM + neighbour and subtracts the neighbour alone.
@@ -67,15 +52,11 @@ static double graph_us(const std::function<bool()>& body, int reps) {
 
 int main() {
   setvbuf(stdout, nullptr, _IONBF, 0);  // what ran survives a timeout
-  cublasLtHandle_t H;
-  cublasLtCreate(&H);
-  CK(cudaStreamCreate(&S));
-  void* ws;
-  const size_t wsb = 32 << 20;
-  CK(cudaMalloc(&ws, wsb));
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
-  printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  const ProbeSetup ps = probe_setup();
+  cublasLtHandle_t H = ps.lt;
+  S = ps.stream;
+  void* ws = ps.workspace;
+  const size_t wsb = ps.workspace_bytes;
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult q;
   CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
