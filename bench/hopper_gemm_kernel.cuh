@@ -8,7 +8,8 @@
 // Why it was built: cuBLASLt's Hopper kernels cover N = 768 with 128 x 256 / 256 x 128 tiles (96 tiles on 132 SMs,
 // 0.73 of a wave); a 128 x 192 tile covers it with 128.
 //
-// Structure: a persistent kernel (one block of 3 warpgroups per SM, tiles of 128 x kBN walked in row-band order).
+// Structure: a persistent kernel (one block per SM of 1 + kWG warpgroups, tiles of 64 kWG x kBN walked in row-band
+// order; kWG = 2, or 3 for 192 x 192 tiles).
 //   - warpgroup 0: thread 0 is the K-step producer: TMA loads (128-byte swizzle, the layout wgmma reads) of 64 K values
 //     of the A and W tiles into a ring of kStages slots, each guarded by a "full" and an "empty" mbarrier; the ring
 //     continues across tiles, so the next tile's first steps load during the epilogue. With a cluster of kCluster
@@ -57,15 +58,21 @@ struct Params {
   int has_res, gelu;
 };
 
-template <int kBN>
+// kWG consumer warpgroups of 64 rows each (2 or 3): tiles of 64 kWG x kBN; as many ring stages as fit (at most 6).
+template <int kBN, int kWG = 2>
 struct Cfg {
-  static constexpr int kBM = 128, kBK = 64, kThreads = 384;
-  static constexpr int kStages = kBN == 256 ? 3 : kBN == 192 ? 4 : 6;
+  static constexpr int kBM = 64 * kWG, kBK = 64, kThreads = 128 * (kWG + 1);
   static constexpr int kABytes = kBM * 128, kBBytes = kBN * 128, kStage = kABytes + kBBytes;
-  static constexpr int kEpiBytes = kBM * kBN * 2;  // (2 x kBN / 64) boxes of 64 rows x 128 bytes
+  static constexpr int kEpiBytes = kBM * kBN * 2;  // (kWG x kBN / 64) boxes of 64 rows x 128 bytes
   static constexpr int kBiasBytes = kBN * 2;
+  static constexpr int kFixed = kEpiBytes + kBiasBytes + 8 * 14 + 1024;  // + barriers (at most 6 stages) + slack
+  static constexpr int kFit = (232448 - kFixed) / kStage;
+  static constexpr int kStages = kFit > 6 ? 6 : kFit;
   static constexpr int kBarBytes = 8 * (2 * kStages + 2);
   static constexpr size_t kSmem = size_t(kStages) * kStage + kEpiBytes + kBiasBytes + kBarBytes + 1024;  // + slack
+  // Registers after setmaxnreg: the producer warpgroup gives up what the consumers take (multiples of 8).
+  static constexpr int kConsumerRegs = kWG == 2 ? 232 : 152;
+  static_assert(kStages >= 3, "too few ring stages fit");
 };
 
 namespace ptx {
@@ -236,11 +243,11 @@ __device__ __forceinline__ void produce_k_steps(const Params& p, const TileWalk&
   }
 }
 
-template <class T, int kBN, bool kWNK, int kCluster, bool kMc>
-__global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_constant__ Params p) {
+template <class T, int kBN, bool kWNK, int kCluster, bool kMc, int kWG>
+__global__ void __launch_bounds__(128 * (kWG + 1), 1) hopper_gemm_kernel(const __grid_constant__ Params p) {
 #if KILNRT_WGMMA
   constexpr int kG = kMc ? kCluster : 1;  // the blocks sharing (multicasting) the A tile; 1: the cluster is only placement
-  using C = Cfg<kBN>;
+  using C = Cfg<kBN, kWG>;
   constexpr int kS = C::kStages, kBoxes = kBN / 64;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = attention_mma_detail::smem_addr(smem_raw);
@@ -264,10 +271,10 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
     ptx::prefetch_map(&p.w);
     for (int s = 0; s < kS; ++s) {
       ptx::mbar_init(full(s), 1);
-      ptx::mbar_init(empty(s), 2 * kG);  // both consumer warpgroups of every block of the cluster
+      ptx::mbar_init(empty(s), kWG * kG);  // every consumer warpgroup of every block of the cluster
     }
     ptx::mbar_init(aux_full, 1);
-    ptx::mbar_init(epi_free, 2);
+    ptx::mbar_init(epi_free, kWG);  // every consumer warpgroup's stores have read its part
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   if constexpr (kCluster > 1)
@@ -294,14 +301,14 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_kernel(const __grid_consta
         ptx::mbar_wait(epi_free, (i & 1) ^ 1);
         ptx::mbar_expect_tx(aux_full, (p.has_res ? C::kEpiBytes : 0) + bias_bytes);
         if (p.has_res)
-          for (int h = 0; h < 2; ++h)
+          for (int h = 0; h < kWG; ++h)
             for (int b = 0; b < kBoxes; ++b)
               ptx::tma_load(epi + (h * kBoxes + b) * 8192, &p.r, aux_full, n0 + b * 64, m0 + h * 64);
         if (bias_bytes) ptx::bulk_load(bias_sm, static_cast<const T*>(p.bias) + n0, bias_bytes, aux_full);
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(C::kConsumerRegs));
     const int cw = wg - 1;  // rows cw * 64 .. + 63 of each tile
     const int t128 = tid & 127, warp = t128 >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     // Warp 0 of each consumer warpgroup releases slots: lane c signals block c of the cluster (in parallel).
@@ -387,6 +394,7 @@ struct Problem {
   int m = 0, n = 0, k = 0;
   bool gelu = false;
   int bn = 192;     // tile columns: 128, 192 or 256
+  int bm = 128;     // tile rows: 128 (two consumer warpgroups) or 192 (three; 192 columns only)
   int cluster = 1;  // blocks along N sharing the A tile: 1, 2 or 4 (dividing the column tiles)
   bool pdl = true;
   bool multicast = true;  // clusters multicast the A tile (false: a cluster only places its blocks together)  // launch with programmatic stream serialization (the prologue overlaps the previous kernel)
@@ -415,6 +423,7 @@ inline const char* unsupported(const Problem& g) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return "empty problem";
   if (g.n % 8 != 0 || g.k % 8 != 0) return "N and K must be multiples of 8";
   if (g.bn != 128 && g.bn != 192 && g.bn != 256) return "tile columns must be 128, 192 or 256";
+  if (g.bm != 128 && !(g.bm == 192 && g.bn == 192 && g.cluster <= 2)) return "192-row tiles: 192 columns, cluster 1 or 2";
   if (g.cluster != 1 && g.cluster != 2 && g.cluster != 4) return "cluster must be 1, 2 or 4";
   if (((g.n + g.bn - 1) / g.bn) % g.cluster != 0) return "the cluster must divide the column tiles";
   if ((g.m + 127) / 128 > 65535) return "too many row tiles";
@@ -448,11 +457,11 @@ inline bool make_params(const Problem& g, EncodeTiledFn enc, uint32_t a_rows, ui
   return true;
 }
 
-// Launches a persistent kernel of 384 threads: at most `work` clusters of `cluster` blocks, no more than fit on the
+// Launches a persistent kernel of `threads` threads: at most `work` clusters of `cluster` blocks, no more than fit on the
 // GPU at once (one block per SM; for clusters, cudaOccupancyMaxActiveClusters). 0 or a cudaError_t; -1 when no
 // cluster fits.
 template <class Kernel>
-int launch_persistent(Kernel kernel, size_t smem, int cluster, long long work, bool pdl, cudaStream_t s,
+int launch_persistent(Kernel kernel, int threads, size_t smem, int cluster, long long work, bool pdl, cudaStream_t s,
                       const Params& p) {
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return int(e);
@@ -460,7 +469,7 @@ int launch_persistent(Kernel kernel, size_t smem, int cluster, long long work, b
   if ((e = cudaGetDevice(&dev)) != cudaSuccess) return int(e);
   if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return int(e);
   cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(384, 1, 1);
+  cfg.blockDim = dim3(unsigned(threads), 1, 1);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
   cudaLaunchAttribute attr[2];
@@ -486,20 +495,27 @@ int launch_persistent(Kernel kernel, size_t smem, int cluster, long long work, b
   return int(cudaLaunchKernelEx(&cfg, kernel, p));
 }
 
-template <class T, int kBN, bool kWNK, int kCluster, bool kMc>
+template <class T, int kBN, bool kWNK, int kCluster, bool kMc, int kWG = 2>
 int launch_t(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
-  using C = Cfg<kBN>;
+  using C = Cfg<kBN, kWG>;
   Params p;
   if (!make_params(g, enc, C::kBM / (kMc ? kCluster : 1), kBN, &p)) return -2;
   const long long work = (long long)((g.m + C::kBM - 1) / C::kBM) * ((g.n + kBN - 1) / kBN / kCluster);
-  return launch_persistent(hopper_gemm_kernel<T, kBN, kWNK, kCluster, kMc>, C::kSmem, kCluster, work, g.pdl, s, p);
+  return launch_persistent(hopper_gemm_kernel<T, kBN, kWNK, kCluster, kMc, kWG>, C::kThreads, C::kSmem, kCluster,
+                           work, g.pdl, s, p);
 }
 
 template <class T, int kBN, bool kWNK>
 int launch_c(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
   switch (g.cluster) {
-    case 1: return launch_t<T, kBN, kWNK, 1, false>(g, enc, s);
-    case 2: return g.multicast ? launch_t<T, kBN, kWNK, 2, true>(g, enc, s) : launch_t<T, kBN, kWNK, 2, false>(g, enc, s);
+    case 1:
+      if constexpr (kBN == 192)
+        if (g.bm == 192) return launch_t<T, kBN, kWNK, 1, false, 3>(g, enc, s);
+      return launch_t<T, kBN, kWNK, 1, false>(g, enc, s);
+    case 2:
+      if constexpr (kBN == 192)
+        if (g.bm == 192) return launch_t<T, kBN, kWNK, 2, true, 3>(g, enc, s);
+      return g.multicast ? launch_t<T, kBN, kWNK, 2, true>(g, enc, s) : launch_t<T, kBN, kWNK, 2, false>(g, enc, s);
     case 4: return launch_t<T, kBN, kWNK, 4, true>(g, enc, s);
     default: return -1;
   }

@@ -156,7 +156,8 @@ int launch_pingpong_t(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
   if (!make_params(g, enc, C::kBM, C::kBN, &p)) return -2;
   const long long tiles = (long long)((g.m + C::kBM - 1) / C::kBM) * ((g.n + C::kBN - 1) / C::kBN);
   // Two tiles per block at once (one per consumer warpgroup).
-  return launch_persistent(hopper_gemm_pingpong_kernel<T, kWNK>, C::kSmem, 1, (tiles + 1) / 2, g.pdl, s, p);
+  return launch_persistent(hopper_gemm_pingpong_kernel<T, kWNK>, C::kThreads, C::kSmem, 1, (tiles + 1) / 2, g.pdl, s,
+                           p);
 }
 
 // 0: launched; -1: unsupported; -2: a tensor map was refused; > 0: the cudaError_t of the launch.
