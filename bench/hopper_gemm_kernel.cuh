@@ -424,6 +424,8 @@ inline const char* unsupported(const Problem& g) {
   if (g.n % 8 != 0 || g.k % 8 != 0) return "N and K must be multiples of 8";
   if (g.bn != 128 && g.bn != 192 && g.bn != 256) return "tile columns must be 128, 192 or 256";
   if (g.bm != 128 && !(g.bm == 192 && g.bn == 192 && g.cluster <= 2)) return "192-row tiles: 192 columns, cluster 1 or 2";
+  if (g.cluster > 1 && !g.multicast && (g.cluster == 4 || g.bm == 192))
+    return "clusters of 4 and 192-row clusters are built with the A multicast only";
   if (g.cluster != 1 && g.cluster != 2 && g.cluster != 4) return "cluster must be 1, 2 or 4";
   if (((g.n + g.bn - 1) / g.bn) % g.cluster != 0) return "the cluster must divide the column tiles";
   if ((g.m + 127) / 128 > 65535) return "too many row tiles";
