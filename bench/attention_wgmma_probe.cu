@@ -1,9 +1,13 @@
 // The wgmma attention kernel (src/backends/cuda/kernels/attention_wgmma.cuh) against the short mma.sync kernel
 // (attention_short.cuh), standalone (issue 7, session 11; H100). For BERT / ViT shapes at batch 1 / 32 and two
 // others, fp16: every output element of wg (WG_TILES 64-row tiles per block) against short4, and a float64 CPU
-// reference on two heads; then back-to-back launch times (200 launches, 3 rounds) of short4, wg and wg2. Exit
-// status 1 on a mismatch. Build (sm_90a for wgmma; the kernels are header templates, cudart static):
-//   nvcc -std=c++17 -O3 -arch=sm_90a -DWG_TILES=1 -Isrc -Iinclude -o attention_wgmma_probe \
+// reference on two heads; then back-to-back launch times (200 launches, 3 rounds) of short4, wg and wg2. Session 15
+// added the persistent prefetching variant of bench/attention_wgp.cuh where it applies (128 / 256 keys): its outputs
+// checked the same way in three configurations (stages x blocks per SM: 2 x as many as fit, 2 x 1, 3 x 1), timed
+// beside the others, and its ablations (attention_wgp.cuh: no softmax / no wgmma / no copies / no stores, and
+// combinations) timed for the differences. Exit status 1 on a mismatch. Build (sm_90a for wgmma; the kernels are
+// header templates, cudart static):
+//   nvcc -std=c++17 -O3 -arch=sm_90a -DWG_TILES=1 -Isrc -Iinclude -Ibench -o attention_wgmma_probe \
 //       bench/attention_wgmma_probe.cu
 #include <algorithm>
 #include <cmath>
@@ -11,6 +15,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "attention_wgp.cuh"
 #include "backends/cuda/kernels/attention_wgmma.cuh"
 
 #ifndef WG_TILES
@@ -79,6 +84,7 @@ static double cpu_check(const Shape& sh, const int64_t (&st)[4], const std::vect
 }
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // a hang still shows how far the probe got
   const Shape shapes[] = {{"vit-b32", 32, 12, 197, false, true},     {"bert-b32", 32, 12, 128, true, false},
                           {"vit-b1", 1, 12, 197, false, true},       {"bert-b1", 1, 12, 128, true, false},
                           {"s256-b4-mask", 4, 12, 256, true, false}, {"s180-b4", 4, 12, 180, false, true}};
@@ -146,25 +152,79 @@ int main() {
     fails += !ok;
     std::printf("%-14s max|wg - short4| %.3e  max|wg - cpu f64| %.3e  %s\n", sh.name, diff, ref,
                 ok ? "ok" : "MISMATCH");
+    // The persistent prefetching variant (attention_wgp.cuh): outputs in three configurations.
+    const bool wgp = wgp_supports(aw);
+    if (wgp) {
+      for (int cfg = 0; cfg < 3; ++cfg) {
+        const char* cfg_name =
+            cfg == 0 ? "2 stages, blocks that fit" : cfg == 1 ? "2 stages, 1 block/SM" : "3 stages, 1 block/SM";
+        CK(cudaMemset(o_wg, 0, n * 2));
+        const int st_launch = cfg == 0   ? launch_wgp<__half, 2>(aw, 0, nullptr)
+                              : cfg == 1 ? launch_wgp<__half, 2>(aw, 1, nullptr)
+                                         : launch_wgp<__half, 3>(aw, 1, nullptr);
+        if (st_launch == int(cudaErrorInvalidConfiguration)) {
+          std::printf("%-14s wgp %s: does not fit in shared memory\n", sh.name, cfg_name);
+          continue;
+        }
+        CK(st_launch);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(r_wg.data(), o_wg, n * 2, cudaMemcpyDeviceToHost));
+        double d = 0;
+        for (size_t i = 0; i < n; ++i) d = std::max(d, double(std::fabs(h2f(r_short[i]) - h2f(r_wg[i]))));
+        const double rf = cpu_check(sh, st, hq, hk, hv, hm, r_wg);
+        const bool good = d < 2e-2 && rf < 2e-2;
+        fails += !good;
+        std::printf("%-14s wgp %s: max|wgp - short4| %.3e  max|wgp - cpu f64| %.3e  %s\n", sh.name, cfg_name, d,
+                    rf, good ? "ok" : "MISMATCH");
+      }
+    } else {
+      std::printf("%-14s wgp: not applicable (key range or mask layout)\n", sh.name);
+    }
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    auto run = [&](int kind) {
-      return kind == 2 ? launch_wg<__half, 2>(aw, nullptr)
-                       : kind == 1 ? launch_wg<__half, 1>(aw, nullptr) : launch_short<__half, 4>(a, nullptr);
+    // Kinds: 0 short4, 1 wg, 2 wg2, then wgp: 3 (2 stages, blocks that fit), 4 (2 stages, 1 block/SM), 5 (3 stages,
+    // 1 block/SM); ablations of kind 3: 6 no softmax, 7 no wgmma, 8 no copies, 9 no stores, 10 copies + stores only
+    // (no softmax, no wgmma), 11 math only (no copies, no stores), 12 nothing (the persistent loop and barriers).
+    const char* names[] = {"short4", "wg", "wg2", "wgp2", "wgp2x1", "wgp3x1", "-softmax", "-wgmma", "-copies",
+                           "-stores", "copy+store", "math only", "skeleton"};
+    const int kinds = wgp ? 13 : 3;
+    auto run = [&](int kind) -> int {
+      switch (kind) {
+        case 0: return launch_short<__half, 4>(a, nullptr);
+        case 1: return launch_wg<__half, 1>(aw, nullptr);
+        case 2: return launch_wg<__half, 2>(aw, nullptr);
+        case 3: return launch_wgp<__half, 2>(aw, 0, nullptr);
+        case 4: return launch_wgp<__half, 2>(aw, 1, nullptr);
+        case 5: return launch_wgp<__half, 3>(aw, 1, nullptr);
+        case 6: return launch_wgp<__half, 2, 1>(aw, 0, nullptr);
+        case 7: return launch_wgp<__half, 2, 2>(aw, 0, nullptr);
+        case 8: return launch_wgp<__half, 2, 4>(aw, 0, nullptr);
+        case 9: return launch_wgp<__half, 2, 8>(aw, 0, nullptr);
+        case 10: return launch_wgp<__half, 2, 3>(aw, 0, nullptr);
+        case 11: return launch_wgp<__half, 2, 12>(aw, 0, nullptr);
+        default: return launch_wgp<__half, 2, 15>(aw, 0, nullptr);
+      }
     };
     for (int round = 0; round < 3; ++round) {
-      float ms[3];
-      for (int kind = 0; kind < 3; ++kind) {
-        for (int w = 0; w < 20; ++w) run(kind);
+      std::printf("  round %d:", round);
+      for (int kind = 0; kind < kinds; ++kind) {
+        float ms = 0.f;
+        const int first = run(kind);
+        if (first == int(cudaErrorInvalidConfiguration)) {
+          std::printf("  %s n/a", names[kind]);
+          continue;
+        }
+        CK(first);
+        for (int w = 0; w < 20; ++w) CK(run(kind));
         CK(cudaEventRecord(e0));
         for (int it = 0; it < 200; ++it) run(kind);
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
-        CK(cudaEventElapsedTime(&ms[kind], e0, e1));
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        std::printf("  %s %.2f", names[kind], ms * 5.f);
       }
-      std::printf("  round %d: short4 %.2f us  wg %.2f us  wg2 %.2f us\n", round, ms[0] * 5.f, ms[1] * 5.f,
-                  ms[2] * 5.f);
+      std::printf("  (us)\n");
     }
     CK(cudaGetLastError());
     CK(cudaEventDestroy(e0));
