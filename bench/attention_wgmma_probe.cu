@@ -2,12 +2,12 @@
 // (attention_short.cuh), standalone (issue 7, session 11; H100). For BERT / ViT shapes at batch 1 / 32 and two
 // others, fp16: every output element of wg (WG_TILES 64-row tiles per block) against short4, and a float64 CPU
 // reference on two heads; then back-to-back launch times (200 launches, 3 rounds) of short4, wg and wg2. Session 15
-// added the persistent prefetching variant of bench/attention_wgp.cuh where it applies (128 / 256 keys): its outputs
+// added the persistent prefetching variant (attention_wgp.cuh) where it applies (128 / 256 keys): its outputs
 // checked the same way in three configurations (stages x blocks per SM: 2 x as many as fit, 2 x 1, 3 x 1), timed
 // beside the others, and its ablations (attention_wgp.cuh: no softmax / no wgmma / no copies / no stores, and
 // combinations) timed for the differences. Exit status 1 on a mismatch. Build (sm_90a for wgmma; the kernels are
 // header templates, cudart static):
-//   nvcc -std=c++17 -O3 -arch=sm_90a -DWG_TILES=1 -Isrc -Iinclude -Ibench -o attention_wgmma_probe \
+//   nvcc -std=c++17 -O3 -arch=sm_90a -DWG_TILES=1 -Isrc -Iinclude -o attention_wgmma_probe \
 //       bench/attention_wgmma_probe.cu
 #include <algorithm>
 #include <cmath>
@@ -15,8 +15,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "attention_wgp.cuh"
 #include "backends/cuda/kernels/attention_wgmma.cuh"
+#include "backends/cuda/kernels/attention_wgp.cuh"
 
 #ifndef WG_TILES
 #define WG_TILES 1  // tiles per block of the wg run whose outputs are checked

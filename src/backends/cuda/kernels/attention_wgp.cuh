@@ -1,10 +1,11 @@
-// A persistent, prefetching variant of the wgmma attention kernel ("wgp"; issue 7, session 15; a probe, not in the
-// engine). Written without a GPU: bench/attention_wgmma_probe.cu checks it against the short kernel and a float64
-// CPU reference before timing it.
+// The persistent, prefetching variant of the wgmma attention kernel, "wgp" (issue 7, session 15). Written without a
+// GPU: until the H100 has measured it, the shape rule never picks it; KILNRT_ATTENTION_KERNEL=wgp forces it, and
+// the attention GPU tests run it against the CPU reference like every variant. bench/attention_wgmma_probe.cu checks
+// it against the short kernel and a float64 reference and times it, with its ablations.
 //
-// Why: the engine's wgmma kernel (attention_wgmma.cuh) takes 9.0 us at BERT b32 back to back, where its 25 MB can
-// stay in L2; at L2 bandwidth the data would move in about 4 us, and ncu found the SMs 20 % busy. Each of its blocks
-// copies its Q, K and V, then computes, then stores, and all blocks start together: copies and math barely overlap.
+// Why: the wgmma kernel (attention_wgmma.cuh) takes 9.0 us at BERT b32 back to back, where its 25 MB can stay in
+// L2; at L2 bandwidth the data would move in about 4 us, and ncu found the SMs 20 % busy. Each of its blocks copies
+// its Q, K and V, then computes, then stores, and all blocks start together: copies and math barely overlap.
 //
 // This kernel keeps `ctas` blocks per SM resident. Each takes the units (one 128-row query block of one (b0, b1)
 // entry) blockIdx.x, + gridDim.x, ..., and while it computes one unit the copies of the next kStages - 1 are in
@@ -13,12 +14,16 @@
 // short kernel's softmax, O = P V with P in registers, O through the warpgroup's own Q rows to 16-byte stores.
 // A key mask row is copied raw (cp.async) with the unit and turned into the log2-domain bias once it has landed.
 //
-// kAblate (compile-time, for timing only; the outputs are then wrong): 1 no softmax (P = S), 2 no wgmma (S = 0,
-// O = 0), 4 no copies from global memory, 8 no output stores. Time the variants and take differences.
+// kAblate (compile-time, the probe's timing only; the outputs are then wrong; the engine runs 0): 1 no softmax
+// (P = S), 2 no wgmma (S = 0, O = 0), 4 no copies from global memory, 8 no output stores.
 //
 // Preconditions (wgp_supports): those of the wgmma kernel, 128 or 256 keys at most (kChunks 8 or 16: the copy loop
-// moves 32 rows per step), and a mask (if any) whose key stride is 1 and whose rows start on 16 bytes.
+// moves 32 rows per step), and a mask (if any) whose key stride is 1 and whose rows start on 16 bytes. Included by
+// attention_wgmma.cu (sm_90a) and, for wgp_supports and the launcher declarations, by attention_mma.cu.
 #pragma once
+#include <algorithm>
+#include <cstdint>
+
 #include "backends/cuda/kernels/attention_wgmma.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
@@ -269,5 +274,10 @@ int launch_wgp(const AttentionArgs& a, int ctas, StreamT stream) {
   return a.mask ? launch_wgp_mask<T, 16, true, kStages, kAblate>(a, ctas, stream)
                 : launch_wgp_mask<T, 16, false, kStages, kAblate>(a, ctas, stream);
 }
+
+// attention_wgmma.cu's instantiations: two stages, as many blocks per SM as fit (the launch status; never called
+// where wg_built() is false).
+int wgp_launch_f16(const AttentionArgs& a, StreamT stream);
+int wgp_launch_bf16(const AttentionArgs& a, StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels::attention_mma_detail
