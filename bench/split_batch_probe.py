@@ -28,23 +28,7 @@ import kilnrt
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zoo_models  # noqa: E402
-
-
-def gpu_time(fn, iters, warmup=20):
-    """Median ms of `iters` runs of fn, each timed with CUDA events on the current stream and synchronised (as
-    bench_vs_torch.py times)."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return float(np.median(times))
+from bench_vs_torch import gpu_time  # noqa: E402  (CUDA events around one call, synchronised, median)
 
 
 def build(spec, onnx_path, batch, work):
@@ -108,7 +92,7 @@ def probe_model(spec, args, work):
     results = {k: [] for k in variants}
     for r in range(args.rounds):
         for k, fn in variants.items():
-            results[k].append(gpu_time(fn, args.iters))
+            results[k].append(gpu_time(fn, args.iters, warmup=20))
         print("   round %d: %s" % (r + 1, ", ".join("%s %.4f" % (k, v[-1]) for k, v in results.items())), flush=True)
     base = np.mean(results["full"])
     rows = ["| %s | %d | %s | %s | %.4f | %.3f |" % (spec.name, args.batch, k, " / ".join("%.4f" % t for t in v),

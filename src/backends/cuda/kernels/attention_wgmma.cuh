@@ -76,6 +76,44 @@ __device__ __forceinline__ void wg_rs_n64_tb(float (*d)[4], const uint32_t (&a)[
 #endif
 }
 
+// The end of a 64-row tile, shared by the wgmma kernels: the row sums over the quad and 1 / l (0 for a row whose
+// keys were all -inf) ...
+__device__ __forceinline__ void wg_row_inverse(float (&l)[2], const float (&mx)[2], float (&inv)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(kFull, l[h], 1);
+    l[h] += __shfl_xor_sync(kFull, l[h], 2);
+    inv[h] = mx[h] == -INFINITY ? 0.f : 1.f / l[h];
+  }
+}
+
+// ... O normalised into this warp's rows (wr + g, + 8) of the tile's Q buffer qt (swizzled, as the chunks are read
+// back) ...
+template <class T>
+__device__ __forceinline__ void wg_stage_o(unsigned char* qt, const float (&o)[kLeanD / 8][4], const float (&inv)[2],
+                                           int wr, int g, int t) {
+#pragma unroll
+  for (int n = 0; n < kLeanD / 8; ++n)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      *reinterpret_cast<uint32_t*>(qt + wg_swz(wr + g + 8 * h, n) + 4 * t) =
+          Bits16<T>::pack(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
+}
+
+// ... and the warp's 16 staged rows written with 16-byte stores (rows q0 + wr + r < sq of `out`, row stride os2).
+template <class T>
+__device__ __forceinline__ void wg_store_rows(const unsigned char* qt, T* out, int64_t os2, int q0, int wr, int lane,
+                                              int sq) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int idx = lane + 32 * i, r = wr + (idx >> 3), chunk = idx & 7;
+    const int row = q0 + r;
+    if (row < sq)
+      *reinterpret_cast<uint4*>(out + int64_t(row) * os2 + chunk * 8) =
+          *reinterpret_cast<const uint4*>(qt + wg_swz(r, chunk));
+  }
+}
+
 template <int kChunks, int kMTiles>
 struct WgShape {
   static constexpr int kKeys = 16 * kChunks, kFull64 = kKeys / 64, kTail16 = (kKeys % 64) / 16;
@@ -92,7 +130,6 @@ struct WgShape {
 template <class T, int kChunks, bool kKeyMask, int kMTiles>
 __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg(AttentionArgs a) {
   using Sh = WgShape<kChunks, kMTiles>;
-  using B = Bits16<T>;
   constexpr int kN = 2 * kChunks, kKeys = Sh::kKeys;
   extern __shared__ __align__(128) unsigned char wg_smem[];
   // The swizzle pattern is taken from address bits 7-9: tiles start on 1024-byte boundaries (kBytes has the slack).
@@ -167,36 +204,17 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
     wg_commit_wait();
 
     float inv[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      l[h] += __shfl_xor_sync(kFull, l[h], 1);
-      l[h] += __shfl_xor_sync(kFull, l[h], 2);
-      inv[h] = mx[h] == -INFINITY ? 0.f : 1.f / l[h];
-    }
+    wg_row_inverse(l, mx, inv);
     const int wr = warp * 16;
     const bool active = q0 + wr < sq;
     if (active)
       short_masked_rows<T>(o, inv, mx, sk, a.zero_masked_rows,
                            [&](int key, int n) { return vsm + wg_swz(key, n) + 4 * t; });
-    // Normalise into this warp's rows of the Q tile (swizzled, as the chunks are read back), then 16-byte row stores.
-#pragma unroll
-    for (int n = 0; n < kLeanD / 8; ++n)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        *reinterpret_cast<uint32_t*>(qt + wg_swz(wr + g + 8 * h, n) + 4 * t) =
-            B::pack(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
+    // Normalise into this warp's rows of the Q tile, then 16-byte row stores.
+    wg_stage_o<T>(qt, o, inv, wr, g, t);
     __syncwarp();
-    if (active) {  // no early return: every warp takes part in the next tile's wgmma
-      T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int idx = lane + 32 * i, r = wr + (idx >> 3), chunk = idx & 7;
-        const int row = q0 + r;
-        if (row < sq)
-          *reinterpret_cast<uint4*>(out + int64_t(row) * a.os[2] + chunk * 8) =
-              *reinterpret_cast<const uint4*>(qt + wg_swz(r, chunk));
-      }
-    }
+    if (active)  // no early return: every warp takes part in the next tile's wgmma
+      wg_store_rows<T>(qt, static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1], a.os[2], q0, wr, lane, sq);
   }
 }
 

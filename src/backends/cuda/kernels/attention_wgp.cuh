@@ -146,24 +146,14 @@ __device__ __forceinline__ void wgp_tile(unsigned char* st, unsigned char* qt, c
   }
 
   float inv[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(kFull, l[h], 1);
-    l[h] += __shfl_xor_sync(kFull, l[h], 2);
-    inv[h] = mx[h] == -INFINITY ? 0.f : 1.f / l[h];
-  }
+  wg_row_inverse(l, mx, inv);
   const int wr = warp * 16;
   const bool active = q0 + wr < sq;
   if constexpr (!(kAblate & 1))
     if (active)
       short_masked_rows<T>(o, inv, mx, sk, a.zero_masked_rows,
                            [&](int key, int n) { return st + Sh::kQBytes + Sh::kKvBytes + wg_swz(key, n) + 4 * t; });
-#pragma unroll
-  for (int n = 0; n < kLeanD / 8; ++n)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      *reinterpret_cast<uint32_t*>(qt + wg_swz(wr + g + 8 * h, n) + 4 * t) =
-          B::pack(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
+  wg_stage_o<T>(qt, o, inv, wr, g, t);
   __syncwarp();
   T* out = static_cast<T*>(a.o) + u.b0 * a.os[0] + u.b1 * a.os[1];
   if constexpr (kAblate & 8) {
@@ -171,14 +161,7 @@ __device__ __forceinline__ void wgp_tile(unsigned char* st, unsigned char* qt, c
     const uint4 v = *reinterpret_cast<const uint4*>(qt + wg_swz(wr + (lane >> 3), lane & 7));
     if (v.x == 0x7fc17fc1u && v.y == 0x12345678u) *reinterpret_cast<uint4*>(out) = v;
   } else if (active) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int idx = lane + 32 * i, r = wr + (idx >> 3), chunk = idx & 7;
-      const int row = q0 + r;
-      if (row < sq)
-        *reinterpret_cast<uint4*>(out + int64_t(row) * a.os[2] + chunk * 8) =
-            *reinterpret_cast<const uint4*>(qt + wg_swz(r, chunk));
-    }
+    wg_store_rows<T>(qt, out, a.os[2], q0, wr, lane, sq);
   }
 }
 
