@@ -183,17 +183,23 @@ __device__ __forceinline__ void lean_tile(LeanAcc& acc, const T* kb, const T* vb
   }
 }
 
-// The key bias row (log2 domain) in shared memory, filled by the block's kThreads threads: the key mask row times
-// log2 e (kKeyMask) or 0 for keys < Sk, -inf for the padding keys up to `keys`. Visible after the next barrier.
+// The key bias row (log2 domain) in shared memory, filled by the block's kThreads threads: the key mask row `mrow`
+// (key stride `stride`, in global or shared memory) times log2 e (kKeyMask) or 0 for keys < Sk, -inf for the
+// padding keys up to `keys`. Visible after the next barrier.
+template <class T, bool kKeyMask, int kThreads>
+__device__ __forceinline__ void fill_key_bias(float* bias, int keys, int sk, const T* mrow, int64_t stride) {
+  for (int i = threadIdx.x; i < keys; i += kThreads) {
+    float v = -INFINITY;
+    if (i < sk) v = kKeyMask ? Bits16<T>::to_f(mrow[i * stride]) * kLog2e : 0.f;
+    bias[i] = v;
+  }
+}
+// The same for entry (b0, b1) of the attention's key mask.
 template <class T, bool kKeyMask, int kThreads>
 __device__ __forceinline__ void lean_fill_bias(float* bias, int keys, int sk, const AttentionArgs& a, int64_t b0,
                                                int64_t b1) {
   const T* mrow = kKeyMask ? static_cast<const T*>(a.mask) + b0 * a.ms[0] + b1 * a.ms[1] : nullptr;
-  for (int i = threadIdx.x; i < keys; i += kThreads) {
-    float v = -INFINITY;
-    if (i < sk) v = kKeyMask ? Bits16<T>::to_f(mrow[i * a.ms[3]]) * kLog2e : 0.f;
-    bias[i] = v;
-  }
+  fill_key_bias<T, kKeyMask, kThreads>(bias, keys, sk, mrow, a.ms[3]);
 }
 
 // Normalises a warp's O (16 rows x 64 in the mma layout) by inv into the warp's 16 rows of a padded shared tile

@@ -76,6 +76,36 @@ __device__ __forceinline__ void wg_rs_n64_tb(float (*d)[4], const uint32_t (&a)[
 #endif
 }
 
+// S [64 x kKeys] = Q K^T for one 64-row tile, Q (qa) and K (ka) from shared memory (128-byte swizzle): per 16
+// columns of D, one m64n64k16 per 64 keys and one m64n16k16 for a 16-key tail. Fenced, committed and waited for.
+template <class T, int kKeys>
+__device__ __forceinline__ void wg_scores(float (*s)[4], uint32_t qa, uint32_t ka) {
+  constexpr int kFull64 = kKeys / 64, kTail16 = (kKeys % 64) / 16;
+  static_assert(kTail16 <= 1, "key ranges of 64 n + 16 at most");
+  fence();
+#pragma unroll
+  for (int kk = 0; kk < kLeanD / 16; ++kk) {
+    const uint64_t dq = desc(qa + kk * 32);
+#pragma unroll
+    for (int j = 0; j < kFull64; ++j)
+      wgmma::mma_ss_n64<T, 0>(&s[8 * j], dq, desc(ka + j * 64 * kWgRowBytes + kk * 32), kk);
+    if constexpr (kTail16) wg_ss_n16<T>(&s[8 * kFull64], dq, desc(ka + kFull64 * 64 * kWgRowBytes + kk * 32), kk);
+  }
+  wg_commit_wait();
+}
+
+// O [64 x 64] = P V: P in registers (this warp's mma.sync A fragments, kChunks chunks of 16 keys), V from shared
+// memory (va) read transposed. Zeroes o first; fenced, committed and waited for.
+template <class T, int kChunks>
+__device__ __forceinline__ void wg_pv(float (&o)[kLeanD / 8][4], const uint32_t (&pa)[kChunks][4], uint32_t va) {
+#pragma unroll
+  for (int n = 0; n < kLeanD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  fence();
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) wg_rs_n64_tb<T>(o, pa[c], desc(va + c * 16 * kWgRowBytes));
+  wg_commit_wait();
+}
+
 // The end of a 64-row tile, shared by the wgmma kernels: the row sums over the quad and 1 / l (0 for a row whose
 // keys were all -inf) ...
 __device__ __forceinline__ void wg_row_inverse(float (&l)[2], const float (&mx)[2], float (&inv)[2]) {
@@ -116,8 +146,7 @@ __device__ __forceinline__ void wg_store_rows(const unsigned char* qt, T* out, i
 
 template <int kChunks, int kMTiles>
 struct WgShape {
-  static constexpr int kKeys = 16 * kChunks, kFull64 = kKeys / 64, kTail16 = (kKeys % 64) / 16;
-  static_assert(kTail16 <= 1, "key ranges of 64 n + 16 at most");
+  static constexpr int kKeys = 16 * kChunks;
   static constexpr size_t kQBytes = size_t(kWgRows) * kWgRowBytes, kKvBytes = size_t(kKeys) * kWgRowBytes;
   // Q (one tile per 64 rows), K, V (1024-byte aligned tiles), the bias row, slack to align the first tile.
   static constexpr size_t kBytes = kMTiles * kQBytes + 2 * kKvBytes + kKeys * sizeof(float) + 1024;
@@ -171,17 +200,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
     const uint32_t qa = smem_addr(qt);
     // S = Q K^T.
     float s[kN][4];
-    fence();
-#pragma unroll
-    for (int kk = 0; kk < kLeanD / 16; ++kk) {
-      const uint64_t dq = desc(qa + kk * 32);
-#pragma unroll
-      for (int j = 0; j < Sh::kFull64; ++j)
-        wgmma::mma_ss_n64<T, 0>(&s[8 * j], dq, desc(ka + j * 64 * kWgRowBytes + kk * 32), kk);
-      if constexpr (Sh::kTail16)
-        wg_ss_n16<T>(&s[8 * Sh::kFull64], dq, desc(ka + Sh::kFull64 * 64 * kWgRowBytes + kk * 32), kk);
-    }
-    wg_commit_wait();
+    wg_scores<T, kKeys>(s, qa, ka);
 
     // The bias, row max, P and float32 row sums: the short kernel's softmax on this warp's rows (16 * warp + g, + 8).
     float mx[2], l[2] = {0.f, 0.f};
@@ -196,12 +215,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
 
     // O = P V.
     float o[kLeanD / 8][4];
-#pragma unroll
-    for (int n = 0; n < kLeanD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    fence();
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) wg_rs_n64_tb<T>(o, pa[c], desc(va + c * 16 * kWgRowBytes));
-    wg_commit_wait();
+    wg_pv<T, kChunks>(o, pa, va);
 
     float inv[2];
     wg_row_inverse(l, mx, inv);

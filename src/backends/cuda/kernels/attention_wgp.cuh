@@ -92,8 +92,6 @@ __device__ __forceinline__ void wgp_tile(unsigned char* st, unsigned char* qt, c
   using Sh = WgpShape<kChunks>;
   using B = Bits16<T>;
   constexpr int kN = 2 * kChunks;
-  constexpr int kFull64 = Sh::kKeys / 64, kTail16 = (Sh::kKeys % 64) / 16;
-  static_assert(kTail16 == 0, "128 or 256 keys");
   const int sq = static_cast<int>(a.sq), sk = static_cast<int>(a.sk);
   const int lane = wtid & 31, warp = wtid >> 5, g = lane >> 2, t = lane & 3;
   const float* bias = reinterpret_cast<const float*>(st + Sh::kBiasOff);
@@ -106,15 +104,7 @@ __device__ __forceinline__ void wgp_tile(unsigned char* st, unsigned char* qt, c
 #pragma unroll
     for (int n = 0; n < kN; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
   } else {
-    fence();
-#pragma unroll
-    for (int kk = 0; kk < kLeanD / 16; ++kk) {
-      const uint64_t dq = desc(qa + kk * 32);
-#pragma unroll
-      for (int j = 0; j < kFull64; ++j)
-        wgmma::mma_ss_n64<T, 0>(&s[8 * j], dq, desc(ka + j * 64 * kWgRowBytes + kk * 32), kk);
-    }
-    wg_commit_wait();
+    wg_scores<T, Sh::kKeys>(s, qa, ka);
   }
 
   float mx[2], l[2] = {0.f, 0.f};
@@ -133,14 +123,11 @@ __device__ __forceinline__ void wgp_tile(unsigned char* st, unsigned char* qt, c
   }
 
   float o[kLeanD / 8][4];
-#pragma unroll
-  for (int n = 0; n < kLeanD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   if constexpr (!(kAblate & 2)) {
-    fence();
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) wg_rs_n64_tb<T>(o, pa[c], desc(va + c * 16 * kWgRowBytes));
-    wg_commit_wait();
+    wg_pv<T, kChunks>(o, pa, va);
   } else {
+#pragma unroll
+    for (int n = 0; n < kLeanD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) o[c % (kLeanD / 8)][0] += __uint_as_float(pa[c][0]);  // keep P alive
   }
@@ -194,15 +181,8 @@ __global__ void __launch_bounds__(kWgpThreads, kChunks <= 8 ? 2 : 1) attention_w
     proxy_fence();
     __syncthreads();
     unsigned char* st = base + (it % kStages) * Sh::kStage;
-    {
-      const T* mraw = reinterpret_cast<const T*>(st + Sh::kMaskOff);
-      float* bias = reinterpret_cast<float*>(st + Sh::kBiasOff);
-      for (int i = threadIdx.x; i < Sh::kKeys; i += kWgpThreads) {
-        float v = -INFINITY;
-        if (i < sk) v = kKeyMask ? Bits16<T>::to_f(mraw[i]) * kLog2e : 0.f;
-        bias[i] = v;
-      }
-    }
+    fill_key_bias<T, kKeyMask, kWgpThreads>(reinterpret_cast<float*>(st + Sh::kBiasOff), Sh::kKeys, sk,
+                                            reinterpret_cast<const T*>(st + Sh::kMaskOff), 1);
     __syncthreads();
     const WgpUnit u = unit_of(it);
     const int q0 = u.q0 + wg * kWgRows;
@@ -214,7 +194,8 @@ __global__ void __launch_bounds__(kWgpThreads, kChunks <= 8 ? 2 : 1) attention_w
 }
 
 inline bool wgp_supports(const AttentionArgs& a) {
-  if (!short_supports(a) || short_chunks(a.sk) > 16 || short_chunks(a.sk) == 13) return false;
+  if (!short_supports(a)) return false;
+  if (const int chunks = short_chunks(a.sk); chunks != 8 && chunks != 16) return false;  // WgpShape's copy loop
   if (!a.mask) return true;
   const uintptr_t m = reinterpret_cast<uintptr_t>(a.mask);
   return a.ms[3] == 1 && m % 16 == 0 && (a.ms[0] * 2) % 16 == 0 && (a.ms[1] * 2) % 16 == 0;
