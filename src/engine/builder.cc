@@ -20,6 +20,7 @@
 #include "passes/shape_inference.h"
 #ifdef KILNRT_HAVE_CUDA
 #include "backends/cuda/fused_pointwise_code.h"
+#include "backends/cuda/gemm_weight_layout.h"
 #include "backends/cuda/layout_timing.h"
 #endif
 
@@ -198,6 +199,8 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
     // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
     std::map<std::string, std::string> timed;  // conv tactics timed on this GPU (backends/cuda/conv_tactics.h)
 #ifdef KILNRT_HAVE_CUDA
+    // FusedMatMul weights stored [K, N] or [N, K], whichever cuBLASLt runs faster here (gemm_weight_layout.h).
+    KILNRT_LOG(kInfo, backends::cuda::choose_gemm_weight_layouts(graph, target.device).note);
     // NCHW or NHWC storage: both whole plans timed on this GPU, the faster recorded with the convs (layout_timing.h).
     const std::string layout_note = backends::cuda::choose_layout_by_timing(graph, target.device, &timed).note;
     KILNRT_LOG(kInfo, layout_note);

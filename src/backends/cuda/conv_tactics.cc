@@ -401,8 +401,9 @@ void ConvTuningScope::bind(LayerLaunch& l) {
 
 int ConvTuningScope::time_candidates(LayerLaunch& l, int count, const std::function<void(int, LayerLaunch&)>& run,
                                      const std::function<std::string(int)>& label, const std::string& node,
-                                     const std::string& what, double margin) {
+                                     const std::string& what, double margin, std::vector<double>* times) {
   kc::ContextGuard guard(device_);
+  if (times) times->assign(size_t(std::max(count, 0)), -1.0);
   KILNRT_CHECK(res_ != nullptr, kInternal, node, "tactic timing before bind()");
   Resources& r = *res_;
   // GPU time as the engine runs it (one CUDA graph, no host gaps: the legacy cuDNN API spends up to a millisecond
@@ -452,6 +453,7 @@ int ConvTuningScope::time_candidates(LayerLaunch& l, int count, const std::funct
       continue;
     }
     report += " " + label(c) + (dropped ? ">" : "=") + std::to_string(med).substr(0, 6);
+    if (times) (*times)[size_t(c)] = med;
     if (dropped) continue;
     const double score = c == 0 ? med : med / margin;  // beat the incumbent by the margin
     if (best_ms < 0 || med < best_ms) best_ms = med;

@@ -119,11 +119,12 @@ class ConvTuningScope {
   // The machinery under tune(), for other layers: bind() points the present tensors of `l` at zero-filled scratch
   // buffers and sets stream, library handles and workspace; time_candidates() then runs run(i, l) for each
   // i < count (0 is the incumbent, kept unless another is faster by the factor `margin`: 0.97 = 3%) as tune() does
-  // and returns the winner, or -1 when none ran. `label(i)` names candidate i in the debug log.
+  // and returns the winner, or -1 when none ran. `label(i)` names candidate i in the debug log. `times` (optional):
+  // each candidate's milliseconds per run (-1: it did not run; a candidate dropped after one replay keeps that one).
   void bind(LayerLaunch& l);
   int time_candidates(LayerLaunch& l, int count, const std::function<void(int, LayerLaunch&)>& run,
                       const std::function<std::string(int)>& label, const std::string& node, const std::string& what,
-                      double margin = 0.97);
+                      double margin = 0.97, std::vector<double>* times = nullptr);
 
  private:
   struct Resources;

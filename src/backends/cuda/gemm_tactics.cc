@@ -14,9 +14,17 @@ namespace {
 
 static_assert(sizeof(cublasLtMatmulAlgo_t) == 8 * sizeof(uint64_t), "cublasLtMatmulAlgo_t is 8 x uint64");
 
+using CandidatesObserver = std::function<void(const std::string&, const std::vector<cublasLtMatmulAlgo_t>&)>;
+CandidatesObserver& observer() {
+  static CandidatesObserver* f = new CandidatesObserver;
+  return *f;
+}
+
+}  // namespace
+
 // The timing-cache key of a GEMM problem: op, every input's shape (or '-' when absent), storage, precision and the
 // attributes that change the computation. Empty when a tensor is not float32 or a shape is not static.
-std::string gemm_key(const ir::Node& node, const ir::Graph& graph, DType storage, LayerLaunch* launch) {
+std::string gemm_problem_key(const ir::Node& node, const ir::Graph& graph, DType storage, LayerLaunch* launch) {
   auto tensor_of = [&](const std::string& v, Shape* shape) {
     const ir::TensorType* t = graph.type_of(v);
     if (graph.is_constant(v) && !t) {
@@ -59,14 +67,6 @@ std::string gemm_key(const ir::Node& node, const ir::Graph& graph, DType storage
     if (node.has_attr(a)) key += std::string(" ") + a + "=" + node.attr_string(a, std::string());
   return key;
 }
-
-using CandidatesObserver = std::function<void(const std::string&, const std::vector<cublasLtMatmulAlgo_t>&)>;
-CandidatesObserver& observer() {
-  static CandidatesObserver* f = new CandidatesObserver;
-  return *f;
-}
-
-}  // namespace
 
 void set_gemm_candidates_observer(
     std::function<void(const std::string& node, const std::vector<cublasLtMatmulAlgo_t>& candidates)> f) {
@@ -160,7 +160,7 @@ void setup_gemm_tactic(const LayerCreateArgs& a, DType storage, GemmTactic& t,
   ConvTuningScope* scope = ConvTuningScope::open_scope();
   if (!scope || !gemm_tuning_enabled()) return;
   LayerLaunch l;
-  const std::string problem = gemm_key(a.node, a.graph, storage, &l);
+  const std::string problem = gemm_problem_key(a.node, a.graph, storage, &l);
   if (problem.empty()) return;
   const std::string dev = tuning_device_key(a.device);
   const int count = gemm_candidate_count();

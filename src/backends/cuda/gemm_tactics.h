@@ -58,6 +58,11 @@ bool decode_gemm_algo_attr(const std::string& s, std::string* device_key, cublas
 std::string gemm_device_part(const std::string& device_key);
 bool gemm_tuning_enabled();  // KILNRT_GEMM_TUNING is not "0"
 
+// The timing-cache key of a GEMM node's problem: op, every input's shape (or '-' when absent), storage, precision
+// and the attributes that change the computation; fills `launch` with the inputs' and output's shapes and dtype
+// `storage`. Empty when a tensor is not float32 or a shape is not static.
+std::string gemm_problem_key(const ir::Node& node, const ir::Graph& graph, DType storage, LayerLaunch* launch);
+
 // Called by a GEMM layer's constructor. A node with kGemmAlgoAttr: the stored algorithm when its device key is this
 // device's (else a warning and the heuristic). Otherwise, under an open tuning scope with tuning enabled, a
 // float32-typed node with static shapes only: times the candidates (enqueue(l) runs the layer, which passes `t` to

@@ -107,6 +107,13 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
+// 2^x of both halves of a float16 pair in one MUFU instruction (2^-inf = 0).
+__device__ __forceinline__ uint32_t ex2_half2(uint32_t x) {
+  uint32_t y;
+  asm("ex2.approx.f16x2 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
 inline bool aligned(const void* p, unsigned bytes) { return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0; }
 // Rows movable with 16-byte copies: unit element stride, every row start 16-byte aligned (8 elements).
 inline bool rows16(const void* p, const int64_t (&s)[4]) {
