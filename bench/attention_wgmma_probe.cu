@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "backends/cuda/kernels/attention_wgmma.cuh"
-#include "backends/cuda/kernels/attention_wgp.cuh"
+#include "attention_wgp.cuh"
 
 #ifndef WG_TILES
 #define WG_TILES 1  // tiles per block of the wg run whose outputs are checked

@@ -27,7 +27,6 @@
 #include "backends/cuda/kernels/attention_mma_ptx.cuh"
 #include "backends/cuda/kernels/attention_short.cuh"
 #include "backends/cuda/kernels/attention_wgmma.cuh"
-#include "backends/cuda/kernels/attention_wgp.cuh"
 #include "backends/cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
@@ -262,12 +261,12 @@ bool attention_uses_mma(const AttentionArgs& a) {
 constexpr const char* kLeanNames[] = {"lean4", "lean8"};
 constexpr int kLeanWarps[] = {4, 8};
 constexpr int kLeanCount = 2;
-// The short kernel (attention_short.cuh), then the wgmma kernel (attention_wgmma.cuh), then its persistent
-// variant (attention_wgp.cuh), the last variants. "wg" / "wg2": one / two 64-row tiles per block.
+// The short kernel (attention_short.cuh), then the wgmma kernel (attention_wgmma.cuh), the last variants. "wg" /
+// "wg2": one / two 64-row tiles per block.
 constexpr int kShortVariant = 1 + kFa2ConfigCount + kLeanCount, kWgVariant = kShortVariant + 1,
-              kWg2Variant = kWgVariant + 1, kWgpVariant = kWg2Variant + 1;
+              kWg2Variant = kWgVariant + 1;
 
-int attention_mma_variant_count() { return kWgpVariant + 1; }
+int attention_mma_variant_count() { return kWg2Variant + 1; }
 
 // Whether the wgmma kernel can run on the current device: built for sm_90a, and a device of compute capability 9.0
 // (cached per device ordinal; false without a usable device).
@@ -290,7 +289,6 @@ const char* attention_mma_variant_name(int variant) {
   if (variant == 0) return "v1";
   if (variant == kWgVariant) return "wg";
   if (variant == kWg2Variant) return "wg2";
-  if (variant == kWgpVariant) return "wgp";
   if (variant == kShortVariant) return "short4";
   if (variant > kFa2ConfigCount && variant < kShortVariant) return kLeanNames[variant - 1 - kFa2ConfigCount];
   return variant > 0 && variant <= kFa2ConfigCount ? kFa2Configs[variant - 1].name : "";
@@ -342,12 +340,6 @@ int attention_mma_variant(const AttentionArgs& a, int variant, StreamT stream) {
   if (!attention_uses_mma(a) || variant < 0 || variant >= attention_mma_variant_count())
     return static_cast<int>(cudaErrorInvalidValue);
   if (variant == 0) return a.dt == 1 ? launch_t<__half>(a, stream) : launch_t<__nv_bfloat16>(a, stream);
-  if (variant == kWgpVariant) {
-    // The persistent wgmma kernel where it takes the arguments and runs on this device, else wg2 and its fallbacks.
-    if (wgp_supports(a) && attention_wgmma_runs_here())
-      return a.dt == 1 ? wgp_launch_f16(a, stream) : wgp_launch_bf16(a, stream);
-    variant = kWg2Variant;
-  }
   if (variant == kWgVariant || variant == kWg2Variant) {
     // The wgmma kernel where it takes the arguments and runs on this device, else the short kernel's fallbacks.
     const int tiles = variant == kWg2Variant ? 2 : 1;

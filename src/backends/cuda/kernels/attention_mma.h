@@ -21,8 +21,7 @@ int attention_mma(const AttentionArgs& a, StreamT stream);
 // fourth (attention_short.cuh: the whole key range at once for 97-128, 177-208 or 225-256 keys, D = 64, no mask or
 // a key mask; forced elsewhere, it runs the lean kernel's pick); "wg" / "wg2", the same scheme on Hopper's wgmma
 // with one / two 64-row tiles per block (attention_wgmma.cuh; sm_90a builds on compute capability 9.0 devices,
-// elsewhere they run as short4); "wgp", its persistent prefetching variant (attention_wgp.cuh: 128 or 256 keys;
-// elsewhere it runs as wg2; not yet measured, so only KILNRT_ATTENTION_KERNEL picks it).
+// elsewhere they run as short4).
 int attention_mma_variant_count();
 const char* attention_mma_variant_name(int variant);  // "" when out of range
 // The variant attention_mma() runs: KILNRT_ATTENTION_KERNEL=<name> (read at every call) forces one, else a rule

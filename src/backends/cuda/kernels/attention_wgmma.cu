@@ -1,9 +1,7 @@
-// The wgmma attention kernels (attention_wgmma.cuh, and its persistent variant attention_wgp.cuh) for float16 and
-// bfloat16 storage. CMake compiles this file for
+// The wgmma attention kernels (attention_wgmma.cuh) for float16 and bfloat16 storage. CMake compiles this file for
 // sm_90a alone when 90 is among KILNRT_CUDA_ARCHS (KILNRT_WGMMA_SM90A=1); otherwise its kernels are empty and
 // wg_built() says so, so that the dispatch never picks them.
 #include "backends/cuda/kernels/attention_wgmma.cuh"
-#include "backends/cuda/kernels/attention_wgp.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 
@@ -22,9 +20,5 @@ int wg_launch_f16(const AttentionArgs& a, int m_tiles, StreamT stream) {
 int wg_launch_bf16(const AttentionArgs& a, int m_tiles, StreamT stream) {
   return m_tiles == 2 ? launch_wg<__nv_bfloat16, 2>(a, stream) : launch_wg<__nv_bfloat16, 1>(a, stream);
 }
-
-int wgp_launch_f16(const AttentionArgs& a, StreamT stream) { return launch_wgp<__half, 2>(a, 0, stream); }
-
-int wgp_launch_bf16(const AttentionArgs& a, StreamT stream) { return launch_wgp<__nv_bfloat16, 2>(a, 0, stream); }
 
 }  // namespace kilnrt::cuda::kernels::attention_mma_detail

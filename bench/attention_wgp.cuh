@@ -1,7 +1,8 @@
-// The persistent, prefetching variant of the wgmma attention kernel, "wgp" (issue 7, session 15). Written without a
-// GPU: until the H100 has measured it, the shape rule never picks it; KILNRT_ATTENTION_KERNEL=wgp forces it, and
-// the attention GPU tests run it against the CPU reference like every variant. bench/attention_wgmma_probe.cu checks
-// it against the short kernel and a float64 reference and times it, with its ablations.
+// The persistent, prefetching variant of the wgmma attention kernel, "wgp" (issue 7, session 15), for
+// bench/attention_wgmma_probe.cu only. Measured on the H100 in session 16 (bench/results/h100_2026-11-23_s16.md):
+// correct (max |wgp - float64| 5.2e-4 at BERT b32), but slower than the engine's wg2 everywhere it applies (BERT
+// b32 12.07 against 9.69 us; its loop and barriers alone, with no copies, math or stores, took 6.1 us), so it left
+// the engine and lives here with its ablations.
 //
 // Why: the wgmma kernel (attention_wgmma.cuh) takes 9.0 us at BERT b32 back to back, where its 25 MB can stay in
 // L2; at L2 bandwidth the data would move in about 4 us, and ncu found the SMs 20 % busy. Each of its blocks copies
@@ -14,12 +15,11 @@
 // short kernel's softmax, O = P V with P in registers, O through the warpgroup's own Q rows to 16-byte stores.
 // A key mask row is copied raw (cp.async) with the unit and turned into the log2-domain bias once it has landed.
 //
-// kAblate (compile-time, the probe's timing only; the outputs are then wrong; the engine runs 0): 1 no softmax
+// kAblate (compile-time, timing only; the outputs are then wrong): 1 no softmax
 // (P = S), 2 no wgmma (S = 0, O = 0), 4 no copies from global memory, 8 no output stores.
 //
 // Preconditions (wgp_supports): those of the wgmma kernel, 128 or 256 keys at most (kChunks 8 or 16: the copy loop
-// moves 32 rows per step), and a mask (if any) whose key stride is 1 and whose rows start on 16 bytes. Included by
-// attention_wgmma.cu (sm_90a) and, for wgp_supports and the launcher declarations, by attention_mma.cu.
+// moves 32 rows per step), and a mask (if any) whose key stride is 1 and whose rows start on 16 bytes.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -238,10 +238,5 @@ int launch_wgp(const AttentionArgs& a, int ctas, StreamT stream) {
   return a.mask ? launch_wgp_mask<T, 16, true, kStages, kAblate>(a, ctas, stream)
                 : launch_wgp_mask<T, 16, false, kStages, kAblate>(a, ctas, stream);
 }
-
-// attention_wgmma.cu's instantiations: two stages, as many blocks per SM as fit (the launch status; never called
-// where wg_built() is false).
-int wgp_launch_f16(const AttentionArgs& a, StreamT stream);
-int wgp_launch_bf16(const AttentionArgs& a, StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels::attention_mma_detail
