@@ -6,6 +6,7 @@
 #include "passes/fuse_attention.h"
 #include "passes/fuse_gelu.h"
 #include "passes/fuse_gemm_epilogue.h"
+#include "passes/fuse_embed_layernorm.h"
 #include "passes/fuse_layernorm.h"
 #include "passes/fuse_pointwise.h"
 #include "passes/fuse_squeeze_excite.h"
@@ -58,10 +59,13 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
   // rewrite, which leaves its out-projection row-wise, and before the fusions that then take the smaller ops.
   hoist_gathers(graph);
   const size_t gelu = fuse_gelu(graph), gemm = fuse_gemm_epilogues(graph), layernorm = fuse_layernorm(graph);
-  if (attention + gelu + gemm + layernorm > 0) {
+  // Embedding Gather + Add + LayerNorm (BERT's first rows) -> one com.kilnrt:EmbedLayerNorm (issue 7).
+  const size_t embed = fuse_embed_layernorm(graph);
+  if (attention + gelu + gemm + layernorm + embed > 0) {
     infer_shapes(graph);
     KILNRT_LOG(kInfo, "fused " << attention << " attention block(s), " << gelu << " GELU(s), " << gemm
-                               << " GEMM epilogue(s), " << layernorm << " LayerNorm(s)");
+                               << " GEMM epilogue(s), " << layernorm << " LayerNorm(s), " << embed
+                               << " embedding LayerNorm(s)");
   }
   // 1x1 convolutions' SiLU / HardSwish / ... into the depthwise convolution reading them (issue 7; opt-in,
   // KILNRT_INPUT_ACT=1).

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backends/cuda/kernels/launch_common.cuh"
@@ -22,29 +23,45 @@ using storage16::to_f;
 constexpr int kBlock = 128;
 
 // x and y may be the same buffer (in place): each row is read whole into registers before it is written.
+// With e.ids (EmbedLayerNorm), row r of x is the table row ids[r] (zeros when out of range, as Gather's kernel),
+// plus row r % e.period of e.addend when given: uniform branches, no extra instantiations.
 template <typename T, int G, int NV>
 __global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const T* __restrict__ scale,
                                                                const T* __restrict__ bias, T* y,
                                                                float* mean_out, float* inv_std_out, int64_t rows,
-                                                               int nvec, float eps) {
+                                                               int nvec, float eps, LayerNormEmbed e) {
   using P = Pack<T>;
   constexpr int kV = P::kN;
   const int g = threadIdx.x % G;
   const int64_t r = blockIdx.x * int64_t(kBlock / G) + threadIdx.x / G;
   const bool row_ok = r < rows;  // no early return: every lane of the warp takes part in the shuffles
-  const P* xr = reinterpret_cast<const P*>(x) + (row_ok ? r : 0) * int64_t(nvec);
+  int64_t src = row_ok ? r : 0;
+  bool src_ok = row_ok;
+  if (e.ids && row_ok) {
+    src = e.ids64 ? static_cast<const int64_t*>(e.ids)[r] : static_cast<const int32_t*>(e.ids)[r];
+    if (src < 0) src += e.vocab;
+    src_ok = src >= 0 && src < e.vocab;
+    if (!src_ok) src = 0;
+  }
+  const P* xr = reinterpret_cast<const P*>(x) + src * int64_t(nvec);
+  const P* ar = e.addend && row_ok ? static_cast<const P*>(e.addend) + (r % e.period) * int64_t(nvec) : nullptr;
   float v[NV][kV];
   float s = 0.f;
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
     const int c = g + j * G;
     if (row_ok && c < nvec) {
-      const P p = xr[c];
+      P p;
+      if (src_ok) p = xr[c];
 #pragma unroll
-      for (int k = 0; k < kV; ++k) {
-        v[j][k] = to_f(p.e[k]);
-        s += v[j][k];
+      for (int k = 0; k < kV; ++k) v[j][k] = src_ok ? to_f(p.e[k]) : 0.f;
+      if (ar) {
+        const P q = ar[c];
+#pragma unroll
+        for (int k = 0; k < kV; ++k) v[j][k] += to_f(q.e[k]);
       }
+#pragma unroll
+      for (int k = 0; k < kV; ++k) s += v[j][k];
     } else {
 #pragma unroll
       for (int k = 0; k < kV; ++k) v[j][k] = 0.f;
@@ -98,31 +115,31 @@ __global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const
 
 template <typename T, int G, int NV>
 int launch(const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std, int64_t rows,
-           int nvec, float eps, cudaStream_t s) {
+           int nvec, float eps, const LayerNormEmbed& e, cudaStream_t s) {
   constexpr int64_t kRowsPerBlock = kBlock / G;
   const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   if (blocks >= 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
   layernorm_vec_kernel<T, G, NV><<<static_cast<unsigned>(blocks), kBlock, 0, s>>>(
       static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias), static_cast<T*>(y), mean,
-      inv_std, rows, nvec, eps);
+      inv_std, rows, nvec, eps, e);
   return launch_common::launch_status();
 }
 
 // G lanes per row, NV vectors per lane (nvec <= G * NV).
 template <typename T, int G>
 int launch_nv(int nv, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
-              int64_t rows, int nvec, float eps, cudaStream_t s) {
+              int64_t rows, int nvec, float eps, const LayerNormEmbed& e, cudaStream_t s) {
   switch (nv) {
-    case 1: return launch<T, G, 1>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-    case 2: return launch<T, G, 2>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-    case 3: return launch<T, G, 3>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-    case 4: return launch<T, G, 4>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 1: return launch<T, G, 1>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+    case 2: return launch<T, G, 2>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+    case 3: return launch<T, G, 3>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+    case 4: return launch<T, G, 4>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
     default: break;
   }
   if constexpr (G == 32) {
     switch (nv) {
-      case 5: case 6: return launch<T, G, 6>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-      case 7: case 8: return launch<T, G, 8>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+      case 5: case 6: return launch<T, G, 6>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+      case 7: case 8: return launch<T, G, 8>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
       default: break;
     }
   }
@@ -131,18 +148,18 @@ int launch_nv(int nv, const void* x, const void* scale, const void* bias, void* 
 
 template <typename T>
 int dispatch(const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std, int64_t rows,
-             int nvec, float eps, cudaStream_t s) {
+             int nvec, float eps, const LayerNormEmbed& e, cudaStream_t s) {
   // The fewest lanes that keep at most 4 vectors each (a warp for wide rows, up to 8 vectors a lane there).
   int g = 1;
   while (g < 32 && g * 4 < nvec) g *= 2;
   const int nv = (nvec + g - 1) / g;
   switch (g) {
-    case 1: return launch_nv<T, 1>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-    case 2: return launch_nv<T, 2>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-    case 4: return launch_nv<T, 4>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-    case 8: return launch_nv<T, 8>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-    case 16: return launch_nv<T, 16>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-    default: return launch_nv<T, 32>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+    case 1: return launch_nv<T, 1>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+    case 2: return launch_nv<T, 2>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+    case 4: return launch_nv<T, 4>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+    case 8: return launch_nv<T, 8>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+    case 16: return launch_nv<T, 16>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+    default: return launch_nv<T, 32>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
   }
 }
 
@@ -152,14 +169,51 @@ using launch_common::aligned16;
 
 int layernorm_vec(int dt, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
                   int64_t rows, int64_t n, float eps, StreamT stream) {
+  return embed_layernorm_vec(dt, LayerNormEmbed{}, x, scale, bias, y, mean, inv_std, rows, n, eps, stream);
+}
+
+int embed_layernorm_vec(int dt, const LayerNormEmbed& e, const void* x, const void* scale, const void* bias, void* y,
+                        float* mean, float* inv_std, int64_t rows, int64_t n, float eps, StreamT stream) {
   const int64_t elem = dt == 0 ? 4 : 2;
   if (dt < 0 || dt > 2 || rows <= 0 || n <= 0 || (n * elem) % 16 != 0 || n * elem > kLayerNormVecMaxBytes) return -1;
-  if (!aligned16(x) || !aligned16(y) || !aligned16(scale) || !aligned16(bias)) return -1;  // null is aligned
+  if (!aligned16(x) || !aligned16(y) || !aligned16(scale) || !aligned16(bias) || !aligned16(e.addend)) return -1;
+  if (e.ids && (x == y || e.vocab <= 0)) return -1;  // the table is read by rows picked at random: not in place
+  if (e.addend && e.period <= 0) return -1;
   const int nvec = static_cast<int>(n * elem / 16);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  if (dt == 0) return dispatch<float>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-  if (dt == 1) return dispatch<__half>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
-  return dispatch<__nv_bfloat16>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+  if (dt == 0) return dispatch<float>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+  if (dt == 1) return dispatch<__half>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+  return dispatch<__nv_bfloat16>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+}
+
+namespace {
+
+// y[r, :] = table[ids[r], :] (zeros out of range) + addend[r % period, :], one element per thread.
+template <typename T>
+__global__ void embed_rows_kernel(LayerNormEmbed e, const T* table, T* y, int64_t rows, int64_t n) {
+  const int64_t total = rows * n;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / n, c = i - r * n;
+    int64_t id = e.ids64 ? static_cast<const int64_t*>(e.ids)[r] : static_cast<const int32_t*>(e.ids)[r];
+    if (id < 0) id += e.vocab;
+    float v = id >= 0 && id < e.vocab ? to_f(table[id * n + c]) : 0.f;
+    if (e.addend) v += to_f(static_cast<const T*>(e.addend)[(r % e.period) * n + c]);
+    y[i] = from_f<T>(v);
+  }
+}
+
+}  // namespace
+
+int embed_rows(int dt, const LayerNormEmbed& e, const void* table, void* y, int64_t rows, int64_t n,
+               StreamT stream) {
+  if (dt < 0 || dt > 2 || !e.ids || e.vocab <= 0 || (e.addend && e.period <= 0)) return -1;
+  if (rows <= 0 || n <= 0) return 0;
+  const int64_t blocks = std::min<int64_t>((rows * n + 255) / 256, 65535);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (dt == 0) embed_rows_kernel<float><<<unsigned(blocks), 256, 0, s>>>(e, static_cast<const float*>(table), static_cast<float*>(y), rows, n);
+  else if (dt == 1) embed_rows_kernel<__half><<<unsigned(blocks), 256, 0, s>>>(e, static_cast<const __half*>(table), static_cast<__half*>(y), rows, n);
+  else embed_rows_kernel<__nv_bfloat16><<<unsigned(blocks), 256, 0, s>>>(e, static_cast<const __nv_bfloat16*>(table), static_cast<__nv_bfloat16*>(y), rows, n);
+  return launch_common::launch_status();
 }
 
 }  // namespace kilnrt::cuda::kernels

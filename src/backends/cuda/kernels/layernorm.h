@@ -17,4 +17,22 @@ constexpr int64_t kLayerNormVecMaxBytes = 32 * 8 * 16;  // 32 lanes x 8 vectors 
 int layernorm_vec(int dt, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
                   int64_t rows, int64_t n, float eps, StreamT stream);
 
+// EmbedLayerNorm's rows (com.kilnrt:EmbedLayerNorm): row r of x is the table row ids[r] (int64 when ids64, else
+// int32; negative ids count from the end; out of range: zeros, as the Gather kernel), plus row r % period of addend
+// when addend is given (x's dtype, n values a row).
+struct LayerNormEmbed {
+  const void* ids = nullptr;
+  int ids64 = 1;
+  int64_t vocab = 0;
+  const void* addend = nullptr;
+  int64_t period = 1;
+};
+// layernorm_vec with e applied (e.ids null: plain layernorm_vec). -1 (nothing launched) also when e.ids is set and x
+// is y, or addend is not 16-byte aligned.
+int embed_layernorm_vec(int dt, const LayerNormEmbed& e, const void* x, const void* scale, const void* bias, void* y,
+                        float* mean, float* inv_std, int64_t rows, int64_t n, float eps, StreamT stream);
+// The fallback's first step: y [rows, n] = table rows picked by e + e.addend rows (then a LayerNorm in place). -1
+// when e has no ids.
+int embed_rows(int dt, const LayerNormEmbed& e, const void* table, void* y, int64_t rows, int64_t n, StreamT stream);
+
 }  // namespace kilnrt::cuda::kernels
