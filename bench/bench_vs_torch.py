@@ -95,7 +95,7 @@ def safe(label, errors, fn, *a):
         return None
 
 
-def build_engine(spec, onnx_path, prec, work, batch=None):
+def build_engine(spec, onnx_path, prec, work, batch=None, io16=False):
     """(engine, build s, load s in the warm process, load ms in a cold process). batch=None: one dynamic engine
     1..32. The build starts from cold caches: a fresh KILNRT_TIMING_CACHE file per build (the in-process cache only holds
     other engines' shapes)."""
@@ -104,7 +104,8 @@ def build_engine(spec, onnx_path, prec, work, batch=None):
     # a timing-cache file that does not exist yet: the build times every tactic (cold caches)
     os.environ["KILNRT_TIMING_CACHE"] = os.path.join(work, "timing-%s.cache" % os.path.basename(path))
     t0 = time.perf_counter()
-    kilnrt.build(onnx_path, path, device="cuda", fp16=(prec == "fp16"), bf16=(prec == "bf16"), shapes=shapes)
+    kilnrt.build(onnx_path, path, device="cuda", fp16=(prec == "fp16"), bf16=(prec == "bf16"), shapes=shapes,
+                 io16=io16 and prec in ("fp16", "bf16"))
     build_s = time.perf_counter() - t0
     kilnrt.Engine(path)  # first load in this process may pay for one-off initialisation
     t0 = time.perf_counter()
@@ -139,7 +140,7 @@ def bench_model(spec, args, work, rows, records):
         engines = {}
         if not args.engine_per_batch:
             try:
-                engines[None] = build_engine(spec, onnx_path, prec, work)
+                engines[None] = build_engine(spec, onnx_path, prec, work, io16=not args.float32_io)
             except kilnrt.Error as e:
                 rows.append("| %s | | %s | build failed: %s |" % (spec.name, prec, str(e).splitlines()[0][:120]))
                 continue
@@ -149,25 +150,28 @@ def bench_model(spec, args, work, rows, records):
             key = b if args.engine_per_batch else None
             if key not in engines:
                 try:
-                    engines[key] = build_engine(spec, onnx_path, prec, work, batch=b)
+                    engines[key] = build_engine(spec, onnx_path, prec, work, batch=b, io16=not args.float32_io)
                 except kilnrt.Error as e:
                     rows.append("| %s | %d | %s | build failed: %s |" % (spec.name, b, prec,
                                                                          str(e).splitlines()[0][:120]))
                     continue
             engine, build_s, load_s, cold_ms = engines[key]
             x = spec.inputs(b, seed=b)
+            # 16-bit engines bind float inputs / outputs in their 16-bit type (--io16), as torch's fp16 / bf16
+            # models take and return them: the inputs are cast once here, outside the timing, as for torch.
+            xk = zoo_models.torch_inputs(x, prec, False) if not args.float32_io else x
             rec = {"model": spec.name, "batch": b, "precision": prec, "build_s": build_s, "load_s": load_s,
                    "cold_load_ms": cold_ms,
                    "engine": "static b%d" % b if args.engine_per_batch else "dynamic 1..%d" % zoo_models.MAX_BATCH,
                    "export_s": export_s, "note": spec.note, "torch": {}, "compile_s": {}}
             with torch.no_grad():
                 ref = zoo_models.as_tuple(model(*x))
-                got = zoo_models.run_engine(engine, spec, x)
+                got = zoo_models.run_engine(engine, spec, xk)
                 acc = [zoo_models.accuracy(g.float(), r.float()) for g, r in zip(got, ref)]
                 rec["cosine"] = min(c for c, _ in acc)
                 rec["max_err_over_std"] = max(e for _, e in acc)
                 outs = {n: torch.empty_like(g) for n, g in zip(spec.output_names, got)}
-                feeds = dict(zip(spec.input_names, x))
+                feeds = dict(zip(spec.input_names, xk))
                 rec["kilnrt_ms"] = gpu_time(lambda: engine.run(feeds, out=outs), args.iters)
                 rec["floor_ms"] = None
                 if not args.no_floor:
@@ -249,6 +253,10 @@ def main():
     ap.add_argument("--engine-per-batch", action="store_true",
                     help="one static kilnrt engine per batch size instead of one dynamic engine (1..32)")
     ap.add_argument("--no-floor", action="store_true", help="leave the library floor (bench/library_floor.py) out")
+    ap.add_argument("--float32-io", action="store_true",
+                    help="fp16 / bf16 engines keep the model's float32 inputs and outputs (converted on the GPU inside "
+                         "the timed run) instead of 16-bit I/O (kilnrt build --io16), which is what torch's fp16 / "
+                         "bf16 models take and return")
     ap.add_argument("--out", default=None, help="markdown table (a .json with every figure is written beside it)")
     args = ap.parse_args()
     if args.iters < 100:
@@ -275,9 +283,11 @@ def write_report(args, rows, records, t0, final):
              "torch's best library kernel in the same precision, summed (bench/library_floor.py); floor / kilnrt: "
              "100%% = kilnrt at the floor. build s: from ONNX with cold caches (fresh timing cache). load ms: second "
              "Engine() load of the file in the warm process; cold-process load: a new Python process, import kilnrt "
-             "+ Engine() (CUDA initialisation and library loading included)." % (
+             "+ Engine() (CUDA initialisation and library loading included). kilnrt I/O: %s." % (
                  torch.cuda.get_device_name(), torch.__version__, kilnrt.__version__,
-                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), args.iters))
+                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), args.iters,
+                 "the model's float32 for every precision (--float32-io)" if args.float32_io else
+                 "16-bit for fp16 / bf16 engines (--io16: 16-bit tensors in and out, as torch's), float32 otherwise"))
     compile_notes = ["- %s b%d %s: torch.compile %s" % (r["model"], r["batch"], r["precision"], ", ".join(
         "%s %.0f s" % kv for kv in r["compile_s"].items())) for r in records if r["compile_s"]]
     error_notes = ["- %s b%d %s: %s" % (r["model"], r["batch"], r["precision"], e) for r in records

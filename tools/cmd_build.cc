@@ -13,7 +13,7 @@ namespace {
 
 struct BuildArgs {
   std::string model, output, device = "cpu";
-  bool fp16 = false, bf16 = false, tf32 = false, mark_all_outputs = false;
+  bool fp16 = false, bf16 = false, tf32 = false, mark_all_outputs = false, io16 = false;
   std::vector<std::string> shapes, layer_precisions;
 };
 
@@ -24,6 +24,7 @@ void run_build(const BuildArgs& args) {
   options.bf16 = args.bf16;
   options.tf32 = args.tf32;
   options.mark_all_outputs = args.mark_all_outputs;
+  options.io16 = args.io16;
   for (const std::string& spec : args.layer_precisions) {
     const size_t eq = spec.rfind('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
@@ -43,6 +44,7 @@ void run_build(const BuildArgs& args) {
   const auto size = written ? static_cast<unsigned long long>(written.tellg()) : 0ull;
   std::cout << "built " << args.output << " (" << human_bytes(size) << ", device " << args.device
             << (args.fp16 ? ", fp16" : "") << (args.bf16 ? ", bf16" : "") << (args.tf32 ? ", tf32" : "")
+            << (args.io16 ? ", 16-bit I/O" : "")
             << ") from " << args.model << " in " << seconds << " s\n";
 }
 
@@ -67,6 +69,9 @@ void add_build_command(CLI::App& app) {
   cmd->add_flag("--fp16", args->fp16, "Allow float16 kernels");
   cmd->add_flag("--bf16", args->bf16, "Allow bfloat16 kernels");
   cmd->add_flag("--tf32", args->tf32, "Allow TF32 tensor-core math for float32 GEMMs/convolutions");
+  cmd->add_flag("--io16", args->io16,
+                "Bind the model's float32 inputs and outputs in the engine's 16-bit type (with --fp16 / --bf16): no "
+                "conversion at the start and end of a run");
   cmd->add_option("--shapes", args->shapes,
                   "Input shape NAME:D0xD1x... (fixed) or NAME:MIN/OPT/MAX (dynamic range); repeat per input")
       ->allow_extra_args(false);

@@ -44,6 +44,11 @@ struct BuildOptions {
   // (scripts/accuracy_hunt.py). Marking happens before the graph passes, so fusions that would hide a marked
   // tensor do not happen: the engine may be slower than one built without it.
   bool mark_all_outputs = false;
+  // 16-bit inputs and outputs (CUDA engines built with fp16 or bf16): the model's float32 inputs and outputs are
+  // bound in the engine's 16-bit type (Engine::inputs() / outputs() report it), read and written in place: no
+  // conversion kernels at the start and end of a run, and torch / cupy float16 tensors go in and out as they are.
+  // Engines with data-dependent shapes (sync points) refuse it.
+  bool io16 = false;
 };
 
 // Parses "NAME:1x3x224x224" (fixed) or "NAME:1x3x224x224/8x3x224x224/32x3x224x224" (min/opt/max).

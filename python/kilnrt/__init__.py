@@ -82,7 +82,7 @@ def _shape_specs(shapes):
 
 
 def build(onnx_path, engine_path, device="cpu", fp16=False, shapes=None, bf16=False, tf32=False,
-          layer_precisions=None, mark_all_outputs=False):
+          layer_precisions=None, mark_all_outputs=False, io16=False):
     """Builds an engine file from an ONNX model.
 
     shapes: {name: (d0, d1, ...)} for fixed shapes, {name: ((min...), (opt...), (max...))} for a dynamic range, or
@@ -90,11 +90,13 @@ def build(onnx_path, engine_path, device="cpu", fp16=False, shapes=None, bf16=Fa
     layer_precisions: {pattern: "fp32" | "fp16" | "bf16"} (or a list of (pattern, precision) pairs), applied in
     order, a later pattern winning; a pattern matches a layer name or op type, '*' any run of characters (the CLI's
     --layer-precision). mark_all_outputs: every intermediate tensor becomes an output (debugging accuracy).
+    io16: with fp16 / bf16 on CUDA, the model's float32 inputs and outputs are bound in the engine's 16-bit type
+    (float16 / bfloat16 arrays and tensors in and out, no conversion kernels; the CLI's --io16).
     """
     pairs = list(dict(layer_precisions).items() if isinstance(layer_precisions, dict) else layer_precisions or [])
     _kilnrt.build_engine_file(_os.fspath(onnx_path), _os.fspath(engine_path), device, bool(fp16), bool(bf16),
                               bool(tf32), _shape_specs(shapes), [(str(k), str(v)) for k, v in pairs],
-                              bool(mark_all_outputs))
+                              bool(mark_all_outputs), bool(io16))
     return _os.fspath(engine_path)
 
 

@@ -380,8 +380,9 @@ class EngineHandle {
 void build_engine_file(const std::string& onnx_path, const std::string& engine_path, const std::string& device,
                        bool fp16, bool bf16, bool tf32, const std::vector<std::string>& shape_specs,
                        const std::vector<std::pair<std::string, std::string>>& layer_precisions,
-                       bool mark_all_outputs) {
+                       bool mark_all_outputs, bool io16) {
   kilnrt::BuildOptions options;
+  options.io16 = io16;
   options.layer_precisions = layer_precisions;
   options.mark_all_outputs = mark_all_outputs;
   options.device = device;
@@ -453,7 +454,7 @@ PYBIND11_MODULE(_kilnrt, m) {
   m.def("build_engine_file", &build_engine_file, py::arg("onnx_path"), py::arg("engine_path"), py::arg("device"),
         py::arg("fp16"), py::arg("bf16"), py::arg("tf32"), py::arg("shape_specs"),
         py::arg("layer_precisions") = std::vector<std::pair<std::string, std::string>>{},
-        py::arg("mark_all_outputs") = false);
+        py::arg("mark_all_outputs") = false, py::arg("io16") = false);
   m.def("parse_shape_spec", [](const std::string& spec) {
     kilnrt::InputProfile p = kilnrt::parse_shape_spec(spec);
     return py::make_tuple(p.name, py::tuple(py::cast(p.min)), py::tuple(py::cast(p.opt)), py::tuple(py::cast(p.max)));

@@ -67,6 +67,7 @@ std::string options_string(const BuildOptions& o) {
   std::ostringstream os;
   os << "device=" << o.device << " fp16=" << o.fp16 << " bf16=" << o.bf16 << " tf32=" << o.tf32;
   if (o.mark_all_outputs) os << " mark_all_outputs=1";
+  if (o.io16) os << " io16=1";
   for (const auto& [pattern, precision] : o.layer_precisions) os << " layer_precision:" << pattern << "=" << precision;
   for (size_t p = 0; p < o.profiles.size(); ++p)
     for (const InputProfile& r : o.profiles[p])
@@ -158,6 +159,8 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
   engine::CudaTarget target;
   if (cuda) target = engine::cuda_target(cuda_device);
   KILNRT_CHECK(!(options.fp16 && options.bf16), kInvalidArgument, "precision", "choose one of fp16 and bf16");
+  KILNRT_CHECK(!options.io16 || (cuda && (options.fp16 || options.bf16)), kInvalidArgument, "io16",
+               "16-bit inputs and outputs need a CUDA engine built with fp16 or bf16");
   if (!cuda && (options.fp16 || options.bf16))
     KILNRT_LOG(kWarning, "the CPU backend computes in float32: --fp16/--bf16 apply to CUDA engines only");
 
@@ -223,10 +226,20 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
         a.s = value;
       }
     }
+    if (options.io16) {  // float32 model I/O bound in the engine's 16-bit storage (runner: set_io_dtypes)
+      const int sync_points = engine::cuda_sync_points(*plan);
+      KILNRT_CHECK(sync_points == 0, kUnsupported, "io16",
+                   "16-bit inputs and outputs are not available for engines with data-dependent shapes ("
+                       << sync_points << " sync points)");
+      const DType a16 = options.bf16 ? DType::kBFloat16 : DType::kFloat16;
+      for (auto* infos : {&meta.inputs, &meta.outputs})
+        for (TensorInfo& t : *infos)
+          if (t.dtype == DType::kFloat32) t.dtype = a16;
+    }
     meta.layer_tactics = engine::cuda_tactics(*plan);
     // Activation memory at each profile's max shapes (host-only layout, the one contexts use).
     meta.blobs[engine::kActivationMemoryBlob] =
-        engine::encode_activation_memory(engine::cuda_activation_bytes(*plan, meta.inputs, meta.profiles));
+        engine::encode_activation_memory(engine::cuda_activation_bytes(*plan, meta.inputs, meta.outputs, meta.profiles));
     meta.gpu_name = target.gpu_name;
     meta.sm_count = target.sm_count;
     meta.cuda_version = engine::cuda_library_version(0);

@@ -44,10 +44,12 @@ std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine
   no_cuda();
 }
 std::vector<int64_t> cuda_activation_bytes(const backends::cuda::CudaPlan&, const std::vector<TensorInfo>&,
+                                           const std::vector<TensorInfo>&,
                                            const std::vector<std::vector<InputProfile>>&) {
   no_cuda();
 }
 std::vector<std::pair<std::string, std::string>> cuda_layer_precisions(const backends::cuda::CudaPlan&) { no_cuda(); }
+int cuda_sync_points(const backends::cuda::CudaPlan&) { no_cuda(); }
 
 #else
 
@@ -77,6 +79,12 @@ CudaTarget cuda_target(int device) {
   return t;
 }
 
+static std::vector<DType> io_dtypes(const std::vector<TensorInfo>& infos) {
+  std::vector<DType> d;
+  for (const TensorInfo& t : infos) d.push_back(t.dtype);
+  return d;
+}
+
 std::shared_ptr<CudaPlan> make_cuda_plan(const ir::Graph& graph, int device, const DeviceWeightImage* image,
                                          bool record, std::map<std::string, std::string>* timed) {
   CudaPlan::check_supported(graph);  // clear per-node errors before touching the GPU
@@ -94,10 +102,14 @@ std::vector<std::pair<std::string, std::string>> cuda_layer_precisions(const Cud
   return plan.precisions();
 }
 
+int cuda_sync_points(const CudaPlan& plan) { return plan.sync_points(); }
+
 std::vector<int64_t> cuda_activation_bytes(const CudaPlan& plan, const std::vector<TensorInfo>& inputs,
+                                           const std::vector<TensorInfo>& outputs,
                                            const std::vector<std::vector<InputProfile>>& profiles) {
   const MaxShapes max = profile_max_shapes(inputs, profiles);
-  const CudaRunner runner(plan);  // allocates nothing: arena_bytes_for() is host-only
+  CudaRunner runner(plan);  // allocates nothing: arena_bytes_for() is host-only
+  runner.set_io_dtypes(io_dtypes(inputs), io_dtypes(outputs));
   std::vector<int64_t> out;
   for (size_t p = 0; p < max.shapes.size(); ++p) {
     if (!max.bounded[p]) {
@@ -129,6 +141,7 @@ class CudaExecutionContext final : public ExecutionContext {
   CudaExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options)
       : engine_(std::move(engine)), plan_(*engine_->impl().cuda_plan), device_(plan_.device()) {
     runner_ = std::make_unique<CudaRunner>(plan_);
+    runner_->set_io_dtypes(io_dtypes(engine_->inputs()), io_dtypes(engine_->outputs()));  // io16 engines
     // The activation arena for the profiles' max shapes, allocated now in relaxed capture mode (a context may be
     // created while the caller's stream captures a CUDA graph): shapes within the profiles never grow it later.
     // Without allocate_activations the caller's memory comes with set_activation_memory().

@@ -43,8 +43,12 @@ std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine
                                                     const ContextOptions& options = {});
 // Activation arena bytes at each profile's max shapes (host only: the plan's layout, no CUDA call); -1 where a
 // dynamic dim is unbounded. Throws naming the profile when the shapes cannot be planned.
+// `inputs` / `outputs`: the engine's I/O (their dtypes say which float32 values are bound in 16 bits: io16).
 std::vector<int64_t> cuda_activation_bytes(const backends::cuda::CudaPlan& plan, const std::vector<TensorInfo>& inputs,
+                                           const std::vector<TensorInfo>& outputs,
                                            const std::vector<std::vector<InputProfile>>& profiles);
+// Sync points of the plan (data-dependent shapes: segmented runs).
+int cuda_sync_points(const backends::cuda::CudaPlan& plan);
 // node name -> effective precision ("fp32", "tf32", "fp16", "bf16", "host").
 std::vector<std::pair<std::string, std::string>> cuda_layer_precisions(const backends::cuda::CudaPlan& plan);
 

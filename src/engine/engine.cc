@@ -192,7 +192,7 @@ static std::shared_ptr<Engine> load_engine_bytes(const void* data, size_t size, 
       impl->activation_bytes = blob != impl->meta.blobs.end()
                                    ? engine::decode_activation_memory(blob->second, label)
                                    : engine::cuda_activation_bytes(*impl->cuda_plan, impl->meta.inputs,
-                                                                   impl->meta.profiles);
+                                                                   impl->meta.outputs, impl->meta.profiles);
     } else {
       impl->cpu_plan = std::make_unique<backends::cpu::CpuPlan>(impl->graph);
     }

@@ -432,6 +432,21 @@ void* CudaRunner::input_device_ptr(size_t i) {
 
 const void* CudaRunner::output_device_ptr(size_t i) const { return io_out(i); }
 
+void CudaRunner::set_io_dtypes(const std::vector<DType>& inputs, const std::vector<DType>& outputs) {
+  const ir::Graph& g = plan_.graph_;
+  const DType a16 = plan_.act16_;
+  auto flags = [&](const std::vector<DType>& want, const std::vector<std::string>& names) {
+    std::vector<bool> f(names.size(), false);
+    for (size_t i = 0; i < names.size() && i < want.size(); ++i) {
+      const ir::TensorType* t = g.type_of(names[i]);
+      f[i] = a16 != DType::kUndefined && want[i] == a16 && t && t->dtype == DType::kFloat32;
+    }
+    return f;
+  };
+  in16_ = flags(inputs, g.inputs);
+  out16_ = flags(outputs, g.outputs);
+}
+
 void* CudaRunner::io_in(size_t i) const {
   return i < in32_.size() && in32_[i] ? in32_[i] : ptrs_.at(plan_.input_slots_.at(i));
 }
@@ -801,7 +816,8 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
   for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
     const int s = plan_.output_slots_[i];
     if (i >= outputs.size() || !outputs[i]) continue;
-    const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(st.dtypes[s]);
+    // io_out(i): the float32 staging buffer (the model's dtype), else the value's own storage.
+    const size_t bytes = shape_numel(st.shapes[s]) * dtype_size(out32_.size() > i && out32_[i] ? st.dtypes[s] : st.storage[s]);
     if (bytes > 0 && outputs[i] != io_out(i))
       KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(io_out(i)), bytes, stream),
                       "output '" + plan_.slot_names_[s] + "'");

@@ -149,6 +149,10 @@ class CudaRunner {
   explicit CudaRunner(const CudaPlan& plan);
   ~CudaRunner();
 
+  // 16-bit I/O (BuildOptions::io16): the dtypes the caller binds graph inputs / outputs in. A float32 graph value
+  // bound in the engine's 16-bit storage type is read / written in place (no float32 staging, no conversion kernel);
+  // any other entry keeps the model's dtype. Set before the first prepare() (or arena_bytes_for()).
+  void set_io_dtypes(const std::vector<DType>& inputs, const std::vector<DType>& outputs);
   void set_graphs_enabled(bool on) { graphs_enabled_ = on; }
   bool graphs_enabled() const { return graphs_enabled_; }
   Mode last_mode() const { return last_mode_; }
@@ -227,6 +231,7 @@ class CudaRunner {
   // 16-bit engines, else the value's own storage.
   void* io_in(size_t i) const;
   void* io_out(size_t i) const;
+  std::vector<bool> in16_, out16_;  // set_io_dtypes: graph input / output i bound in its 16-bit storage
   // Launches the layers (ptrs_ resolved) on `stream`; copies graph outputs to outputs[i] where non-null.
   void launch_layers(const ShapeState& st, const std::vector<void*>& outputs, StreamT stream);
   void enqueue_with_graph(ShapeState& st, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,

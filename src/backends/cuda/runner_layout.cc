@@ -139,14 +139,15 @@ std::unique_ptr<CudaRunner::ShapeState> CudaRunner::layout_for(const std::vector
   st->in32_offset.assign(plan_.input_slots_.size(), -1);
   st->out32_offset.assign(plan_.output_slots_.size(), -1);
   st->scratch.assign(plan_.steps_.size(), {});
-  if (a16 != DType::kUndefined) {
+  if (a16 != DType::kUndefined) {  // (16-bit I/O, set_io_dtypes: none for the values bound in 16 bits)
     for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
       const int s = plan_.input_slots_[i];
-      if (st->storage[s] != st->dtypes[s]) items.push_back({0, 0, size_t(shape_numel(st->shapes[s])) * 4, &st->in32_offset[i]});
+      if (st->storage[s] != st->dtypes[s] && !(i < in16_.size() && in16_[i]))
+        items.push_back({0, 0, size_t(shape_numel(st->shapes[s])) * 4, &st->in32_offset[i]});
     }
     for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
       const int s = plan_.output_slots_[i];
-      if (st->storage[s] != st->dtypes[s])
+      if (st->storage[s] != st->dtypes[s] && !(i < out16_.size() && out16_[i]))
         items.push_back({nsteps, nsteps, size_t(shape_numel(st->shapes[s])) * 4, &st->out32_offset[i]});
     }
   }

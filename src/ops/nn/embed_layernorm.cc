@@ -54,7 +54,7 @@ void embed_layernorm_cpu(CpuContext& ctx) {
   KILNRT_CHECK(suffix && as.back() == h, kInvalidArgument, where,
                "the addend " << shape_to_string(as) << " must broadcast along the leading dims of "
                              << shape_to_string(out_shape) << " only");
-  for (const Tensor* t : {&scale, &bias})
+  for (const Tensor* t : {&scale, static_cast<const Tensor*>(&bias)})
     KILNRT_CHECK(!t->defined() || t->numel() == h, kInvalidArgument, where,
                  "scale / bias of shape " << shape_to_string(t->shape()) << " must have " << h << " elements");
   const std::vector<int64_t> ids = tensor_to_int64s(ids_t);
