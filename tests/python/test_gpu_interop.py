@@ -580,3 +580,31 @@ def test_cuda_objects_with_torch_and_kernel():
         kc.Kernel("this is not CUDA", "nope")
     assert info.value.code in ("cuda", "unsupported")
     assert "torch" in sys.modules
+
+
+def test_io16_half_tensors_in_and_out(conv_model, tmp_path):
+    """An fp16 engine built with io16: its float32 I/O is float16 (Engine.inputs / outputs say so), torch float16 CUDA
+    tensors go in and come out as they are, numpy float16 works on the host path, and a float32 torch tensor is a
+    clear error naming the input. The CPU refuses io16 naming it (checked without a GPU in test_io16_needs_cuda_16bit).
+    """
+    torch = _torch_cuda()
+    onnx, w, b = conv_model
+    shapes = {"x": ((1, 3, 8, 8), (2, 3, 8, 8), (4, 3, 8, 8))}
+    engine = kilnrt.Engine(kilnrt.build(onnx, tmp_path / "io16.engine", device="cuda", fp16=True, shapes=shapes,
+                                        io16=True))
+    assert engine.inputs[0].kilnrt_dtype == "float16" and engine.outputs[0].kilnrt_dtype == "float16"
+    x = torch.randn(3, 3, 8, 8, device="cuda").half()
+    y = engine(x)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.float16 and y.device == x.device
+    torch.cuda.synchronize()
+    want = conv_reference(x.float().cpu().numpy(), w, b)
+    np.testing.assert_allclose(y.float().cpu().numpy(), want, rtol=2e-2, atol=2e-2)
+    y_host = engine(x.cpu().numpy())  # numpy float16 on the host path
+    assert y_host.dtype == np.float16
+    np.testing.assert_allclose(y_host.astype(np.float32), want, rtol=2e-2, atol=2e-2)
+    _expect_error(lambda: engine.run({"x": x.float()}), "x", "float16")
+
+
+def test_io16_needs_cuda_16bit(conv_model, tmp_path):
+    with pytest.raises(kilnrt.Error, match="io16"):
+        kilnrt.build(conv_model[0], tmp_path / "cpu_io16.engine", device="cpu", io16=True)
