@@ -1,5 +1,5 @@
 // KILNRT_NO_FUSION: a comma-separated list of fusions to skip ("attention", "attention-mask", "gelu",
-// "gemm-epilogue", "constants", ...) or "all";
+// "gemm-epilogue", "layernorm", "embed-layernorm", "constants", ...) or "all";
 // for comparing fused and unfused engines (benchmarks, bisecting an accuracy problem).
 #pragma once
 #include <cstdlib>
