@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "kilnrt/error.h"
 #include "kilnrt/tensor.h"
 #include "onnx_test_writer.h"
 
@@ -63,6 +66,18 @@ inline double relative_error(const Tensor& got, const Tensor& want) {
     scale = std::max(scale, std::fabs(double(want.data<float>()[i])));
   }
   return diff / (scale + 1e-12);
+}
+
+// Runs `fn`, expects a kilnrt::Error of `code` whose message contains `text`.
+template <typename Fn>
+void expect_error(Fn fn, ErrorCode code, const std::string& text) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error; expected one containing '" << text << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace kilnrt::enginetest

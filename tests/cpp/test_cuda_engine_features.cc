@@ -61,17 +61,6 @@ std::map<std::string, std::string> precisions(const Engine& e) {
   return m;
 }
 
-template <typename Fn>
-void expect_error(Fn fn, ErrorCode code, const std::string& text) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing '" << text << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
-
 // Device buffers for x / y at the largest batch (allocated once: no cuMemAlloc / cuMemFree between runs).
 struct IoBuffers {
   kc::DeviceBuffer dx{0, 64 * kIn * 4}, dy{0, 64 * kOut * 4};

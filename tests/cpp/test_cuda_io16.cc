@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "cuda_backend_test_util.h"
 #include "engine_features_model.h"
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/doctor.h"
@@ -18,12 +19,6 @@ using namespace kilnrt::enginetest;
 namespace kc = kilnrt::cuda;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                      \
-  do {                                                                          \
-    std::string why_;                                                           \
-    if (!cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
-  } while (0)
 
 constexpr int64_t kIn = 64, kHidden = 256, kOut = 32;
 
@@ -66,17 +61,6 @@ Tensor widen(const Tensor& t16, bool bf16) {
   return t;
 }
 
-template <typename Fn>
-void expect_error(Fn fn, ErrorCode code, const std::string& text) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing '" << text << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
-
 }  // namespace
 
 TEST(Io16, RefusedWithoutA16BitCudaEngine) {  // host only: a CPU build
@@ -86,14 +70,14 @@ TEST(Io16, RefusedWithoutA16BitCudaEngine) {  // host only: a CPU build
 }
 
 TEST(CudaIo16, RefusedWithoutFp16OrBf16) {
-  SKIP_WITHOUT_GPU();
+  KILNRT_SKIP_WITHOUT_GPU();
   BuildOptions o = options(true);
   o.fp16 = false;
   expect_error([&] { build_engine(model_file(), o); }, ErrorCode::kInvalidArgument, "fp16 or bf16");
 }
 
 TEST(CudaIo16, SixteenBitIoComputesWhatTheEngineComputes) {
-  SKIP_WITHOUT_GPU();
+  KILNRT_SKIP_WITHOUT_GPU();
   for (bool bf16 : {false, true}) {
     SCOPED_TRACE(bf16 ? "bf16" : "fp16");
     const DType d16 = bf16 ? DType::kBFloat16 : DType::kFloat16;

@@ -39,18 +39,6 @@ std::string precision_of(const ir::Graph& g, const std::string& node) {
   return "?";
 }
 
-// Runs `fn`, expects a kilnrt::Error of `code` whose message contains `text`.
-template <typename Fn>
-void expect_error(Fn fn, ErrorCode code, const std::string& text) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing '" << text << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
-
 }  // namespace
 
 TEST(EngineFeatures, GlobMatch) {
