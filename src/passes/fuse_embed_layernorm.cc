@@ -1,25 +1,11 @@
 #include "passes/fuse_embed_layernorm.h"
 
+#include "ops/nn/embed_layernorm.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"
 
 namespace kilnrt::passes {
 namespace {
-
-bool float_dtype(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
-
-// The addend's shape without leading 1s is a suffix of `out` (all dims known).
-bool broadcasts_along_leading_dims(const Shape& addend, const ir::SymShape& out) {
-  size_t first = 0;
-  while (first + 1 < addend.size() && addend[first] == 1) ++first;
-  const size_t n = addend.size() - first;
-  if (n == 0 || n > out.size()) return false;
-  for (size_t i = 0; i < n; ++i) {
-    const ir::Dim& d = out[out.size() - n + i];
-    if (!d.known() || d.value != addend[first + i]) return false;
-  }
-  return true;
-}
 
 bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& gather, FusionMatch* m) {
   if (!is_op(&gather, "Gather") || gather.inputs.size() != 2 || gather.outputs.size() != 1) return false;
@@ -27,7 +13,9 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& gather, Fus
   const std::string& table = gather.inputs[0];
   const std::string& ids = gather.inputs[1];
   auto tc = g.constants.find(table);
-  if (tc == g.constants.end() || tc->second.rank() != 2 || !float_dtype(tc->second.dtype())) return false;
+  if (tc == g.constants.end() || tc->second.rank() != 2 || !dtype_is_float(tc->second.dtype()) ||
+      tc->second.dtype() == DType::kFloat64)
+    return false;
   const ir::TensorType* it = g.type_of(ids);
   if (!it || (it->dtype != DType::kInt64 && it->dtype != DType::kInt32) || g.is_constant(ids)) return false;
   const int64_t h = tc->second.shape()[1];
@@ -41,7 +29,7 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& gather, Fus
   const ir::SymShape* gathered = shape_of(g, gather.outputs[0]);
   if (!out || !gathered || *out != *gathered || out->empty() || !out->back().known() || out->back().value != h)
     return false;  // the Add must not broadcast the gathered rows
-  if (!broadcasts_along_leading_dims(ac->second.shape(), *out)) return false;
+  if (!ops::nn::addend_broadcasts_along_leading_dims(ac->second.shape(), *out)) return false;
   const ir::Node* ln = ix.sole_consumer(add->outputs[0]);
   if (!ln || ln->op_type != "LayerNormalization" || !(ln->domain.empty() || ln->domain == "com.kilnrt")) return false;
   if (ln->inputs.size() < 2 || ln->inputs[0] != add->outputs[0]) return false;
@@ -70,8 +58,7 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& gather, Fus
   eps.kind = ir::Attribute::Kind::kFloat;
   eps.f = ln->attr_float("epsilon", 1e-5f);
   f.attrs["epsilon"] = eps;
-  for (const char* keep : {"kilnrt_precision"})
-    if (ln->has_attr(keep)) f.attrs[keep] = ln->attrs.at(keep);
+  if (ln->has_attr("kilnrt_precision")) f.attrs["kilnrt_precision"] = ln->attrs.at("kilnrt_precision");
   m->fused = std::move(f);
   m->erase = {gather.name, add->name, ln->name};
   return true;

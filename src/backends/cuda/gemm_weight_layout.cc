@@ -29,7 +29,7 @@ struct Problem {
   Precision precision = Precision::kFp32;
 };
 
-// One form's GemmArgs on `l`, forcing `algo` (or listing the candidates into t.listed with list = true).
+// One form's GemmArgs on `l`, run forcing `algo`, or (algo null) cuBLASLt's candidates listed into t.listed.
 void run_form(const Problem& p, LayerLaunch& l, bool trans_b, GemmTactic& t, const cublasLtMatmulAlgo_t* algo) {
   GemmArgs g = fused_matmul_args(l, trans_b, p.lt_gelu, p.precision, p.name);
   if (algo) {
@@ -65,9 +65,10 @@ bool time_flip(ConvTuningScope& scope, const Problem& p, LayerLaunch& l) {
   const int nk = int(keep.size());
   std::vector<cublasLtMatmulAlgo_t> all = keep;
   all.insert(all.end(), flip.begin(), flip.end());
-  auto run = [&](const std::vector<cublasLtMatmulAlgo_t>& algos, const std::vector<bool>& flipped) {
-    return [&algos, &flipped, &p, &t](int i, LayerLaunch& ll) {
-      if (flipped[size_t(i)]) {
+  // Candidate i of `algos` runs W the other way round from index `first_flipped` on.
+  auto run = [&](const std::vector<cublasLtMatmulAlgo_t>& algos, int first_flipped) {
+    return [&algos, first_flipped, &p, &t](int i, LayerLaunch& ll) {
+      if (i >= first_flipped) {
         LayerLaunch f = flipped_launch(ll);
         run_form(p, f, !p.trans_b, t, &algos[size_t(i)]);
       } else {
@@ -75,10 +76,8 @@ bool time_flip(ConvTuningScope& scope, const Problem& p, LayerLaunch& l) {
       }
     };
   };
-  std::vector<bool> all_flipped(all.size(), false);
-  for (size_t i = size_t(nk); i < all.size(); ++i) all_flipped[i] = true;
   std::vector<double> ms;
-  scope.time_candidates(l, int(all.size()), run(all, all_flipped),
+  scope.time_candidates(l, int(all.size()), run(all, nk),
                         [nk](int i) { return (i < nk ? "kn:" : "nk:") + std::to_string(i < nk ? i : i - nk); },
                         p.name, "weight layout", 0.97, &ms);
   int best_keep = -1, best_flip = -1;
@@ -91,11 +90,10 @@ bool time_flip(ConvTuningScope& scope, const Problem& p, LayerLaunch& l) {
   if (best_keep < 0) return true;  // only the other form runs
   // Round 2: the two finalists, three more interleaved timings each.
   const std::vector<cublasLtMatmulAlgo_t> finalists = {all[size_t(best_keep)], all[size_t(best_flip)]};
-  const std::vector<bool> finalist_flipped = {false, true};
   double sum_keep = 0, sum_flip = 0;
   for (int round = 0; round < 3; ++round) {
     std::vector<double> m2;
-    scope.time_candidates(l, 2, run(finalists, finalist_flipped), [](int i) { return i ? "nk" : "kn"; }, p.name,
+    scope.time_candidates(l, 2, run(finalists, 1), [](int i) { return i ? "nk" : "kn"; }, p.name,
                           "weight layout finalists", 0.97, &m2);
     if (m2[0] <= 0 || m2[1] <= 0) return false;
     sum_keep += m2[0];

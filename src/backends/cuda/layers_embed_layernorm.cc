@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/layernorm.h"
+#include "ops/nn/embed_layernorm.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
@@ -35,14 +36,14 @@ class EmbedLayerNormLayer final : public CudaLayer {
                  "the table must have rank 2, got " << shape_to_string(table.shape));
     const int64_t vocab = table.shape[0], h = table.shape[1], rows = ids.numel();
     const DType st = table.dtype;
-    KILNRT_CHECK(addend.dtype == st && addend.numel() > 0 && addend.numel() % h == 0 && addend.shape.back() == h,
+    Shape out_shape = ids.shape;
+    out_shape.push_back(h);
+    KILNRT_CHECK(addend.dtype == st && ops::nn::addend_broadcasts_along_leading_dims(addend.shape,
+                                                                                    ir::shape_to_sym(out_shape)),
                  kInvalidArgument, name_,
-                 "the addend " << shape_to_string(addend.shape) << " must hold whole rows of " << h
-                               << " values of the table's dtype");
-    const int64_t period = addend.numel() / h;
-    KILNRT_CHECK(rows % period == 0, kInvalidArgument, name_,
-                 "the addend's " << period << " rows do not tile the " << rows << " rows of ids "
-                                 << shape_to_string(ids.shape));
+                 "the addend " << shape_to_string(addend.shape) << " must have the table's dtype and broadcast "
+                               << "along the leading dims of " << shape_to_string(out_shape) << " only");
+    const int64_t period = h > 0 ? addend.numel() / h : 1;
     auto vec = [&](size_t i) -> const void* {
       if (i >= l.inputs.size() || !l.inputs[i].present) return nullptr;
       KILNRT_CHECK(l.inputs[i].numel() == h && l.inputs[i].dtype == st, kInvalidArgument, name_,

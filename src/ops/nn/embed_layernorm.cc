@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "ops/nn/embed_layernorm.h"
 #include "ops/nn/fused_attention.h"
 #include "ops/nn/nn_common.h"
 #include "ops/op_registry.h"
@@ -44,14 +45,8 @@ void embed_layernorm_cpu(CpuContext& ctx) {
   if (ctx.has_input(4)) bias = to_float32(ctx.input(4), node, "bias");
   Shape out_shape = ids_t.shape();
   out_shape.push_back(h);
-  // The addend: its shape without leading 1s a suffix of Y's.
   const Shape& as = addend.shape();
-  size_t first = 0;
-  while (first + 1 < as.size() && as[first] == 1) ++first;
-  bool suffix = !as.empty() && as.size() - first <= out_shape.size();
-  for (size_t i = first; suffix && i < as.size(); ++i)
-    suffix = as[i] == out_shape[out_shape.size() - (as.size() - i)];
-  KILNRT_CHECK(suffix && as.back() == h, kInvalidArgument, where,
+  KILNRT_CHECK(addend_broadcasts_along_leading_dims(as, ir::shape_to_sym(out_shape)), kInvalidArgument, where,
                "the addend " << shape_to_string(as) << " must broadcast along the leading dims of "
                              << shape_to_string(out_shape) << " only");
   for (const Tensor* t : {&scale, static_cast<const Tensor*>(&bias)})

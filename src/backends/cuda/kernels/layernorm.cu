@@ -22,6 +22,16 @@ using storage16::to_f;
 
 constexpr int kBlock = 128;
 
+// EmbedLayerNorm's source row of output row r: ids[r], negative ids counted from the end; false (row 0 returned)
+// when out of range, where the row reads as zeros (as the Gather kernel's).
+__device__ __forceinline__ bool embed_source_row(const LayerNormEmbed& e, int64_t r, int64_t* src) {
+  int64_t id = e.ids64 ? static_cast<const int64_t*>(e.ids)[r] : static_cast<const int32_t*>(e.ids)[r];
+  if (id < 0) id += e.vocab;
+  const bool ok = id >= 0 && id < e.vocab;
+  *src = ok ? id : 0;
+  return ok;
+}
+
 // x and y may be the same buffer (in place): each row is read whole into registers before it is written.
 // With e.ids (EmbedLayerNorm), row r of x is the table row ids[r] (zeros when out of range, as Gather's kernel),
 // plus row r % e.period of e.addend when given: uniform branches, no extra instantiations.
@@ -37,12 +47,7 @@ __global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const
   const bool row_ok = r < rows;  // no early return: every lane of the warp takes part in the shuffles
   int64_t src = row_ok ? r : 0;
   bool src_ok = row_ok;
-  if (e.ids && row_ok) {
-    src = e.ids64 ? static_cast<const int64_t*>(e.ids)[r] : static_cast<const int32_t*>(e.ids)[r];
-    if (src < 0) src += e.vocab;
-    src_ok = src >= 0 && src < e.vocab;
-    if (!src_ok) src = 0;
-  }
+  if (e.ids && row_ok) src_ok = embed_source_row(e, r, &src);
   const P* xr = reinterpret_cast<const P*>(x) + src * int64_t(nvec);
   const P* ar = e.addend && row_ok ? static_cast<const P*>(e.addend) + (r % e.period) * int64_t(nvec) : nullptr;
   float v[NV][kV];
@@ -194,12 +199,18 @@ __global__ void embed_rows_kernel(LayerNormEmbed e, const T* table, T* y, int64_
   const int64_t total = rows * n;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / n, c = i - r * n;
-    int64_t id = e.ids64 ? static_cast<const int64_t*>(e.ids)[r] : static_cast<const int32_t*>(e.ids)[r];
-    if (id < 0) id += e.vocab;
-    float v = id >= 0 && id < e.vocab ? to_f(table[id * n + c]) : 0.f;
+    int64_t id = 0;
+    float v = embed_source_row(e, r, &id) ? to_f(table[id * n + c]) : 0.f;
     if (e.addend) v += to_f(static_cast<const T*>(e.addend)[(r % e.period) * n + c]);
     y[i] = from_f<T>(v);
   }
+}
+
+template <typename T>
+int launch_embed_rows(const LayerNormEmbed& e, const void* table, void* y, int64_t rows, int64_t n, cudaStream_t s) {
+  const int64_t blocks = std::min<int64_t>((rows * n + 255) / 256, 65535);
+  embed_rows_kernel<T><<<unsigned(blocks), 256, 0, s>>>(e, static_cast<const T*>(table), static_cast<T*>(y), rows, n);
+  return launch_common::launch_status();
 }
 
 }  // namespace
@@ -208,12 +219,10 @@ int embed_rows(int dt, const LayerNormEmbed& e, const void* table, void* y, int6
                StreamT stream) {
   if (dt < 0 || dt > 2 || !e.ids || e.vocab <= 0 || (e.addend && e.period <= 0)) return -1;
   if (rows <= 0 || n <= 0) return 0;
-  const int64_t blocks = std::min<int64_t>((rows * n + 255) / 256, 65535);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  if (dt == 0) embed_rows_kernel<float><<<unsigned(blocks), 256, 0, s>>>(e, static_cast<const float*>(table), static_cast<float*>(y), rows, n);
-  else if (dt == 1) embed_rows_kernel<__half><<<unsigned(blocks), 256, 0, s>>>(e, static_cast<const __half*>(table), static_cast<__half*>(y), rows, n);
-  else embed_rows_kernel<__nv_bfloat16><<<unsigned(blocks), 256, 0, s>>>(e, static_cast<const __nv_bfloat16*>(table), static_cast<__nv_bfloat16*>(y), rows, n);
-  return launch_common::launch_status();
+  if (dt == 0) return launch_embed_rows<float>(e, table, y, rows, n, s);
+  if (dt == 1) return launch_embed_rows<__half>(e, table, y, rows, n, s);
+  return launch_embed_rows<__nv_bfloat16>(e, table, y, rows, n, s);
 }
 
 }  // namespace kilnrt::cuda::kernels
