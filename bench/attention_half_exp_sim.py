@@ -1,7 +1,7 @@
 """Numerics of the float16 softmax exponents (issue 7, session 16; CPU only, numpy).
 
 The short / wgmma attention kernels used to compute p = 2^(v - max) in float32 (ex2.approx.f32) and round p to
-float16 for the P V product. With KILNRT_ATTENTION_HALF_EXP=1 (the default since session 16) they round the argument
+float16 for the P V product. With KILNRT_ATTENTION_HALF_EXP=1 (the default in session 16; off since session 17 measured it slower) they round the argument
 to float16 and take ex2.approx.f16x2 (maximum relative error 2^-9.9 per the PTX ISA), two scores per instruction.
 This script emulates both on random attention rows (S = 128, D = 64, q scaled up to 8x for sharp softmaxes) and
 prints the largest |O - float64 reference|, O rounded to float16 as the kernels store it, against the CUDA attention
