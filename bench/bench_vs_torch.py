@@ -4,7 +4,7 @@ For each model of the zoo (bench/zoo_models.py: torchvision CNNs, vit_b_16, BERT
 default exporter (dynamo, dynamic batch), build kilnrt CUDA engines (default: ONE dynamic engine per precision,
 batch 1..32; --engine-per-batch: one static engine per batch size), then time, with CUDA events, the median of
 >= 100 enqueue-to-completion runs (launch overhead included, a sync after each run) with inputs already on the device,
-after warm-up:
+after warm-up, in --rounds interleaved rounds (default 3; the figure is the median of the round medians):
   kilnrt      engine(*inputs, out=outputs) on torch's current stream (CUDA graphs are kilnrt's default);
   torch       eager and CUDA graph, NCHW and (CNNs) channels_last; torch.compile(mode="reduce-overhead") (channels_last
               for CNNs); --compile-max-autotune adds mode="max-autotune" (minutes per model: off by default).
@@ -54,6 +54,26 @@ def gpu_time(fn, iters=100, warmup=10):
         b.synchronize()
         times.append(a.elapsed_time(b))
     return float(np.median(times))
+
+
+def interleaved_times(timers, iters, rounds, errors):
+    """Times every callable of `timers` (name -> fn) in `rounds` rounds, each fn `iters` runs per round (gpu_time), the
+    first fn of a round rotating. Returns ({name: median of its round medians, ms}, {name: [round medians]}); a fn that
+    raises is dropped (its error in `errors`)."""
+    names = list(timers)
+    per_round = {n: [] for n in names}
+    for r in range(rounds):
+        for k in range(len(names)):
+            n = names[(r + k) % len(names)]
+            if n not in timers:
+                continue
+            got = safe(n, errors, gpu_time, timers[n], iters)
+            if got is None:
+                del timers[n]
+                per_round.pop(n, None)
+            else:
+                per_round[n].append(got)
+    return {n: float(np.median(v)) for n, v in per_round.items() if v}, per_round
 
 
 def torch_graph(fn):
@@ -172,20 +192,16 @@ def bench_model(spec, args, work, rows, records):
                 rec["max_err_over_std"] = max(e for _, e in acc)
                 outs = {n: torch.empty_like(g) for n, g in zip(spec.output_names, got)}
                 feeds = dict(zip(spec.input_names, xk))
-                rec["kilnrt_ms"] = gpu_time(lambda: engine.run(feeds, out=outs), args.iters)
-                rec["floor_ms"] = None
-                if not args.no_floor:
-                    got_floor = safe("library floor", errors, library_floor.library_floor, model, x, prec)
-                    if got_floor:
-                        rec["floor_ms"], rec["floor_parts"] = got_floor
+                # Every timed callable first, then interleaved rounds (interleaved_times): the GPU's clocks drift
+                # within a second of back-to-back work, so that no mode is timed only cold or only hot.
+                timers = {"kilnrt": lambda: engine.run(feeds, out=outs)}
                 for cl in layouts:
                     tag = "CL" if cl else ("NCHW" if spec.is_cnn else "")
                     tm, xt = variants[cl], zoo_models.torch_inputs(x, prec, cl)
-                    rec["torch"][("eager " + tag).strip()] = safe("eager " + tag, errors, gpu_time,
-                                                                  lambda: tm(*xt), args.iters)
-                    g = safe("graph " + tag, errors, torch_graph, lambda: tm(*xt))
-                    rec["torch"][("graph " + tag).strip()] = g and safe("graph " + tag, errors, gpu_time, g,
-                                                                        args.iters)
+                    timers[("eager " + tag).strip()] = lambda tm=tm, xt=xt: tm(*xt)
+                    g = safe("graph " + tag, errors, torch_graph, lambda tm=tm, xt=xt: tm(*xt))
+                    if g:
+                        timers[("graph " + tag).strip()] = g
                 modes = ([] if args.no_compile else ["reduce-overhead"]) + \
                     (["max-autotune"] if args.compile_max_autotune else [])
                 for mode in modes:
@@ -193,9 +209,19 @@ def bench_model(spec, args, work, rows, records):
                     got_fn = safe("compile " + mode, errors, compiled_timer, variants[cl],
                                   zoo_models.torch_inputs(x, prec, cl), mode)
                     if got_fn:
-                        fn, rec["compile_s"][mode] = got_fn
-                        rec["torch"]["compile " + mode] = safe("compile " + mode, errors, gpu_time, fn, args.iters)
+                        timers["compile " + mode], rec["compile_s"][mode] = got_fn
+                medians, rec["rounds"] = interleaved_times(timers, args.iters, args.rounds, errors)
+                if "kilnrt" not in medians:
+                    raise RuntimeError("%s: kilnrt failed: %s" % (spec.name, errors[-1]))
+                rec["kilnrt_ms"] = medians.pop("kilnrt")
+                rec["torch"] = medians
+                if modes:
                     torch._dynamo.reset()
+                rec["floor_ms"] = None
+                if not args.no_floor:
+                    got_floor = safe("library floor", errors, library_floor.library_floor, model, x, prec)
+                    if got_floor:
+                        rec["floor_ms"], rec["floor_parts"] = got_floor
             rec["errors"] = errors
             records.append(rec)
             rows.append(format_row(rec, args))
@@ -247,6 +273,9 @@ def main():
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--precisions", default="fp32,fp16")
     ap.add_argument("--iters", type=int, default=100, help="timed runs per figure (median; at least 100)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved timing rounds (kilnrt and every torch mode take turns; figure: median of the "
+                         "round medians)")
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     ap.add_argument("--compile-max-autotune", action="store_true",
                     help="also time torch.compile(mode='max-autotune') (takes minutes per model)")
@@ -276,8 +305,9 @@ def main():
 
 
 def write_report(args, rows, records, t0, final):
-    notes = ("GPU: %s, torch %s, kilnrt %s, %s. Median of %d runs (CUDA events, inputs on the device, sync after "
-             "each run) after warm-up, one process. TF32 off. *CL: channels_last for CNNs (plain layout for ViT / "
+    notes = ("GPU: %s, torch %s, kilnrt %s, %s. Median of %d rounds' medians of %d runs each (CUDA events, inputs "
+             "on the device, sync after each run; kilnrt and the torch modes take turns round by round, a different "
+             "one first each round) after warm-up, one process. TF32 off. *CL: channels_last for CNNs (plain layout for ViT / "
              "BERT); torch.compile r-o: mode='reduce-overhead' (channels_last for CNNs). kilnrt / best torch: "
              "against the fastest torch column. library floor: every heavy layer (conv, GEMM, attention core) alone on "
              "torch's best library kernel in the same precision, summed (bench/library_floor.py); floor / kilnrt: "
@@ -285,7 +315,7 @@ def write_report(args, rows, records, t0, final):
              "Engine() load of the file in the warm process; cold-process load: a new Python process, import kilnrt "
              "+ Engine() (CUDA initialisation and library loading included). kilnrt I/O: %s." % (
                  torch.cuda.get_device_name(), torch.__version__, kilnrt.__version__,
-                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), args.iters,
+                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), args.rounds, args.iters,
                  "the model's float32 for every precision (--float32-io)" if args.float32_io else
                  "16-bit for fp16 / bf16 engines (--io16: 16-bit tensors in and out, as torch's), float32 otherwise"))
     compile_notes = ["- %s b%d %s: torch.compile %s" % (r["model"], r["batch"], r["precision"], ", ".join(
