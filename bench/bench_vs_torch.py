@@ -65,12 +65,11 @@ def interleaved_times(timers, iters, rounds, errors):
     for r in range(rounds):
         for k in range(len(names)):
             n = names[(r + k) % len(names)]
-            if n not in timers:
+            if n not in per_round:
                 continue
             got = safe(n, errors, gpu_time, timers[n], iters)
             if got is None:
-                del timers[n]
-                per_round.pop(n, None)
+                del per_round[n]
             else:
                 per_round[n].append(got)
     return {n: float(np.median(v)) for n, v in per_round.items() if v}, per_round
@@ -212,7 +211,7 @@ def bench_model(spec, args, work, rows, records):
                         timers["compile " + mode], rec["compile_s"][mode] = got_fn
                 medians, rec["rounds"] = interleaved_times(timers, args.iters, args.rounds, errors)
                 if "kilnrt" not in medians:
-                    raise RuntimeError("%s: kilnrt failed: %s" % (spec.name, errors[-1]))
+                    raise RuntimeError("%s: %s" % (spec.name, next(e for e in errors if e.startswith("kilnrt: "))))
                 rec["kilnrt_ms"] = medians.pop("kilnrt")
                 rec["torch"] = medians
                 if modes:
@@ -290,6 +289,8 @@ def main():
     args = ap.parse_args()
     if args.iters < 100:
         raise SystemExit("--iters must be at least 100 (DESIGN.md, performance method)")
+    if args.rounds < 1:
+        raise SystemExit("--rounds must be at least 1")
     zoo_models.reference_settings()
     torch.manual_seed(0)
     work = tempfile.mkdtemp(prefix="kilnrt-bench-")

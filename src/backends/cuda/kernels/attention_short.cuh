@@ -24,7 +24,8 @@
 
 // 1: float16 attention computes exp of score pairs with ex2.approx.f16x2 (short_softmax); 0 (default): float32 ex2
 // per score. Measured on the H100 in session 17: the pairs were slower (ViT b32 wg2 21.1 -> 23.6 us, BERT b32
-// 9.8 -> 10.1 us; the packing and unpacking cost more than the halved MUFU work), both within the tolerances.
+// 9.8 -> 10.1 us; presumably, not profiled, the packing and unpacking cost more than the halved MUFU work saves),
+// both within the tolerances.
 #ifndef KILNRT_ATTENTION_HALF_EXP
 #define KILNRT_ATTENTION_HALF_EXP 0
 #endif
