@@ -5,7 +5,8 @@
 // added the persistent prefetching variant (attention_wgp.cuh) where it applies (128 / 256 keys): its outputs
 // checked the same way in three configurations (stages x blocks per SM: 2 x as many as fit, 2 x 1, 3 x 1), timed
 // beside the others, and its ablations (attention_wgp.cuh: no softmax / no wgmma / no copies / no stores, and
-// combinations) timed for the differences. Exit status 1 on a mismatch. Build (sm_90a for wgmma; the kernels are
+// combinations) timed for the differences. Session 18 added the streamed-Q variant (attention_wgs: up to 4 tiles of
+// one entry per block, Q double-buffered), checked and timed at every shape. Exit status 1 on a mismatch. Build (sm_90a for wgmma; the kernels are
 // header templates, cudart static):
 //   nvcc -std=c++17 -O3 -arch=sm_90a -DWG_TILES=1 -Isrc -Iinclude -o attention_wgmma_probe \
 //       bench/attention_wgmma_probe.cu
@@ -152,6 +153,20 @@ int main() {
     fails += !ok;
     std::printf("%-14s max|wg - short4| %.3e  max|wg - cpu f64| %.3e  %s\n", sh.name, diff, ref,
                 ok ? "ok" : "MISMATCH");
+    // The streamed-Q variant (attention_wgs, session 18): every output element against short4 and the reference.
+    {
+      CK(cudaMemset(o_wg, 0, n * 2));
+      CK(launch_wgs<__half>(aw, nullptr));
+      CK(cudaDeviceSynchronize());
+      CK(cudaMemcpy(r_wg.data(), o_wg, n * 2, cudaMemcpyDeviceToHost));
+      double d = 0;
+      for (size_t i = 0; i < n; ++i) d = std::max(d, double(std::fabs(h2f(r_short[i]) - h2f(r_wg[i]))));
+      const double rf = cpu_check(sh, st, hq, hk, hv, hm, r_wg);
+      const bool good = d < 2e-2 && rf < 2e-2;
+      fails += !good;
+      std::printf("%-14s wgs: max|wgs - short4| %.3e  max|wgs - cpu f64| %.3e  %s\n", sh.name, d, rf,
+                  good ? "ok" : "MISMATCH");
+    }
     // The persistent prefetching variant (attention_wgp.cuh): outputs in three configurations.
     const bool wgp = wgp_supports(aw);
     if (wgp) {
@@ -187,10 +202,13 @@ int main() {
     // 1 block/SM); ablations of kind 3: 6 no softmax, 7 no wgmma, 8 no copies, 9 no stores, 10 copies + stores only
     // (no softmax, no wgmma), 11 math only (no copies, no stores), 12 nothing (the persistent loop and barriers).
     const char* names[] = {"short4", "wg", "wg2", "wgp2", "wgp2x1", "wgp3x1", "-softmax", "-wgmma", "-copies",
-                           "-stores", "copy+store", "math only", "skeleton"};
-    const int kinds = wgp ? 13 : 3;
+                           "-stores", "copy+store", "math only", "skeleton", "wgs"};
+    // Timed kinds: short4, wg, wg2, wgs, then the wgp kinds where wgp applies.
+    std::vector<int> kinds = {0, 1, 2, 13};
+    for (int kind = 3; wgp && kind < 13; ++kind) kinds.push_back(kind);
     auto run = [&](int kind) -> int {
       switch (kind) {
+        case 13: return launch_wgs<__half>(aw, nullptr);
         case 0: return launch_short<__half, 4>(a, nullptr);
         case 1: return launch_wg<__half, 1>(aw, nullptr);
         case 2: return launch_wg<__half, 2>(aw, nullptr);
@@ -208,7 +226,7 @@ int main() {
     };
     for (int round = 0; round < 3; ++round) {
       std::printf("  round %d:", round);
-      for (int kind = 0; kind < kinds; ++kind) {
+      for (int kind : kinds) {
         float ms = 0.f;
         const int first = run(kind);
         if (first == int(cudaErrorInvalidConfiguration)) {

@@ -345,7 +345,9 @@ TEST(AttentionMmaDispatch, ShapeRulePicksTheShortOrLeanKernelWhereItApplies) {
   k::AttentionArgs nomask = a;
   nomask.mask = nullptr;
   nomask.sq = nomask.sk = 197;
-  EXPECT_EQ(pick(nomask), short_pick) << "ViT b32";
+  // More than 128 query rows and >= 264 (b0, b1) entries: the streamed-Q variant, one block per entry.
+  const std::string long_pick = wg ? "wgs" : "short4";
+  EXPECT_EQ(pick(nomask), long_pick) << "ViT b32";
   nomask.b0 = 8;  // 384 blocks: about one wave at 3 blocks per SM (the short kernel then yields to the lean one)
   EXPECT_EQ(pick(nomask), wg ? "wg" : "lean4") << "ViT b8";
   nomask.b0 = 32;
@@ -355,7 +357,7 @@ TEST(AttentionMmaDispatch, ShapeRulePicksTheShortOrLeanKernelWhereItApplies) {
   EXPECT_EQ(pick(nomask), "lean4");
   for (int64_t sk : {97, 128, 177, 208, 225, 256}) {  // the key ranges of the 8, 13 and 16 chunk builds
     nomask.sk = sk;
-    EXPECT_EQ(pick(nomask), short_pick) << "Sk " << sk;
+    EXPECT_EQ(pick(nomask), long_pick) << "Sk " << sk;
   }
   k::AttentionArgs per_query = a;
   per_query.ms[2] = a.sk;  // a mask row per query, 16-byte rows: copied per tile, 8 warps per block at batch 32
@@ -383,6 +385,7 @@ TEST(AttentionMmaDispatch, ShapeRulePicksTheShortOrLeanKernelWhereItApplies) {
   EXPECT_NE(pick(d32), "short4");
   EXPECT_NE(pick(d32), "wg");
   EXPECT_NE(pick(d32), "wg2");
+  EXPECT_NE(pick(d32), "wgs");
 }
 
 TEST(CudaAttentionMma, MatchesCpuReference) {

@@ -262,11 +262,11 @@ constexpr const char* kLeanNames[] = {"lean4", "lean8"};
 constexpr int kLeanWarps[] = {4, 8};
 constexpr int kLeanCount = 2;
 // The short kernel (attention_short.cuh), then the wgmma kernel (attention_wgmma.cuh), the last variants. "wg" /
-// "wg2": one / two 64-row tiles per block.
+// "wg2": one / two 64-row tiles per block; "wgs": up to four tiles of one (b0, b1) entry per block, Q streamed.
 constexpr int kShortVariant = 1 + kFa2ConfigCount + kLeanCount, kWgVariant = kShortVariant + 1,
-              kWg2Variant = kWgVariant + 1;
+              kWg2Variant = kWgVariant + 1, kWgsVariant = kWg2Variant + 1;
 
-int attention_mma_variant_count() { return kWg2Variant + 1; }
+int attention_mma_variant_count() { return kWgsVariant + 1; }
 
 // Whether the wgmma kernel can run on the current device: built for sm_90a, and a device of compute capability 9.0
 // (cached per device ordinal; false without a usable device).
@@ -289,6 +289,7 @@ const char* attention_mma_variant_name(int variant) {
   if (variant == 0) return "v1";
   if (variant == kWgVariant) return "wg";
   if (variant == kWg2Variant) return "wg2";
+  if (variant == kWgsVariant) return "wgs";
   if (variant == kShortVariant) return "short4";
   if (variant > kFa2ConfigCount && variant < kShortVariant) return kLeanNames[variant - 1 - kFa2ConfigCount];
   return variant > 0 && variant <= kFa2ConfigCount ? kFa2Configs[variant - 1].name : "";
@@ -318,9 +319,15 @@ int attention_mma_pick(const AttentionArgs& a) {
   // kernel's arguments, against the short kernel: ViT b32 19.6 (wg2) / 20.7 (wg) against 26.4 us, BERT b32 9.0 /
   // 9.1 against 13.5, ViT b8 6.0 (wg) against 9.3, b1 3.3-3.7 against 3.8-4.6. Two 64-row tiles per block from 768
   // tiles on (about two waves of single-tile blocks at 3 per SM: BERT / ViT b32), one below (batch 1 - 8).
+  // Session 18 (bench/attention_wgmma_probe.cu, H100): the streamed-Q variant, one block per entry, at ViT b32 18.8
+  // against wg2's 21.1 us (K and V copied once per entry, one wave of 384 blocks); slower where a block holds only
+  // two tiles (BERT b32 10.1 against 9.7) or the grid is small (4 x 12 entries: 8.5 - 14.7 against 5.6 - 7.1).
   const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
   if (short_supports(a)) {
-    if (attention_wgmma_runs_here()) return blocks64 >= 768 ? kWg2Variant : kWgVariant;
+    if (attention_wgmma_runs_here()) {
+      if (a.sq > 128 && a.b0 * a.b1 >= 2 * 132) return kWgsVariant;
+      return blocks64 >= 768 ? kWg2Variant : kWgVariant;
+    }
     if (!(a.sk > 128 && blocks64 > 132 && blocks64 <= 3 * 132)) return kShortVariant;
   }
   if (lean_supports(a)) {
@@ -340,9 +347,9 @@ int attention_mma_variant(const AttentionArgs& a, int variant, StreamT stream) {
   if (!attention_uses_mma(a) || variant < 0 || variant >= attention_mma_variant_count())
     return static_cast<int>(cudaErrorInvalidValue);
   if (variant == 0) return a.dt == 1 ? launch_t<__half>(a, stream) : launch_t<__nv_bfloat16>(a, stream);
-  if (variant == kWgVariant || variant == kWg2Variant) {
+  if (variant == kWgVariant || variant == kWg2Variant || variant == kWgsVariant) {
     // The wgmma kernel where it takes the arguments and runs on this device, else the short kernel's fallbacks.
-    const int tiles = variant == kWg2Variant ? 2 : 1;
+    const int tiles = variant == kWg2Variant ? 2 : variant == kWgsVariant ? 0 : 1;
     if (short_supports(a) && attention_wgmma_runs_here())
       return a.dt == 1 ? wg_launch_f16(a, tiles, stream) : wg_launch_bf16(a, tiles, stream);
     variant = kShortVariant;

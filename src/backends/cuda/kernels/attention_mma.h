@@ -20,8 +20,9 @@ int attention_mma(const AttentionArgs& a, StreamT stream);
 // key mask (query stride 0) or 16-byte mask rows; forced where it does not apply, it runs m1r4s1; "short4", the
 // fourth (attention_short.cuh: the whole key range at once for 97-128, 177-208 or 225-256 keys, D = 64, no mask or
 // a key mask; forced elsewhere, it runs the lean kernel's pick); "wg" / "wg2", the same scheme on Hopper's wgmma
-// with one / two 64-row tiles per block (attention_wgmma.cuh; sm_90a builds on compute capability 9.0 devices,
-// elsewhere they run as short4).
+// with one / two 64-row tiles per block, and "wgs", up to four tiles of one (b0, b1) entry per block with Q streamed
+// through two buffers (attention_wgmma.cuh; sm_90a builds on compute capability 9.0 devices, elsewhere they run as
+// short4).
 int attention_mma_variant_count();
 const char* attention_mma_variant_name(int variant);  // "" when out of range
 // The variant attention_mma() runs: KILNRT_ATTENTION_KERNEL=<name> (read at every call) forces one, else a rule

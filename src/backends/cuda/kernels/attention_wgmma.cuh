@@ -152,6 +152,43 @@ struct WgShape {
   static constexpr size_t kBytes = kMTiles * kQBytes + 2 * kKvBytes + kKeys * sizeof(float) + 1024;
 };
 
+// One 64-row tile of the wgmma kernels, rows q0.. of the (b0, b1) entry whose output rows start at `out`: S = Q K^T
+// from the tile's Q buffer qt, the softmax, O = P V, O normalised and staged in qt, then stored. before_pv() runs
+// between the softmax and P V (the first tile waits for V's copy there). Warps whose rows are all past Sq compute
+// too (the wgmma take the whole warpgroup; skipping their softmax cost registers: wgmma serialised at 13 chunks).
+template <class T, int kChunks, bool kKeyMask, class BeforePv>
+__device__ __forceinline__ void wg_tile(unsigned char* qt, uint32_t ka, const unsigned char* vsm, const float* bias,
+                                        float sl2, float mul, int q0, int sq, int sk, int zero_masked_rows, T* out,
+                                        int64_t os2, BeforePv before_pv) {
+  constexpr int kN = 2 * kChunks, kKeys = 16 * kChunks;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int wr = warp * 16;
+  const bool active = q0 + wr < sq;  // warp-uniform
+  // S = Q K^T.
+  float s[kN][4];
+  wg_scores<T, kKeys>(s, smem_addr(qt), ka);
+
+  // The bias, row max, P and float32 row sums: the short kernel's softmax on this warp's rows (16 * warp + g, + 8).
+  float mx[2], l[2] = {0.f, 0.f};
+  uint32_t pa[kChunks][4];
+  short_softmax<T, kChunks, kKeyMask, true>(s, bias, sl2, mul, mx, pa, l);
+  before_pv();
+
+  // O = P V.
+  float o[kLeanD / 8][4];
+  wg_pv<T, kChunks>(o, pa, smem_addr(vsm));
+
+  float inv[2];
+  wg_row_inverse(l, mx, inv);
+  if (active)
+    short_masked_rows<T>(o, inv, mx, sk, zero_masked_rows,
+                         [&](int key, int n) { return vsm + wg_swz(key, n) + 4 * t; });
+  // Normalise into this warp's rows of the Q tile, then 16-byte row stores.
+  wg_stage_o<T>(qt, o, inv, wr, g, t);
+  __syncwarp();
+  if (active) wg_store_rows<T>(qt, out, os2, q0, wr, lane, sq);
+}
+
 // Registers: up to 128 with 8 chunks (4 blocks per SM: BERT b32 10.2 against 10.7 us with 3, measured with
 // bench/attention_wgmma_probe.cu and this bound changed), else 168 (3 blocks). kMTiles 64-row tiles per block
 // share one copy of K / V: 2 pays at large grids (CudaAttentionMmaBench, H100: ViT b32 19.6 against 20.7 us, BERT
@@ -159,7 +196,7 @@ struct WgShape {
 template <class T, int kChunks, bool kKeyMask, int kMTiles>
 __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg(AttentionArgs a) {
   using Sh = WgShape<kChunks, kMTiles>;
-  constexpr int kN = 2 * kChunks, kKeys = Sh::kKeys;
+  constexpr int kKeys = Sh::kKeys;
   extern __shared__ __align__(128) unsigned char wg_smem[];
   // The swizzle pattern is taken from address bits 7-9: tiles start on 1024-byte boundaries (kBytes has the slack).
   unsigned char* qsm = wg_smem + ((1024u - (smem_addr(wg_smem) & 1023u)) & 1023u);
@@ -169,7 +206,6 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   const int sq = static_cast<int>(a.sq), sk = static_cast<int>(a.sk);
   const int qbase = blockIdx.x * kWgRows * kMTiles;
   const int64_t b1 = blockIdx.y, b0 = blockIdx.z;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
 
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
@@ -191,44 +227,87 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   proxy_fence();
   __syncthreads();
 
-  const uint32_t ka = smem_addr(ksm), va = smem_addr(vsm);
+  const uint32_t ka = smem_addr(ksm);
+  T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
 #pragma unroll 1
   for (int mt = 0; mt < kMTiles; ++mt) {
     const int q0 = qbase + mt * kWgRows;
     if (q0 >= sq) break;  // block-uniform
-    unsigned char* qt = qsm + mt * Sh::kQBytes;
-    const uint32_t qa = smem_addr(qt);
-    // S = Q K^T.
-    float s[kN][4];
-    wg_scores<T, kKeys>(s, qa, ka);
+    wg_tile<T, kChunks, kKeyMask>(qsm + mt * Sh::kQBytes, ka, vsm, bias, sl2, mul, q0, sq, sk, a.zero_masked_rows,
+                                  out, a.os[2], [&] {
+                                    if (mt == 0) {
+                                      cp_async_wait<0>();  // V
+                                      proxy_fence();
+                                      __syncthreads();
+                                    }
+                                  });
+  }
+}
 
-    // The bias, row max, P and float32 row sums: the short kernel's softmax on this warp's rows (16 * warp + g, + 8).
-    float mx[2], l[2] = {0.f, 0.f};
-    uint32_t pa[kChunks][4];
-    short_softmax<T, kChunks, kKeyMask, true>(s, bias, sl2, mul, mx, pa, l);
+// The streamed-Q variant ("wgs", session 18): one block walks up to kWgsTiles 64-row tiles of one (b0, b1) entry
+// (all of Sq <= 256: ViT's 197 rows in one block instead of two, so K and V are copied once per entry), with Q in
+// two buffers: tile mt + 2's Q is copied while tile mt + 1 computes. Copy groups: Q0 + K, V, Q1, then one per tile.
+constexpr int kWgsTiles = 4;
 
-    if (mt == 0) {
-      cp_async_wait<0>();  // V
+template <int kChunks>
+using WgsShape = WgShape<kChunks, 2>;  // the same layout with two Q buffers
+
+template <class T, int kChunks, bool kKeyMask>
+__global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wgs(AttentionArgs a) {
+  using Sh = WgsShape<kChunks>;
+  constexpr int kKeys = Sh::kKeys;
+  extern __shared__ __align__(128) unsigned char wg_smem[];
+  unsigned char* qsm = wg_smem + ((1024u - (smem_addr(wg_smem) & 1023u)) & 1023u);
+  unsigned char* ksm = qsm + 2 * Sh::kQBytes;
+  unsigned char* vsm = ksm + Sh::kKvBytes;
+  float* bias = reinterpret_cast<float*>(vsm + Sh::kKvBytes);
+  const int sq = static_cast<int>(a.sq), sk = static_cast<int>(a.sk);
+  const int qbase = blockIdx.x * kWgRows * kWgsTiles;
+  const int tiles = min(kWgsTiles, (sq - qbase + kWgRows - 1) / kWgRows);
+  const int64_t b1 = blockIdx.y, b0 = blockIdx.z;
+  const T* qg = static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1];
+  auto copy_q = [&](int mt) {
+    const int q0 = qbase + mt * kWgRows;
+    short_copy_rows<T, kWgThreads, kWgRows>(qsm + (mt & 1) * Sh::kQBytes, qg + int64_t(q0) * a.qs[2], a.qs[2],
+                                            sq - q0, wg_swz);
+  };
+
+  copy_q(0);
+  short_copy_rows<T, kWgThreads, kKeys>(ksm, static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1], a.ks[2], sk,
+                                        wg_swz);
+  cp_async_commit();
+  short_copy_rows<T, kWgThreads, kKeys>(vsm, static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1], a.vs[2], sk,
+                                        wg_swz);
+  cp_async_commit();
+  if (tiles > 1) copy_q(1);
+  cp_async_commit();  // possibly empty: every tile below counts the same groups
+  lean_fill_bias<T, kKeyMask, kWgThreads>(bias, kKeys, sk, a, b0, b1);
+  const float sl2 = a.scale * kLog2e;
+  const float mul = kKeyMask ? 1.f : sl2;
+  cp_async_wait<2>();  // Q0 and K
+  proxy_fence();
+  __syncthreads();
+
+  const uint32_t ka = smem_addr(ksm);
+  T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
+#pragma unroll 1
+  for (int mt = 0; mt < tiles; ++mt) {
+    wg_tile<T, kChunks, kKeyMask>(qsm + (mt & 1) * Sh::kQBytes, ka, vsm, bias, sl2, mul, qbase + mt * kWgRows, sq, sk,
+                                  a.zero_masked_rows, out, a.os[2], [&] {
+                                    if (mt == 0) {
+                                      cp_async_wait<1>();  // V (Q1 may still be in flight)
+                                      proxy_fence();
+                                      __syncthreads();
+                                    }
+                                  });
+    if (mt + 1 < tiles) {
+      __syncthreads();  // every warp has stored its rows out of this tile's buffer
+      if (mt + 2 < tiles) copy_q(mt + 2);
+      cp_async_commit();
+      cp_async_wait<1>();  // tile mt + 1's Q
       proxy_fence();
       __syncthreads();
     }
-
-    // O = P V.
-    float o[kLeanD / 8][4];
-    wg_pv<T, kChunks>(o, pa, va);
-
-    float inv[2];
-    wg_row_inverse(l, mx, inv);
-    const int wr = warp * 16;
-    const bool active = q0 + wr < sq;
-    if (active)
-      short_masked_rows<T>(o, inv, mx, sk, a.zero_masked_rows,
-                           [&](int key, int n) { return vsm + wg_swz(key, n) + 4 * t; });
-    // Normalise into this warp's rows of the Q tile, then 16-byte row stores.
-    wg_stage_o<T>(qt, o, inv, wr, g, t);
-    __syncwarp();
-    if (active)  // no early return: every warp takes part in the next tile's wgmma
-      wg_store_rows<T>(qt, static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1], a.os[2], q0, wr, lane, sq);
   }
 }
 
@@ -244,6 +323,24 @@ int launch_wg_chunks(const AttentionArgs& a, StreamT stream) {
                 : launch_wg_mask<T, kChunks, false, kMTiles>(a, stream);
 }
 
+template <class T, int kChunks>
+int launch_wgs_chunks(const AttentionArgs& a, StreamT stream) {
+  return a.mask ? launch_attention_rows(attention_wgs<T, kChunks, true>, WgsShape<kChunks>::kBytes,
+                                        kWgRows * kWgsTiles, kWgThreads, a, stream)
+                : launch_attention_rows(attention_wgs<T, kChunks, false>, WgsShape<kChunks>::kBytes,
+                                        kWgRows * kWgsTiles, kWgThreads, a, stream);
+}
+
+template <class T>
+int launch_wgs(const AttentionArgs& a, StreamT stream) {
+  switch (short_chunks(a.sk)) {
+    case kShortChunkCounts[0]: return launch_wgs_chunks<T, kShortChunkCounts[0]>(a, stream);
+    case kShortChunkCounts[1]: return launch_wgs_chunks<T, kShortChunkCounts[1]>(a, stream);
+    case kShortChunkCounts[2]: return launch_wgs_chunks<T, kShortChunkCounts[2]>(a, stream);
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
 template <class T, int kMTiles = 1>
 int launch_wg(const AttentionArgs& a, StreamT stream) {
   switch (short_chunks(a.sk)) {
@@ -257,7 +354,7 @@ int launch_wg(const AttentionArgs& a, StreamT stream) {
 // Whether this build holds the sm_90a kernels (attention_wgmma.cu), and their launchers (short_supports must hold;
 // the device must be of compute capability 9.0: sm_90a code runs nowhere else).
 bool wg_built();
-// m_tiles: 64-row tiles per block, 1 or 2.
+// m_tiles: 64-row tiles per block, 1 or 2; 0: the streamed-Q variant (attention_wgs).
 int wg_launch_f16(const AttentionArgs& a, int m_tiles, StreamT stream);
 int wg_launch_bf16(const AttentionArgs& a, int m_tiles, StreamT stream);
 
