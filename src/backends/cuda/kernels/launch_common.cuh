@@ -2,6 +2,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace kilnrt::cuda::kernels::launch_common {
@@ -17,6 +18,22 @@ inline unsigned blocks_for(int64_t n) {
 // The status of the launch just made. kilnrt's cudart is static, so this error state is kilnrt's alone: reading it
 // clears nothing that belongs to another library in the process.
 inline int launch_status() { return static_cast<int>(cudaGetLastError()); }
+
+// Multiprocessors of the current device (cached per device ordinal; 132, an H100's count, when it cannot be read).
+inline int sm_count() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cached[kDevices];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return 132;
+  if (dev < kDevices) {
+    const int c = cached[dev].load(std::memory_order_relaxed);
+    if (c > 0) return c;
+  }
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) n = 132;
+  if (dev < kDevices) cached[dev].store(n, std::memory_order_relaxed);
+  return n;
+}
 
 // Whether p may be read / written with 16-byte vector accesses (null counts as aligned).
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }

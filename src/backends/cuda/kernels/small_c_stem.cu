@@ -304,19 +304,7 @@ bool plan_geo(const Conv2d& p, const SmallCStemLayout& l, int warps, StemGeo* g,
   return bytes <= kMaxSmem;
 }
 
-int sm_count() {
-  static std::atomic<int> cached[64];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return 132;
-  if (dev < 64) {
-    const int c = cached[dev].load(std::memory_order_relaxed);
-    if (c > 0) return c;
-  }
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) n = 132;
-  if (dev < 64) cached[dev].store(n, std::memory_order_relaxed);
-  return n;
-}
+using launch_common::sm_count;
 
 template <class T, int NT, int KXP>
 int launch_stem(const void* x, const void* w, const void* bias, void* y, StemGeo g, int warps, size_t smem,
