@@ -118,51 +118,63 @@ __global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const
   }
 }
 
-// Persistent warps for rows of 65-128 vectors (plain LayerNorm, no EmbedLayerNorm gather or addend): one row per warp
-// at a time, 32 lanes x NV vectors, scale and bias held in registers across rows, the next row's loads issued before
-// the current row is reduced; kPersistentBlocks blocks of 256 threads per SM. H100 (bench/layernorm_probe.cu,
-// session 18), float16: 6304 x 768 rows (ViT b32) 5.2 against 7.4 us for layernorm_vec_kernel, 4096 x 768 (BERT
-// b32) 4.3 against 5.0; a device-to-device copy of the same bytes takes 5.1 / 4.0-4.5. In place is allowed: a row is
-// read before it is written, and another row's prefetch never reads a row being written.
+// Persistent warps for 16-bit rows of exactly 32 x NV vectors (BERT / ViT's 768 values: NV 3) with scale and bias
+// and no statistics outputs (plain LayerNorm, no EmbedLayerNorm gather or addend): one row per warp at a time, scale
+// and bias held in registers across rows, the next row's loads issued before the current row is reduced, pairs
+// converted with half2 / bfloat162 instructions; kPersistentBlocks blocks of 256 threads per SM. H100
+// (bench/layernorm_probe.cu, session 18), float16: 6304 x 768 rows (ViT b32) 5.2-5.4 against 7.4-7.7 us for
+// layernorm_vec_kernel, 4096 x 768 (BERT b32) 4.3-4.6 against 5.0-5.2; a device-to-device copy of the same bytes
+// takes 5.0-5.3 / 4.0-4.5. A generic version (Pack<T> element by element, guarded lanes) ran 5.6 / 6.9 us. In place
+// is allowed (x, y not __restrict__): a row is read before it is written, and a prefetch never reads a row being
+// written.
 constexpr int kPersistentThreads = 256, kPersistentBlocks = 2;
+
+__device__ __forceinline__ float2 pair_to_f(uint32_t v, __half) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&v));
+}
+__device__ __forceinline__ float2 pair_to_f(uint32_t v, __nv_bfloat16) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+}
+__device__ __forceinline__ uint32_t pair_from_f(float a, float b, __half) {
+  const __half2 h = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+__device__ __forceinline__ uint32_t pair_from_f(float a, float b, __nv_bfloat16) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
 
 template <typename T, int NV>
 __global__ void __launch_bounds__(kPersistentThreads, kPersistentBlocks)
-    layernorm_rows_kernel(const T* x, const T* __restrict__ scale, const T* __restrict__ bias, T* y, float* mean_out,
-                          float* inv_std_out, int64_t rows, int nvec, float eps) {
-  using P = Pack<T>;
-  constexpr int kV = P::kN;
+    layernorm_rows_kernel(const uint4* x, const uint4* __restrict__ scale, const uint4* __restrict__ bias, uint4* y,
+                          int64_t rows, float eps) {
+  constexpr int nvec = 32 * NV;
   const int lane = threadIdx.x & 31;
   const int64_t warps = int64_t(gridDim.x) * (kPersistentThreads / 32);
   int64_t r = blockIdx.x * int64_t(kPersistentThreads / 32) + threadIdx.x / 32;
-  const P* xv = reinterpret_cast<const P*>(x);
-  const P* sc = reinterpret_cast<const P*>(scale);
-  const P* bi = reinterpret_cast<const P*>(bias);
-  P gs[NV], bs[NV], cur[NV], nxt[NV];
+  uint4 gs[NV], bs[NV], cur[NV], nxt[NV];
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
-    const int c = lane + 32 * j;
-    if (c < nvec) {
-      if (sc) gs[j] = sc[c];
-      if (bi) bs[j] = bi[c];
-      if (r < rows) cur[j] = xv[r * nvec + c];
-    }
+    gs[j] = scale[lane + 32 * j];
+    bs[j] = bias[lane + 32 * j];
+    cur[j] = r < rows ? x[r * nvec + lane + 32 * j] : uint4{};
   }
-  const float n = float(nvec) * float(kV);
+  constexpr float n = float(nvec) * 8.f;
   for (; r < rows; r += warps) {
     const int64_t rn = r + warps;
 #pragma unroll
-    for (int j = 0; j < NV; ++j)
-      if (rn < rows && lane + 32 * j < nvec) nxt[j] = xv[rn * nvec + lane + 32 * j];
-    float v[NV][kV];
+    for (int j = 0; j < NV; ++j) nxt[j] = rn < rows ? x[rn * nvec + lane + 32 * j] : uint4{};
+    float v[NV][8];
     float s = 0.f;
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
-      const bool ok = lane + 32 * j < nvec;
+      const uint32_t* w = reinterpret_cast<const uint32_t*>(&cur[j]);
 #pragma unroll
-      for (int k = 0; k < kV; ++k) {
-        v[j][k] = ok ? to_f(cur[j].e[k]) : 0.f;
-        s += v[j][k];
+      for (int k = 0; k < 4; ++k) {
+        const float2 f = pair_to_f(w[k], T());
+        v[j][2 * k] = f.x;
+        v[j][2 * k + 1] = f.y;
+        s += f.x + f.y;
       }
     }
 #pragma unroll
@@ -171,48 +183,46 @@ __global__ void __launch_bounds__(kPersistentThreads, kPersistentBlocks)
     float q = 0.f;
 #pragma unroll
     for (int j = 0; j < NV; ++j)
-      if (lane + 32 * j < nvec)
 #pragma unroll
-        for (int k = 0; k < kV; ++k) {
-          const float d = v[j][k] - mean;
-          q += d * d;
-        }
+      for (int k = 0; k < 8; ++k) q += (v[j][k] - mean) * (v[j][k] - mean);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);
     const float inv_std = 1.f / sqrtf(q / n + eps);
-    P* yr = reinterpret_cast<P*>(y) + r * nvec;
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
-      const int c = lane + 32 * j;
-      if (c >= nvec) continue;
-      P o;
+      const uint32_t* gw = reinterpret_cast<const uint32_t*>(&gs[j]);
+      const uint32_t* bw = reinterpret_cast<const uint32_t*>(&bs[j]);
+      uint4 o;
+      uint32_t* ow = reinterpret_cast<uint32_t*>(&o);
 #pragma unroll
-      for (int k = 0; k < kV; ++k) {
-        float t = (v[j][k] - mean) * inv_std;
-        if (sc) t *= to_f(gs[j].e[k]);
-        if (bi) t += to_f(bs[j].e[k]);
-        o.e[k] = from_f<T>(t);
+      for (int k = 0; k < 4; ++k) {
+        const float2 g = pair_to_f(gw[k], T()), b = pair_to_f(bw[k], T());
+        ow[k] = pair_from_f((v[j][2 * k] - mean) * inv_std * g.x + b.x,
+                            (v[j][2 * k + 1] - mean) * inv_std * g.y + b.y, T());
       }
-      yr[c] = o;
-    }
-    if (lane == 0) {
-      if (mean_out) mean_out[r] = mean;
-      if (inv_std_out) inv_std_out[r] = inv_std;
+      y[r * nvec + lane + 32 * j] = o;
     }
 #pragma unroll
     for (int j = 0; j < NV; ++j) cur[j] = nxt[j];
   }
 }
 
+// Whether the persistent kernel takes the row (its preconditions above; 16-byte alignment is checked by the caller).
+template <typename T>
+bool rows_kernel_applies(int nvec, const void* scale, const void* bias, const float* mean, const float* inv_std,
+                         const LayerNormEmbed& e) {
+  return sizeof(T) == 2 && (nvec == 96 || nvec == 128) && scale && bias && !mean && !inv_std && !e.ids && !e.addend;
+}
+
 template <typename T, int NV>
-int launch_rows(const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
-                int64_t rows, int nvec, float eps, cudaStream_t s) {
+int launch_rows(const void* x, const void* scale, const void* bias, void* y, int64_t rows, float eps,
+                cudaStream_t s) {
   constexpr int64_t kRowsPerBlock = kPersistentThreads / 32;
-  const int64_t blocks =
-      std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, int64_t(kPersistentBlocks) * launch_common::sm_count());
+  const int64_t blocks = std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock,
+                                           int64_t(kPersistentBlocks) * launch_common::sm_count());
   layernorm_rows_kernel<T, NV><<<static_cast<unsigned>(blocks), kPersistentThreads, 0, s>>>(
-      static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias), static_cast<T*>(y), mean,
-      inv_std, rows, nvec, eps);
+      static_cast<const uint4*>(x), static_cast<const uint4*>(scale), static_cast<const uint4*>(bias),
+      static_cast<uint4*>(y), rows, eps);
   return launch_common::launch_status();
 }
 
@@ -256,9 +266,11 @@ int dispatch(const void* x, const void* scale, const void* bias, void* y, float*
   int g = 1;
   while (g < 32 && g * 4 < nvec) g *= 2;
   const int nv = (nvec + g - 1) / g;
-  if (g == 32 && nv >= 3 && nv <= 4 && !e.ids && !e.addend)
-    return nv == 3 ? launch_rows<T, 3>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s)
-                   : launch_rows<T, 4>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, s);
+  if constexpr (sizeof(T) == 2) {
+    if (rows_kernel_applies<T>(nvec, scale, bias, mean, inv_std, e))
+      return nvec == 96 ? launch_rows<T, 3>(x, scale, bias, y, rows, eps, s)
+                        : launch_rows<T, 4>(x, scale, bias, y, rows, eps, s);
+  }
   switch (g) {
     case 1: return launch_nv<T, 1>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
     case 2: return launch_nv<T, 2>(nv, x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
