@@ -1,10 +1,10 @@
-// The vectorized LayerNorm kernel (src/backends/cuda/kernels/layernorm.cu) at BERT / ViT b32's rows against copies
-// of the same bytes, standalone (issue 7, session 18; H100): is LayerNorm at the memory floor? For 4096 x 768 and
-// 6304 x 768 float16 rows: the engine's dispatch (session 18: persistent warps, layernorm_rows_kernel), the
-// one-row-per-warp kernel (layernorm_vec_kernel: G 32 lanes per row, 3 vectors a lane; also G 16 x 6 and 8 x 12), a 16-byte copy kernel and cudaMemcpyAsync (device to device) of the rows. µs per call: 200 launches back
-// to back, 3 rounds; TB/s counts the bytes read and written. Outputs of the G variants are compared with the
-// dispatch's (exit status 1 on a mismatch). Candidate: ln_persistent, the engine's persistent kernel with x / y
-// __restrict__ (2-4 blocks of 256 per SM).
+// The LayerNorm kernels (src/backends/cuda/kernels/layernorm.cu) at BERT / ViT b32's rows against copies of the
+// same bytes, standalone (issue 7, session 18; H100): is LayerNorm at the memory floor? For 4096 x 768 and 6304 x 768
+// float16 rows: the engine's dispatch (since session 18 the persistent warps of layernorm_rows_kernel), the
+// one-row-per-warp kernel (layernorm_vec_kernel: G 32 lanes per row, 3 vectors a lane; also G 16 x 6 and 8 x 12),
+// ln_persistent (the persistent kernel with x / y __restrict__, 2-4 blocks of 256 per SM), a 16-byte copy kernel and
+// cudaMemcpyAsync (device to device) of the rows. µs per call: 200 launches back to back, 3 rounds; TB/s counts the
+// bytes read and written. Every variant's output is compared with the dispatch's (exit status 1 on a mismatch).
 // Build:
 //   nvcc -std=c++17 -O3 -arch=sm_90 -Isrc -Iinclude -o layernorm_probe bench/layernorm_probe.cu
 #include <cstdio>
