@@ -18,29 +18,14 @@ import time
 import numpy as np
 import torch
 
-import kilnrt
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_vs_torch  # noqa: E402
 import zoo_models  # noqa: E402
+from run_overhead import pipelined_ms  # noqa: E402  (ms per call of back-to-back calls between two events)
 
 
 def single_ms(fn, iters):
     return bench_vs_torch.gpu_time(fn, iters=iters)
-
-
-def pipelined_ms(fn, iters, depth=20):
-    times = []
-    for _ in range(iters // depth + 1):
-        torch.cuda.synchronize()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(depth):
-            fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / depth)
-    return float(np.median(times))
 
 
 def host_us(fn, iters):
@@ -77,14 +62,15 @@ def main():
             got = zoo_models.run_engine(engine, spec, xk)
             outs = {n: torch.empty_like(g) for n, g in zip(spec.output_names, got)}
             feeds = dict(zip(spec.input_names, xk))
-            fns = {"kilnrt run": lambda: engine.run(feeds, out=outs),
-                   "torch graph": bench_vs_torch.torch_graph(lambda: tm(*xk))}
+            fns = {"kilnrt run": lambda e=engine: e.run(feeds, out=outs),
+                   "torch graph": bench_vs_torch.torch_graph(lambda m=tm: m(*xk))}
             if args.compile:
                 fns["torch compile r-o"] = bench_vs_torch.compiled_timer(tm, xk, "reduce-overhead")[0]
             rows = {n: [] for n in fns}
             for r in range(args.rounds):
                 for n, fn in fns.items():
-                    rows[n].append((single_ms(fn, args.iters), pipelined_ms(fn, args.iters), host_us(fn, 50)))
+                    rows[n].append((single_ms(fn, args.iters), pipelined_ms(fn, calls=20, reps=args.iters // 20 + 1),
+                                    host_us(fn, 50)))
             for n, v in rows.items():
                 s, p, h = (float(np.median([t[i] for t in v])) for i in range(3))
                 print("| %s b%d | %s | %.4f | %.4f | %.1f | %.1f |" % (spec.name, args.batch, n, s, p, (s - p) * 1e3, h),

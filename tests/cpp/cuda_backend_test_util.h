@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -28,6 +29,27 @@ namespace kilnrt::cudatest {
     std::string why_;                                                          \
     if (!::kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
   } while (0)
+
+// Sets an environment variable (unsets it for a null value) for the scope, then restores what was there: the
+// KILNRT_* switches tests flip.
+struct ScopedEnv {
+  std::string name, old;
+  bool had = false;
+  ScopedEnv(const char* n, const char* v) : name(n) {
+    if (const char* o = std::getenv(n)) {
+      had = true;
+      old = o;
+    }
+    if (v) ::setenv(n, v, 1);
+    else ::unsetenv(n);
+  }
+  ~ScopedEnv() {
+    if (had) ::setenv(name.c_str(), old.c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
 
 // A one-node graph: the node's inputs become graph inputs (their feeds), or graph constants where `constant[i]`;
 // empty input names are omitted inputs. The node's domain is at `opset`; a node of another domain gets ai.onnx at

@@ -68,14 +68,7 @@ std::string tactics_of(const ir::Graph& g) {
   return s;
 }
 
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* n, const char* v) : name(n) {
-    if (v) setenv(n, v, 1);
-    else unsetenv(n);
-  }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
+using cudatest::ScopedEnv;
 
 // Runs `g` (precision p: "fp16", "bf16" or "" for float32) on CUDA and on the CPU reference and compares; checks
 // that the tactic names the small-C path exactly when `expect_small_c`.

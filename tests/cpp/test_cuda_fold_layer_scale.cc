@@ -14,12 +14,6 @@
 namespace kilnrt::cudatest {
 namespace {
 
-struct ScopedEnv {
-  const char* name;
-  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~ScopedEnv() { unsetenv(name); }
-};
-
 // Node name -> tactic of the CUDA plan of `g`.
 std::map<std::string, std::string> plan_tactics(const ir::Graph& g) {
   kilnrt::cuda::ContextGuard guard(0);

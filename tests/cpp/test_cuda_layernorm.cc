@@ -196,6 +196,16 @@ TEST(CudaLayerNorm, VectorKernelTakesAlignedRowsAndRefusesTheRest) {
       dy.copy_to_host_async(plain.data(), plain.size(), stream.get());
       stream.synchronize();
       check_y(plain);
+      {  // KILNRT_LAYERNORM_ROWS=0: the one-row-per-warp kernel, the same results within the tolerance
+        kilnrt::cudatest::ScopedEnv off("KILNRT_LAYERNORM_ROWS", "0");
+        ASSERT_EQ(k::layernorm_vec(dt, dx.data(), dg.data(), db.data(), dy.data(), nullptr, nullptr, c.rows, c.n,
+                                   1e-5f, stream.get()),
+                  0);
+        std::vector<unsigned char> switched(count * es);
+        dy.copy_to_host_async(switched.data(), switched.size(), stream.get());
+        stream.synchronize();
+        check_y(switched);
+      }
       ASSERT_EQ(k::layernorm_vec(dt, dx.data(), dg.data(), db.data(), dx.data(), nullptr, nullptr, c.rows, c.n, 1e-5f,
                                  stream.get()),
                 0);

@@ -152,6 +152,19 @@ struct WgShape {
   static constexpr size_t kBytes = kMTiles * kQBytes + 2 * kKvBytes + kKeys * sizeof(float) + 1024;
 };
 
+// Copies K (ending the copy group the caller's Q rows joined) and then V (a group of its own) of entry (b0, b1) into
+// shared memory in the 128-byte swizzle, rows >= sk zero-filled.
+template <class T, int kKeys>
+__device__ __forceinline__ void wg_copy_kv(unsigned char* ksm, unsigned char* vsm, const AttentionArgs& a, int64_t b0,
+                                           int64_t b1, int sk) {
+  short_copy_rows<T, kWgThreads, kKeys>(ksm, static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1], a.ks[2], sk,
+                                        wg_swz);
+  cp_async_commit();
+  short_copy_rows<T, kWgThreads, kKeys>(vsm, static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1], a.vs[2], sk,
+                                        wg_swz);
+  cp_async_commit();
+}
+
 // One 64-row tile of the wgmma kernels, rows q0.. of the (b0, b1) entry whose output rows start at `out`: S = Q K^T
 // from the tile's Q buffer qt, the softmax, O = P V, O normalised and staged in qt, then stored. before_pv() runs
 // between the softmax and P V (the first tile waits for V's copy there). Warps whose rows are all past Sq compute
@@ -214,12 +227,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
         qsm + mt * Sh::kQBytes, static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] + int64_t(q0) * a.qs[2],
         a.qs[2], sq - q0, wg_swz);
   }
-  short_copy_rows<T, kWgThreads, kKeys>(ksm, static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1], a.ks[2], sk,
-                                        wg_swz);
-  cp_async_commit();
-  short_copy_rows<T, kWgThreads, kKeys>(vsm, static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1], a.vs[2], sk,
-                                        wg_swz);
-  cp_async_commit();
+  wg_copy_kv<T, kKeys>(ksm, vsm, a, b0, b1, sk);
   lean_fill_bias<T, kKeyMask, kWgThreads>(bias, kKeys, sk, a, b0, b1);
   const float sl2 = a.scale * kLog2e;
   const float mul = kKeyMask ? 1.f : sl2;  // as in the short kernel
@@ -273,12 +281,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   };
 
   copy_q(0);
-  short_copy_rows<T, kWgThreads, kKeys>(ksm, static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1], a.ks[2], sk,
-                                        wg_swz);
-  cp_async_commit();
-  short_copy_rows<T, kWgThreads, kKeys>(vsm, static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1], a.vs[2], sk,
-                                        wg_swz);
-  cp_async_commit();
+  wg_copy_kv<T, kKeys>(ksm, vsm, a, b0, b1, sk);
   if (tiles > 1) copy_q(1);
   cp_async_commit();  // possibly empty: every tile below counts the same groups
   lean_fill_bias<T, kKeyMask, kWgThreads>(bias, kKeys, sk, a, b0, b1);

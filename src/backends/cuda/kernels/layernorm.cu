@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/launch_common.cuh"
+#include "core/env_switch.h"
 #include "backends/cuda/kernels/storage16.cuh"
 #include "backends/cuda/kernels/layernorm.h"
 
@@ -122,9 +123,9 @@ __global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const
 // and no statistics outputs (plain LayerNorm, no EmbedLayerNorm gather or addend): one row per warp at a time, scale
 // and bias held in registers across rows, the next row's loads issued before the current row is reduced, pairs
 // converted with half2 / bfloat162 instructions; kPersistentBlocks blocks of 256 threads per SM. H100
-// (bench/layernorm_probe.cu, session 18), float16: 6304 x 768 rows (ViT b32) 5.2-5.4 against 7.4-7.7 us for
-// layernorm_vec_kernel, 4096 x 768 (BERT b32) 4.3-4.6 against 5.0-5.2; a device-to-device copy of the same bytes
-// takes 5.0-5.3 / 4.0-4.5. A generic version (Pack<T> element by element, guarded lanes) ran 5.6 / 6.9 us. In place
+// (bench/layernorm_probe.cu, session 18), float16: 6304 x 768 rows (ViT b32) 5.4-5.6 against 7.4-7.7 us for
+// layernorm_vec_kernel, 4096 x 768 (BERT b32) 4.5-4.8 against 5.0-5.2; a device-to-device copy of the same bytes
+// takes 5.0-5.3 / 4.0-4.5. A generic version (Pack<T> element by element, guarded lanes) ran 6.9 / 5.6 us. In place
 // is allowed (x, y not __restrict__): a row is read before it is written, and a prefetch never reads a row being
 // written.
 constexpr int kPersistentThreads = 256, kPersistentBlocks = 2;
@@ -207,11 +208,13 @@ __global__ void __launch_bounds__(kPersistentThreads, kPersistentBlocks)
   }
 }
 
-// Whether the persistent kernel takes the row (its preconditions above; 16-byte alignment is checked by the caller).
-template <typename T>
+// Whether the persistent kernel takes a 16-bit row of nvec vectors (its preconditions above; 16-byte alignment is
+// checked by the caller). KILNRT_LAYERNORM_ROWS=0 (read at every call, for A/B runs) leaves every row to
+// layernorm_vec_kernel.
 bool rows_kernel_applies(int nvec, const void* scale, const void* bias, const float* mean, const float* inv_std,
                          const LayerNormEmbed& e) {
-  return sizeof(T) == 2 && (nvec == 96 || nvec == 128) && scale && bias && !mean && !inv_std && !e.ids && !e.addend;
+  return (nvec == 96 || nvec == 128) && scale && bias && !mean && !inv_std && !e.ids && !e.addend &&
+         !env_switched_off("KILNRT_LAYERNORM_ROWS");
 }
 
 template <typename T, int NV>
@@ -267,7 +270,7 @@ int dispatch(const void* x, const void* scale, const void* bias, void* y, float*
   while (g < 32 && g * 4 < nvec) g *= 2;
   const int nv = (nvec + g - 1) / g;
   if constexpr (sizeof(T) == 2) {
-    if (rows_kernel_applies<T>(nvec, scale, bias, mean, inv_std, e))
+    if (rows_kernel_applies(nvec, scale, bias, mean, inv_std, e))
       return nvec == 96 ? launch_rows<T, 3>(x, scale, bias, y, rows, eps, s)
                         : launch_rows<T, 4>(x, scale, bias, y, rows, eps, s);
   }
