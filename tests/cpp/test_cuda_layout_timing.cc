@@ -24,22 +24,7 @@ namespace bc = kilnrt::backends::cuda;
 
 namespace {
 
-struct EnvVar {  // sets (or unsets, v == nullptr) a variable for one scope, then restores it
-  std::string name, old;
-  bool had = false;
-  EnvVar(const char* n, const char* v) : name(n) {
-    if (const char* o = std::getenv(n)) {
-      had = true;
-      old = o;
-    }
-    if (v) setenv(n, v, 1);
-    else unsetenv(n);
-  }
-  ~EnvVar() {
-    if (had) setenv(name.c_str(), old.c_str(), 1);
-    else unsetenv(name.c_str());
-  }
-};
+using EnvVar = kilnrt::cudatest::ScopedEnv;  // sets (or unsets) a variable for one scope, then restores it
 
 // x -> conv 3x3 + relu (r0) -> conv 3x3 + residual r0 + relu -> conv 3x3 -> y: with NHWC storage the middle layers
 // read and write NHWC.
