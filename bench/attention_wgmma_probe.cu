@@ -19,6 +19,7 @@
 
 #include "backends/cuda/kernels/attention_wgmma.cuh"
 #include "attention_wgp.cuh"
+#include "probe_check.cuh"
 
 #ifndef WG_TILES
 #define WG_TILES 1  // tiles per block of the wg run whose outputs are checked
@@ -26,15 +27,6 @@
 
 using namespace kilnrt::cuda::kernels;
 using namespace kilnrt::cuda::kernels::attention_mma_detail;
-
-#define CK(...)                                                                     \
-  do {                                                                              \
-    const cudaError_t e_ = (cudaError_t)(__VA_ARGS__);                              \
-    if (e_ != cudaSuccess) {                                                        \
-      std::printf("CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                                 \
-    }                                                                               \
-  } while (0)
 
 static float h2f(uint16_t h) {
   __half x;

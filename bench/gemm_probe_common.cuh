@@ -13,6 +13,8 @@
 #include <functional>
 #include <vector>
 
+#include "probe_check.cuh"
+
 struct ProbeGemm {
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, lc;  // column-major D^T = W^T x A^T: la for W, lb for A, lc for C and D
@@ -37,16 +39,6 @@ inline ProbeGemm make_probe_gemm(int M, int N, int K, bool gelu, const half* bia
                                        sizeof(workspace));
   return g;
 }
-
-// Probe programs stop at the first failed CUDA call (the file and line printed).
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      printf("CUDA %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);        \
-      exit(1);                                                                        \
-    }                                                                                 \
-  } while (0)
 
 // What a probe's main() starts with: a cuBLASLt handle, a stream, 32 MiB of cuBLASLt workspace; prints the GPU.
 struct ProbeSetup {

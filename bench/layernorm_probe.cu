@@ -13,15 +13,7 @@
 #include <vector>
 
 #include "backends/cuda/kernels/layernorm.cu"
-
-#define CK(...)                                                                     \
-  do {                                                                              \
-    const cudaError_t e_ = (cudaError_t)(__VA_ARGS__);                              \
-    if (e_ != cudaSuccess) {                                                        \
-      std::printf("CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                                 \
-    }                                                                               \
-  } while (0)
+#include "probe_check.cuh"
 
 __global__ void copy16(const uint4* __restrict__ x, uint4* __restrict__ y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)

@@ -152,6 +152,15 @@ struct WgShape {
   static constexpr size_t kBytes = kMTiles * kQBytes + 2 * kKvBytes + kKeys * sizeof(float) + 1024;
 };
 
+// Waits until every cp.async copy group but the last kPending has landed, then makes the copies visible to the whole
+// block's wgmma (async proxy) reads.
+template <int kPending>
+__device__ __forceinline__ void wg_wait_copies() {
+  cp_async_wait<kPending>();
+  proxy_fence();
+  __syncthreads();
+}
+
 // Copies K (ending the copy group the caller's Q rows joined) and then V (a group of its own) of entry (b0, b1) into
 // shared memory in the 128-byte swizzle, rows >= sk zero-filled.
 template <class T, int kKeys>
@@ -231,9 +240,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   lean_fill_bias<T, kKeyMask, kWgThreads>(bias, kKeys, sk, a, b0, b1);
   const float sl2 = a.scale * kLog2e;
   const float mul = kKeyMask ? 1.f : sl2;  // as in the short kernel
-  cp_async_wait<1>();                      // Q and K
-  proxy_fence();
-  __syncthreads();
+  wg_wait_copies<1>();                     // Q and K
 
   const uint32_t ka = smem_addr(ksm);
   T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
@@ -243,11 +250,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
     if (q0 >= sq) break;  // block-uniform
     wg_tile<T, kChunks, kKeyMask>(qsm + mt * Sh::kQBytes, ka, vsm, bias, sl2, mul, q0, sq, sk, a.zero_masked_rows,
                                   out, a.os[2], [&] {
-                                    if (mt == 0) {
-                                      cp_async_wait<0>();  // V
-                                      proxy_fence();
-                                      __syncthreads();
-                                    }
+                                    if (mt == 0) wg_wait_copies<0>();  // V
                                   });
   }
 }
@@ -287,9 +290,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   lean_fill_bias<T, kKeyMask, kWgThreads>(bias, kKeys, sk, a, b0, b1);
   const float sl2 = a.scale * kLog2e;
   const float mul = kKeyMask ? 1.f : sl2;
-  cp_async_wait<2>();  // Q0 and K
-  proxy_fence();
-  __syncthreads();
+  wg_wait_copies<2>();  // Q0 and K
 
   const uint32_t ka = smem_addr(ksm);
   T* out = static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1];
@@ -297,19 +298,13 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   for (int mt = 0; mt < tiles; ++mt) {
     wg_tile<T, kChunks, kKeyMask>(qsm + (mt & 1) * Sh::kQBytes, ka, vsm, bias, sl2, mul, qbase + mt * kWgRows, sq, sk,
                                   a.zero_masked_rows, out, a.os[2], [&] {
-                                    if (mt == 0) {
-                                      cp_async_wait<1>();  // V (Q1 may still be in flight)
-                                      proxy_fence();
-                                      __syncthreads();
-                                    }
+                                    if (mt == 0) wg_wait_copies<1>();  // V (Q1 may still be in flight)
                                   });
     if (mt + 1 < tiles) {
       __syncthreads();  // every warp has stored its rows out of this tile's buffer
       if (mt + 2 < tiles) copy_q(mt + 2);
       cp_async_commit();
-      cp_async_wait<1>();  // tile mt + 1's Q
-      proxy_fence();
-      __syncthreads();
+      wg_wait_copies<1>();  // tile mt + 1's Q
     }
   }
 }
