@@ -24,10 +24,6 @@ import zoo_models  # noqa: E402
 from run_overhead import pipelined_ms  # noqa: E402  (ms per call of back-to-back calls between two events)
 
 
-def single_ms(fn, iters):
-    return bench_vs_torch.gpu_time(fn, iters=iters)
-
-
 def host_us(fn, iters):
     times = []
     for _ in range(iters):
@@ -69,7 +65,7 @@ def main():
             rows = {n: [] for n in fns}
             for r in range(args.rounds):
                 for n, fn in fns.items():
-                    rows[n].append((single_ms(fn, args.iters), pipelined_ms(fn, calls=20, reps=args.iters // 20 + 1),
+                    rows[n].append((bench_vs_torch.gpu_time(fn, iters=args.iters), pipelined_ms(fn, calls=20, reps=args.iters // 20 + 1),
                                     host_us(fn, 50)))
             for n, v in rows.items():
                 s, p, h = (float(np.median([t[i] for t in v])) for i in range(3))

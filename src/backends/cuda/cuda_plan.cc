@@ -453,13 +453,10 @@ void* CudaRunner::io_in(size_t i) const {
 void* CudaRunner::io_out(size_t i) const {
   return i < out32_.size() && out32_[i] ? out32_[i] : ptrs_.at(plan_.output_slots_.at(i));
 }
-size_t CudaRunner::io_in_bytes(const ShapeState& st, size_t i) const {
-  const int s = plan_.input_slots_.at(i);
-  return shape_numel(st.shapes[s]) * dtype_size(i < in32_.size() && in32_[i] ? st.dtypes[s] : st.storage[s]);
-}
-size_t CudaRunner::io_out_bytes(const ShapeState& st, size_t i) const {
-  const int s = plan_.output_slots_.at(i);
-  return shape_numel(st.shapes[s]) * dtype_size(i < out32_.size() && out32_[i] ? st.dtypes[s] : st.storage[s]);
+size_t CudaRunner::io_bytes(const ShapeState& st, size_t i, bool output) const {
+  const int s = (output ? plan_.output_slots_ : plan_.input_slots_).at(i);
+  const std::vector<void*>& staging = output ? out32_ : in32_;
+  return shape_numel(st.shapes[s]) * dtype_size(i < staging.size() && staging[i] ? st.dtypes[s] : st.storage[s]);
 }
 
 void CudaRunner::enqueue(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, StreamT stream) {
@@ -529,7 +526,7 @@ void CudaRunner::warm_up_privately(ShapeState& st) {
   }
   // Zeroed inputs: valid indices for Gather-like layers, whatever the caller's memory holds right now.
   for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
-    const size_t bytes = io_in_bytes(st, i);
+    const size_t bytes = io_bytes(st, i, false);
     if (bytes > 0 && io_in(i))
       KILNRT_CU_CHECK(api, api.MemsetD8Async(dptr(io_in(i)), 0, bytes, aux), "private warm-up");
   }
@@ -602,7 +599,7 @@ void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void
   for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
     if (i >= inputs.size() || !inputs[i]) continue;
     const int s = plan_.input_slots_[i];
-    const size_t bytes = io_in_bytes(st, i);
+    const size_t bytes = io_bytes(st, i, false);
     if (bytes > 0 && inputs[i] != io_in(i))
       KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(io_in(i)), dptr(inputs[i]), bytes, stream),
                       "input '" + plan_.slot_names_[s] + "'");
@@ -611,7 +608,7 @@ void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void
   for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
     if (i >= outputs.size() || !outputs[i]) continue;
     const int s = plan_.output_slots_[i];
-    const size_t bytes = io_out_bytes(st, i);
+    const size_t bytes = io_bytes(st, i, true);
     if (bytes > 0 && outputs[i] != io_out(i))
       KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(io_out(i)), bytes, stream),
                       "output '" + plan_.slot_names_[s] + "'");
@@ -823,7 +820,7 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
   for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {
     const int s = plan_.output_slots_[i];
     if (i >= outputs.size() || !outputs[i]) continue;
-    const size_t bytes = io_out_bytes(st, i);
+    const size_t bytes = io_bytes(st, i, true);
     if (bytes > 0 && outputs[i] != io_out(i))
       KILNRT_CU_CHECK(api, api.MemcpyDtoDAsync(dptr(outputs[i]), dptr(io_out(i)), bytes, stream),
                       "output '" + plan_.slot_names_[s] + "'");

@@ -231,10 +231,9 @@ class CudaRunner {
   // 16-bit engines, else the value's own storage.
   void* io_in(size_t i) const;
   void* io_out(size_t i) const;
-  // Bytes of io_in(i) / io_out(i) for `st`: float32 for a staging buffer, else the value's storage dtype (16 bits for
-  // the I/O of a 16-bit-I/O engine).
-  size_t io_in_bytes(const ShapeState& st, size_t i) const;
-  size_t io_out_bytes(const ShapeState& st, size_t i) const;
+  // Bytes of io_in(i) (output false) / io_out(i) (output true) for `st`: float32 for a staging buffer, else the
+  // value's storage dtype (16 bits for the I/O of a 16-bit-I/O engine).
+  size_t io_bytes(const ShapeState& st, size_t i, bool output) const;
   std::vector<bool> in16_, out16_;  // set_io_dtypes: graph input / output i bound in its 16-bit storage
   // Launches the layers (ptrs_ resolved) on `stream`; copies graph outputs to outputs[i] where non-null.
   void launch_layers(const ShapeState& st, const std::vector<void*>& outputs, StreamT stream);
