@@ -7,7 +7,8 @@ graph of the fp16 model, torch.compile (reduce-overhead), the interleaved timing
 bench_vs_torch), torch._dynamo.reset(), the library floor. Options take steps out or change them, to bisect:
 
   PYTHONPATH=build-gpu/python python3 bench/bench_sequence_check.py --model bert [--no-kilnrt] [--no-compile]
-      [--no-floor | --floor-as-empty-cache] [--drop-b1-engine] [--no-sync] [--batches 1,32]
+      [--no-floor | --floor-as-empty-cache] [--drop-b1-engine] [--no-sync] [--clear-cublas-workspaces]
+      [--batches 1,32]
 
 Exit status 0 when every step passed, 1 at the first failed step (printed with its error).
 """
@@ -38,6 +39,8 @@ def main():
     ap.add_argument("--drop-b1-engine", action="store_true",
                     help="delete each batch's kilnrt engine before the next batch starts")
     ap.add_argument("--no-sync", action="store_true", help="no device sync after each step (bench_vs_torch's way)")
+    ap.add_argument("--clear-cublas-workspaces", action="store_true",
+                    help="torch._C._cuda_clearCublasWorkspaces() before each torch graph capture (pytorch/pytorch#193402)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_sequence_check.py needs a CUDA GPU (torch.cuda.is_available() is False)")
@@ -93,6 +96,8 @@ def main():
                 feeds = dict(zip(spec.input_names, xk))
                 timers["kilnrt"] = lambda e=engine, f=feeds, o=outs: e.run(f, out=o)
             timers["eager"] = lambda: variant(*xt)
+            if args.clear_cublas_workspaces:
+                step("b%d clear cuBLAS workspaces" % b, torch._C._cuda_clearCublasWorkspaces)
             timers["graph"] = step("b%d torch graph capture" % b, lambda: bvt.torch_graph(lambda: variant(*xt)))
             if not args.no_compile:
                 timers["compile"] = step("b%d torch.compile" % b,
