@@ -31,16 +31,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="bert")
     ap.add_argument("--batches", default="1,32")
-    ap.add_argument("--no-kilnrt", action="store_true", help="torch's steps only")
-    ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--no-floor", action="store_true")
-    ap.add_argument("--floor-as-empty-cache", action="store_true",
-                    help="instead of the library floor, only torch.cuda.empty_cache() (what the floor ends with)")
-    ap.add_argument("--drop-b1-engine", action="store_true",
-                    help="delete each batch's kilnrt engine before the next batch starts")
-    ap.add_argument("--no-sync", action="store_true", help="no device sync after each step (bench_vs_torch's way)")
-    ap.add_argument("--clear-cublas-workspaces", action="store_true",
-                    help="torch._C._cuda_clearCublasWorkspaces() before each torch graph capture (pytorch/pytorch#193402)")
+    switches = [
+        ("--no-kilnrt", "torch's steps only"),
+        ("--no-compile", "leave torch.compile out"),
+        ("--no-floor", "leave the library floor out"),
+        ("--floor-as-empty-cache", "instead of the library floor, only torch.cuda.empty_cache() (what it ends with)"),
+        ("--drop-b1-engine", "delete each batch's kilnrt engine before the next batch starts"),
+        ("--no-sync", "no device sync after each step (bench_vs_torch's way)"),
+        ("--clear-cublas-workspaces",
+         "torch._C._cuda_clearCublasWorkspaces() before each torch graph capture (pytorch/pytorch#193402)"),
+    ]
+    for flag, text in switches:
+        ap.add_argument(flag, action="store_true", help=text)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_sequence_check.py needs a CUDA GPU (torch.cuda.is_available() is False)")
