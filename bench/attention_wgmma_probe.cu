@@ -161,7 +161,7 @@ int main() {
     };
     // The streamed-Q variant (attention_wgs, session 18).
     CK(cudaMemset(o_wg, 0, n * 2));
-    check("wgs", launch_wgs<__half>(aw, nullptr));
+    check("wgs", launch_wg<__half, 0>(aw, nullptr));
     // The persistent prefetching variant (attention_wgp.cuh): outputs in three configurations.
     const bool wgp = wgp_supports(aw);
     if (wgp) {
@@ -194,7 +194,7 @@ int main() {
     for (int kind = 3; wgp && kind < 13; ++kind) kinds.push_back(kind);
     auto run = [&](int kind) -> int {
       switch (kind) {
-        case 13: return launch_wgs<__half>(aw, nullptr);
+        case 13: return launch_wg<__half, 0>(aw, nullptr);
         case 0: return launch_short<__half, 4>(a, nullptr);
         case 1: return launch_wg<__half, 1>(aw, nullptr);
         case 2: return launch_wg<__half, 2>(aw, nullptr);

@@ -309,10 +309,15 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   }
 }
 
+// kMTiles 64-row tiles per block (attention_wg), or 0: the streamed-Q variant (attention_wgs).
 template <class T, int kChunks, bool kKeyMask, int kMTiles>
 int launch_wg_mask(const AttentionArgs& a, StreamT stream) {
-  return launch_attention_rows(attention_wg<T, kChunks, kKeyMask, kMTiles>, WgShape<kChunks, kMTiles>::kBytes,
-                               kWgRows * kMTiles, kWgThreads, a, stream);
+  if constexpr (kMTiles == 0)
+    return launch_attention_rows(attention_wgs<T, kChunks, kKeyMask>, WgsShape<kChunks>::kBytes, kWgRows * kWgsTiles,
+                                 kWgThreads, a, stream);
+  else
+    return launch_attention_rows(attention_wg<T, kChunks, kKeyMask, kMTiles>, WgShape<kChunks, kMTiles>::kBytes,
+                                 kWgRows * kMTiles, kWgThreads, a, stream);
 }
 
 template <class T, int kChunks, int kMTiles>
@@ -321,25 +326,7 @@ int launch_wg_chunks(const AttentionArgs& a, StreamT stream) {
                 : launch_wg_mask<T, kChunks, false, kMTiles>(a, stream);
 }
 
-template <class T, int kChunks>
-int launch_wgs_chunks(const AttentionArgs& a, StreamT stream) {
-  return a.mask ? launch_attention_rows(attention_wgs<T, kChunks, true>, WgsShape<kChunks>::kBytes,
-                                        kWgRows * kWgsTiles, kWgThreads, a, stream)
-                : launch_attention_rows(attention_wgs<T, kChunks, false>, WgsShape<kChunks>::kBytes,
-                                        kWgRows * kWgsTiles, kWgThreads, a, stream);
-}
-
-template <class T>
-int launch_wgs(const AttentionArgs& a, StreamT stream) {
-  switch (short_chunks(a.sk)) {
-    case kShortChunkCounts[0]: return launch_wgs_chunks<T, kShortChunkCounts[0]>(a, stream);
-    case kShortChunkCounts[1]: return launch_wgs_chunks<T, kShortChunkCounts[1]>(a, stream);
-    case kShortChunkCounts[2]: return launch_wgs_chunks<T, kShortChunkCounts[2]>(a, stream);
-    default: return static_cast<int>(cudaErrorInvalidValue);
-  }
-}
-
-template <class T, int kMTiles = 1>
+template <class T, int kMTiles>
 int launch_wg(const AttentionArgs& a, StreamT stream) {
   switch (short_chunks(a.sk)) {
     case kShortChunkCounts[0]: return launch_wg_chunks<T, kShortChunkCounts[0], kMTiles>(a, stream);
