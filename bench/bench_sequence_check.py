@@ -2,9 +2,10 @@
 step is the first to fail? Written for the "unspecified launch failure" of session 19 (H100): BERT / ConvNeXt at
 b32, in bench_vs_torch's default setup, after their b1 rows (see bench/results/h100_2026-11-23_s19.md).
 
-For each batch (1, then 32): kilnrt build / load / cold load / run, the torch fp32 reference, accuracy, a torch CUDA
-graph of the fp16 model, torch.compile (reduce-overhead), the interleaved timing of every callable (as
-bench_vs_torch), torch._dynamo.reset(), the library floor. Options take steps out or change them, to bisect:
+For each batch (1, then 32): kilnrt build and loads (bench_vs_torch.build_engine), the torch fp32 reference, a kilnrt
+run and its accuracy, a torch CUDA graph of the fp16 model, torch.compile (reduce-overhead), the interleaved timing of
+every callable (as bench_vs_torch), torch._dynamo.reset(), the library floor. Every batch's kilnrt engine stays alive
+through the later batches, as in bench_vs_torch. Options take steps out or change them, to bisect:
 
   PYTHONPATH=build-gpu/python python3 bench/bench_sequence_check.py --model bert [--no-kilnrt] [--no-compile]
       [--no-floor | --floor-as-empty-cache] [--drop-b1-engine] [--no-sync] [--clear-cublas-workspaces]
@@ -23,7 +24,6 @@ import torch  # noqa: E402
 
 import bench_vs_torch as bvt  # noqa: E402
 import library_floor  # noqa: E402
-import load_time  # noqa: E402
 import zoo_models  # noqa: E402
 
 
@@ -36,7 +36,7 @@ def main():
         ("--no-compile", "leave torch.compile out"),
         ("--no-floor", "leave the library floor out"),
         ("--floor-as-empty-cache", "instead of the library floor, only torch.cuda.empty_cache() (what it ends with)"),
-        ("--drop-b1-engine", "delete each batch's kilnrt engine before the next batch starts"),
+        ("--drop-b1-engine", "delete the earlier batches' kilnrt engines before the next batch starts"),
         ("--no-sync", "no device sync after each step (bench_vs_torch's way)"),
         ("--clear-cublas-workspaces",
          "torch._C._cuda_clearCublasWorkspaces() before each torch graph capture (pytorch/pytorch#193402)"),
@@ -70,23 +70,20 @@ def main():
         print("%-26s ok  %.1f s" % (label, time.perf_counter() - t0), flush=True)
         return r
 
-    engine = None
+    engines, engine = {}, None
     for b in [int(v) for v in args.batches.split(",")]:
-        if args.drop_b1_engine and engine is not None:
+        timers = {}
+        if args.drop_b1_engine and engines:
+            engines.clear()
             engine = None
-            step("drop previous engine", lambda: None)
+            step("drop previous engines", lambda: None)
         x = spec.inputs(b, seed=b)
         xt = zoo_models.torch_inputs(x, "fp16", spec.is_cnn)
-        timers = {}
         with torch.no_grad():
             if kilnrt:
-                path = os.path.join(work, "b%d.engine" % b)
-                os.environ["KILNRT_TIMING_CACHE"] = path + ".cache"
-                step("b%d kilnrt build" % b, lambda: kilnrt.build(onnx_path, path, device="cuda", fp16=True,
-                                                                  shapes=spec.static_shapes(b), io16=True))
-                step("b%d kilnrt load (first)" % b, lambda: kilnrt.Engine(path))
-                engine = step("b%d kilnrt load" % b, lambda: kilnrt.Engine(path))
-                step("b%d kilnrt cold load" % b, lambda: load_time.cold_load_ms(path))
+                engine = step("b%d kilnrt build + loads" % b,
+                              lambda: bvt.build_engine(spec, onnx_path, "fp16", work, batch=b, io16=True)[0])
+                engines[b] = engine  # alive through the later batches, as bench_vs_torch's engines
             ref = step("b%d torch fp32 reference" % b, lambda: zoo_models.as_tuple(model(*x)))
             if kilnrt:
                 xk = zoo_models.torch_inputs(x, "fp16", False)
