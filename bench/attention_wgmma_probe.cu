@@ -6,8 +6,8 @@
 // checked the same way in three configurations (stages x blocks per SM: 2 x as many as fit, 2 x 1, 3 x 1), timed
 // beside the others, and its ablations (attention_wgp.cuh: no softmax / no wgmma / no copies / no stores, and
 // combinations) timed for the differences. Session 18 added the streamed-Q variant (attention_wgs: up to 4 tiles of
-// one entry per block, Q double-buffered), checked and timed at every shape. Exit status 1 on a mismatch. Build (sm_90a for wgmma; the kernels are
-// header templates, cudart static):
+// one entry per block, Q double-buffered), checked and timed at every shape. Exit status 1 on a mismatch. Build
+// (sm_90a for wgmma; the kernels are header templates, cudart static):
 //   nvcc -std=c++17 -O3 -arch=sm_90a -DWG_TILES=1 -Isrc -Iinclude -o attention_wgmma_probe \
 //       bench/attention_wgmma_probe.cu
 #include <algorithm>

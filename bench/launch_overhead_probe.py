@@ -65,12 +65,12 @@ def main():
             rows = {n: [] for n in fns}
             for r in range(args.rounds):
                 for n, fn in fns.items():
-                    rows[n].append((bench_vs_torch.gpu_time(fn, iters=args.iters), pipelined_ms(fn, calls=20, reps=args.iters // 20 + 1),
-                                    host_us(fn, 50)))
+                    rows[n].append((bench_vs_torch.gpu_time(fn, iters=args.iters),
+                                    pipelined_ms(fn, calls=20, reps=args.iters // 20 + 1), host_us(fn, 50)))
             for n, v in rows.items():
                 s, p, h = (float(np.median([t[i] for t in v])) for i in range(3))
-                print("| %s b%d | %s | %.4f | %.4f | %.1f | %.1f |" % (spec.name, args.batch, n, s, p, (s - p) * 1e3, h),
-                      flush=True)
+                print("| %s b%d | %s | %.4f | %.4f | %.1f | %.1f |"
+                      % (spec.name, args.batch, n, s, p, (s - p) * 1e3, h), flush=True)
             if args.compile:
                 torch._dynamo.reset()
         del engine, tm, model

@@ -3,8 +3,8 @@
 // float16 rows: the engine's dispatch (since session 18 the persistent warps of layernorm_rows_kernel), the
 // one-row-per-warp kernel (layernorm_vec_kernel: G 32 lanes per row, 3 vectors a lane; also G 16 x 6 and 8 x 12),
 // a 16-byte copy kernel and cudaMemcpyAsync (device to device) of the rows. (Session 18's raw outputs also show
-// "pers x2/x3/x4": the persistent kernel with x / y __restrict__ on 2-4 blocks per SM, removed once in the engine.) µs per call: 200 launches back to back, 3 rounds; TB/s counts the
-// bytes read and written. Every variant's output is compared with the dispatch's (exit status 1 on a mismatch).
+// "pers x2/x3/x4": the persistent kernel with x / y __restrict__ on 2-4 blocks per SM, removed once in the engine.)
+// µs per call: 200 launches back to back, 3 rounds; TB/s counts the bytes read and written. Every variant's output is compared with the dispatch's (exit status 1 on a mismatch).
 // Build:
 //   nvcc -std=c++17 -O3 -arch=sm_90 -Isrc -Iinclude -o layernorm_probe bench/layernorm_probe.cu
 #include <cstdio>

@@ -1,5 +1,5 @@
-// CK(call): the standalone probes (variadic: a call may hold template commas) under bench/ stop at the first failed CUDA runtime call, printing the error with
-// the file and line. Shared by gemm_probe_common.cuh's probes, attention_wgmma_probe.cu and layernorm_probe.cu.
+// CK(call): the standalone probes under bench/ stop at the first failed CUDA runtime call, printing the error with the
+// file and line (variadic: a call may hold template commas). Shared by gemm_probe_common.cuh's probes, attention_wgmma_probe.cu and layernorm_probe.cu.
 #pragma once
 #include <cuda_runtime.h>
 
