@@ -35,6 +35,7 @@ import torch
 import kilnrt
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import graph_streams  # noqa: E402
 import library_floor  # noqa: E402
 import load_time  # noqa: E402
 import zoo_models  # noqa: E402
@@ -76,16 +77,9 @@ def interleaved_times(timers, iters, rounds, errors):
 
 
 def torch_graph(fn):
-    """A torch.cuda.CUDAGraph of fn (warmed up on a side stream first); returns its replay."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
+    """A torch.cuda.CUDAGraph of fn, warmed up and captured on a stream of its own (graph_streams.py says why);
+    returns its replay."""
+    g, _ = graph_streams.capture(fn)
     return g.replay
 
 

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import graph_streams  # noqa: E402
 import zoo_models  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
@@ -90,18 +91,15 @@ def _recording(model):
             del m.forward
 
 
+_floor_stream = None
+
+
 def _graph_time(fn, reps=20, replays=10):
     """ms per call of fn: `reps` calls in one CUDA graph, fastest of `replays` replays / reps."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
+    global _floor_stream
+    if _floor_stream is None:  # one stream for every floor graph: each is destroyed before the next is captured
+        _floor_stream = graph_streams.own_stream()
+    g, _ = graph_streams.capture(lambda: [fn() for _ in range(reps)], _floor_stream, warmup=1)
     g.replay()
     torch.cuda.synchronize()
     best = float("inf")
