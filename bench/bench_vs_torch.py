@@ -158,6 +158,13 @@ def bench_model(spec, args, work, rows, records):
                 rows.append("| %s | | %s | build failed: %s |" % (spec.name, prec, str(e).splitlines()[0][:120]))
                 continue
         variants = {cl: zoo_models.torch_variant(model, spec, prec, cl) for cl in layouts}
+        floors, floor_error = {}, None
+        if not args.no_floor:  # in a child process: library_floor.floors_in_child says why
+            try:
+                floors = library_floor.floors_in_child(spec.name, batches, prec, getattr(spec, "attn", None))
+            except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as e:
+                floor_error = "library floor: %s" % e
+                print("   " + floor_error, flush=True)
         for b in batches:
             errors = []
             key = b if args.engine_per_batch else None
@@ -211,10 +218,10 @@ def bench_model(spec, args, work, rows, records):
                 if modes:
                     torch._dynamo.reset()
                 rec["floor_ms"] = None
-                if not args.no_floor:
-                    got_floor = safe("library floor", errors, library_floor.library_floor, model, x, prec)
-                    if got_floor:
-                        rec["floor_ms"], rec["floor_parts"] = got_floor
+                if b in floors:
+                    rec["floor_ms"], rec["floor_parts"] = floors[b]
+                elif floor_error:
+                    errors.append(floor_error)
             rec["errors"] = errors
             records.append(rec)
             rows.append(format_row(rec, args))

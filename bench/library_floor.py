@@ -11,13 +11,16 @@ One forward pass of the model records the heavy calls with their shapes; each di
 benchmark's precision: 20 calls captured in one CUDA graph, replayed 10 times, the fastest replay / 20 (launch
 overhead amortised, as an engine's graph replay would). The floor is the sum over calls, counting repeats.
 
-Used by bench/bench_vs_torch.py (column "floor ms" and "% of floor" = floor / kilnrt time); standalone:
+Used by bench/bench_vs_torch.py (column "floor ms" and "% of floor" = floor / kilnrt time), which runs it in a child
+process (floors_in_child); standalone:
   python3 bench/library_floor.py --models resnet50,bert --batches 1,32 [--precision fp16]
 """
 import argparse
 import collections
 import contextlib
+import json
 import os
+import subprocess
 import sys
 
 import torch
@@ -181,19 +184,48 @@ def library_floor(model, inputs, precision="fp16"):
     return sum(by_kind.values()), dict(by_kind)
 
 
+def floors_in_child(model_name, batches, precision="fp16", attn=None, timeout=900):
+    """{batch: (floor ms, {kind: ms})} of zoo model `model_name`, measured by this script in a new Python process.
+
+    bench_vs_torch.py uses this since session 20: in its process (kilnrt, torch eager / graphs / torch.compile at
+    several batch sizes) the floor's dozens of CUDA graph captures at b1 were followed by CUDA_ERROR_LAUNCH_FAILED at b32
+    (BERT, ConvNeXt on the H100; bench/results/h100_2026-11-23_s20.md). A child process keeps the floor's
+    library state (cuDNN / cuBLAS plans, graphs, the caching allocator) out of the timed process."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--models", model_name, "--batches",
+           ",".join(str(b) for b in batches), "--precision", precision, "--json"]
+    if attn:
+        cmd += ["--attn", attn]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError("library floor child process exited %d: %s" % (proc.returncode, tail[:200]))
+    return {int(b): (v[0], v[1]) for b, v in json.loads(lines[-1]).items()}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="resnet50,bert,vit_b_16,mobilenet_v3_large,efficientnet_b0,convnext_tiny")
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--precision", default="fp16", choices=sorted(DTYPES))
+    ap.add_argument("--attn", default=None, help="BERT's attention implementation (sdpa, eager)")
+    ap.add_argument("--json", action="store_true",
+                    help="one JSON line per model instead of text: {batch: [floor ms, {kind: ms}]}")
     args = ap.parse_args()
     zoo_models.reference_settings()
     for spec in zoo_models.select(args.models):
+        if args.attn:
+            spec.attn = args.attn
         model = spec.make()
+        found = {}
         for b in [int(x) for x in args.batches.split(",")]:
             floor, parts = library_floor(model, spec.inputs(b, seed=b), args.precision)
-            print("%-20s b%-3d %s floor %.3f ms  (%s)" % (spec.name, b, args.precision, floor, ", ".join(
-                "%s %.3f" % kv for kv in sorted(parts.items()))), flush=True)
+            found[b] = [floor, parts]
+            if not args.json:
+                print("%-20s b%-3d %s floor %.3f ms  (%s)" % (spec.name, b, args.precision, floor, ", ".join(
+                    "%s %.3f" % kv for kv in sorted(parts.items()))), flush=True)
+        if args.json:
+            print(json.dumps(found), flush=True)
         del model
         torch.cuda.empty_cache()
 
