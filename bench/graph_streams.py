@@ -1,16 +1,19 @@
-"""CUDA streams of their own for the benchmarks' torch CUDA graph captures.
+"""torch CUDA graph captures for the benchmarks that keep their cuBLAS workspace.
 
-Why: torch caches one cuBLAS workspace per (handle, stream), and destroying any torch.cuda.CUDAGraph drops the cached
-workspace of the stream it was captured on, although other live graphs captured on that stream still hold its raw
-address (pytorch/pytorch#193402). `with torch.cuda.graph(g):` captures on one class-wide stream taken from torch's
-pool (32 per device, handed out round robin, so torch.compile's cudagraph trees and any `torch.cuda.Stream()` may
-get the same one). In bench_vs_torch's default setup the library floor captures and destroys dozens of graphs after
-each batch; at b32 torch's own model graph then replayed onto a freed workspace: CUDA_ERROR_LAUNCH_FAILED in every
-callable after it (session 19, BERT and ConvNeXt b32 on the H100).
+torch (2.11) caches one cuBLAS workspace per (handle, stream). A graph captured on a stream whose workspace is already
+cached (by a warm-up on that stream, or by an earlier capture) bakes that workspace's raw address into its GEMM nodes
+without owning it. torch._C._cuda_clearCublasWorkspaces() then frees it while the graph lives: torch.compile's
+cudagraph trees call it around every recording, and destroying any graph drops the workspace of the stream it was
+captured on (pytorch/pytorch#193402). The freed block goes back to the caching allocator, which reuses or unmaps it.
+In bench_vs_torch's default setup, BERT and ConvNeXt b32's torch graph, captured just before torch.compile's, failed at
+its first replay with CUDA_ERROR_LAUNCH_FAILED, and every later call of every callable (kilnrt's included) with it
+(sessions 19-20, H100; bench/results/h100_2026-11-23_s20.md).
 
-Here every capture gets a stream that no one else captures on: created with cudaStreamCreateWithFlags (non-blocking),
-outside torch's pool, and wrapped as torch.cuda.ExternalStream. The warm-up runs on that same stream, so its cuBLAS
-workspace is allocated eagerly, outside the graph's private pool, before the capture.
+capture() clears the cached workspaces right before the capture, as the cudagraph trees do, so that the capture
+allocates its workspace inside the graph's private pool, where a later clear cannot give it away. Each capture also
+gets a stream of its own, created with cudaStreamCreateWithFlags outside torch's pool of 32 streams per device (from
+which torch.cuda.graph's class-wide default capture stream and torch.compile's streams come), so that no other graph is
+ever captured, and destroyed, on it. bench/graph_streams_check.py reproduces the failure and checks the cure.
 """
 import ctypes
 
@@ -66,6 +69,10 @@ def capture(fn, stream=None, warmup=3):
         for _ in range(warmup):
             fn()
     s.synchronize()
+    # the capture allocates its own workspace inside the graph's private pool (the module's docstring says why)
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g, stream=s):
         fn()

@@ -187,10 +187,10 @@ def library_floor(model, inputs, precision="fp16"):
 def floors_in_child(model_name, batches, precision="fp16", attn=None, timeout=900):
     """{batch: (floor ms, {kind: ms})} of zoo model `model_name`, measured by this script in a new Python process.
 
-    bench_vs_torch.py uses this since session 20: in its process (kilnrt, torch eager / graphs / torch.compile at
-    several batch sizes) the floor's dozens of CUDA graph captures at b1 were followed by CUDA_ERROR_LAUNCH_FAILED at b32
-    (BERT, ConvNeXt on the H100; bench/results/h100_2026-11-23_s20.md). A child process keeps the floor's
-    library state (cuDNN / cuBLAS plans, graphs, the caching allocator) out of the timed process."""
+    bench_vs_torch.py uses this since session 20, to keep the floor's library state (cuDNN benchmark-mode choices,
+    dozens of captured and destroyed CUDA graphs, the caching allocator's segments) out of the timed process. It was
+    the first suspect for session 19's CUDA_ERROR_LAUNCH_FAILED at b32; the cause turned out to be the cuBLAS
+    workspace of torch's graphs (bench/graph_streams.py)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--models", model_name, "--batches",
            ",".join(str(b) for b in batches), "--precision", precision, "--json"]
     if attn:

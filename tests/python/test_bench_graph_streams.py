@@ -1,5 +1,6 @@
-"""bench/graph_streams.py: a torch CUDA graph captured by graph_streams.capture survives later graphs being captured
-and destroyed (bench_vs_torch's default setup; pytorch/pytorch#193402). GPU only: skips with the reason elsewhere."""
+"""bench/graph_streams.py: a torch CUDA graph captured by graph_streams.capture keeps its cuBLAS workspace when the
+workspaces are cleared after its capture, as torch.compile's cudagraph trees do (bench/graph_streams_check.py; the
+failure of bench_vs_torch's default setup in sessions 19-20). GPU only: skips with the reason elsewhere."""
 import subprocess
 import sys
 
@@ -20,18 +21,20 @@ def _run(mode):
     return subprocess.run([sys.executable, str(CHECK), mode], capture_output=True, text=True, timeout=300)
 
 
-def test_own_stream_graph_survives_other_graphs():
+def test_captured_graph_survives_workspace_clear():
     _torch_cuda()
-    proc = _run("own")
-    assert proc.returncode == 0, "graph_streams_check.py own: rc %d\n%s%s" % (proc.returncode, proc.stdout,
+    proc = _run("cleared")
+    if proc.returncode == 3:
+        pytest.skip(proc.stdout.strip())
+    assert proc.returncode == 0, "graph_streams_check.py cleared: rc %d\n%s%s" % (proc.returncode, proc.stdout,
                                                                                proc.stderr)
-    assert "matches eager" in proc.stdout
+    assert "graph A replay matches" in proc.stdout
 
 
-def test_shared_stream_control_reported():
-    """The control (every capture on torch's default capture stream) is torch's behaviour, not ours: its outcome is
-    printed for the record (-s), and it must end cleanly either way (a result or a named failure, no signal)."""
+def test_uncleared_control_reported():
+    """The control (capture right after a warm-up, workspaces not cleared) is torch 2.11's behaviour, not ours: its
+    outcome is printed for the record (-s), and it must end cleanly either way (a result or a named failure)."""
     _torch_cuda()
-    proc = _run("shared")
-    print("shared-stream control: rc %d: %s" % (proc.returncode, proc.stdout.strip()))
-    assert proc.returncode in (0, 1), proc.stderr
+    proc = _run("uncleared")
+    print("uncleared control: rc %d: %s" % (proc.returncode, proc.stdout.strip()))
+    assert proc.returncode in (0, 1, 3), proc.stderr
