@@ -33,7 +33,6 @@ def _runtime():
             except OSError:
                 continue
             lib.cudaStreamCreateWithFlags.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]
-            lib.cudaStreamDestroy.argtypes = [ctypes.c_void_p]
             _cudart = lib
             break
     return _cudart
