@@ -1,15 +1,17 @@
 """bench_vs_torch's per-batch sequence for one zoo model, step by step, with a device sync after each step: which
 step is the first to fail? Written for the "unspecified launch failure" of session 19 (H100): BERT / ConvNeXt at
-b32, in bench_vs_torch's default setup, after their b1 rows (see bench/results/h100_2026-11-23_s19.md).
+b32, in bench_vs_torch's default setup, after their b1 rows (found in session 20: torch's graph lost its cuBLAS
+workspace, bench/graph_streams.py; bench/results/h100_2026-11-23_s20.md).
 
-For each batch (1, then 32): kilnrt build and loads (bench_vs_torch.build_engine), the torch fp32 reference, a kilnrt
-run and its accuracy, a torch CUDA graph of the fp16 model, torch.compile (reduce-overhead), the interleaved timing of
-every callable (as bench_vs_torch), torch._dynamo.reset(), the library floor. Every batch's kilnrt engine stays alive
-through the later batches, as in bench_vs_torch. Options take steps out or change them, to bisect:
+First, as bench_vs_torch: the library floor of every batch, in a child process (library_floor.floors_in_child). Then
+for each batch (1, then 32): kilnrt build and loads (bench_vs_torch.build_engine), the torch fp32 reference, a kilnrt
+run and its accuracy, a torch CUDA graph of the fp16 model (bench_vs_torch.torch_graph), torch.compile
+(reduce-overhead), the interleaved timing of every callable (as bench_vs_torch), torch._dynamo.reset(). Every batch's
+kilnrt engine stays alive through the later batches, as in bench_vs_torch. Options take steps out or change them, to
+bisect:
 
   PYTHONPATH=build-gpu/python python3 bench/bench_sequence_check.py --model bert [--no-kilnrt] [--no-compile]
-      [--no-floor | --floor-as-empty-cache] [--drop-b1-engine] [--no-sync] [--clear-cublas-workspaces]
-      [--batches 1,32]
+      [--no-floor] [--drop-b1-engine] [--no-sync] [--batches 1,32]
 
 Exit status 0 when every step passed, 1 at the first failed step (printed with its error).
 """
@@ -35,11 +37,8 @@ def main():
         ("--no-kilnrt", "torch's steps only"),
         ("--no-compile", "leave torch.compile out"),
         ("--no-floor", "leave the library floor out"),
-        ("--floor-as-empty-cache", "instead of the library floor, only torch.cuda.empty_cache() (what it ends with)"),
         ("--drop-b1-engine", "delete the earlier batches' kilnrt engines before the next batch starts"),
         ("--no-sync", "no device sync after each step (bench_vs_torch's way)"),
-        ("--clear-cublas-workspaces",
-         "torch._C._cuda_clearCublasWorkspaces() before each torch graph capture (pytorch/pytorch#193402)"),
     ]
     for flag, text in switches:
         ap.add_argument(flag, action="store_true", help=text)
@@ -70,8 +69,11 @@ def main():
         print("%-26s ok  %.1f s" % (label, time.perf_counter() - t0), flush=True)
         return r
 
+    batches = [int(v) for v in args.batches.split(",")]
+    if not args.no_floor:
+        step("library floor (child)", lambda: library_floor.floors_in_child(spec.name, batches, "fp16"))
     engines, engine = {}, None
-    for b in [int(v) for v in args.batches.split(",")]:
+    for b in batches:
         timers = {}
         if args.drop_b1_engine and engines:
             engines.clear()
@@ -95,8 +97,6 @@ def main():
                 feeds = dict(zip(spec.input_names, xk))
                 timers["kilnrt"] = lambda e=engine, f=feeds, o=outs: e.run(f, out=o)
             timers["eager"] = lambda: variant(*xt)
-            if args.clear_cublas_workspaces:
-                step("b%d clear cuBLAS workspaces" % b, torch._C._cuda_clearCublasWorkspaces)
             timers["graph"] = step("b%d torch graph capture" % b, lambda: bvt.torch_graph(lambda: variant(*xt)))
             if not args.no_compile:
                 timers["compile"] = step("b%d torch.compile" % b,
@@ -110,10 +110,6 @@ def main():
                 sys.exit(1)
             if not args.no_compile:
                 step("b%d dynamo reset" % b, torch._dynamo.reset)
-            if args.floor_as_empty_cache:
-                step("b%d empty_cache" % b, torch.cuda.empty_cache)
-            elif not args.no_floor:
-                step("b%d library floor" % b, lambda: library_floor.library_floor(model, x, "fp16"))
     print("every step passed")
 
 

@@ -79,8 +79,7 @@ def interleaved_times(timers, iters, rounds, errors):
 def torch_graph(fn):
     """A torch.cuda.CUDAGraph of fn, warmed up and captured on a stream of its own (graph_streams.py says why);
     returns its replay."""
-    g, _ = graph_streams.capture(fn)
-    return g.replay
+    return graph_streams.capture(fn).replay
 
 
 def compiled_timer(model, inputs, mode):

@@ -7,9 +7,10 @@ GEMMs, which use cuBLAS's workspace:
       every recording, so torch.compile's first call after A's capture does this;
   torch.cuda.empty_cache(); A replayed and compared with a float32 product.
 
-  python3 bench/graph_streams_check.py uncleared  # warm-up, then capture on the same stream: A keeps the raw
-                                                  # address of the workspace the warm-up cached in the caching
-                                                  # allocator; the clear frees it, empty_cache unmaps it
+  python3 bench/graph_streams_check.py uncleared  # graph_streams.capture(clear_workspaces=False), the failing
+                                                  # pattern: A keeps the raw address of the workspace the warm-up
+                                                  # cached in the caching allocator; the clear frees it, empty_cache
+                                                  # unmaps it
   python3 bench/graph_streams_check.py cleared    # graph_streams.capture: the workspaces are cleared before the
                                                   # capture, which then allocates one inside A's private pool
 
@@ -25,21 +26,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import graph_streams  # noqa: E402
 
 
-def uncleared_capture(fn):
-    """bench_vs_torch's capture before session 20 (with the warm-up on the capture stream)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    s.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    return g
-
-
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "cleared"
     if mode not in ("uncleared", "cleared"):
@@ -49,13 +35,13 @@ def main():
     if not hasattr(torch._C, "_cuda_clearCublasWorkspaces"):
         print("torch %s has no torch._C._cuda_clearCublasWorkspaces: nothing to check" % torch.__version__)
         sys.exit(3)
-    capture = uncleared_capture if mode == "uncleared" else (lambda fn: graph_streams.capture(fn)[0])
+    clear_workspaces = mode == "cleared"
     torch.manual_seed(0)
     # tall-K products: cuBLAS picks split-K kernels that reduce through the workspace
     a = torch.randn(64, 16384, device="cuda", dtype=torch.float16)
     b = torch.randn(16384, 256, device="cuda", dtype=torch.float16)
     out = torch.empty(64, 256, device="cuda", dtype=torch.float16)
-    graph = capture(lambda: torch.matmul(a, b, out=out))
+    graph = graph_streams.capture(lambda: torch.matmul(a, b, out=out), clear_workspaces=clear_workspaces)
     torch._C._cuda_clearCublasWorkspaces()
     torch.cuda.synchronize()
     torch.cuda.empty_cache()

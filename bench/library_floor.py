@@ -102,7 +102,7 @@ def _graph_time(fn, reps=20, replays=10):
     global _floor_stream
     if _floor_stream is None:  # one stream for every floor graph: each is destroyed before the next is captured
         _floor_stream = graph_streams.own_stream()
-    g, _ = graph_streams.capture(lambda: [fn() for _ in range(reps)], _floor_stream, warmup=1)
+    g = graph_streams.capture(lambda: [fn() for _ in range(reps)], _floor_stream, warmup=1)
     g.replay()
     torch.cuda.synchronize()
     best = float("inf")
