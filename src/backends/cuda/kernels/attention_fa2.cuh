@@ -1,4 +1,4 @@
-// The second FlashAttention-2-style kernel (issue 7), a template over its work split, instantiated per storage dtype
+// The second FlashAttention-2-style kernel, a template over its work split, instantiated per storage dtype
 // and head size by attention_fa2_{f16,bf16}[_d64].cu and picked by attention_mma.cu. Compared with the first kernel
 // (attention_mma.cu, one 16-row m-tile per warp, 64 rows per block, every warp walking every key tile):
 //   - kMt m-tiles per warp (16 * kMt query rows): each K / V fragment read by ldmatrix feeds kMt mma, and a warp has
@@ -12,7 +12,7 @@
 //   - softmax: one warp vote per tile picks the plain path (2^(x - max), no -inf checks per score) unless a row has
 //     seen only -inf so far; a key mask that broadcasts over the queries ([B, 1, 1, S]) is read once per key pair for
 //     all of a lane's rows.
-// H100 (bench/results/h100_2026-11-22_s5_attn.md): the key split wins at batch 1 (-29 to -35 % against the first
+// H100 (2026-11-22; bench/results/README.md): the key split wins at batch 1 (-29 to -35 % against the first
 // kernel), one m-tile with free registers at batch 32 (-12 % BERT, -2 % ViT); two m-tiles lose everywhere.
 // Semantics are those of the first kernel: strides on every operand, masks with broadcast strides, all -inf rows
 // uniform (zeros with zero_masked_rows), float32 accumulation, P rounded to 16 bits.
@@ -400,7 +400,7 @@ int launch_fa2v2(const AttentionArgs& a, StreamT stream) {
 }
 
 // The configurations attention_mma.cu can pick (variant i + 1; variant 0 is the first kernel): the ones that won at
-// some zoo shape in the H100 sweep of bench/results/h100_2026-11-22_s5_attn.md, plus m2r2s2, which keeps the
+// some zoo shape in the H100 sweep (2026-11-22; bench/results/README.md), plus m2r2s2, which keeps the
 // two-m-tile path built and tested (it lost everywhere: 247-249 registers, 8 warps per SM). cap: registers capped
 // at 128 per thread (with 4 warps per block: 4 blocks per SM), else free (up to 255). Configurations marked d64 are
 // built for D = 64 only (the zoo's head size); at D = 32 / 128 they run as the first entry. At D = 128 two m-tiles

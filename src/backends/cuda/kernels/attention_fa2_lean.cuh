@@ -1,6 +1,6 @@
-// The third mma.sync attention kernel ("lean", issue 7): the FlashAttention-2 scheme of attention_fa2.cuh cut down to
+// The third mma.sync attention kernel ("lean"): the FlashAttention-2 scheme of attention_fa2.cuh cut down to
 // the zoo's batch-32 shapes (BERT-base S 128 with its [B, 1, 1, S] key mask, ViT-B/16 S 197 without a mask; D = 64),
-// written for the fewest instructions per 64-key tile. ncu of the second kernel at ViT b32 (H100, session 6) showed
+// written for the fewest instructions per 64-key tile. ncu of the second kernel at ViT b32 (H100, 2026-11-22) showed
 // an issue-bound kernel: ~1000 instructions per warp and tile (64 of them mma), 9 % branches (the mask modes and tail
 // checks resolved per score), 12 warps per SM (154 registers), stalls on fixed-latency dependencies and on
 // instruction fetch. Here:

@@ -227,8 +227,8 @@ int launch_fa2(const AttentionArgs& a, StreamT stream) {
   return launch_status();
 }
 
-// Query rows per block: 64 (4 warps). Measured on the H100 (bench/results/h100_2026-11-22_s4_attn.md) against 16,
-// 32 and 128 rows at BERT (S 128) and ViT (S 197) shapes, batch 1 and 32: 64 is fastest everywhere, at batch 1 too
+// Query rows per block: 64 (4 warps). Measured on an H100 (2026-11-22; bench/results/README.md) against 16, 32
+// and 128 rows at BERT (S 128) and ViT (S 197) shapes, batch 1 and 32: 64 is fastest everywhere, at batch 1 too
 // (12 heads: smaller tiles give more blocks but not a shorter key loop per block).
 constexpr int kWarpsPerBlock = 4;
 
@@ -300,44 +300,39 @@ int attention_mma_pick(const AttentionArgs& a) {
     for (int i = 0; i < attention_mma_variant_count(); ++i)
       if (std::strcmp(env, attention_mma_variant_name(i)) == 0) return i;
   }
-  // Shape rule from the H100 sweep (CudaAttentionMmaBench, bench/results/h100_2026-11-22_s5_attn.md), by blocks of
-  // 64 query rows: >= 2 per SM (the H100's 132): 64 rows per block, every warp walks all keys (BERT / ViT b32, ViT b8);
-  // >= 1 per SM: the same rows with the keys split over two warps (BERT b8); fewer (batch 1, 12 heads): 16 rows
-  // per block with 4 warps splitting 256-key stages when Sk > 128 (ViT, 197 tokens), else 32 rows with 2 x 2 warps.
-  // D = 128 keeps 64 rows with 4 warps everywhere: with fewer warps per block its shared memory (K / V rows of
-  // 272 bytes) leaves too few warps per SM (2x - 4x slower at B 8, H 16, S 512).
-  // Session 6 (bench/results/h100_2026-11-22_s6_attn.md): where the lean kernel takes the arguments (D 64; no mask, a
-  // key mask, or a mask row per query in 16-byte chunks) it is the fastest at every zoo shape, batch 1 to 32: 4 warps
-  // per block, but 8 with a row mask at >= 2 blocks of 128 rows per SM (the mask tile's shared memory leaves 4-warp
-  // blocks 12 warps per SM, 8-warp blocks 16: BERT b32 14.35 us against 15.01).
-  // Session 11 (CudaAttentionMmaBench, H100): the short kernel, where it takes the arguments (Sk <= 256 in the
-  // chunk counts it is built for; no mask or a key mask), beats the lean kernel at BERT b1 / b8 / b32 (3.55 / 5.55 /
-  // 13.0 us against 4.15 / 5.82 / 13.1) and ViT b1 / b32 (4.2 / 25.8 against 5.0 / 27.3), but not at ViT b8 (8.9
-  // against 8.4): above 128 keys it holds 3 blocks per SM, and a grid of about one such wave (384 blocks) leaves each
-  // block's whole K / V copy exposed, where the lean kernel's 4 blocks per SM overlap copies with math.
-  // Session 11 (CudaAttentionMmaBench, H100, bench/results/h100_2026-11-23_s11.md): the wgmma kernel, on the short
-  // kernel's arguments, against the short kernel: ViT b32 19.6 (wg2) / 20.7 (wg) against 26.4 us, BERT b32 9.0 /
-  // 9.1 against 13.5, ViT b8 6.0 (wg) against 9.3, b1 3.3-3.7 against 3.8-4.6. Two 64-row tiles per block from 768
-  // tiles on (about two waves of single-tile blocks at 3 per SM: BERT / ViT b32), one below (batch 1 - 8).
-  // Session 18 (bench/attention_wgmma_probe.cu, H100): the streamed-Q variant, one block per entry, at ViT b32 18.8
-  // against wg2's 21.1 us (K and V copied once per entry, one wave of 384 blocks); slower where a block holds only
-  // two tiles (BERT b32 10.1 against 9.7) or the grid is small (4 x 12 entries: 8.5 - 14.7 against 5.6 - 7.1).
+  // Thresholds count blocks (or (b0, b1) entries) per SM of the current device; measured on an H100 (132 SMs), the
+  // figures behind each rule are in bench/results/attention_dispatch_h100_2026-11-23.md.
+  // - Short-kernel arguments (Sk <= 256 in its chunk counts, no mask or a key mask), on sm_90a: the streamed-Q wgmma
+  //   variant ("wgs") when Sq > 128 and there are >= 2 entries per SM (K / V copied once per entry); else two 64-row
+  //   tiles per block ("wg2") from 768 tiles on (about two waves of one-tile blocks at 3 per SM on 132 SMs), one
+  //   tile per block ("wg") below.
+  // - Short-kernel arguments without wgmma: the short kernel, except above 128 keys with more than one and at most
+  //   three 64-row blocks per SM (about one wave at its 3 blocks per SM leaves each block's K / V copy exposed; the
+  //   lean kernel's 4 blocks per SM overlap copies with math).
+  // - Lean-kernel arguments (D 64; no mask, a key mask, or a mask row per query in 16-byte chunks): 4 warps per block,
+  //   8 with a row mask at >= 2 blocks of 128 rows per SM (the mask tile's shared memory leaves 4-warp blocks 12 warps
+  //   per SM, 8-warp blocks 16).
+  // - Otherwise, by 64-row blocks per SM: >= 2: 64 rows per block, every warp walks all keys; >= 1: the same rows
+  //   with the keys split over two warps; fewer: 16 rows per block with 4 warps splitting 256-key stages when
+  //   Sk > 128, else 32 rows with 2 x 2 warps. D = 128 keeps 64 rows with 4 warps everywhere (its K / V rows of 272
+  //   bytes in shared memory leave too few warps per SM with fewer warps per block).
+  const int64_t sms = sm_count();
   const int64_t blocks64 = a.b0 * a.b1 * ((a.sq + 63) / 64);
   if (short_supports(a)) {
     if (attention_wgmma_runs_here()) {
-      if (a.sq > 128 && a.b0 * a.b1 >= 2 * 132) return kWgsVariant;
+      if (a.sq > 128 && a.b0 * a.b1 >= 2 * sms) return kWgsVariant;
       return blocks64 >= 768 ? kWg2Variant : kWgVariant;
     }
-    if (!(a.sk > 128 && blocks64 > 132 && blocks64 <= 3 * 132)) return kShortVariant;
+    if (!(a.sk > 128 && blocks64 > sms && blocks64 <= 3 * sms)) return kShortVariant;
   }
   if (lean_supports(a)) {
     const bool row_mask = a.mask && a.ms[2] != 0;
-    return 1 + kFa2ConfigCount + (row_mask && a.b0 * a.b1 * ((a.sq + 127) / 128) >= 264 ? 1 : 0);  // lean4 / lean8
+    return 1 + kFa2ConfigCount + (row_mask && a.b0 * a.b1 * ((a.sq + 127) / 128) >= 2 * sms ? 1 : 0);  // lean4 / 8
   }
-  const char* name = a.d > 64 || blocks64 >= 264 ? "m1r4s1"
-                     : blocks64 >= 132           ? "m1r4s2c"
-                     : a.sk > 128                ? "m1r1s4c"
-                                                 : "m1r2s2c";
+  const char* name = a.d > 64 || blocks64 >= 2 * sms ? "m1r4s1"
+                     : blocks64 >= sms               ? "m1r4s2c"
+                     : a.sk > 128                    ? "m1r1s4c"
+                                                     : "m1r2s2c";
   for (int i = 1; i < attention_mma_variant_count(); ++i)
     if (std::strcmp(name, attention_mma_variant_name(i)) == 0) return i;
   return 0;

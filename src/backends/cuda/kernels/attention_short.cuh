@@ -1,4 +1,4 @@
-// The fourth mma.sync attention kernel ("short", issue 7): the lean kernel's building blocks (attention_fa2_lean.cuh)
+// The fourth mma.sync attention kernel ("short"): the lean kernel's building blocks (attention_fa2_lean.cuh)
 // for short key ranges (Sk <= 256: BERT-base S 128, ViT-B/16 S 197), where the whole key range fits in shared memory
 // and every score of a warp's 16 query rows fits in its registers. ncu of the lean kernel at ViT b32 (H100, session
 // 11): latency-bound (0.79 eligible warps per scheduler, issue slots 38 % busy, L2 48 %), ~390 instructions per warp
@@ -23,7 +23,7 @@
 #include "backends/cuda/kernels/attention_fa2_lean.cuh"
 
 // 1: float16 attention computes exp of score pairs with ex2.approx.f16x2 (short_softmax); 0 (default): float32 ex2
-// per score. Measured on the H100 in session 17: the pairs were slower (ViT b32 wg2 21.1 -> 23.6 us, BERT b32
+// per score. Measured on an H100 (2026-11-23): the pairs were slower (ViT b32 wg2 21.1 -> 23.6 us, BERT b32
 // 9.8 -> 10.1 us; presumably, not profiled, the packing and unpacking cost more than the halved MUFU work saves),
 // both within the tolerances.
 #ifndef KILNRT_ATTENTION_HALF_EXP
@@ -34,7 +34,7 @@ namespace kilnrt::cuda::kernels::attention_mma_detail {
 
 // Key ranges the kernel is built for: kChunks 16-key chunks, of which the last kShortPadChunks may be zero-filled
 // (their keys get the -inf bias). Exact chunk counts keep every chunk's mma chain free of branches: with a runtime
-// check per chunk the compiler cannot interleave the chains of different chunks (session 11: 34.5 us against the
+// check per chunk the compiler cannot interleave the chains of different chunks (H100, 2026-11-23: 34.5 us against the
 // lean kernel's 27.3 at ViT b32 with such checks).
 constexpr int kShortChunkCounts[] = {8, 13, 16};
 constexpr int kShortPadChunks = 1;
@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_short(Atten
   const bool active = q0 + wr < sq;  // warp-uniform
 
   // Two copy groups: Q and K, then V (S = Q K^T and the softmax run while V is in flight). Splitting K and V into
-  // halves, each waited for before its first use, was slower (session 11: ViT b32 26.5 against 25.8 us, BERT b32
+  // halves, each waited for before its first use, was slower (H100, 2026-11-23: ViT b32 26.5 against 25.8 us, BERT b32
   // 14.3 against 13.0): the two extra block barriers cost more than the overlap gains.
   const T* kg = static_cast<const T*>(a.k) + b0 * a.ks[0] + b1 * a.ks[1];
   const T* vg = static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1];

@@ -1,4 +1,4 @@
-// The fifth attention kernel ("wg", issue 7): the short kernel's scheme (attention_short.cuh: the whole key range in
+// The fifth attention kernel ("wg"): the short kernel's scheme (attention_short.cuh: the whole key range in
 // shared memory, all scores of a row in registers, one max / exp / P V pass) on Hopper's warpgroup MMA (wgmma,
 // sm_90a). One warpgroup (4 warps, 128 threads) owns one or two tiles of 64 query rows of one (b0, b1) entry, one
 // after the other on the same copy of K and V:
@@ -10,7 +10,7 @@
 //   - O = P V: per 16 keys one wgmma m64n64k16 with P in registers (A) and V from shared memory, read transposed
 //     (N-major B); the row sums are float32 sums of P.
 // The tensor cores read operands straight from shared memory, so the ldmatrix and per-warp mma instructions of the
-// mma.sync kernels go away: the warpgroup issues 4 * (kChunks / 4 + tail) + kChunks wgmma in all.
+// mma.sync kernels go away: the warpgroup runs 4 * (kChunks / 4 + tail) + kChunks wgmma in all.
 // Preconditions: those of the short kernel (short_supports), an sm_90a build (wg_built()) and a device of compute
 // capability 9.0.
 #pragma once
@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   }
 }
 
-// The streamed-Q variant ("wgs", session 18): one block walks up to kWgsTiles 64-row tiles of one (b0, b1) entry
+// The streamed-Q variant ("wgs"): one block walks up to kWgsTiles 64-row tiles of one (b0, b1) entry
 // (all of Sq <= 256: ViT's 197 rows in one block instead of two, so K and V are copied once per entry), with Q in
 // two buffers: tile mt + 2's Q is copied while tile mt + 1 computes. Copy groups: Q0 + K, V, Q1, then one per tile.
 constexpr int kWgsTiles = 4;

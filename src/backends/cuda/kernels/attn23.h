@@ -1,4 +1,4 @@
-// Host entry points of the kernels for the onnx 1.23 attention-family ops (issues 5 + 6, attn23.cu): ONNX Attention
+// Host entry points of the kernels for the onnx 1.23 attention-family ops (attn23.cu): ONNX Attention
 // (opsets 23-25), ai.onnx.preview FlexAttention without score_mod / prob_mod, RotaryEmbedding, SwiGLU and Swish.
 // The formulas are the CPU reference's (src/ops/nn/attention_onnx.cc, flex_attention.cc, rotary_embedding.cc,
 // src/ops/math/binary.cc SwiGLU, unary.cc Swish). Plain C++ like kernels.h; each launcher returns the launch status

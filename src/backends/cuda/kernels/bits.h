@@ -1,4 +1,4 @@
-// Host entry points of the kernels of layers_bits.cc (issues 5/6): integer bit logic and shifts (BitwiseAnd / Or /
+// Host entry points of the kernels of layers_bits.cc: integer bit logic and shifts (BitwiseAnd / Or /
 // Xor / Not, BitShift on signed and unsigned integers), byte copies (BitCast), a bool constant (OptionalHasElement)
 // and ReduceMax / ReduceMin of bool tensors. Plain C++ like kernels.h; each launcher returns the launch status
 // (0 = success) and never synchronises.

@@ -337,7 +337,7 @@ __global__ void broadcast_scale_kernel(const float* c, float* y, int64_t n, Broa
 }  // namespace
 
 int strided_copy(void* dst, const void* src, const Strided& s, size_t elem_size, StreamT stream) {
-  if (const int fast = strided_copy_fast(dst, src, s, elem_size, stream); fast >= 0) return fast;  // issue 7
+  if (const int fast = strided_copy_fast(dst, src, s, elem_size, stream); fast >= 0) return fast;
   int64_t n = 1;
   for (int d = 0; d < s.rank; ++d) n *= s.dims[d];
   if (n == 0) return 0;
@@ -355,7 +355,7 @@ int strided_copy(void* dst, const void* src, const Strided& s, size_t elem_size,
 
 int unary(UnaryOp op, int dt, const void* x, void* y, int64_t n, float a, float b, StreamT stream) {
   if (n == 0) return 0;
-  if (const int fast = unary_fast(op, dt, x, y, n, a, b, stream); fast >= 0) return fast;  // issue 7
+  if (const int fast = unary_fast(op, dt, x, y, n, a, b, stream); fast >= 0) return fast;
   cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
   switch (dt) {
     case 0: unary_kernel<float><<<blocks_for(n), kThreads, 0, st>>>(op, (const float*)x, (float*)y, n, a, b); break;
@@ -382,14 +382,11 @@ int unary_f64(UnaryOp op, const double* x, double* y, int64_t n, StreamT stream)
   unary_f64_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(op, x, y, n);
   return launch_status();
 }
-int unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, StreamT stream) {
-  return unary(op, 0, x, y, n, a, b, stream);
-}
 
 int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc,
            StreamT stream) {
   if (n == 0) return 0;
-  if (const int fast = binary_fast(op, dtype, a, b, y, n, bc, stream); fast >= 0) return fast;  // issue 7
+  if (const int fast = binary_fast(op, dtype, a, b, y, n, bc, stream); fast >= 0) return fast;
   const unsigned g = blocks_for(n);
   cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
   if (dtype == 0 && (op == BinaryOp::kPow || op == BinaryOp::kMod || op == BinaryOp::kFmod)) {
@@ -429,7 +426,7 @@ int pow_mixed(int base_dtype, const void* a, int exp_dtype, const void* b, void*
 int where(const uint8_t* cond, const void* x, const void* z, void* y, int64_t n, const Broadcast3& bc,
           size_t elem_size, StreamT stream) {
   if (n == 0) return 0;
-  if (const int fast = where_fast(cond, x, z, y, n, bc, elem_size, stream); fast >= 0) return fast;  // issue 7
+  if (const int fast = where_fast(cond, x, z, y, n, bc, elem_size, stream); fast >= 0) return fast;
   const unsigned g = blocks_for(n);
   cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
   switch (elem_size) {
@@ -457,7 +454,7 @@ int gather(const void* x, const int64_t* indices, void* y, int64_t outer, int64_
   const int64_t n = outer * n_idx * inner;
   if (n == 0) return 0;
   if (const int fast = gather_fast(x, indices, y, outer, axis_dim, n_idx, inner, elem_size, stream); fast >= 0)
-    return fast;  // issue 7
+    return fast;
   const unsigned g = blocks_for(n);
   cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
   switch (elem_size) {

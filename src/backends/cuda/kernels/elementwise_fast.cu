@@ -1,4 +1,4 @@
-// Fast elementwise kernels (issue 7): one unit = V consecutive output elements (16 bytes when the plan vectorises,
+// Fast elementwise kernels: one unit = V consecutive output elements (16 bytes when the plan vectorises,
 // else 1), unit offsets from merged dims in 32-bit math, inputs either loaded as vectors (innermost stride 1) or
 // splat (innermost stride 0: scalars, bias, per-channel scales). Math shared with the generic kernels
 // (elementwise_math.cuh). Few instantiations: 3 float types x 2 widths (binary, unary), 4 sizes x 2 widths (where).

@@ -1,4 +1,4 @@
-// Kernels of the ops added for CPU parity, part 1 (extra_kernels.h; part 2: extra_sample.cu). One kernel per family;
+// Kernels of the CUDA layers for CPU parity, part 1 (extra_kernels.h; part 2: extra_sample.cu). One kernel per family;
 // dtype switches at the entry points.
 #include <cuda_runtime.h>
 
@@ -306,36 +306,6 @@ __global__ void conv_transpose2d_kernel(const float* x, const float* w, const fl
   }
 }
 
-template <typename T>
-__global__ void bit_kernel(int op, const T* a, const T* b, T* y, int64_t n, Broadcast3 bc) {
-  constexpr int kBits = int(sizeof(T) * 8);
-  KILNRT_GRID_LOOP(i, n) {
-    int64_t oa = i, ob = i;
-    if (!bc.contiguous_same) {
-      oa = ob = 0;
-      int64_t rem = i;
-      for (int d = bc.rank - 1; d >= 0; --d) {
-        const int64_t idx = rem % bc.dims[d];
-        rem /= bc.dims[d];
-        oa += idx * bc.s1[d];
-        ob += idx * bc.s2[d];
-      }
-    }
-    const T x = a[oa];
-    if (op == 5) { y[i] = T(~x); continue; }
-    const T v = b[ob];
-    T r;
-    switch (op) {
-      case 0: r = x & v; break;
-      case 1: r = x | v; break;
-      case 2: r = x ^ v; break;
-      case 3: r = v >= T(kBits) ? T(0) : T(x << v); break;
-      default: r = v >= T(kBits) ? T(0) : T(x >> v); break;
-    }
-    y[i] = r;
-  }
-}
-
 __device__ __forceinline__ float nll_term(const float* logp, const void* target, bool t64, const float* w, int64_t c,
                                           int64_t inner, bool has_ignore, int64_t ignore, int64_t i, float* wt) {
   const int64_t b = i / inner, d = i % inner;
@@ -544,23 +514,6 @@ int lrn_f32(const float* x, float* y, int64_t n, int64_t c, int64_t spatial, int
   return launch_status();
 }
 
-int bit_op(int op, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc, size_t elem_size,
-           StreamT stream) {
-  if (n <= 0) return 0;
-  const unsigned g = blocks_for(n);
-  switch (elem_size) {
-#define KILNRT_BIT(S)                                                                                    \
-  case S:                                                                                                \
-    bit_kernel<<<g, kThreads, 0, stream>>>(op, static_cast<const Bytes<S>::T*>(a),                       \
-                                           static_cast<const Bytes<S>::T*>(b ? b : a),                   \
-                                           static_cast<Bytes<S>::T*>(y), n, bc);                         \
-    break;
-    KILNRT_BIT(1) KILNRT_BIT(2) KILNRT_BIT(4) KILNRT_BIT(8)
-#undef KILNRT_BIT
-    default: return static_cast<int>(cudaErrorInvalidValue);
-  }
-  return launch_status();
-}
 
 int nll_loss_f32(const float* logp, const void* target, bool target_is_64, const float* weight, float* y, int64_t n,
                  int64_t c, int64_t inner, bool has_ignore, int64_t ignore_index, int reduction, StreamT stream) {

@@ -66,11 +66,6 @@ int group_norm_f32(const float* x, const float* scale, const float* bias, float*
 int lrn_f32(const float* x, float* y, int64_t n, int64_t c, int64_t spatial, int size, float alpha, float beta,
             float bias, StreamT stream);
 
-// Integer bit ops on elements of elem_size bytes (unsigned semantics; and/or/xor/not are sign-agnostic), broadcasting
-// like kernels::binary (bc.s1: a, bc.s2: b). op: 0 and, 1 or, 2 xor, 3 shift left, 4 shift right, 5 not (b unused).
-int bit_op(int op, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc, size_t elem_size,
-           StreamT stream);
-
 // NegativeLogLikelihoodLoss on float32 log-probabilities [n, c, inner] and targets [n, inner] (int64 when
 // target_is_64 else int32), weight [c] or null. reduction 0 none (y [n, inner]), 1 sum, 2 mean (weighted; y scalar).
 // Targets equal to ignore_index (when has_ignore) contribute 0 loss and 0 weight; other out-of-range ones give NaN.

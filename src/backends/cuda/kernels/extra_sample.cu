@@ -1,4 +1,4 @@
-// Kernels of the ops added for CPU parity, part 2 (extra_kernels.h): Einsum, Pad/Tile, GridSample, Resize, TopK,
+// Kernels of the CUDA layers for CPU parity, part 2 (extra_kernels.h): Einsum, Pad/Tile, GridSample, Resize, TopK,
 // Quantize/DequantizeLinear, ReverseSequence, Det. One kernel per family; dtype switches at the entry points.
 #include <cuda_runtime.h>
 

@@ -32,8 +32,7 @@ enum class UnaryOp : int {
   kLeakyRelu, kElu, kSoftplus, kFloor, kCeil, kClip, kGeluErf, kGeluTanh, kSin, kCos, kRound, kSign, kSelu,
   kSoftsign, kMish, kThresholdedRelu, kCelu
 };
-int unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, StreamT stream);
-// Storage-dtype entry points (dt: 0 float32, 1 float16, 2 bfloat16): 16-bit storage, float32 math / accumulation.
+// dt: 0 float32, 1 float16, 2 bfloat16 (16-bit storage, float32 math / accumulation).
 int unary(UnaryOp op, int dt, const void* x, void* y, int64_t n, float a, float b, StreamT stream);
 // float64 storage and math for a subset of the ops (unary_f64_op: Identity Exp Log Sqrt Neg Abs Reciprocal Floor Ceil
 // Relu Sin Cos Tanh Sigmoid); other ops return cudaErrorInvalidValue.
@@ -74,20 +73,16 @@ int gather(const void* x, const int64_t* indices, void* y, int64_t outer, int64_
 
 // Reductions over the middle dim of [outer, r, inner].
 enum class ReduceOp : int { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSum, kLogSumExp };
-int reduce_f32(ReduceOp op, const float* x, float* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
 // float64 storage and math (every ReduceOp; LogSumExp shifted by the maximum).
 int reduce_f64(ReduceOp op, const double* x, double* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
 // Softmax / LogSoftmax over the middle dim of [outer, n, inner].
 int softmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream);
-// LayerNormalization over rows of length n; scale/bias (may be null) have n elements. mean/inv_std may be null.
-int layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std,
-                  int64_t rows, int64_t n, float eps, StreamT stream);
-// y[n,c,...] = x[n,c,...] * a[c] + b[c] over [outer=N, C, inner=spatial].
-int channel_affine_f32(const float* x, const float* a, const float* b, float* y, int64_t outer, int64_t c,
-                       int64_t inner, StreamT stream);
 
-// The same in 16-bit storage (dt: 0 float32, 1 float16, 2 bfloat16); statistics / accumulation in float32.
-// LayerNorm's scale / bias have x's storage type; channel_affine's a / b are float32.
+// Storage-dtype entry points (dt: 0 float32, 1 float16, 2 bfloat16); statistics / accumulation in float32.
+// reduce: over the middle dim of [outer, r, inner]. softmax: Softmax / LogSoftmax (log) over the middle dim of
+// [outer, n, inner]. layernorm: LayerNormalization over rows of length n; scale / bias (may be null) have n elements
+// of x's storage type; mean / inv_std may be null. channel_affine: y[n,c,...] = x[n,c,...] * a[c] + b[c] over
+// [outer=N, C, inner=spatial], a / b float32.
 int reduce(ReduceOp op, int dt, const void* x, void* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
 int softmax(int dt, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream);
 int layernorm(int dt, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
@@ -102,7 +97,6 @@ struct Pool2d {
   bool max = true;
   bool count_include_pad = false;
 };
-int pool2d_f32(const float* x, float* y, const Pool2d& p, StreamT stream);
 int pool2d(int dt, const void* x, void* y, const Pool2d& p, StreamT stream);
 
 // Direct 2-D convolution over NCHW (grouped, strided, dilated, padded), bias may be null: the fallback when cuDNN

@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const
 // and no statistics outputs (plain LayerNorm, no EmbedLayerNorm gather or addend): one row per warp at a time, scale
 // and bias held in registers across rows, the next row's loads issued before the current row is reduced, pairs
 // converted with half2 / bfloat162 instructions; kPersistentBlocks blocks of 256 threads per SM. H100
-// (bench/layernorm_probe.cu, session 18), float16: 6304 x 768 rows (ViT b32) 5.4-5.6 against 7.4-7.7 us for
+// (bench/layernorm_probe.cu, 2026-11-23), float16: 6304 x 768 rows (ViT b32) 5.4-5.6 against 7.4-7.7 us for
 // layernorm_vec_kernel, 4096 x 768 (BERT b32) 4.5-4.8 against 5.0-5.2; a device-to-device copy of the same bytes
 // takes 5.0-5.3 / 4.0-4.5. A generic version (Pack<T> element by element, guarded lanes) ran 6.9 / 5.6 us. In place
 // is allowed (x, y not __restrict__): a row is read before it is written, and a prefetch never reads a row being

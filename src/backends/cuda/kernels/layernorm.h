@@ -1,4 +1,4 @@
-// Vectorized LayerNormalization kernel (issue 7): rows whose length and pointers allow 16-byte loads. A group of
+// Vectorized LayerNormalization kernel: rows whose length and pointers allow 16-byte loads. A group of
 // G = 1..32 lanes of one warp normalizes one row held in registers (one global read, one write): narrow rows
 // (ConvNeXt's C = 96 channels) pack several rows per warp, wide rows (BERT / ViT's 768) take a full warp; 16-bit
 // rows of 768 or 1024 values with scale and bias run on persistent warps that prefetch their next row (layernorm.cu).

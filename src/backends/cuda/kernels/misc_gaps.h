@@ -1,4 +1,4 @@
-// Host entry points of the kernels that close small CUDA gaps (issues 5/6, misc_gaps.cu): the
+// Host entry points of the kernels for op cases the main CUDA kernels do not cover (misc_gaps.cu): the
 // ai.onnx.preview.training optimizers (Adagrad, Momentum, Adam), BatchNormalization with parameters on the device
 // (inference or training statistics), MaxPool with the Indices output or on 8-bit integers, and Dropout's mask.
 // Plain C++ like kernels.h; each launcher returns the launch status (0 = success). Scalars that are device values

@@ -1,4 +1,4 @@
-// Host entry points of the CUDA kernels for the last CPU-only ops (issues 5/6): signal (DFT, STFT: signal.cu),
+// Host entry points of the CUDA kernels for the last CPU-only ops: signal (DFT, STFT: signal.cu),
 // integer / quantized (DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv: integer.cu)
 // and the rest (MeanVarianceNormalization, OneHot, MaxUnpool, RoiAlign: misc_more.cu). Plain C++ like kernels.h;
 // each launcher returns the launch status (0 = success). Scales and zero points stay on the device: the kernels

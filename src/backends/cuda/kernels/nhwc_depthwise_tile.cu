@@ -1,6 +1,6 @@
-// Tiled NHWC depthwise convolution with the epilogue fused (nhwc_depthwise.h; issue 7: convnext's 7x7 and
-// efficientnet's / mobilenet's 3x3 and 5x5 depthwise layers ran 7-9x off memory bandwidth on the 8-channel kernel,
-// followed by a separate bias + activation pass over the output).
+// Tiled NHWC depthwise convolution with the epilogue fused (nhwc_depthwise.h): convnext's 7x7 and
+// efficientnet's / mobilenet's 3x3 and 5x5 depthwise layers run 7-9x off memory bandwidth on the 8-channel kernel,
+// followed by a separate bias + activation pass over the output.
 //
 // A CTA computes an output tile of th = rs * TY rows x tw columns for cg groups of 8 channels of one image:
 //  - it copies the input window of the tile ((th - 1) * S + K rows x (tw - 1) * S + K columns x cg * 8 channels,
@@ -15,7 +15,7 @@
 // Threads of a warp take consecutive channel groups, then consecutive columns, so their 16-byte shared loads are
 // consecutive (stride 1: no bank conflicts) and their global loads / stores coalesced. rs, tw and TY are picked per
 // layer (pick_tile) so that small layers (batch 1) still give every SM work and the tile fits 48 KB of shared memory.
-// H100 fp16 figures and what is left (the 7x7 layers are still ~5x off bandwidth): bench/results/h100_2026-11-22_s5_dw.md.
+// On an H100 (fp16, 2026-11-22) the 7x7 layers are still ~5x off bandwidth; figures: bench/results/README.md.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -241,7 +241,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 int smem_bytes(const TileArgs& t, int k) { return (t.ih * t.iw * t.cg) * 16 + k * k * t.cg * 32; }
 
 // Rows per thread: the most of 4 (7x7 stride 1) / 2 (others), 2, 1 that still gives kFillThreads threads (H100 fp16
-// b32, first run: 4 rows best for convnext's 7x7, 2 for efficientnet's 3x3 / 5x5).
+// b32, 2026-11-22: 4 rows best for convnext's 7x7, 2 for efficientnet's 3x3 / 5x5).
 // KILNRT_CUDA_DW_ROWS=1/2/4 forces it (read once; a knob for benchmarks).
 int pick_rows(const Conv2d& p) {
   static const int forced = [] {

@@ -1,5 +1,5 @@
 // Depthwise 2-D convolution over NHWC 16-bit storage, vectorised over channels (conv_kernels.h,
-// depthwise_conv2d_nhwc_vec8; issue 7's depthwise gap; depthwise_conv2d_nhwc takes it where it applies unless
+// depthwise_conv2d_nhwc_vec8; depthwise_conv2d_nhwc takes it where it applies unless
 // KILNRT_CUDA_DW_VEC=0). Each thread computes 8 consecutive channels (one 16-byte load / store per pixel) of a
 // strip of TX outputs along x: with stride S = 1 or 2 and dilation 1 the kernel row's KW (3/5/7) weights stay in
 // registers and each of the (TX - 1) * S + KW input columns of the strip's window is loaded once and used by every
@@ -142,8 +142,8 @@ __global__ void dw_nhwc_general_kernel(const T* __restrict__ x, const T* __restr
 
 // Outputs per thread along x of the strip kernels. Wider strips reuse more of each loaded input column but give
 // fewer threads: the widest of 4 (stride 1) / 2 (stride 2), 2, 1 that still gives kMinThreads threads (H100 fp16
-// b32: strips of 4 best for 7x7 stride 1, 2 for stride 2; small layers, e.g. batch 1, need the threads more; the
-// figures are in bench/results/h100_2026-11-22_depthwise.md). KILNRT_CUDA_DW_TX=1/2/4/8 forces a width (a knob for
+// b32: strips of 4 best for 7x7 stride 1, 2 for stride 2; small layers, e.g. batch 1, need the threads more; measured
+// 2026-11-22, figures in bench/results/README.md). KILNRT_CUDA_DW_TX=1/2/4/8 forces a width (a knob for
 // benchmarks and tests).
 constexpr int64_t kMinThreads = 24 * 1024;
 

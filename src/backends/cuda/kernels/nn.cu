@@ -356,9 +356,6 @@ int reduce_f64(ReduceOp op, const double* x, double* y, int64_t outer, int64_t r
                                                                                                       r, inner);
   return launch_status();
 }
-int reduce_f32(ReduceOp op, const float* x, float* y, int64_t outer, int64_t r, int64_t inner, StreamT stream) {
-  return reduce(op, 0, x, y, outer, r, inner, stream);
-}
 
 int softmax(int dt, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -394,10 +391,6 @@ int layernorm(int dt, const void* x, const void* scale, const void* bias, void* 
                            (const T*)x, (const T*)scale, (const T*)bias, (T*)y, mean, inv_std, n, eps))
   return launch_status();
 }
-int layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std,
-                  int64_t rows, int64_t n, float eps, StreamT stream) {
-  return layernorm(0, x, scale, bias, y, mean, inv_std, rows, n, eps, stream);
-}
 
 int channel_affine(int dt, const void* x, const float* a, const float* b, void* y, int64_t outer, int64_t c,
                    int64_t inner, StreamT stream) {
@@ -408,10 +401,6 @@ int channel_affine(int dt, const void* x, const float* a, const float* b, void* 
                                                                                    inner))
   return launch_status();
 }
-int channel_affine_f32(const float* x, const float* a, const float* b, float* y, int64_t outer, int64_t c,
-                       int64_t inner, StreamT stream) {
-  return channel_affine(0, x, a, b, y, outer, c, inner, stream);
-}
 
 int pool2d(int dt, const void* x, void* y, const Pool2d& p, StreamT stream) {
   const int64_t n = p.n * p.c * p.oh * p.ow;
@@ -420,7 +409,6 @@ int pool2d(int dt, const void* x, void* y, const Pool2d& p, StreamT stream) {
   KILNRT_DT_SWITCH(dt, pool2d_kernel<T><<<blocks_for(n), kThreads, 0, s>>>((const T*)x, (T*)y, p))
   return launch_status();
 }
-int pool2d_f32(const float* x, float* y, const Pool2d& p, StreamT stream) { return pool2d(0, x, y, p, stream); }
 
 int conv2d_direct_f32(const float* x, const float* w, const float* bias, float* y, const Conv2d& p, StreamT stream) {
   const int64_t n = p.n * p.k * p.oh * p.ow;
