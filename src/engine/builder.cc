@@ -178,7 +178,7 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
   passes::OptimizeOptions passes_options;
   passes_options.fuse_attention = !cuda || options.fp16 || options.bf16;  // float32 CUDA: MatMul + Softmax is faster
 #ifdef KILNRT_HAVE_CUDA
-  passes_options.fuse_pointwise = cuda && backends::cuda::fused_pointwise_available();  // NVRTC kernels (issue 7)
+  passes_options.fuse_pointwise = cuda && backends::cuda::fused_pointwise_available();  // NVRTC kernels
 #endif
   passes::optimize_graph(graph, passes_options);
   if (options.mark_all_outputs) engine::prune_marked_outputs(graph, marked);

@@ -194,7 +194,7 @@ class CudaExecutionContext final : public ExecutionContext {
     runner_->enqueue(std::vector<const void*>(in_infos.size(), nullptr),
                      std::vector<void*>(out_infos.size(), nullptr), s);
     if (runner_->data_dependent()) {
-      // Data-dependent shapes (issue 6): the outputs are sized by the run itself, which synchronised the stream at
+      // Data-dependent shapes: the outputs are sized by the run itself, which synchronised the stream at
       // its sync points; the staging grows after the stream's work (the input copies) is done.
       out_shapes = runner_->output_shapes();
       size_t need = off;

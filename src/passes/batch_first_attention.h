@@ -1,4 +1,4 @@
-// Batch-first attention without its transposes (issue 7). torch's nn.MultiheadAttention(batch_first=True) (ViT)
+// Batch-first attention without its transposes. torch's nn.MultiheadAttention(batch_first=True) (ViT)
 // works in [S, B, E]: `Transpose(x [B, S, E], (1, 0, 2))` before the in-projections and
 // `Transpose(out_proj(...) [S, B, E], (1, 0, 2))` after the out-projection, two copies per layer. Everything between
 // them is row-wise or a view (GEMMs on the last axis, bias Adds, Reshapes that keep axes 0 and 1, the fused

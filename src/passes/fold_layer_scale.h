@@ -1,4 +1,4 @@
-// Layer scale folding (issue 7; ConvNeXt's CNBlock, CaiT-style layer scales): a Linear whose output is permuted,
+// Layer scale folding (ConvNeXt's CNBlock, CaiT-style layer scales): a Linear whose output is permuted,
 // scaled per output channel and added to a skip connection,
 //   Y = MatMul(X, W) [+ b] -> [Transpose(P)] -> Mul(., gamma) -> Add(., R)
 // with W [K, N], b [N] and gamma float32 constants, gamma per output channel (it varies only along the dim that P

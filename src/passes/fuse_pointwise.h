@@ -1,4 +1,4 @@
-// Pointwise fusion (issue 7): maximal connected groups of pointwise nodes — unary math, activations, binary
+// Pointwise fusion: maximal connected groups of pointwise nodes — unary math, activations, binary
 // arithmetic with numpy broadcasting, Where, Clip, Pow, Cast between float types — whose intermediate values are read
 // only inside the group (and are no graph outputs) become one com.kilnrt:FusedPointwise node (ops/nn/fused_pointwise.h)
 // with the group's external inputs; single-element float constants become immediates of the program. Groups of one

@@ -110,9 +110,9 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& mean, Fusio
 }  // namespace
 
 size_t fuse_squeeze_excite(ir::Graph& graph) {
-  // On by default since the many-CTA kernels (H100 fp16 whole engine, fused vs not: efficientnet_b0 b1 0.504 ->
-  // 0.458 ms, b32 1.664 -> 1.474; mobilenet_v3_large b1 0.311 -> 0.303, b32 0.803 -> 0.787;
-  // bench/results/h100_2026-11-22_s5_se.md). KILNRT_SQUEEZE_EXCITE=0 turns it off.
+  // On by default with the many-CTA kernels (H100 fp16 whole engine, 2026-11-22, fused vs not: efficientnet_b0 b1
+  // 0.504 -> 0.458 ms, b32 1.664 -> 1.474; mobilenet_v3_large b1 0.311 -> 0.303, b32 0.803 -> 0.787;
+  // bench/results/README.md). KILNRT_SQUEEZE_EXCITE=0 turns it off.
   const char* on = std::getenv("KILNRT_SQUEEZE_EXCITE");
   if (on && std::string(on) == "0") return 0;
   if (!fusion_enabled("squeeze-excite")) return 0;

@@ -1,4 +1,4 @@
-// Row selection moved up (issue 7): a Gather that picks a few rows (tokens) along an axis the ops before it treat
+// Row selection moved up: a Gather that picks a few rows (tokens) along an axis the ops before it treat
 // row by row goes above those ops, so that they compute only the rows that are read. ViT's classifier reads token 0
 // (`x[:, 0]`) after the last block's out-projection, residual adds, LayerNorms and MLP: with the Gather above them they
 // run on B rows instead of B x 197.

@@ -1,4 +1,4 @@
-// Attention masks that only vary over the keys, read as key masks (issue 7). transformers' BertModel exported by
+// Attention masks that only vary over the keys, read as key masks. transformers' BertModel exported by
 // torch 2.x dynamo builds its SDPA mask as Where(And(T, m), 0, min) where m is the [B, 1, 1, S] padding mask and T a
 // constant all-true [1, 1, S, 1] tensor (its query-side mask function): the And broadcasts the key mask over the
 // queries, so FusedAttention gets a [B, 1, S, S] mask with a row per query, which the kernels must read per tile. As

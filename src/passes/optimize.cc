@@ -36,9 +36,9 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
     infer_shapes(graph);  // folded Shape nodes make more shapes (and constants) known
     if (n == 0) break;
   }
-  // Folded constants narrowed to what differs, constant adds combined, identity GatherNDs as Reshapes (issue 7).
+  // Folded constants narrowed to what differs, constant adds combined, identity GatherNDs as Reshapes.
   if (simplify_constants(graph) > 0) infer_shapes(graph);
-  // Patch-embedding convolutions read as tokens (ViT) become one copy + a GEMM (issue 7; before the GEMM epilogues).
+  // Patch-embedding convolutions read as tokens (ViT) become one copy + a GEMM (before the GEMM epilogues).
   if (patchify_conv(graph) > 0) infer_shapes(graph);
   // Conv+BN folding, then conv epilogue fusion (bias / residual add / activation -> com.kilnrt:FusedConv; its CPU
   // reference is the Conv kernel plus an in-place epilogue, so CPU engines get it too).
@@ -49,17 +49,17 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
                                 << conv_fused << " convolution epilogues fused");
     infer_shapes(graph);
   }
-  // Layer scales (ConvNeXt) into the Linear's weights, the skip connection moved next to it (issue 7; before the GEMM
+  // Layer scales (ConvNeXt) into the Linear's weights, the skip connection moved next to it (before the GEMM
   // epilogues, which then take it as the GEMM's C operand).
   if (fold_layer_scale(graph) > 0) infer_shapes(graph);
-  // Pattern fusions (issue 7), on folded constants (scales, epsilons) and known ranks.
+  // Pattern fusions, on folded constants (scales, epsilons) and known ranks.
   const size_t attention = options.fuse_attention ? fuse_attention(graph) : 0;
   if (attention > 0) infer_shapes(graph);
-  // Row selections (ViT's x[:, 0]) above the row-wise ops feeding them (issue 7): after the attention's batch-first
+  // Row selections (ViT's x[:, 0]) above the row-wise ops feeding them: after the attention's batch-first
   // rewrite, which leaves its out-projection row-wise, and before the fusions that then take the smaller ops.
   hoist_gathers(graph);
   const size_t gelu = fuse_gelu(graph), gemm = fuse_gemm_epilogues(graph), layernorm = fuse_layernorm(graph);
-  // Embedding Gather + Add + LayerNorm (BERT's first rows) -> one com.kilnrt:EmbedLayerNorm (issue 7).
+  // Embedding Gather + Add + LayerNorm (BERT's first rows) -> one com.kilnrt:EmbedLayerNorm.
   const size_t embed = fuse_embed_layernorm(graph);
   if (attention + gelu + gemm + layernorm + embed > 0) {
     infer_shapes(graph);
@@ -67,12 +67,12 @@ OptimizeReport optimize_graph(ir::Graph& graph, const OptimizeOptions& options) 
                                << " GEMM epilogue(s), " << layernorm << " LayerNorm(s), " << embed
                                << " embedding LayerNorm(s)");
   }
-  // 1x1 convolutions' SiLU / HardSwish / ... into the depthwise convolution reading them (issue 7; opt-in,
+  // 1x1 convolutions' SiLU / HardSwish / ... into the depthwise convolution reading them (opt-in,
   // KILNRT_INPUT_ACT=1).
   move_input_activations(graph);
-  // Squeeze-excite blocks (their two 1x1 FusedConvs made above) -> one com.kilnrt:SqueezeExcite (issue 7).
+  // Squeeze-excite blocks (their two 1x1 FusedConvs made above) -> one com.kilnrt:SqueezeExcite.
   if (fuse_squeeze_excite(graph) > 0) infer_shapes(graph);
-  // Pointwise chains last, so that the pattern fusions above keep theirs (issue 7).
+  // Pointwise chains last, so that the pattern fusions above keep theirs.
   if (options.fuse_pointwise) {
     const size_t pointwise = fuse_pointwise(graph);
     if (pointwise > 0) {

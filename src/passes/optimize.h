@@ -11,10 +11,11 @@ struct OptimizeReport {
   std::string summary() const;
 };
 struct OptimizeOptions {
-  // fuse_attention (issue 7). The builder turns it off for float32 CUDA engines: there the fused kernel's float32
-  // path was measured slower than cuBLAS MatMul + Softmax (H100, vit_b_16; bench/results/h100_2026-11-22_attention.md).
+  // fuse_attention. The builder turns it off for float32 CUDA engines: there the fused kernel's float32
+  // path was measured slower than cuBLAS MatMul + Softmax (H100, vit_b_16, 2026-11-22;
+  // bench/results/README.md).
   bool fuse_attention = true;
-  // fuse_pointwise (issue 7): chains of pointwise ops -> com.kilnrt:FusedPointwise (one NVRTC kernel per group).
+  // fuse_pointwise: chains of pointwise ops -> com.kilnrt:FusedPointwise (one NVRTC kernel per group).
   // CUDA engines only (the builder sets it); the CPU runs the unfused ops as fast.
   bool fuse_pointwise = false;
 };

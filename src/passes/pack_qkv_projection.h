@@ -1,4 +1,4 @@
-// Packed Q / K / V projection (issue 7): a com.kilnrt:FusedAttention whose Q, K and V each come from a projection
+// Packed Q / K / V projection: a com.kilnrt:FusedAttention whose Q, K and V each come from a projection
 // of one input x,
 //   MatMul(x, Wi const [K, Ni]) [+ bi const [Ni]] -> Reshape (one or more) -> [L..., Hi, D]  (i = q, k, v),
 // every value on the way read only by the next step, becomes

@@ -1,4 +1,4 @@
-// Patch-embedding convolutions as a GEMM (issue 7). A Conv whose kernel equals its stride (no padding, no dilation,
+// Patch-embedding convolutions as a GEMM. A Conv whose kernel equals its stride (no padding, no dilation,
 // one group) cuts the image into non-overlapping patches; when its output is only read as tokens,
 // `Transpose(Reshape(Conv(x), [N, O, L]), (0, 2, 1))` (ViT's patch embedding), it is rewritten as
 //   Reshape(x, [N, C, Hp, kh, Wp, kw]) -> Transpose(0, 2, 4, 1, 3, 5) -> Reshape([N, L, C*kh*kw])

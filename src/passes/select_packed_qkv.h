@@ -1,4 +1,4 @@
-// Packed-projection selects (issue 7): torch's MultiheadAttention splits its packed in-projection with
+// Packed-projection selects: torch's MultiheadAttention splits its packed in-projection with
 //   Reshape([S, B, 3, E]) -> Unsqueeze(0) -> Transpose(0, -2) -> Squeeze(-2) -> Gather(index q/k/v, axis 0),
 // which copies the whole projection once (the Transpose) and each third again (the Gathers). This pass rewrites a
 // Gather on a constant scalar index of such a Squeeze / Unsqueeze / Transpose chain, when the chain keeps the other

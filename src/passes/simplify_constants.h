@@ -1,4 +1,4 @@
-// Rewrites of folded constants that shrink what an engine reads per run (issue 7), run right after constant
+// Rewrites of folded constants that shrink what an engine reads per run, run right after constant
 // folding:
 //  - narrow_broadcast_constants: a float constant operand of Add / Sub / Mul / Div whose slices are equal along a
 //    leading axis (all but the last) where the other operand has the same size is stored with size 1 there; the

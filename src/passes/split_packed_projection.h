@@ -1,4 +1,4 @@
-// Packed in-projections split into one GEMM per part (issue 7). MultiheadAttention projects Q, K and V with one
+// Packed in-projections split into one GEMM per part. MultiheadAttention projects Q, K and V with one
 // GEMM, `MatMul(A, W [K, P*E]) [+ bias [P*E]] -> Reshape([..., P, E])`, and select_packed_qkv reads each part with
 // `Slice([c, c + 1) on the P axis)`: a strided copy per part. When every reader of the Reshape is such a Slice, each
 // Slice becomes `MatMul(A, W[:, cE:(c+1)E]) [+ bias part] -> Reshape([0.., 1, E])` (a view): P GEMMs of width E write

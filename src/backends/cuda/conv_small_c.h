@@ -46,7 +46,7 @@ class SmallCConv {
   static std::vector<SmallCPath> applicable_paths(const ir::Node& node, bool cudnn);
   // Kernel == stride, no padding, no dilation (ViT / ConvNeXt patch embeddings).
   static bool is_patchify(const ir::Node& node);
-  // Without timing: im2col GEMM for patchify geometries (H100 fp16, bench/results/h100_2026-11-22_s4_smallc.md),
+  // Without timing: im2col GEMM for patchify geometries (faster on an H100, fp16, 2026-11-22),
   // else the stem kernel where its geometry applies (K is checked with the weights at create), else the direct
   // kernel for windows of at most 16 taps, else pack to 8 channels for cuDNN (im2col GEMM without cuDNN).
   static SmallCPath fixed_rule(const ir::Node& node, bool cudnn);

@@ -336,7 +336,7 @@ ConvTuningScope::~ConvTuningScope() {
 }
 
 ConvTuningScope* ConvTuningScope::current() {
-  // KILNRT_CONV_TUNING=0: no timing, cuDNN's heuristic (as before issue 7).
+  // KILNRT_CONV_TUNING=0: no timing, cuDNN's heuristic alone.
   return env_switched_off("KILNRT_CONV_TUNING") ? nullptr : t_scope;
 }
 

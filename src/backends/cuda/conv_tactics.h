@@ -1,4 +1,4 @@
-// Convolution tactics of the CUDA backend (issue 7) and their timing at build time.
+// Convolution tactics of the CUDA backend and their timing at build time.
 //
 // A Conv / FusedConv layer can run one of several tactics (ConvChoice):
 //   cudnn:<algo>        legacy cudnnConvolutionForward with cuDNN algorithm <algo>, then the bias / residual /

@@ -1,5 +1,5 @@
 // cuDNN's fused scaled-dot-product attention (cuDNN 9 graph / backend API) as a tactic of the CUDA FusedAttention
-// layer (layers_attention.cc), issue 7.
+// layer (layers_attention.cc).
 //
 // The layer's problem — Q [b0, b1, Sq, D], K [b0, b1, Sk, D], V [b0, b1, Sk, Dv] read through their element strides
 // (the packed Q | K | V projection in place: no copy), the optional additive mask broadcast over (b0, b1, Sq, Sk),

@@ -1,4 +1,4 @@
-// Float32 islands for float16 / bfloat16 tensors (issue 6): a node whose CUDA layer takes float32 only, but whose
+// Float32 islands for float16 / bfloat16 tensors: a node whose CUDA layer takes float32 only, but whose
 // tensors are float16 / bfloat16 in the model, runs in any engine as a float32 island: the plan converts its 16-bit
 // inputs to float32 scratch (exact), runs the float32 layer, and rounds its float32 outputs back to the tensor's
 // 16-bit type (round to nearest even) — what the CPU reference does (it computes these ops in float / double and

@@ -1,4 +1,4 @@
-// cuBLASLt algorithm timing at build for the GEMM layers of the CUDA backend (issue 7): FusedMatMul, MatMul, Gemm.
+// cuBLASLt algorithm timing at build for the GEMM layers of the CUDA backend: FusedMatMul, MatMul, Gemm.
 //
 // Without a choice a GEMM layer runs the first algorithm of cuBLASLt's heuristic (cublasLtMatmulAlgoGetHeuristic).
 // At build, under the ConvTuningScope the builder opens (conv_tactics.h: same timing machinery, CUDA-graph replays,

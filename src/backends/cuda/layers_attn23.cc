@@ -1,4 +1,4 @@
-// CUDA layers of the onnx 1.23 attention-family ops (issues 5 + 6): ONNX Attention (opsets 23-25: GQA, 3-D / 4-D,
+// CUDA layers of the onnx 1.23 attention-family ops: ONNX Attention (opsets 23-25: GQA, 3-D / 4-D,
 // KV cache past / present, bool / float masks, causal, sliding windows, softcap, nonpad_kv_seqlen, the four
 // qk_matmul_output modes, fully masked rows), ai.onnx.preview FlexAttention without score_mod / prob_mod,
 // RotaryEmbedding, SwiGLU and Swish. Kernels: kernels/attn23.cu, the CPU reference's formulas (math in double for

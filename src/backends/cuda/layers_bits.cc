@@ -1,4 +1,4 @@
-// CUDA layers for the onnx 1.23 bit ops and small gaps (issues 5/6): BitwiseAnd / Or / Xor (broadcasting),
+// CUDA layers for the onnx 1.23 bit ops and small gaps: BitwiseAnd / Or / Xor (broadcasting),
 // BitwiseNot, BitShift on signed (opset 28) and unsigned integers, BitCast (a byte copy), OptionalGetElement /
 // OptionalHasElement on plain tensors, ReduceMax / ReduceMin of bool tensors (handed over by layers_nn.cc).
 // Kernels: kernels/bits.cu, with the arithmetic of the CPU reference (src/ops/math/binary.cc, unary.cc, cast.cc,

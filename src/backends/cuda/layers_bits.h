@@ -1,4 +1,4 @@
-// Entry points of layers_bits.cc that the main registrations of other files hand over to (issues 5/6):
+// Entry points of layers_bits.cc that the main registrations of other files hand over to:
 // ReduceMax / ReduceMin of bool tensors (layers_nn.cc's Reduce* registration asks reduce_is_bool first);
 // QuantizeLinear / DequantizeLinear with blocked parameters, 16-bit outputs or output_dtype (layers_bits_quant.cc;
 // layers_extra_quant.cc asks quant_needs_general first).

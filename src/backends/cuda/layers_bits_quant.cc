@@ -1,4 +1,4 @@
-// CUDA layer for QuantizeLinear / DequantizeLinear beyond the main layer (layers_extra_quant.cc) (issues 5/6):
+// CUDA layer for QuantizeLinear / DequantizeLinear beyond the main layer (layers_extra_quant.cc):
 // blocked parameters (block_size, opset 21), int16 / uint16 outputs, output_dtype. Kernels: kernels/bits_quant.cu,
 // with the arithmetic of the CPU reference (src/ops/nn/quantize.cc).
 #include "backends/cuda/kernels/bits.h"

@@ -1,4 +1,4 @@
-// CUDA layers added for CPU parity (part 1): float32 math unary (Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh,
+// CUDA layers for CPU parity (part 1): float32 math unary (Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh,
 // Atanh, Shrink), IsNaN / IsInf / Not, Mean, ArgMax / ArgMin, Hardmax, Trilu, CumSum, GatherElements, GatherND,
 // ScatterElements (and the legacy Scatter), ScatterND, TopK, Bitwise* / BitShift. Kernels: kernels/extra.cu.
 #include <algorithm>
@@ -72,7 +72,7 @@ class XUnaryLayer final : public CudaLayer {
   std::string tactic() const override { return "kernel:extra-unary"; }
   void enqueue(LayerLaunch& l) override {
     const DType t = l.inputs[0].dtype;
-    if (t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat64) {  // IsNaN / IsInf (issue 6)
+    if (t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat64) {  // IsNaN / IsInf
       const int code = t == DType::kFloat16 ? 4 : t == DType::kBFloat16 ? 5 : 12;
       check_launch(kilnrt::cuda::kernels::nan_inf(code, l.inputs[0].data, static_cast<uint8_t*>(l.outputs[0].data),
                                                   l.outputs[0].numel(), op_ == x::XUnary::kIsNaN, a_ != 0.f, b_ != 0.f,
@@ -328,7 +328,7 @@ class TopKLayer final : public CudaLayer {
     split3(xs, axis, &outer, &n, &inner);
     const int64_t kk = l.outputs[0].shape[axis];  // inference applied k (checked against the axis there)
     KILNRT_CHECK(kk >= 0 && kk <= n, kInvalidArgument, name_, "k = " << kk << " for an axis of " << n);
-    const DType xt = l.inputs[0].dtype;  // float32, or int32 / int64 / uint64 (kernels::topk_int, issue 6)
+    const DType xt = l.inputs[0].dtype;  // float32, or int32 / int64 / uint64 (kernels::topk_int)
     const size_t es = dtype_size(xt);
     void* values = l.outputs[0].data;
     int64_t* indices = l.outputs.size() > 1 ? static_cast<int64_t*>(l.outputs[1].data) : nullptr;

@@ -1,4 +1,4 @@
-// CUDA layers added for CPU parity (part 2): DepthToSpace / SpaceToDepth (one strided copy), EyeLike,
+// CUDA layers for CPU parity (part 2): DepthToSpace / SpaceToDepth (one strided copy), EyeLike,
 // InstanceNormalization / GroupNormalization (one group-norm kernel), LRN, ConvTranspose (1-D / 2-D / 3-D, own direct
 // kernels: each output element gathers its contributions, no atomics; 3-D in kernels/pool3d_convt3d.cu),
 // NegativeLogLikelihoodLoss /

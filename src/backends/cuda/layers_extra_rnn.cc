@@ -1,4 +1,4 @@
-// CUDA layers added for CPU parity (part 5): RNN, GRU and LSTM (float32; forward / reverse / bidirectional,
+// CUDA layers for CPU parity (part 5): RNN, GRU and LSTM (float32; forward / reverse / bidirectional,
 // sequence_lens, initial states, LSTM peepholes and input_forget, GRU linear_before_reset, clip, activations with
 // alpha / beta, layout 0 and 1), one kernel launch per node (kernels/extra_rnn.cu), state in the workspace.
 #include <algorithm>

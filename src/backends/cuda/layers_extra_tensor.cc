@@ -1,4 +1,4 @@
-// CUDA layers added for CPU parity (part 3): Einsum (direct loop kernel, up to 3 inputs, ellipsis and diagonals),
+// CUDA layers for CPU parity (part 3): Einsum (direct loop kernel, up to 3 inputs, ellipsis and diagonals),
 // Pad (constant / reflect / edge / wrap; pads, constant and axes read on the host: they must be constants or shape
 // computations) and Tile (repeats on the host), both on one pad kernel; Resize / Upsample (float32, nearest / linear /
 // cubic, every coordinate mode, scales / sizes / roi on the host). Kernels: kernels/extra.cu.

@@ -1,4 +1,4 @@
-// com.kilnrt:FusedPointwise on CUDA (issue 7): one generated kernel per fused chain of pointwise ops
+// com.kilnrt:FusedPointwise on CUDA: one generated kernel per fused chain of pointwise ops
 // (kernels/fused_pointwise_codegen.h). The builder compiles it with NVRTC and stores the image in the node
 // (fused_pointwise_code.h); at engine load the layer loads that image into the device's primary context under the
 // context guard (cuModuleLoadData / cuModuleGetFunction) — no NVRTC. When the stored image does not load (another

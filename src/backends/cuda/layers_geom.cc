@@ -1,4 +1,4 @@
-// CUDA layers for the geometry ops of the onnx 1.23 node cases (issues 5/6): LpPool, CenterCropPad, Col2Im (N-D),
+// CUDA layers for the geometry ops of the onnx 1.23 node cases: LpPool, CenterCropPad, Col2Im (N-D),
 // AffineGrid (2-D / 3-D), DeformConv (2-D: offsets, mask, groups, offset groups) and TensorScatter. Kernels:
 // kernels/geom.cu, one thread per output element, following the CPU references' arithmetic. The numeric ones take
 // float32 (16-bit engines run them as float32 islands); CenterCropPad and TensorScatter move elements of any size, so

@@ -1,4 +1,4 @@
-// CUDA layers for the integer / quantized ops (issues 5/6): DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
+// CUDA layers for the integer / quantized ops: DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
 // ConvInteger, QLinearConv. Direct int32-accumulating kernels (kernels/integer.cu), exact against the CPU reference;
 // scales and zero points are read by the kernels on the device. No cuBLASLt / cuDNN int8 paths yet.
 #include "backends/cuda/cuda_layer.h"

@@ -1,4 +1,4 @@
-// CUDA layers of ops the CPU reference gained for the onnx 1.23 node cases (issues 5 + 6): LinearAttention (all four
+// CUDA layers of ops the CPU reference gained for the onnx 1.23 node cases: LinearAttention (all four
 // update rules, GQA), CausalConvWithState (optional bias / past_state, silu / swish), RMSNormalization (any axis,
 // broadcast scale), LpNormalization (p 1 / 2) and CumProd (exclusive / reverse, axis on the device, float32 / float64
 // / int32 / int64). Kernels: kernels/linatt.cu, in the CPU reference's arithmetic. The float layers take float32;

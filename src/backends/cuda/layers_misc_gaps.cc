@@ -1,5 +1,5 @@
-// CUDA layers for cases of BatchNormalization, MaxPool and Dropout that their main layers refuse (issues 5/6;
-// layers_misc_gaps.h says how the main registrations hand them over). Kernels: kernels/misc_gaps.cu, each with the
+// CUDA layers for cases of BatchNormalization, MaxPool and Dropout that their main layers refuse
+// (layers_misc_gaps.h says how the main registrations hand them over). Kernels: kernels/misc_gaps.cu, each with the
 // arithmetic of the CPU reference (src/ops/nn/normalization.cc, pool.cc, misc.cc).
 #include "backends/cuda/layers_misc_gaps.h"
 

@@ -1,4 +1,4 @@
-// CUDA layers for CPU parity (issues 5/6): MeanVarianceNormalization, OneHot (depth a host value), MaxUnpool
+// CUDA layers for CPU parity: MeanVarianceNormalization, OneHot (depth a host value), MaxUnpool
 // (output_shape a host value when given) and RoiAlign, all float32 data (16-bit engines run them as float32
 // islands). Kernels: kernels/misc_more.cu.
 #include "backends/cuda/cuda_layer.h"

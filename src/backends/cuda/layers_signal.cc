@@ -1,4 +1,4 @@
-// CUDA layers for the signal ops (issues 5/6): DFT (dft_length a host value) and STFT (frame_step / frame_length
+// CUDA layers for the signal ops: DFT (dft_length a host value) and STFT (frame_step / frame_length
 // host values, the window on the device), float32 (16-bit engines run them as float32 islands). Kernels:
 // kernels/signal.cu. DFT's axis input (opset 20) is read on the host too. The window functions and MelWeightMatrix
 // take only scalars: with constant (or shape-computed) inputs they run on the host at prepare (the plan's host

@@ -1,4 +1,4 @@
-// com.kilnrt:SqueezeExcite on CUDA (issue 7; ops/nn/squeeze_excite.h, kernels/squeeze_excite.h): the channel means,
+// com.kilnrt:SqueezeExcite on CUDA (ops/nn/squeeze_excite.h, kernels/squeeze_excite.h): the channel means,
 // both 1x1 convolutions with their activations and the scaling of X in 3 kernel launches. X and Y may be stored
 // NHWC (the layer is an NHWC producer, so EfficientNet / MobileNetV3 blocks stay NHWC between their convs).
 #include <string>

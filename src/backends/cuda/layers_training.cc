@@ -1,4 +1,4 @@
-// CUDA layers of the ai.onnx.preview.training optimizers (issue 5: every registry op on CUDA): Adagrad, Momentum
+// CUDA layers of the ai.onnx.preview.training optimizers (every registry op has a CUDA path): Adagrad, Momentum
 // (standard / nesterov) and Adam, one elementwise kernel per optimized tensor (kernels/misc_gaps.cu) with the CPU
 // reference's formulas (src/ops/math/training.cc, double math). The scalars R (learning rate) and T (step count) are
 // read by the kernels on the device: no host read, no sync, graph-capturable.

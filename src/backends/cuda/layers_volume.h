@@ -1,4 +1,4 @@
-// 3-D (volumetric, NCDHW) layers that the 2-D layers hand over to (issue 6): MaxPool without Indices and
+// 3-D (volumetric, NCDHW) layers that the 2-D layers hand over to: MaxPool without Indices and
 // AveragePool over 5-D inputs (kernels/pool3d_convt3d.cu); float32 (16-bit tensors run as float32 islands).
 #pragma once
 #include <memory>

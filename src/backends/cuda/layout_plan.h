@@ -68,8 +68,8 @@ LayoutDecision decide_layouts(const LayoutProblem& p);
 // runs NHWC (each reformat is a full read + write of an activation; the first H100 probe showed models with a
 // reformat around every block losing 2-3x while a ResNet with 5 won 20%) and no depthwise convolution runs NHWC on
 // the scalar kernel (H100, fp16 b32: 1.0 ms where cuDNN's NCHW one takes 0.36 ms for convnext's 7x7 stage-1
-// layers, so those models lost 35-55% in NHWC). Depthwise convs the 8-channel kernel takes (C % 8 == 0) are fine:
-// bench/results/h100_2026-11-22_depthwise.md, docs/conv-fusion.md.
+// layers, so those models lost 35-55% in NHWC). Depthwise convs the 8-channel kernel takes (C % 8 == 0) are fine
+// (H100, 2026-11-22; bench/results/README.md, docs/conv-fusion.md).
 bool predict_nhwc_win(const LayoutDecision& d);
 
 // The logical shape an NHWC elementwise step presents to its layer for an operand of logical shape `s` (rank <= 4):

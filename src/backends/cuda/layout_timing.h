@@ -1,8 +1,8 @@
-// Storage layout of 16-bit CUDA engines chosen at BUILD time by timing the whole plan on the target GPU (issue 7).
+// Storage layout of 16-bit CUDA engines chosen at BUILD time by timing the whole plan on the target GPU.
 //
-// The NCHW / NHWC storage of 4-D activations (layout_plan.h) used to be decided when an engine was loaded, by a cost
-// prediction (predict_nhwc_win). The prediction was wrong on measured models (convnext_tiny b1 paid 46 reformat
-// Transposes in NCHW), so the builder now measures instead, for engines with static shapes, a Conv / FusedConv and a
+// The NCHW / NHWC storage of 4-D activations (layout_plan.h) is not left to the cost prediction at load
+// (predict_nhwc_win): the prediction was wrong on measured models (convnext_tiny b1 paid 46 reformat Transposes in
+// NCHW), so the builder measures instead, for engines with static shapes, a Conv / FusedConv and a
 // 16-bit precision: it plans the graph once with NHWC storage and once with NCHW, times each whole plan (CUDA-graph
 // replays of a CudaRunner on random inputs, interleaved, median of a few rounds), and records the faster one as the
 // string attribute kLayoutAttr ("nhwc" / "nchw") of every Conv / FusedConv node. The engine file stores it with the

@@ -1,5 +1,5 @@
-// com.kilnrt:FusedPointwise — a chain (DAG) of pointwise ops evaluated as one node, made by passes/fuse_pointwise
-// (issue 7). The node carries a small register program:
+// com.kilnrt:FusedPointwise — a chain (DAG) of pointwise ops evaluated as one node, made by passes/fuse_pointwise.
+// The node carries a small register program:
 //   registers 0 .. N-1        the node's inputs (numpy-broadcast to the output shape; float32 / float16 / bfloat16,
 //                             or bool where an instruction reads a condition)
 //   register  N + k           the result of instruction k; the last instruction's result is the output

@@ -138,7 +138,7 @@ void rnn_cpu(CpuContext& ctx) {
                "B has " << B.size() << " values, expected " << dirs * 2 * G * H);
   KILNRT_CHECK(lens.size() == static_cast<size_t>(batch), kInvalidArgument, node.describe(),
                "sequence_lens has " << lens.size() << " values, expected " << batch);
-  for (int64_t l : lens)  // values above seq are clamped below, as before
+  for (int64_t l : lens)  // values above seq are clamped below
     KILNRT_CHECK(l >= 0, kInvalidArgument, node.describe(), "sequence_lens value " << l << " is negative");
   std::vector<double> H0(static_cast<size_t>(dirs * batch * H), 0.0), C0 = H0;
   // initial states are [dirs, batch, H] (layout 0) or [batch, dirs, H] (layout 1): index via a helper.

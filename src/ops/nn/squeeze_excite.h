@@ -1,5 +1,5 @@
 // com.kilnrt:SqueezeExcite — a whole squeeze-and-excitation block in one node, made by passes/fuse_squeeze_excite
-// (issue 7; EfficientNet, MobileNetV3):
+// (EfficientNet, MobileNetV3):
 //   m[n,c] = mean over H, W of X[n,c,:,:]
 //   h[n,j] = act(B1[j] + sum_c W1[j,c] m[n,c])        (the first 1x1 conv, C -> Cs)
 //   s[n,c] = gate(B2[c] + sum_j W2[c,j] h[n,j])       (the second 1x1 conv, Cs -> C)
