@@ -1,4 +1,4 @@
-// The attention block torch 2.x's dynamo exporter writes for transformers' BertModel with sdpa attention (issue 7),
+// The attention block torch 2.x's dynamo exporter writes for transformers' BertModel with sdpa attention,
 // built by hand on typed graph inputs (shared by the CPU fusion tests and the GPU tests):
 //   heads: Reshape([B, S, H*D] -> [B, S, H, D]) -> Transpose(0, 2, 1, 3), for Q, K and V;
 //   K^T:   Reshape([B*H, S, D]) -> Transpose(0, 2, 1) -> Reshape([B, H, D, S]);

@@ -1,4 +1,4 @@
-// Attention and GELU fusion (issue 7) on the CPU backend: each pass runs on exporter-shaped graphs, and the graph
+// Attention and GELU fusion on the CPU backend: each pass runs on exporter-shaped graphs, and the graph
 // before and after gives the same outputs; graphs the passes must leave alone are unchanged; the FusedAttention
 // reference handles fully masked rows (uniform, no NaN); the committed dynamo encoder layer fuses end to end and
 // still matches torch's output.

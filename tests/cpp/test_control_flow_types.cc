@@ -1,4 +1,4 @@
-// passes::type_control_flow_outputs through infer_shapes (issues 5 + 6): If / Loop / Scan outputs whose bodies leave
+// passes::type_control_flow_outputs through infer_shapes: If / Loop / Scan outputs whose bodies leave
 // them undeclared (as ONNX function-expanded bodies do) get their dtype from the bodies inferred on their own, so the
 // consumers are typed too; branches that disagree and sequence results stay untyped.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Conv+BN folding and conv epilogue fusion (issue 7): each pass is run on a graph, and the graph before and after
+// Conv+BN folding and conv epilogue fusion: each pass is run on a graph, and the graph before and after
 // gives the same outputs on the CPU backend; edge cases the passes must refuse leave the graph unchanged.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// com.kilnrt:FusedAttention and com.kilnrt:Gelu on the GPU against the CPU reference (issue 7): float32, float16 and
+// com.kilnrt:FusedAttention and com.kilnrt:Gelu on the GPU against the CPU reference: float32, float16 and
 // bfloat16 storage (kilnrt_precision as --fp16 / --bf16 set it), with and without mask, fully masked rows (-inf and
 // -1e9: uniform, never NaN), head sizes on the tensor-core path (multiples of 16) and off it, partial query / key
 // tiles, the exporters' transposed layouts; the fused graph against the unfused CPU graph; and the dynamo encoder

@@ -1,4 +1,4 @@
-// Microbenchmark of the mma.sync attention kernels (issue 7), not a test: DISABLED_, run on a GPU machine with
+// Microbenchmark of the mma.sync attention kernels, not a test: DISABLED_, run on a GPU machine with
 //   kilnrt_tests --gtest_also_run_disabled_tests --gtest_filter='CudaAttentionMmaBench.*'
 // For the zoo's attention shapes (BERT-base seq 128 with its [B, 1, 1, S] key mask, Q/K/V/O read in place as
 // [B, S, H, D]; ViT-B/16 with 197 tokens as [S, B*H, D]; batch 1 / 8 / 32; one D = 128 shape; BERT / ViT b32 with

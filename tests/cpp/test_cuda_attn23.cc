@@ -1,4 +1,4 @@
-// CUDA vs CPU-reference comparisons for the onnx 1.23 attention-family layers (layers_attn23.cc, issues 5 + 6):
+// CUDA vs CPU-reference comparisons for the onnx 1.23 attention-family layers (layers_attn23.cc):
 // ONNX Attention (GQA, 3-D / 4-D, past / present, bool / float masks with broadcasting and -inf padding, causal,
 // sliding windows, softcap, scale, nonpad_kv_seqlen, the qk_matmul_output modes, fully masked rows, an empty new
 // K/V), ai.onnx.preview FlexAttention (float32 / float64, GQA), RotaryEmbedding (halves / interleaved, partial

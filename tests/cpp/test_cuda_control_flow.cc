@@ -1,4 +1,4 @@
-// If / Loop / Scan on the CUDA backend (issues 5 + 6, layers_control_flow.cc). Host tests (no GPU needed): the
+// If / Loop / Scan on the CUDA backend (layers_control_flow.cc). Host tests (no GPU needed): the
 // placement of control-flow graphs (check_supported, a plan whose bodies upload nothing), refusals naming the body
 // node, mismatched body signatures, --fp16 engines accepted (control flow as a float32 island). GPU tests against the CPU engine: If taking each branch with outer-scope reads,
 // Loop with a trip count only / a condition only / both / zero iterations, scan outputs, Scan with reversed
@@ -324,7 +324,7 @@ TEST(CudaControlFlowHost, SixteenBitEnginesAcceptControlFlowAsFloat32Island) {
   p.kind = ir::Attribute::Kind::kString;
   p.s = "fp16";
   g.nodes[0].attrs[backends::cuda::kPrecisionAttr] = p;  // what --fp16 gives the node
-  CudaPlan plan(g, 0);  // issue 5: the node runs its float32 bodies in the segmented run (test_cuda_segments16.cc)
+  CudaPlan plan(g, 0);  // the node runs its float32 bodies in the segmented run (test_cuda_segments16.cc)
   for (const auto& [name, precision] : plan.precisions())
     if (name == "the_loop") EXPECT_EQ(precision, "fp32");
 }

@@ -1,4 +1,4 @@
-// CUDA FusedConv layer (issue 7): fused convolutions (bias + residual + activation in one epilogue kernel after
+// CUDA FusedConv layer: fused convolutions (bias + residual + activation in one epilogue kernel after
 // cuDNN) against the CPU reference of the same fused graph, in fp32 / fp16 / bf16 storage, NCHW, with spatial sizes
 // that take both the vectorised (H*W % 4 == 0) and the scalar epilogue. Skips with a message without a GPU.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Data-dependent shapes on the CUDA backend (issue 6): NonZero / Compress layers and plans with sync points
+// Data-dependent shapes on the CUDA backend: NonZero / Compress layers and plans with sync points
 // (runner_segments.cc) against the CPU reference — chains after a data-dependent op, device values read on the host
 // (Reshape shape, Range limits, TopK k, ConstantOfShape shape), one runner called with inputs of different counts,
 // the refusal of a caller's capture, and a plan without sync points still capturing its CUDA graph. GPU tests skip

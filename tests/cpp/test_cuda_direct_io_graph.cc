@@ -1,4 +1,4 @@
-// Graph replay on the caller's own input / output memory (issue 7): a runner called again with the same pointers
+// Graph replay on the caller's own input / output memory: a runner called again with the same pointers
 // captures a second CUDA graph that reads the caller's inputs and writes its outputs without copies through the
 // arena; other pointers use the copying graph. The values must be right in every mode.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// CUDA dtype coverage (issue 6): broadcasting arithmetic / comparisons / Max / Min / Mod / Pow on the narrow and
+// CUDA dtype coverage: broadcasting arithmetic / comparisons / Max / Min / Mod / Pow on the narrow and
 // unsigned integers and float64, Pow with mixed base / exponent dtypes, Clip on integers — each against the CPU
 // reference, exact for integers. GPU tests skip with a message without a GPU.
 #include <cstring>

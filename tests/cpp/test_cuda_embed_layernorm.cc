@@ -1,4 +1,4 @@
-// The CUDA layer of com.kilnrt:EmbedLayerNorm (issue 7, passes/fuse_embed_layernorm): the fused graph on the GPU
+// The CUDA layer of com.kilnrt:EmbedLayerNorm (passes/fuse_embed_layernorm): the fused graph on the GPU
 // matches the CPU reference of the unfused Gather -> Add -> LayerNorm in float32, float16 and bfloat16, on the
 // vectorized kernel's path (H = 768, BERT's width; H = 64) and on the fallback (H = 100: rows of 200 / 400 bytes),
 // with int32 and negative ids and every addend form. GPU tests skip with a message without a GPU.

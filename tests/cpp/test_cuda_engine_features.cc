@@ -1,4 +1,4 @@
-// Engine features on the GPU (issue 5): per-layer precision overrides in CUDA engines, mark_all_outputs of a CUDA
+// Engine features on the GPU: per-layer precision overrides in CUDA engines, mark_all_outputs of a CUDA
 // fp16 engine against a CPU engine (per-tensor error report), activation memory (the stored figure is the arena the
 // runner lays out at the profile's max; contexts never grow within the profile; caller-provided memory and its
 // checks), and one engine with 4 contexts on 4 streams driven from 4 threads. Skips with a message without a GPU.

@@ -1,4 +1,4 @@
-// The fast elementwise / copy kernels (issue 7: elementwise_fast.cu, strided_copy_fast.cu, the Cast shortcut) called
+// The fast elementwise / copy kernels (elementwise_fast.cu, strided_copy_fast.cu, the Cast shortcut) called
 // directly on the GPU and compared with a host reference: float32 / float16 / bfloat16, odd sizes (scalar tails),
 // misaligned pointers (no vectors), same-shape / scalar / bias / per-channel / mask / generic broadcasts, NaN and inf,
 // head-split and tiled transposes with partial tiles, slices at offsets, Gather rows (16-byte units) and elements.

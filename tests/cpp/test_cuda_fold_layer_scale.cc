@@ -1,4 +1,4 @@
-// fold_layer_scale on the GPU (issue 7): com.kilnrt:FusedMatMul with the skip connection as cuBLASLt's C operand at
+// fold_layer_scale on the GPU: com.kilnrt:FusedMatMul with the skip connection as cuBLASLt's C operand at
 // convnext_tiny's shapes, and ConvNeXt blocks through optimize_graph in 16-bit engines with NHWC storage forced on
 // and off, against the float32 CPU reference of the unrewritten graph. Skips with a message without a GPU.
 #include <cmath>

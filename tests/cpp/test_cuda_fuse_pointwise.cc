@@ -1,4 +1,4 @@
-// FusedPointwise on CUDA (issue 7): the NVRTC kernel against the CPU reference of the same fused graph in fp32 /
+// FusedPointwise on CUDA: the NVRTC kernel against the CPU reference of the same fused graph in fp32 /
 // fp16 / bf16 storage, on shapes that take the vector path and the scalar (strided) path; an engine built with fused
 // chains loads without running NVRTC (compile and disk-cache counters unchanged) and matches a CPU engine; a damaged
 // stored image is recompiled from the node's program. Skips with a message without a GPU.

@@ -1,4 +1,4 @@
-// The build-time choice of FusedMatMul weight layouts (issue 7, backends/cuda/gemm_weight_layout.h): a flipped W
+// The build-time choice of FusedMatMul weight layouts (backends/cuda/gemm_weight_layout.h): a flipped W
 // ([K, N] <-> [N, K] with trans_b flipped) computes the same product on the CPU reference; on the GPU a forced flip
 // matches the CPU reference of the unflipped graph for every epilogue and precision; timing considers only
 // float32-constant weights read by one node, records the decision in the timing cache (a second choice times

@@ -1,4 +1,4 @@
-// hoist_gather on the GPU (issue 7): a ViT tail at ViT-B/16's width, optimized (the class token's Gather above the
+// hoist_gather on the GPU: a ViT tail at ViT-B/16's width, optimized (the class token's Gather above the
 // last block's attention, then the GEMM / GELU / LayerNorm fusions and the attention on one query row per image), in
 // float32 and 16-bit engines against the float32 CPU reference of the unrewritten graph. Skips without a GPU.
 #include "backends/cuda/cuda_plan.h"

@@ -1,4 +1,4 @@
-// FusedConv's input activation on the CUDA backend (passes/move_input_activation.h, issue 7). The tiled NHWC
+// FusedConv's input activation on the CUDA backend (passes/move_input_activation.h). The tiled NHWC
 // depthwise kernel applying it on load (kernels/nhwc_depthwise.h) against a CPU reference computed here (the input
 // activated and rounded to 16 bits, double accumulation), HardSigmoid / Sigmoid included (act(0) != 0: the zero
 // padding must stay zero); then efficientnet-style blocks (expand 1x1 + SiLU / HardSwish -> depthwise -> squeeze-

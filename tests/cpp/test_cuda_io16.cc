@@ -1,4 +1,4 @@
-// 16-bit inputs and outputs (BuildOptions::io16, issue 7): an fp16 / bf16 CUDA engine built with io16 reports its
+// 16-bit inputs and outputs (BuildOptions::io16): an fp16 / bf16 CUDA engine built with io16 reports its
 // float32 model I/O in the 16-bit type, reads and writes it in place (no float32 staging: less activation memory)
 // and computes what the engine without io16 computes from the same 16-bit values; a mismatched dtype is a clear
 // error; io16 without a 16-bit CUDA engine is refused naming the option. GPU tests skip with a message without a GPU.
@@ -22,7 +22,7 @@ namespace {
 
 // A wide input and a narrow hidden layer: the float32 staging of x (live with its 16-bit copy at the conversion) is
 // the plain engine's peak, so that io16's smaller activation memory shows whatever the planner overlaps (with 64 /
-// 256 / 32 both engines peaked at the hidden layer: 73728 bytes each, H100 session 17).
+// 256 / 32 both engines peaked at the hidden layer: 73728 bytes each, H100, 2026-11-23).
 constexpr int64_t kIn = 1024, kHidden = 32, kOut = 32;
 
 std::string model_file() {

@@ -1,4 +1,4 @@
-// CUDA gaps of issue 6, part 2, each checked against the CPU reference: float16 / bfloat16 tensors meeting a
+// CUDA layer cases, part 2, each checked against the CPU reference: float16 / bfloat16 tensors meeting a
 // float32-only CUDA layer in a float32 engine (run as float32 islands: float32_island.h), 3-D MaxPool / AveragePool
 // (dilations, ceil_mode, count_include_pad), 3-D ConvTranspose, and GRU with linear_before_reset 0 and 1 (both
 // directions, sequence_lens, initial_h). GPU tests skip with a message without a GPU; the host tests (the float32

@@ -1,4 +1,4 @@
-// Storage layout chosen at build by timing both whole plans (issue 7, backends/cuda/layout_timing.h): the policy
+// Storage layout chosen at build by timing both whole plans (backends/cuda/layout_timing.h): the policy
 // (env, then the recorded choice, then the prediction), the record on the conv nodes, when timing is skipped; on a
 // GPU: the choice recorded and honoured at load, KILNRT_CUDA_NHWC overriding it, an engine without the record
 // falling back to the prediction, and equal outputs in both layouts against the CPU reference. GPU tests skip with a

@@ -1,4 +1,4 @@
-// CUDA vs CPU-reference comparisons for the small CUDA gaps closed in issues 5/6: the preview.training optimizers
+// CUDA vs CPU-reference comparisons for op cases the main CUDA layers do not cover: the preview.training optimizers
 // (Adagrad, Momentum, Adam), the window functions / MelWeightMatrix with sizes that are graph inputs (sync points),
 // DFT's axis input (opset 20), Dropout's mask, BatchNormalization with device parameters (inference and training),
 // DequantizeLinear on 16-bit integers, QLinearMatMul with float16 scales, CastLike of a value whose dtype is only

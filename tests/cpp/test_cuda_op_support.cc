@@ -14,7 +14,7 @@ TEST(CudaOpSupport, PlacementOfKnownOps) {
   EXPECT_EQ(op_placement("", "NoSuchOp"), "");
 }
 
-// Every op of the registry has a CUDA path (issue 5: the CUDA backend implements every op the CPU backend supports).
+// Every op of the registry has a CUDA path (the CUDA backend implements every op the CPU backend supports).
 TEST(CudaOpSupport, EveryRegistryOpHasACudaPath) {
   // (Custom ops that other tests register at run time run through the custom-op layer: not part of this check.)
   for (const kilnrt::ops::OpSchema* s : kilnrt::ops::OpRegistry::instance().all())

@@ -1,4 +1,4 @@
-// The 8-channel NHWC pooling kernel (kernels/nhwc_pool.cu, pool_vec.h, issue 7) against a host reference of the same
+// The 8-channel NHWC pooling kernel (kernels/nhwc_pool.cu, pool_vec.h) against a host reference of the same
 // float32 arithmetic and against the scalar kernel, fp16 and bf16, max and average: resnet50's 3x3/2 pad 1, 2x2/2,
 // 3x3/1 pad 1, ceil_mode output sizes (a last window past the input), dilation 2, count_include_pad on and off,
 // NaN inputs (max propagates them), strips of 1 / 2 / 4 outputs and widths that are not multiples of the strip.

@@ -1,4 +1,4 @@
-// passes/pack_qkv_projection on the GPU (issue 7): FusedAttention reading Q, K and V as parts of one packed input
+// passes/pack_qkv_projection on the GPU: FusedAttention reading Q, K and V as parts of one packed input
 // (q_part / k_part / v_part offsets into a [B, S, 3H, D] tensor, row stride 3E) on each kernel path, and BERT's
 // attention block with its three projections packed into one GEMM, in float32 / float16 / bfloat16 CUDA engines
 // against the float32 CPU reference. ViT's packed in-projection: CudaXfmrRewrites.*. Skips without a GPU.

@@ -1,4 +1,4 @@
-// Host-only checks of the CUDA plan's sync points (issue 6, runner_segments.cc): which nodes make a plan segmented
+// Host-only checks of the CUDA plan's sync points (runner_segments.cc): which nodes make a plan segmented
 // (a data-dependent layer, a device value read on the host), that static plans stay static, that such plans report
 // no arena (their values are sized while they run) and the refusals. Plans are built without a GPU: the graphs give
 // no constant to a device layer, so nothing is uploaded.
@@ -124,7 +124,7 @@ TEST(CudaSegments, NonZeroOfAConstantStaysOnTheHost) {
 }
 
 TEST(CudaSegments, SixteenBitEnginesAcceptDataDependentShapes) {
-  // Segmented runs with 16-bit storage (issue 5): the data-dependent layer is a float32 island.
+  // Segmented runs with 16-bit storage: the data-dependent layer is a float32 island.
   Net net;
   net.input("x", f32({4}));
   set_string(net.node("Relu", "relu", {"x"}, {"r"}), backends::cuda::kPrecisionAttr, "fp16");
@@ -135,7 +135,7 @@ TEST(CudaSegments, SixteenBitEnginesAcceptDataDependentShapes) {
 }
 
 TEST(CudaSegments, SixteenBitEnginesAcceptADeviceValueReadOnTheHost) {
-  // Segmented runs with 16-bit storage (issue 5): the value is read at a sync point.
+  // Segmented runs with 16-bit storage: the value is read at a sync point.
   Net net;
   net.input("x", f32({2, 6}));
   net.input("s", i64({3, 4}, {2}));

@@ -1,4 +1,4 @@
-// --fp16 / --bf16 CUDA engines with sync points (issue 5, runner_segments.cc): data-dependent shapes (NonZero,
+// --fp16 / --bf16 CUDA engines with sync points (runner_segments.cc): data-dependent shapes (NonZero,
 // NonMaxSuppression), a device value read on the host (Reshape's shape) and control flow (If, Loop, Scan) in the
 // segmented run with 16-bit storage. Host tests (no GPU): such plans are placed and accepted, their layers get the
 // expected precision (16-bit layers, float32 islands for the data-dependent and control-flow ones) and they stay

@@ -1,4 +1,4 @@
-// Stress: many threads on one CUDA engine (issue 4). 16 threads x 1000 runs on the transformer fixture's CUDA engine
+// Stress: many threads on one CUDA engine. 16 threads x 1000 runs on the transformer fixture's CUDA engine
 // (and 8 x 50 on mobilenet_v3_small: cuDNN convolutions, long graph captures),
 // each thread with its own ExecutionContext, alternating the host path (run) and the device path (enqueue on the
 // thread's own stream). Every output is checked against the CPU engine; there must be 0 errors; device memory must

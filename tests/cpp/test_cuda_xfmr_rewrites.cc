@@ -1,4 +1,4 @@
-// The transformer graph rewrites of issue 7 on the GPU, in float32 / float16 / bfloat16 CUDA engines against the
+// The transformer graph rewrites on the GPU, in float32 / float16 / bfloat16 CUDA engines against the
 // original graph on the CPU: passes/patchify_conv (ViT's patch embedding as im2col Transpose + MatMul + bias) and
 // passes/split_packed_projection (MultiheadAttention's packed in-projection as one GEMM per part, then fused
 // attention). Skips without a GPU.

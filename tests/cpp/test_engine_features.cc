@@ -1,4 +1,4 @@
-// Engine features on the CPU (issue 5): per-layer precision overrides (pattern matching, the rules of
+// Engine features on the CPU: per-layer precision overrides (pattern matching, the rules of
 // assign_layer_precisions, build errors), mark_all_outputs (each intermediate of the debug engine equals the output
 // of a CPU engine of the model truncated there), activation memory (the arena layout, the stored figures, CPU
 // engines' answers). The GPU side is in test_cuda_engine_features.cc.

@@ -1,4 +1,4 @@
-// passes/fold_layer_scale on the CPU backend (issue 7): ConvNeXt's layer scale goes into the second Linear's weights
+// passes/fold_layer_scale on the CPU backend: ConvNeXt's layer scale goes into the second Linear's weights
 // and bias, the skip connection moves next to the GEMM (permuted to its layout), so that the GEMM epilogue pass
 // takes it as the FusedMatMul's residual; outputs equal the unrewritten graph's. Chains that do not fit are left
 // alone.

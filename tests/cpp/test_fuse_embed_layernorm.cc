@@ -1,4 +1,4 @@
-// passes/fuse_embed_layernorm (issue 7): Gather -> Add -> LayerNorm at the start of BERT-like encoders becomes one
+// passes/fuse_embed_layernorm: Gather -> Add -> LayerNorm at the start of BERT-like encoders becomes one
 // com.kilnrt:EmbedLayerNorm whose CPU reference computes what the three ops computed (ids int64 / int32, negative
 // ids, the Add's operands in either order, with and without bias, ONNX's or com.kilnrt's LayerNormalization, an
 // addend of [1, S, H], [S, H] or [B, S, H]); no fusion where it would change the result or lose a value (the

@@ -1,4 +1,4 @@
-// Pointwise fusion pass (issue 7) on the CPU: graphs before and after passes::fuse_pointwise give the same values on
+// Pointwise fusion pass on the CPU: graphs before and after passes::fuse_pointwise give the same values on
 // random inputs (broadcasting, immediates, every op the pass lowers, Where / Cast), intermediates read outside the
 // group or marked as graph outputs stay materialised, KILNRT_NO_FUSION=pointwise turns it off, and a damaged
 // program is refused naming the node.

@@ -1,4 +1,4 @@
-// passes/hoist_gather on the CPU backend (issue 7): the token a ViT classifier reads (Gather after the last
+// passes/hoist_gather on the CPU backend: the token a ViT classifier reads (Gather after the last
 // LayerNorm) moves above the last block's row-wise ops, which then compute only that token, with the same outputs;
 // Gathers along a normalised / contracted axis, or whose data is read elsewhere, stay.
 #include <gtest/gtest.h>

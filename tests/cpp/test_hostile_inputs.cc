@@ -136,7 +136,7 @@ TEST(HostileInputs, HostileValuesAreErrorsNamingTheNode) {
   expect_correct(ctx->run({{"x", x}, {"idx", indices({-1, 0, 1})}}), x, {3, 0, 1});
 }
 
-// Fuzz findings (onnx_build, session 3): a node declaring more outputs than its op produces (Mul with two outputs)
+// Fuzz findings (onnx_build): a node declaring more outputs than its op produces (Mul with two outputs)
 // or fewer than its shape function writes (HannWindow with none) was a kInternal error; it is a malformed model:
 // kInvalidModel naming the node, at build or at the first run.
 TEST(HostileInputs, NodesWithTheWrongNumberOfOutputsAreInvalidModels) {

@@ -1,4 +1,4 @@
-// CPU reference fixes found while closing CUDA gaps (issue 6): GridSample's opset-20 mode names ("linear", "cubic")
+// CPU reference fixes found while closing CUDA gaps: GridSample's opset-20 mode names ("linear", "cubic")
 // and GRU with linear_before_reset=0, whose candidate gate multiplies Rh by (r (.) H_{t-1}) element-wise (the k-th
 // hidden unit's reset gate times h[k]), not by the current unit's reset gate. Expected values were computed outside
 // kilnrt: GridSample with torch.nn.functional.grid_sample (float64), GRU with a NumPy transcription of the ONNX

@@ -273,9 +273,9 @@ TEST(OpsControl, ScanOutputAxisAndShapeFunction) {
   EXPECT_EQ(g.type_of("y")->shape, (ir::SymShape{2, 3}));
 }
 
-// Fuzz finding (onnx_build, session 3 final run, at ~410,000): Scan-8 whose scan input has a shorter batch axis
+// Fuzz finding (onnx_build, at ~410,000 runs): Scan-8 whose scan input has a shorter batch axis
 // than the first input read past it (ASan heap-buffer-overflow in slice_axis); input
-// tests/fixtures/fuzz/onnx_build/scan8_short_batch_input. Now a clear error naming the node and input.
+// tests/fixtures/fuzz/onnx_build/scan8_short_batch_input. It must be a clear error naming the node and input.
 TEST(OpsControl, Scan8InputsMustShareTheBatchAxis) {
   ir::Graph g = scan_graph(0, 0, 0);
   g.opsets[""] = 8;

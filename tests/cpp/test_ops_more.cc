@@ -159,7 +159,7 @@ TEST(OpsMoreQuant, IntegerMatMulAndConv) {
   EXPECT_EQ(values(yc)[5], 1);
 }
 
-// Fuzz finding (onnx_build 1M run of session 3, at 653,473): MatMulInteger with per-row / per-column zero points
+// Fuzz finding (onnx_build, a 1M-input run, at 653,473): MatMulInteger with per-row / per-column zero points
 // of the wrong length read past them (ASan heap-buffer-overflow); input
 // tests/fixtures/fuzz/onnx_build/matmulinteger_zero_point_length.
 TEST(OpsMoreQuant, MatMulIntegerZeroPointLengthsAreChecked) {

@@ -1,4 +1,4 @@
-// passes/patchify_conv on the CPU backend (issue 7): ViT's patch embedding (Conv with kernel = stride, read as
+// passes/patchify_conv on the CPU backend: ViT's patch embedding (Conv with kernel = stride, read as
 // tokens) becomes Reshape -> Transpose -> Reshape -> MatMul [-> Add] with the same outputs; convolutions that are
 // not patch embeddings, or whose output is read elsewhere or in another layout, are left alone.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// passes/pack_qkv_projection on the CPU backend (issue 7): the Q / K / V projections of one input become one GEMM
+// passes/pack_qkv_projection on the CPU backend: the Q / K / V projections of one input become one GEMM
 // whose output FusedAttention reads three times through q_part / k_part / v_part, for BERT's three Linear layers and
 // for MultiheadAttention's packed in-projection (ViT, also batch_first); the outputs stay equal; KILNRT_NO_FUSION
 // =qkv-pack keeps three GEMMs; cross-attention and projections read elsewhere are left alone. The CPU reference of

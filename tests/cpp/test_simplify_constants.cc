@@ -1,4 +1,4 @@
-// passes/simplify_constants on the CPU backend (issue 7): constants narrowed to their distinct slices, constant adds
+// passes/simplify_constants on the CPU backend: constants narrowed to their distinct slices, constant adds
 // combined, identity GatherNDs made Reshapes; outputs equal the unrewritten graph's, and graphs the rewrites must
 // leave alone keep their shape and values.
 #include <gtest/gtest.h>

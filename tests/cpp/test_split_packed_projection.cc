@@ -1,4 +1,4 @@
-// passes/split_packed_projection on the CPU backend (issue 7): MultiheadAttention's packed in-projection, once
+// passes/split_packed_projection on the CPU backend: MultiheadAttention's packed in-projection, once
 // select_packed_qkv has made its q / k / v selects Slices, becomes one GEMM per part (no Slice copies left), inside
 // fuse_attention and through the whole optimizer; the outputs stay equal. And passes/batch_first_attention: the
 // batch_first block's two transposes per layer dropped (the region runs in [B, S, ...] order). Left alone: a projection read elsewhere,

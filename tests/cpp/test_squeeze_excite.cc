@@ -1,4 +1,4 @@
-// Squeeze-excite fusion (issue 7, passes/fuse_squeeze_excite) and the com.kilnrt:SqueezeExcite CPU op: the whole
+// Squeeze-excite fusion (passes/fuse_squeeze_excite) and the com.kilnrt:SqueezeExcite CPU op: the whole
 // optimize pipeline turns EfficientNet / MobileNetV3 blocks into one node and the outputs match the unfused graph;
 // blocks the pass must not touch stay as they are; the op rejects weights that do not fit.
 #include <gtest/gtest.h>

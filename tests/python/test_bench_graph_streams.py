@@ -1,6 +1,6 @@
 """bench/graph_streams.py: a torch CUDA graph captured by graph_streams.capture keeps its cuBLAS workspace when the
-workspaces are cleared after its capture, as torch.compile's cudagraph trees do (bench/graph_streams_check.py; the
-failure of bench_vs_torch's default setup in sessions 19-20). GPU only: skips with the reason elsewhere."""
+workspaces are cleared after its capture, as torch.compile's cudagraph trees do (bench/graph_streams_check.py; without
+it bench_vs_torch's default setup failed at batch 32 with CUDA_ERROR_LAUNCH_FAILED). GPU only: skips with the reason elsewhere."""
 import subprocess
 import sys
 

@@ -2,7 +2,7 @@
 onnx package's node test generators) and asserts the pass rate.
 
 The floor is KILNRT_CONFORMANCE_MIN_PASS_RATE. Default with onnx 1.12 (Debian's, what CI generates): 0.95 (the CPU
-backend passes 881 of 922, sequence cases included; the acceptance bar of issue 6 is 0.90 of all generated cases,
+backend passes 881 of 922, sequence cases included; the acceptance bar is 0.90 of all generated cases,
 exclusions counting as not passed). Newer onnx packages generate many more cases for ops of newer opsets (onnx 1.23 on the GPU machine: 1876
 cases, 1314 passed = 70.0% on 2026-11-22): that figure is reported, and guarded only against regressions (0.68).
 Raise the defaults as ops are added; the runner prints every failing case and the reasoned exclusion list.

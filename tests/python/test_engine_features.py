@@ -1,4 +1,4 @@
-"""Engine features from Python and the CLI (issue 5): build(layer_precisions=..., mark_all_outputs=...),
+"""Engine features from Python and the CLI: build(layer_precisions=..., mark_all_outputs=...),
 engine.activation_memory_size, create_context(allocate_activations=False) + set_activation_memory, `kilnrt build
 --layer-precision / --mark-all-outputs`, `kilnrt inspect` per-layer precision, scripts/accuracy_hunt.py. The GPU
 tests skip with a reason where no usable CUDA GPU (or torch with CUDA) is present.

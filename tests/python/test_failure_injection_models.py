@@ -1,6 +1,6 @@
 """Failure injection along resnet18 (torchvision, exported by torch 1.13 in the test session): every host allocation
 of the build, of the load and of an inference fails once, one at a time (CPU, in CI); on a GPU, every driver /
-cuDNN / cuBLASLt / NVRTC call of a CUDA build, load and inference fails once (issue 8). Each failure must surface as a
+cuDNN / cuBLASLt / NVRTC call of a CUDA build, load and inference fails once. Each failure must surface as a
 kilnrt.Error (out_of_memory for allocations) or be survived with the exact reference result; afterwards the same
 engine / a rebuilt one gives the reference result, or, for CUDA inference, the context is cleanly unusable (a
 kilnrt.Error) and a new engine works.

@@ -1,4 +1,4 @@
-"""Sequence ops inside real exports (issue 6): torch 1.13 TorchScript exports of list building in a loop (Loop with
+"""Sequence ops inside real exports: torch 1.13 TorchScript exports of list building in a loop (Loop with
 a sequence state: SequenceEmpty, SequenceInsert, ConcatFromSequence) and of torch.split over a list
 (SplitToSequence, Loop over SequenceAt), built into CPU engines with a dynamic leading dim and compared with torch.
 """
