@@ -32,6 +32,15 @@ const Tensor& CpuContext::input(size_t i) const {
   return *inputs[i];
 }
 
+std::string source_path_in_tree(const char* file) {
+  std::string f = file ? file : "";
+  for (char& c : f)
+    if (c == '\\') c = '/';
+  const size_t at = f.rfind("/src/");
+  if (at != std::string::npos) return f.substr(at + 5);
+  return f.rfind("src/", 0) == 0 ? f.substr(4) : f;
+}
+
 OpRegistry& OpRegistry::instance() {
   static OpRegistry registry;
   return registry;

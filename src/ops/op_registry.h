@@ -67,7 +67,11 @@ struct OpSchema {
   CpuKernelFn cpu;
   std::vector<DType> dtypes;  // dtypes of the main data input the CPU kernel handles (documentation + checks)
   std::string doc;            // one line for docs/operators.md
+  std::string source;         // the registering file relative to src/ (set by KILNRT_REGISTER_OP; "" for custom ops)
 };
+
+// A source file path (__FILE__) relative to the tree's src/ folder ("ops/nn/normalization/normalization.cc").
+std::string source_path_in_tree(const char* file);
 
 // Thread-safe; schemas are never removed and never move, so pointers to them stay valid while ops are added (custom
 // ops register at run time, see include/kilnrt/custom_op.h).
@@ -87,14 +91,17 @@ class OpRegistry {
 };
 
 struct OpRegistrar {
-  explicit OpRegistrar(OpSchema s) { OpRegistry::instance().add(std::move(s)); }
+  OpRegistrar(OpSchema s, const char* file) {
+    s.source = source_path_in_tree(file);
+    OpRegistry::instance().add(std::move(s));
+  }
 };
 
 #define KILNRT_OPS_CONCAT2(a, b) a##b
 #define KILNRT_OPS_CONCAT(a, b) KILNRT_OPS_CONCAT2(a, b)
 // Usage: KILNRT_REGISTER_OP(OpSchema{"", "Relu", 13, 1000, infer_fn, cpu_fn, {DType::kFloat32}, "max(x, 0)"});
 #define KILNRT_REGISTER_OP(...) \
-  static ::kilnrt::ops::OpRegistrar KILNRT_OPS_CONCAT(kilnrt_op_registrar_, __COUNTER__)(__VA_ARGS__)
+  static ::kilnrt::ops::OpRegistrar KILNRT_OPS_CONCAT(kilnrt_op_registrar_, __COUNTER__)(__VA_ARGS__, __FILE__)
 
 // Helpers shared by shape functions and kernels.
 // Numpy-style multidirectional broadcasting; throws naming the node on mismatch.

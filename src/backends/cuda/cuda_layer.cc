@@ -4,8 +4,15 @@
 #include "ops/sequence/sequence_support.h"
 
 #include "ops/custom/custom_registry.h"
+#include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
+
+namespace {
+
+std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+}  // namespace
 
 LayerRegistry& LayerRegistry::instance() {
   static LayerRegistry* r = new LayerRegistry;  // leaked: registrars run during static init of this library
@@ -13,25 +20,54 @@ LayerRegistry& LayerRegistry::instance() {
 }
 
 void LayerRegistry::add(LayerEntry entry) {
-  const std::string op = entry.op_type;
-  entries_[op] = std::move(entry);
+  entry.domain = canonical_domain(entry.domain);
+  auto key = std::make_pair(entry.domain, entry.op_type);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    conflicts_ += "CUDA layer " + (entry.domain.empty() ? "" : entry.domain + ":") + entry.op_type +
+                  " registered twice: in " + it->second.source + " and in " + entry.source + "\n";
+    return;
+  }
+  entries_.emplace(std::move(key), std::move(entry));
 }
 
-const LayerEntry* LayerRegistry::find(const std::string& op_type) const {
-  auto it = entries_.find(op_type);
+const LayerEntry* LayerRegistry::find(const std::string& domain, const std::string& op_type) const {
+  KILNRT_CHECK(conflicts_.empty(), kInternal, op_type, "the CUDA layer registry is inconsistent: " << conflicts_);
+  auto it = entries_.find(std::make_pair(canonical_domain(domain), op_type));
   return it == entries_.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> LayerRegistry::op_types() const {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : entries_) out.push_back(k);
+std::vector<const LayerEntry*> LayerRegistry::all() const {
+  std::vector<const LayerEntry*> out;
+  for (const auto& [k, v] : entries_) out.push_back(&v);
   return out;
+}
+
+std::string LayerRegistry::conflicts() const { return conflicts_; }
+
+LayerRegistrar::LayerRegistrar(const char* file, std::initializer_list<const char*> ops, LayerSupports supports,
+                               LayerFactory create) {
+  for (const char* name : ops) {
+    LayerEntry e;
+    const std::string n = name;
+    const size_t colon = n.rfind(':');
+    if (colon != std::string::npos) {
+      e.domain = n.substr(0, colon);
+      e.op_type = n.substr(colon + 1);
+    } else {
+      e.op_type = n;
+    }
+    e.supports = supports;
+    e.create = create;
+    e.source = ops::source_path_in_tree(file);
+    LayerRegistry::instance().add(std::move(e));
+  }
 }
 
 const LayerEntry* find_layer(const ir::Node& node, const ir::Graph& graph) {
   if (!node.domain.empty() && ops::custom::find_custom_op(node.domain, node.op_type, graph.opset(node.domain)))
-    return LayerRegistry::instance().find(kCustomLayerKey);
-  return LayerRegistry::instance().find(node.op_type);
+    return LayerRegistry::instance().find(kCustomLayerDomain, "custom_op");
+  return LayerRegistry::instance().find(node.domain, node.op_type);
 }
 
 std::string cuda_supports(const ir::Node& node, const ir::Graph& graph) {
@@ -39,12 +75,11 @@ std::string cuda_supports(const ir::Node& node, const ir::Graph& graph) {
     const LayerEntry* c = find_layer(node, graph);
     return c ? c->supports(node, graph) : "no CUDA layer for custom ops in this build";
   }
-  if (!node.domain.empty() && node.domain != "ai.onnx" && node.domain != "com.kilnrt" &&
-      node.domain != "ai.onnx.preview.training" &&  // the optimizers: layers_training.cc
-      !(node.domain == "ai.onnx.preview" && node.op_type == "FlexAttention"))  // layers_attn23.cc
-    return "no CUDA layer for domain '" + node.domain + "'";
-  const LayerEntry* e = LayerRegistry::instance().find(node.op_type);
-  if (!e) return "no CUDA layer for op " + node.op_type;
+  const LayerEntry* e = LayerRegistry::instance().find(node.domain, node.op_type);
+  if (!e) {
+    const std::string d = canonical_domain(node.domain);
+    return "no CUDA layer for op " + (d.empty() ? "" : d + ":") + node.op_type;
+  }
   return e->supports ? e->supports(node, graph) : std::string();
 }
 
@@ -148,11 +183,10 @@ const char* precision_name(Precision p) {
 }
 
 std::string op_placement(const std::string& domain, const std::string& op_type) {
-  (void)domain;  // layers are registered by op type (the support checks look at the node's domain)
   if (plan_detail::always_host(op_type)) return "host shape computation";
   if (op_type == "Constant") return "host constant, uploaded once";  // no inputs: a host value of the plan
   if (ops::is_sequence_op(op_type)) return "host list of device tensors";
-  return LayerRegistry::instance().find(op_type) ? "layer" : "";
+  return LayerRegistry::instance().find(domain, op_type) ? "layer" : "";
 }
 
 }  // namespace kilnrt::backends::cuda

@@ -108,35 +108,52 @@ using LayerFactory = std::function<std::unique_ptr<CudaLayer>(const LayerCreateA
 using LayerSupports = std::function<std::string(const ir::Node&, const ir::Graph&)>;
 
 struct LayerEntry {
+  std::string domain;   // "" = ai.onnx ("ai.onnx" is stored as "")
   std::string op_type;
   LayerSupports supports;
   LayerFactory create;
+  std::string source;   // the registering file, relative to src/ ("ops/nn/normalization/cuda/layer_norm_layer.cc")
 };
 
+// The CUDA layers, keyed by (domain, op type). A second registration of a key is an error: the registry keeps the
+// first, records the clash, and every lookup then throws naming both files (tests check there is none).
 class LayerRegistry {
  public:
   static LayerRegistry& instance();
   void add(LayerEntry entry);
-  const LayerEntry* find(const std::string& op_type) const;
-  std::vector<std::string> op_types() const;
+  // The entry of (domain, op_type), nullptr when none. Throws kInternal when two files registered one key.
+  const LayerEntry* find(const std::string& domain, const std::string& op_type) const;
+  std::vector<const LayerEntry*> all() const;
+  // "" when every key was registered once, else the clashes, one per line.
+  std::string conflicts() const;
 
  private:
-  std::map<std::string, LayerEntry> entries_;
+  std::map<std::pair<std::string, std::string>, LayerEntry> entries_;
+  std::string conflicts_;
 };
 
+// Registers one layer for each name of `ops`: "OpType" (domain ai.onnx) or "domain:OpType"
+// ("com.kilnrt:FusedMatMul"). `file` is the registering source file (__FILE__, through the macro below).
 struct LayerRegistrar {
-  explicit LayerRegistrar(LayerEntry e) { LayerRegistry::instance().add(std::move(e)); }
+  LayerRegistrar(const char* file, std::initializer_list<const char*> ops, LayerSupports supports,
+                 LayerFactory create);
 };
 
-// Custom ops (include/kilnrt/custom_op.h) share one entry, registered under this key (layers_custom.cc).
-constexpr const char* kCustomLayerKey = "kilnrt:custom_op";
+// Custom ops (include/kilnrt/custom_op.h) share one entry, registered under this key (domain kCustomLayerDomain).
+constexpr const char* kCustomLayerDomain = "kilnrt.custom";
+constexpr const char* kCustomLayerKey = "kilnrt.custom:custom_op";
 // The entry that runs `node`: the custom-op entry when node's domain/op_type is a registered custom op, else the
-// entry of node.op_type (nullptr when none).
+// entry of (node.domain, node.op_type) (nullptr when none).
 const LayerEntry* find_layer(const ir::Node& node, const ir::Graph& graph);
 #define KILNRT_CUDA_CONCAT2(a, b) a##b
 #define KILNRT_CUDA_CONCAT(a, b) KILNRT_CUDA_CONCAT2(a, b)
-#define KILNRT_REGISTER_CUDA_LAYER(...) \
-  static ::kilnrt::backends::cuda::LayerRegistrar KILNRT_CUDA_CONCAT(kilnrt_cuda_layer_, __COUNTER__)(__VA_ARGS__)
+// The one way to register CUDA layers:
+//   KILNRT_REGISTER_CUDA_LAYER({"Relu", "Sigmoid"}, supports_fn, factory_fn);
+//   KILNRT_REGISTER_CUDA_LAYER({"com.kilnrt:FusedMatMul"}, supports_fn, factory_fn);
+// supports_fn may be nullptr (every node of the op type is supported).
+#define KILNRT_REGISTER_CUDA_LAYER(...)                                                                          \
+  static const ::kilnrt::backends::cuda::LayerRegistrar KILNRT_CUDA_CONCAT(kilnrt_cuda_layer_, __COUNTER__)( \
+      __FILE__, __VA_ARGS__)
 
 // Arithmetic precision of a layer, chosen at build (--fp16 / --bf16 / --tf32) and stored with the node as the
 // string attribute kPrecisionAttr ("fp32" when absent). fp16 / bf16: 16-bit operands with float32 accumulation;
