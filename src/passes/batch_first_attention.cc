@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/logging.h"
-#include "ops/nn/fused_attention.h"
+#include "ops/nn/fused_attention/fused_attention.h"
 #include "passes/pattern_util.h"
 
 namespace kilnrt::passes {

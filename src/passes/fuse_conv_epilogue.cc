@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ops/nn/fused_conv.h"
+#include "ops/nn/fused_conv/fused_conv.h"
 #include "passes/fusion_control.h"
 #include "passes/value_uses.h"
 

@@ -1,6 +1,6 @@
 #include "passes/fuse_embed_layernorm.h"
 
-#include "ops/nn/embed_layernorm.h"
+#include "ops/nn/embed_layernorm/embed_layernorm.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"
 

@@ -1,7 +1,7 @@
 #include "passes/fuse_layernorm.h"
 
 #include "core/logging.h"
-#include "ops/nn/fused_attention.h"
+#include "ops/nn/fused_attention/fused_attention.h"
 #include "ops/op_registry.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "core/logging.h"
-#include "ops/nn/fused_attention.h"
-#include "ops/nn/fused_pointwise.h"
+#include "ops/nn/fused_attention/fused_attention.h"
+#include "ops/nn/fused_pointwise/fused_pointwise.h"
 #include "ops/op_registry.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"

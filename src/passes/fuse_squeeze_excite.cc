@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "ops/nn/fused_conv.h"
-#include "ops/nn/squeeze_excite.h"
+#include "ops/nn/fused_conv/fused_conv.h"
+#include "ops/nn/squeeze_excite/squeeze_excite.h"
 #include "ops/op_registry.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"

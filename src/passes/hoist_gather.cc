@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "core/logging.h"
-#include "ops/nn/fused_attention.h"
+#include "ops/nn/fused_attention/fused_attention.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"
 #include "passes/shape_inference.h"

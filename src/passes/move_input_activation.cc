@@ -6,7 +6,7 @@
 
 #include "core/logging.h"
 #include "kilnrt/error.h"
-#include "ops/nn/fused_conv.h"
+#include "ops/nn/fused_conv/fused_conv.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"
 

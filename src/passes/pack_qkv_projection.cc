@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/logging.h"
-#include "ops/nn/fused_attention.h"
+#include "ops/nn/fused_attention/fused_attention.h"
 #include "passes/fusion_control.h"
 #include "passes/pattern_util.h"
 

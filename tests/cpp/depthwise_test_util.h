@@ -32,7 +32,7 @@ inline kilnrt::cuda::kernels::Conv2d depthwise_geometry(int64_t n, int64_t c, in
   return p;
 }
 
-// FusedActivation codes (ops/nn/fused_conv.h) in double.
+// FusedActivation codes (ops/nn/fused_conv/fused_conv.h) in double.
 inline double activate(int act, double x, double a, double b) {
   switch (act) {
     case 1: return x < 0 ? 0 : x;

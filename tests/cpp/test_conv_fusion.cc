@@ -9,7 +9,7 @@
 #include "conv_fusion_test_util.h"
 #include "kilnrt/engine.h"
 #include "onnx_test_writer.h"
-#include "ops/nn/fused_conv.h"
+#include "ops/nn/fused_conv/fused_conv.h"
 #include "passes/fold_conv_bn.h"
 #include "passes/fuse_conv_epilogue.h"
 #include "passes/optimize.h"

@@ -16,7 +16,7 @@
 #include "attention_test_util.h"
 #include "backends/cuda/kernels/attention_mma.h"
 #include "cuda_backend_test_util.h"
-#include "ops/nn/fused_attention.h"
+#include "ops/nn/fused_attention/fused_attention.h"
 
 namespace kilnrt::cudatest {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "backends/cuda/cuda_plan.h"
 #include "cuda_backend_test_util.h"
-#include "ops/nn/squeeze_excite.h"
+#include "ops/nn/squeeze_excite/squeeze_excite.h"
 #include "passes/optimize.h"
 #include "squeeze_excite_test_util.h"
 

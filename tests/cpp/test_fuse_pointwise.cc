@@ -10,7 +10,7 @@
 #include "engine_features_model.h"
 #include "kilnrt/engine.h"
 #include "onnx_test_writer.h"
-#include "ops/nn/fused_pointwise.h"
+#include "ops/nn/fused_pointwise/fused_pointwise.h"
 #include "passes/fuse_pointwise.h"
 #include "passes/optimize.h"
 #include "passes/shape_inference.h"

@@ -41,7 +41,7 @@ const std::vector<uint8_t> kQuantizeLinearScaleZero = {
 
 // onnx_build_fuzzer, long run: an Einsum equation ("...ii ->\xfd..i") whose output names a label no input has.
 // size.at(label) threw std::out_of_range out of the kernel: not a kilnrt::Error, the process terminated. Fixed in
-// ops/math/einsum.cc (kInvalidModel naming the node); the CPU executor also turns any other std::exception of a
+// ops/math/einsum/einsum.cc (kInvalidModel naming the node); the CPU executor also turns any other std::exception of a
 // kernel into a kilnrt::Error (kInternal) naming the node.
 const std::vector<uint8_t> kEinsumUnknownOutputLabel = {
     0x08, 0x07, 0x12, 0x0c, 0x62, 0x61, 0x63, 0x6b, 0x65, 0x6e, 0x64, 0x2d, 0x74, 0x65, 0x73, 0x74, 0x3a, 0x77, 0x0a,
@@ -55,7 +55,7 @@ const std::vector<uint8_t> kEinsumUnknownOutputLabel = {
 
 // onnx_build_fuzzer, long run: RNN whose R input is not 3-D; the kernel read R's shape()[2] past the end of the
 // shape (ASan heap-buffer-overflow in rnn.cc), and B / sequence_lens / initial_h / P sizes were never checked either.
-// Fixed in ops/nn/rnn.cc: every input's size is checked against what the loops read (kInvalidArgument naming the node).
+// Fixed in ops/nn/rnn/rnn.cc: every input's size is checked against what the loops read (kInvalidArgument naming the node).
 const std::vector<uint8_t> kRnnRankTwoR = {
     0x08, 0x07, 0x12, 0x0c, 0x62, 0x61, 0x63, 0x6b, 0x65, 0x6e, 0x64, 0x2d, 0x74, 0x65, 0x73, 0x74, 0x3a, 0xbe, 0x01,
     0x0a, 0x2c, 0x0a, 0x01, 0x58, 0x4a, 0x01, 0x57, 0x0a, 0x01, 0x52, 0x0a, 0x01, 0x42, 0x12, 0x00, 0x12, 0x03, 0x59,

@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "ops/nn/squeeze_excite.h"
+#include "ops/nn/squeeze_excite/squeeze_excite.h"
 #include "passes/fuse_squeeze_excite.h"
 #include "passes/optimize.h"
 #include "squeeze_excite_test_util.h"

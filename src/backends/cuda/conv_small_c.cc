@@ -10,7 +10,7 @@
 #include "backends/cuda/kernels/conv_small_c.h"
 #include "core/env_switch.h"
 #include "cuda/driver_api.h"
-#include "ops/nn/fused_conv.h"
+#include "ops/nn/fused_conv/fused_conv.h"
 
 namespace kilnrt::backends::cuda {
 

@@ -6,7 +6,7 @@
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/kernels/attention.h"
-#include "ops/nn/fused_attention.h"
+#include "ops/nn/fused_attention/fused_attention.h"
 
 namespace kilnrt::backends::cuda {
 namespace {

@@ -1,8 +1,8 @@
 // CUDA layers for the onnx 1.23 bit ops and small gaps: BitwiseAnd / Or / Xor (broadcasting),
 // BitwiseNot, BitShift on signed (opset 28) and unsigned integers, BitCast (a byte copy), OptionalGetElement /
 // OptionalHasElement on plain tensors, ReduceMax / ReduceMin of bool tensors (handed over by layers_nn.cc).
-// Kernels: kernels/bits.cu, with the arithmetic of the CPU reference (src/ops/math/binary.cc, unary.cc, cast.cc,
-// src/ops/shape/optional_ops.cc, src/ops/reduce/reductions.cc).
+// Kernels: kernels/bits.cu, with the arithmetic of the CPU reference (src/ops/math/binary/binary.cc, unary.cc, cast.cc,
+// src/ops/shape/optional_ops/optional_ops.cc, src/ops/reduce/reductions/reductions.cc).
 #include "backends/cuda/layers_bits.h"
 
 #include <algorithm>

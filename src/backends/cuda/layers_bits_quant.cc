@@ -1,6 +1,6 @@
 // CUDA layer for QuantizeLinear / DequantizeLinear beyond the main layer (layers_extra_quant.cc):
 // blocked parameters (block_size, opset 21), int16 / uint16 outputs, output_dtype. Kernels: kernels/bits_quant.cu,
-// with the arithmetic of the CPU reference (src/ops/nn/quantize.cc).
+// with the arithmetic of the CPU reference (src/ops/nn/quantize/quantize.cc).
 #include "backends/cuda/kernels/bits.h"
 #include "backends/cuda/layers_bits.h"
 #include "ops/op_registry.h"

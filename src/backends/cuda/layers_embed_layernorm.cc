@@ -6,7 +6,7 @@
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/layernorm.h"
-#include "ops/nn/embed_layernorm.h"
+#include "ops/nn/embed_layernorm/embed_layernorm.h"
 
 namespace kilnrt::backends::cuda {
 namespace {

@@ -19,8 +19,8 @@
 #include "cuda/context_guard.h"
 #include "cuda/nvrtc_compiler.h"
 #include "kilnrt/cuda/kernel.h"
-#include "ops/nn/fused_attention.h"
-#include "ops/nn/fused_pointwise.h"
+#include "ops/nn/fused_attention/fused_attention.h"
+#include "ops/nn/fused_pointwise/fused_pointwise.h"
 
 namespace kilnrt::backends::cuda {
 namespace {

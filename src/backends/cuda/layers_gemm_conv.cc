@@ -19,7 +19,7 @@
 #include "backends/cuda/lt_gemm.h"
 #include "core/logging.h"
 #include "cuda/driver_api.h"
-#include "ops/nn/fused_conv.h"
+#include "ops/nn/fused_conv/fused_conv.h"
 
 namespace kilnrt::backends::cuda {
 namespace {

@@ -1,6 +1,6 @@
 // CUDA layers for cases of BatchNormalization, MaxPool and Dropout that their main layers refuse
 // (layers_misc_gaps.h says how the main registrations hand them over). Kernels: kernels/misc_gaps.cu, each with the
-// arithmetic of the CPU reference (src/ops/nn/normalization.cc, pool.cc, misc.cc).
+// arithmetic of the CPU reference (src/ops/nn/normalization/normalization.cc, pool.cc, misc.cc).
 #include "backends/cuda/layers_misc_gaps.h"
 
 #include "backends/cuda/kernels/misc_gaps.h"

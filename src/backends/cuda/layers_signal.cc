@@ -35,7 +35,7 @@ class DftLayer final : public CudaLayer {
     int64_t axis = 0;
     if (opset_ >= 20) {
       // Opset 20: the axis input (default -2) counts over all r dims, the last (real / complex) one excluded: the
-      // same rule as the CPU reference (src/ops/math/signal.cc, dft_axis).
+      // same rule as the CPU reference (src/ops/math/signal/signal.cc, dft_axis).
       const bool has_axis = l.inputs.size() > 2 && l.inputs[2].present;
       axis = has_axis ? host_scalar(l.inputs[2], name_, "axis") : -2;
       KILNRT_CHECK(axis >= -r && axis <= r - 2, kInvalidArgument, name_,

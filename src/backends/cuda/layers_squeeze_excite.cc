@@ -1,4 +1,4 @@
-// com.kilnrt:SqueezeExcite on CUDA (ops/nn/squeeze_excite.h, kernels/squeeze_excite.h): the channel means,
+// com.kilnrt:SqueezeExcite on CUDA (ops/nn/squeeze_excite/squeeze_excite.h, kernels/squeeze_excite.h): the channel means,
 // both 1x1 convolutions with their activations and the scaling of X in 3 kernel launches. X and Y may be stored
 // NHWC (the layer is an NHWC producer, so EfficientNet / MobileNetV3 blocks stay NHWC between their convs).
 #include <string>
@@ -6,7 +6,7 @@
 #include "backends/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/squeeze_excite.h"
 #include "core/check.h"
-#include "ops/nn/squeeze_excite.h"
+#include "ops/nn/squeeze_excite/squeeze_excite.h"
 
 namespace kilnrt::backends::cuda {
 namespace {

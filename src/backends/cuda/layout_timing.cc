@@ -16,7 +16,7 @@
 #include "ir/graph.h"
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"
-#include "ops/nn/fused_conv.h"
+#include "ops/nn/fused_conv/fused_conv.h"
 
 namespace kilnrt::backends::cuda {
 namespace {

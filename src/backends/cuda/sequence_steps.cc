@@ -1,5 +1,5 @@
 // Sequence steps of CUDA engines (sequence_steps.h): host lists of device tensors, tensor data moved on the device.
-// The semantics and error messages follow the CPU kernels (src/ops/sequence/sequence_ops.cc), which are the
+// The semantics and error messages follow the CPU kernels (src/ops/sequence/sequence_ops/sequence_ops.cc), which are the
 // reference these steps are tested against (tests/cpp/test_cuda_sequences.cc).
 #include "backends/cuda/sequence_steps.h"
 

@@ -1,7 +1,7 @@
 // Host entry points of the kernels for the onnx 1.23 attention-family ops (attn23.cu): ONNX Attention
 // (opsets 23-25), ai.onnx.preview FlexAttention without score_mod / prob_mod, RotaryEmbedding, SwiGLU and Swish.
-// The formulas are the CPU reference's (src/ops/nn/attention_onnx.cc, flex_attention.cc, rotary_embedding.cc,
-// src/ops/math/binary.cc SwiGLU, unary.cc Swish). Plain C++ like kernels.h; each launcher returns the launch status
+// The formulas are the CPU reference's (src/ops/nn/attention_onnx/attention_onnx.cc, flex_attention.cc, rotary_embedding.cc,
+// src/ops/math/binary/binary.cc SwiGLU, unary.cc Swish). Plain C++ like kernels.h; each launcher returns the launch status
 // (0 = success). Device values (nonpad_kv_seqlen, position_ids) are read by the kernels: no host read, no sync.
 #pragma once
 #include <cstddef>

@@ -1,6 +1,6 @@
 // Kernels of bits.h: integer bit logic and shifts, byte copies, a bool constant, bool reductions. One thread per
-// output element (grid-stride loops); the arithmetic is the CPU reference's (src/ops/math/binary.cc,
-// src/ops/math/unary.cc, src/ops/reduce/reductions.cc).
+// output element (grid-stride loops); the arithmetic is the CPU reference's (src/ops/math/binary/binary.cc,
+// src/ops/math/unary/unary.cc, src/ops/reduce/reductions/reductions.cc).
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -14,7 +14,7 @@ namespace kilnrt::cuda::kernels::bits {
 // Integer dtype codes of these kernels.
 enum IntCode : int { kI8 = 0, kU8 = 1, kI16 = 2, kU16 = 3, kI32 = 4, kU32 = 5, kI64 = 6, kU64 = 7 };
 // Binary ops: 0 and, 1 or, 2 xor, 3 shift left, 4 shift right. Shifts follow the CPU reference
-// (src/ops/math/binary.cc shift_value): a right shift of a signed value is arithmetic, a left shift wraps in two's
+// (src/ops/math/binary/binary.cc shift_value): a right shift of a signed value is arithmetic, a left shift wraps in two's
 // complement, a shift amount outside [0, width) gives 0 (or -1 for a right shift of a negative value).
 int bit_binary(int op, int int_code, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc,
                StreamT stream);
@@ -59,13 +59,13 @@ int dequantize_general(const void* x, const float* scale, const void* zp, float*
 // ---- DFT inverse + onesided: the inverse real FFT (bits_signal.cu) ------------------------------------------------
 // x: [outer, len, inner, comp] (comp 1 real, 2 complex) holding bins of a Hermitian spectrum of length n; bins at
 // t >= len are conj(x[n - t]) (0 where n - t >= len too); y: [outer, n, inner, 1] real, the inverse transform in
-// double divided by n (src/ops/math/signal.cc dft_cpu).
+// double divided by n (src/ops/math/signal/signal.cc dft_cpu).
 int irfft_f32(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, int comp, int64_t n,
               StreamT stream);
 
 // ---- Resize antialias=1, linear / cubic (bits_resize.cu) ----------------------------------------------------------
 // The plan of the main Resize layer (extra_kernels.h; mode 1 linear, 2 cubic). Per axis, with s = min(scale, 1), the
-// filter is stretched by 1/s and its weights normalised (src/ops/nn/resize.cc antialias_taps); one thread per
+// filter is stretched by 1/s and its weights normalised (src/ops/nn/resize/resize.cc antialias_taps); one thread per
 // output element sums the product of the axes' taps in double.
 int resize_antialias_f32(const float* x, float* y, const extra::ResizePlan& p, StreamT stream);
 

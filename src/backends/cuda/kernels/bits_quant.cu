@@ -1,5 +1,5 @@
 // QuantizeLinear / DequantizeLinear with general parameters (bits.h): per tensor, per axis or blocked, 8- and 16-bit
-// integers. The arithmetic of the CPU reference (src/ops/nn/quantize.cc): float32 division, half-to-even rounding,
+// integers. The arithmetic of the CPU reference (src/ops/nn/quantize/quantize.cc): float32 division, half-to-even rounding,
 // saturation; dequantization in double.
 #include <cuda_runtime.h>
 

@@ -1,5 +1,5 @@
 // Resize with antialias=1 for linear and cubic modes (bits.h): the CPU reference's antialiased taps
-// (src/ops/nn/resize.cc antialias_taps) computed per output element on the device, without tap tables.
+// (src/ops/nn/resize/resize.cc antialias_taps) computed per output element on the device, without tap tables.
 #include <cuda_runtime.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // The inverse real FFT (DFT inverse + onesided, bits.h): one thread per output sample, a naive O(n) sum per sample
-// in double with the CPU reference's angle reduction ((k * t) mod n) and Hermitian completion (src/ops/math/signal.cc).
+// in double with the CPU reference's angle reduction ((k * t) mod n) and Hermitian completion (src/ops/math/signal/signal.cc).
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // RNN / GRU / LSTM kernel (extra_kernels.h): one block per (direction, batch entry) walks the sequence; the state,
 // gate pre-activations and GRU's reset gate live in the caller's scratch (the layer's workspace). Math in double,
-// mirroring the CPU reference (src/ops/nn/rnn.cc).
+// mirroring the CPU reference (src/ops/nn/rnn/rnn.cc).
 #include <cuda_runtime.h>
 
 #include <cmath>

@@ -139,7 +139,7 @@ __device__ double resize_coord(const ResizePlan& p, const ResizeAxis& a, double 
   const double len_in = double(a.in), len_out = a.scale * len_in;
   switch (p.coord) {
     case 0: return (x + 0.5) / a.scale - 0.5;
-    case 1: return len_in / 2 * (1 - double(a.out) / len_out) + (x + 0.5) / a.scale - 0.5;  // as src/ops/nn/resize.cc
+    case 1: return len_in / 2 * (1 - double(a.out) / len_out) + (x + 0.5) / a.scale - 0.5;  // as src/ops/nn/resize/resize.cc
     case 2: return len_out > 1 ? (x + 0.5) / a.scale - 0.5 : 0.0;
     case 3: return len_out == 1 ? 0.0 : x * (len_in - 1) / (len_out - 1);
     case 4: return x / a.scale;

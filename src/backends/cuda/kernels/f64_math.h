@@ -1,7 +1,7 @@
 // Host entry points of the float64 kernels (kernels/f64_math.cu) behind the float64 branches of the CUDA Softmax /
 // LogSoftmax layer (layers_nn.cc) and MatMul layer (layers_gemm.cc): the ONNX 1.23 expanded Attention /
 // FlexAttention function bodies run in double. Storage and arithmetic in double, following the CPU reference
-// (src/ops/nn/softmax.cc, src/ops/nn/gemm.cc): max-subtracted softmax, sums in index order. Plain C++ like kernels.h;
+// (src/ops/nn/softmax/softmax.cc, src/ops/nn/gemm/gemm.cc): max-subtracted softmax, sums in index order. Plain C++ like kernels.h;
 // each launcher returns the launch status (0 = success).
 #pragma once
 #include <cstdint>

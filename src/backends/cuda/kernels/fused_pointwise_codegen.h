@@ -1,4 +1,4 @@
-// CUDA C++ source for a com.kilnrt:FusedPointwise program (ops/nn/fused_pointwise.h), compiled with NVRTC at build
+// CUDA C++ source for a com.kilnrt:FusedPointwise program (ops/nn/fused_pointwise/fused_pointwise.h), compiled with NVRTC at build
 // time (layers_fused_pointwise.cc). Host-only: needs no GPU and no CUDA header.
 //
 // The source defines one argument block (PwArgs below, same layout) and seven kernels (name expressions):
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/nn/fused_pointwise.h"
+#include "ops/nn/fused_pointwise/fused_pointwise.h"
 
 namespace kilnrt::backends::cuda {
 

@@ -1,7 +1,7 @@
 // Host entry points of the geometry kernels (geom.cu): LpPool, CenterCropPad, Col2Im (N-D), AffineGrid
-// (2-D / 3-D), DeformConv (2-D) and TensorScatter. Each follows its CPU reference (src/ops/nn/pool.cc,
-// src/ops/shape/center_crop_pad.cc, src/ops/nn/col2im.cc, affine_grid.cc, deform_conv.cc,
-// src/ops/shape/tensor_scatter.cc) in the order of its sums and its float / double roundings. One thread per output
+// (2-D / 3-D), DeformConv (2-D) and TensorScatter. Each follows its CPU reference (src/ops/nn/pool/pool.cc,
+// src/ops/shape/center_crop_pad/center_crop_pad.cc, src/ops/nn/col2im/col2im.cc, affine_grid.cc, deform_conv.cc,
+// src/ops/shape/tensor_scatter/tensor_scatter.cc) in the order of its sums and its float / double roundings. One thread per output
 // element (a gather: no atomics, results do not depend on scheduling). Plain C++ like kernels.h; each launcher returns
 // the launch status (0 = success) and never synchronises.
 #pragma once

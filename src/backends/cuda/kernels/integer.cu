@@ -1,7 +1,7 @@
 // Kernels of the integer / quantized ops (more_kernels.h): DynamicQuantizeLinear (one-block min/max, then an
 // elementwise pass reading the scale from the device), a direct int32-accumulating batched matmul and a direct
 // grouped 1-3-D convolution, both optionally requantized to 8 bits. Rounding is half to even (rint), like the CPU
-// reference (src/ops/nn/quantize.cc).
+// reference (src/ops/nn/quantize/quantize.cc).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 

@@ -1,7 +1,7 @@
 // Host entry points of the kernels behind layers_linatt.cc (CUDA layers for ops of the onnx 1.23 node
 // cases): LinearAttention, CausalConvWithState, RMSNormalization, LpNormalization and
-// CumProd. Each follows its CPU reference's arithmetic (src/ops/nn/linear_attention.cc, causal_conv_state.cc,
-// normalization.cc, src/ops/reduce/arg_cumsum.cc): double accumulation in the same order, float32 I/O (16-bit
+// CumProd. Each follows its CPU reference's arithmetic (src/ops/nn/linear_attention/linear_attention.cc, causal_conv_state.cc,
+// normalization.cc, src/ops/reduce/arg_cumsum/arg_cumsum.cc): double accumulation in the same order, float32 I/O (16-bit
 // tensors run as float32 islands). Plain C++ like kernels.h; each launcher returns the launch status (0 = success).
 #pragma once
 #include <cstddef>

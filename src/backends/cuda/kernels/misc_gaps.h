@@ -11,7 +11,7 @@
 
 namespace kilnrt::cuda::kernels::gaps {
 
-// ---- optimizers (formulas of src/ops/math/training.cc, computed in double) -----------------------------------------
+// ---- optimizers (formulas of src/ops/math/training/training.cc, computed in double) -----------------------------------------
 // Scalar inputs on the device: r is float32 (r_f64 false) or float64; t is int64.
 struct OptScalars {
   const void* r = nullptr;

@@ -1,5 +1,5 @@
 // 3-D pooling and 3-D transposed convolution (pool3d_convt3d_kernels.h): one thread per output element, the taps
-// of its window gathered (no atomics). Mirrors the CPU reference (src/ops/nn/pool.cc, conv_transpose.cc).
+// of its window gathered (no atomics). Mirrors the CPU reference (src/ops/nn/pool/pool.cc, conv_transpose.cc).
 #include <cuda_runtime.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // Kernels of DFT and STFT (more_kernels.h): one thread per output bin, a direct O(n^2) sum in double with the
-// twiddle angle reduced as (k * t) mod n, like the CPU reference (src/ops/math/signal.cc).
+// twiddle angle reduced as (k * t) mod n, like the CPU reference (src/ops/math/signal/signal.cc).
 #include <cuda_runtime.h>
 
 #include <cmath>

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "ops/nn/fused_attention.h"
+#include "ops/nn/fused_attention/fused_attention.h"
 #include "ops/nn/nn_common.h"
 #include "ops/op_registry.h"
 

@@ -1,5 +1,5 @@
 // com.kilnrt:FusedAttention: shape function and CPU reference (see fused_attention.h for the semantics).
-#include "ops/nn/fused_attention.h"
+#include "ops/nn/fused_attention/fused_attention.h"
 
 #include <cmath>
 #include <limits>

@@ -1,6 +1,6 @@
 // com.kilnrt:FusedConv, the CPU reference (see fused_conv.h): the registered Conv kernel, then residual add and
 // activation in place, in float32 (16-bit tensors are converted like the other nn kernels).
-#include "ops/nn/fused_conv.h"
+#include "ops/nn/fused_conv/fused_conv.h"
 
 #include <cmath>
 

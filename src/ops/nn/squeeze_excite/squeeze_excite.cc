@@ -1,6 +1,6 @@
 // com.kilnrt:SqueezeExcite, the CPU reference (see squeeze_excite.h): channel means in double, the two small
 // mat-vecs and activations in float32, then one scaling pass. 16-bit tensors are computed in float32.
-#include "ops/nn/squeeze_excite.h"
+#include "ops/nn/squeeze_excite/squeeze_excite.h"
 
 #include <vector>
 

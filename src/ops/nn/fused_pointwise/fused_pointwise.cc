@@ -1,12 +1,12 @@
 // com.kilnrt:FusedPointwise, the CPU reference (see fused_pointwise.h): the inputs broadcast to the output shape,
 // the register program evaluated per element in float32.
-#include "ops/nn/fused_pointwise.h"
+#include "ops/nn/fused_pointwise/fused_pointwise.h"
 
 #include <cmath>
 #include <sstream>
 
 #include "core/check.h"
-#include "ops/nn/fused_attention.h"
+#include "ops/nn/fused_attention/fused_attention.h"
 #include "ops/nn/nn_common.h"
 #include "ops/op_registry.h"
 

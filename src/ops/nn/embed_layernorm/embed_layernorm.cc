@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "ops/nn/embed_layernorm.h"
-#include "ops/nn/fused_attention.h"
+#include "ops/nn/embed_layernorm/embed_layernorm.h"
+#include "ops/nn/fused_attention/fused_attention.h"
 #include "ops/nn/nn_common.h"
 #include "ops/op_registry.h"
 
