@@ -1,5 +1,5 @@
 // com.kilnrt fused ops made by the fusion passes (src/passes/fuse_*.cc), shared by their CPU references
-// (fused_attention.cc, fused_ops.cc) and the CUDA layers.
+// (fused_attention.cc, gemm/fused_matmul.cc) and the CUDA layers.
 //
 // com.kilnrt:FusedAttention(Q, K, V [, mask]) -> Y with attributes
 //   scale (float), q_perm / k_perm / v_perm / out_perm (ints, optional; empty = identity).
