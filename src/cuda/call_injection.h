@@ -1,5 +1,5 @@
 // Failure injection for CUDA calls: every entry point of the driver table (driver_api.h), the cuDNN / cuBLASLt
-// tables (backends/cuda/cuda_libs.h) and the NVRTC table (nvrtc_compiler.h) is resolved through
+// tables (cuda/cuda_libs.h) and the NVRTC table (nvrtc_compiler.h) is resolved through
 // KILNRT_INJECTABLE_CALL, which returns a trampoline that asks core/failure_injection.h whether this call must fail
 // (the n-th call overall, or the k-th call of a named entry point such as "cuMemAlloc" or "cudnnConvolutionForward")
 // and then returns a failure status instead of calling the library: out-of-memory for allocating / creating entry

@@ -195,7 +195,7 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
   for (const std::string& in : graph.inputs) meta.inputs.push_back(tensor_info(graph, in));
   for (const std::string& out : graph.outputs) meta.outputs.push_back(tensor_info(graph, out));
   if (cuda) {
-    ops::check_cuda_sequences(graph);  // main-graph sequence ops only (backends/cuda/sequence_steps.h)
+    ops::check_cuda_sequences(graph);  // main-graph sequence ops only (backends/cuda/control_flow/sequence_steps.h)
 #ifdef KILNRT_HAVE_CUDA
     backends::cuda::embed_fused_pointwise_code(graph, target.device);  // NVRTC now: loading the engine skips it
 #endif

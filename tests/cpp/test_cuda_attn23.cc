@@ -9,7 +9,7 @@
 #include <limits>
 #include <random>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "cuda_backend_test_util.h"
 #include "ops/nn/nn_test_util.h"
 

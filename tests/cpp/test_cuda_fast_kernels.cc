@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/kernels/kernels.h"
+#include "cuda/kernels/kernels.h"
 #include "cuda/context_guard.h"
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"

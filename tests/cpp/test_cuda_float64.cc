@@ -6,7 +6,7 @@
 #include <limits>
 #include <random>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "cuda_backend_test_util.h"
 #include "ops/common/double_io.h"
 #include "ops/nn/nn_test_util.h"

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cuda/cuda_plan.h"
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "dd_test_graph.h"
 
 namespace kilnrt::ddtest {

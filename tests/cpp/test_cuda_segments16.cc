@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_plan.h"
 #include "cuda_backend_test_util.h"
 #include "dd_test_graph.h"

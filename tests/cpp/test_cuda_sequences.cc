@@ -1,4 +1,4 @@
-// Sequence values in CUDA engines (src/backends/cuda/sequence_steps.h): host tests of the plan (sequence ops and
+// Sequence values in CUDA engines (src/backends/cuda/control_flow/sequence_steps.h): host tests of the plan (sequence ops and
 // Identity of a sequence are accepted, never host shape computations, make the plan segmented; float32 engines only)
 // and of the build-time check (ops::check_cuda_sequences: sequences through other ops and in Scan bodies are refused
 // naming the node); GPU tests run each op on the CUDA backend and compare with the CPU engine (negative positions,

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backends/cuda/kernels/gather_plan.h"
-#include "backends/cuda/kernels/strided_copy_plan.h"
+#include "cuda/kernels/strided_copy_plan.h"
 
 namespace k = kilnrt::cuda::kernels;
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backends/cuda/cuda_libs.h"
+#include "cuda/cuda_libs.h"
 #include "backends/cuda/kernels/conv_small_c.h"
 #include "core/env_switch.h"
 #include "cuda/driver_api.h"

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/conv_small_c.h"
 
 namespace kilnrt::backends::cuda {

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "backends/cuda/cuda_libs.h"
+#include "cuda/cuda_libs.h"
 #include "backends/cuda/cuda_plan.h"
 #include "backends/cuda/kernels/pointwise_conv.h"
 #include "core/check.h"

@@ -5,13 +5,13 @@
 #include <cstring>
 #include <unordered_set>
 
-#include "backends/cuda/control_flow_layer.h"
-#include "backends/cuda/data_dependent_layer.h"
+#include "backends/cuda/control_flow/control_flow_layer.h"
+#include "ops/cuda/data_dependent_layer.h"
 #include "backends/cuda/float32_island.h"
 #include "backends/cuda/plan_internal.h"
 #include "backends/cuda/plan_weights.h"
 #include "backends/cuda/runner_profiling.h"
-#include "backends/cuda/sequence_steps.h"
+#include "backends/cuda/control_flow/sequence_steps.h"
 #include "backends/cuda/layout_plan.h"
 #include "backends/cuda/layout_timing.h"
 #include "backends/cuda/memory_plan.h"

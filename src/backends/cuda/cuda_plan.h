@@ -38,8 +38,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_layer.h"
-#include "backends/cuda/cuda_libs.h"
+#include "ops/cuda/cuda_layer.h"
+#include "cuda/cuda_libs.h"
 #include "engine/device_weights.h"
 #include "ir/graph.h"
 #include "kilnrt/cuda/graph.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "backends/cuda/conv_tactics.h"
-#include "backends/cuda/cuda_libs.h"
+#include "cuda/cuda_libs.h"
 #include "backends/cuda/gemm_tactics.h"
 #include "core/logging.h"
 #include "cuda/capture_safety.h"

@@ -40,7 +40,7 @@
 #include <memory>
 #include <string>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/attention.h"
 
 namespace kilnrt::backends::cuda {

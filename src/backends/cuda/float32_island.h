@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "ir/graph.h"
 
 namespace kilnrt::backends::cuda {

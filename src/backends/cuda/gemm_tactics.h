@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_layer.h"
-#include "backends/cuda/cuda_libs.h"
+#include "ops/cuda/cuda_layer.h"
+#include "cuda/cuda_libs.h"
 
 namespace kilnrt::backends::cuda {
 

@@ -3,7 +3,7 @@
 // as parts of one packed projection: q_part / k_part / v_part offsets) and writing the output in out_perm's layout. Float32, float16 and bfloat16 storage; no workspace, no allocation: graph-safe.
 // Or, where the build timed it faster, cuDNN's fused SDPA on the same strided operands (cudnn_attention.h: 16-bit
 // storage, head size 64 / 128; the softmax statistics in the context workspace).
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/kernels/attention.h"
 #include "ops/nn/fused_attention/fused_attention.h"

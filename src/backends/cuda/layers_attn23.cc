@@ -7,7 +7,7 @@
 // Device values (nonpad_kv_seqlen, position_ids) are read by the kernels: no host read, graph-capturable.
 #include <cmath>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/attn23.h"
 
 namespace kilnrt::backends::cuda {

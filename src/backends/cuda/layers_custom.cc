@@ -5,7 +5,7 @@
 #include <map>
 #include <mutex>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "kilnrt/cuda/kernel.h"
 #include "ops/custom/custom_registry.h"
 

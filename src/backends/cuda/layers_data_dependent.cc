@@ -10,7 +10,7 @@
 // uploaded on the stream.
 #include <algorithm>
 
-#include "backends/cuda/data_dependent_layer.h"
+#include "ops/cuda/data_dependent_layer.h"
 #include "backends/cuda/kernels/data_dependent.h"
 #include "cuda/context_guard.h"
 #include "ops/op_registry.h"

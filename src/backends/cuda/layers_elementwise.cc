@@ -2,7 +2,7 @@
 // logic (variadic Max/Min/Sum chained), Where and Cast. Kernels: kernels/elementwise.cu.
 #include <limits>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 
 namespace kilnrt::backends::cuda {
 namespace {

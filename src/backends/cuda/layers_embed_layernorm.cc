@@ -3,8 +3,8 @@
 // and adds the addend row (kernels/layernorm.h: embed_layernorm_vec). Where that kernel does not apply (row bytes
 // not a multiple of 16, above its limit, or misaligned), the rows are gathered into Y first and normalized in place.
 // Float32, float16, bfloat16 storage.
-#include "backends/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/kernels.h"
+#include "ops/cuda/cuda_layer.h"
+#include "cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/layernorm.h"
 #include "ops/nn/embed_layernorm/embed_layernorm.h"
 

@@ -3,7 +3,7 @@
 // ScatterElements (and the legacy Scatter), ScatterND, TopK, Bitwise* / BitShift. Kernels: kernels/extra.cu.
 #include <algorithm>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/extra_kernels.h"
 #include "ops/op_registry.h"
 

@@ -5,7 +5,7 @@
 // SoftmaxCrossEntropyLoss (log-softmax kernel + one NLL kernel), GridSample (4-D), CastLike. Kernels: kernels/extra.cu.
 #include <algorithm>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/extra_kernels.h"
 #include "backends/cuda/kernels/pool3d_convt3d_kernels.h"
 #include "ops/op_registry.h"

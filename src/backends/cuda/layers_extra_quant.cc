@@ -1,6 +1,6 @@
 // CUDA layers for CPU parity (part 4): QuantizeLinear / DequantizeLinear (per tensor or per axis, int8 /
 // uint8, DequantizeLinear also int16 / uint16 / int32; no blocked quantization), ReverseSequence, Det. Kernels: kernels/extra_sample.cu.
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/extra_kernels.h"
 #include "backends/cuda/layers_bits.h"
 #include "ops/op_registry.h"

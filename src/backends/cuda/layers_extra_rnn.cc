@@ -3,7 +3,7 @@
 // alpha / beta, layout 0 and 1), one kernel launch per node (kernels/extra_rnn.cu), state in the workspace.
 #include <algorithm>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/extra_kernels.h"
 
 namespace kilnrt::backends::cuda {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/bits.h"
 #include "backends/cuda/kernels/extra_kernels.h"
 #include "ops/op_registry.h"

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <memory>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/fused_pointwise_code.h"
 #include "backends/cuda/kernels/fused_pointwise_codegen.h"
 #include "core/logging.h"

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "backends/cuda/cuda_layer.h"
-#include "backends/cuda/cuda_libs.h"
+#include "ops/cuda/cuda_layer.h"
+#include "cuda/cuda_libs.h"
 #include "backends/cuda/gemm_tactics.h"
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/f64_math.h"
 #include "backends/cuda/layers_gemm.h"
-#include "backends/cuda/lt_gemm.h"
+#include "cuda/lt_gemm.h"
 #include "core/logging.h"
 #include "cuda/driver_api.h"
 

@@ -4,11 +4,11 @@
 // the tanh approximation: it is used for approximate="tanh", and in 16-bit engines for the erf form too (the two
 // differ by < 5e-4, under a quarter of an fp16 unit at the values where they differ most); a float32 engine with the
 // erf form takes the BIAS epilogue and one GELU kernel in place. Float32 (strict or --tf32), float16, bfloat16.
-#include "backends/cuda/cuda_layer.h"
-#include "backends/cuda/cuda_libs.h"
+#include "ops/cuda/cuda_layer.h"
+#include "cuda/cuda_libs.h"
 #include "backends/cuda/gemm_tactics.h"
 #include "backends/cuda/layers_gemm_fused.h"
-#include "backends/cuda/lt_gemm.h"
+#include "cuda/lt_gemm.h"
 
 namespace kilnrt::backends::cuda {
 namespace {

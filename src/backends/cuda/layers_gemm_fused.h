@@ -3,8 +3,8 @@
 #pragma once
 #include <string>
 
-#include "backends/cuda/cuda_layer.h"
-#include "backends/cuda/lt_gemm.h"
+#include "ops/cuda/cuda_layer.h"
+#include "cuda/lt_gemm.h"
 
 namespace kilnrt::backends::cuda {
 

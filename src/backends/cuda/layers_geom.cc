@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/geom.h"
 #include "backends/cuda/pool3_geometry.h"
 #include "ops/nn/nn_common.h"

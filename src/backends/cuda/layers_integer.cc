@@ -1,7 +1,7 @@
 // CUDA layers for the integer / quantized ops: DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
 // ConvInteger, QLinearConv. Direct int32-accumulating kernels (kernels/integer.cu), exact against the CPU reference;
 // scales and zero points are read by the kernels on the device. No cuBLASLt / cuDNN int8 paths yet.
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/more_kernels.h"
 #include "ops/nn/nn_common.h"
 #include "ops/op_registry.h"

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/linatt.h"
 #include "ops/op_registry.h"
 

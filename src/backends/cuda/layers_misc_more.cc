@@ -1,7 +1,7 @@
 // CUDA layers for CPU parity: MeanVarianceNormalization, OneHot (depth a host value), MaxUnpool
 // (output_shape a host value when given) and RoiAlign, all float32 data (16-bit engines run them as float32
 // islands). Kernels: kernels/misc_more.cu.
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/more_kernels.h"
 #include "ops/common/double_io.h"
 #include "ops/op_registry.h"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/f64_math.h"
 #include "backends/cuda/layers_bits.h"

@@ -3,7 +3,7 @@
 // kernels/signal.cu. DFT's axis input (opset 20) is read on the host too. The window functions and MelWeightMatrix
 // take only scalars: with constant (or shape-computed) inputs they run on the host at prepare (the plan's host
 // placement); with device inputs a host-source layer reads them at a sync point (layers_data_dependent.cc).
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/bits.h"
 #include "backends/cuda/kernels/more_kernels.h"
 #include "ops/op_registry.h"

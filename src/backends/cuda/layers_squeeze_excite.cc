@@ -3,7 +3,7 @@
 // NHWC (the layer is an NHWC producer, so EfficientNet / MobileNetV3 blocks stay NHWC between their convs).
 #include <string>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/squeeze_excite.h"
 #include "core/check.h"
 #include "ops/nn/squeeze_excite/squeeze_excite.h"

@@ -2,7 +2,7 @@
 // aliases the input), Transpose, Concat, Split, Slice, Expand (one strided-copy kernel) and Gather.
 #include <algorithm>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/layers_misc_gaps.h"
 #include "ops/op_registry.h"
 

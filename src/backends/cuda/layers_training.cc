@@ -2,7 +2,7 @@
 // (standard / nesterov) and Adam, one elementwise kernel per optimized tensor (kernels/misc_gaps.cu) with the CPU
 // reference's formulas (src/ops/math/training/training.cc, double math). The scalars R (learning rate) and T (step count) are
 // read by the kernels on the device: no host read, no sync, graph-capturable.
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/misc_gaps.h"
 
 namespace kilnrt::backends::cuda {

@@ -4,7 +4,7 @@
 // clear error naming the node.
 #include <algorithm>
 
-#include "backends/cuda/data_dependent_layer.h"
+#include "ops/cuda/data_dependent_layer.h"
 #include "backends/cuda/kernels/data_dependent.h"
 #include "backends/cuda/kernels/unique_nms.h"
 

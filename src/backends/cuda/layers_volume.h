@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 
 namespace kilnrt::backends::cuda {
 

@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cuda/kernels/kernels.h"
+#include "cuda/kernels/kernels.h"
 #include "kilnrt/tensor.h"
 
 namespace kilnrt::backends::cuda {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backends/cuda/conv_tactics.h"
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_plan.h"
 #include "core/logging.h"
 #include "cuda/context_guard.h"

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/control_flow_layer.h"
+#include "backends/cuda/control_flow/control_flow_layer.h"
 #include "backends/cuda/cuda_plan.h"
-#include "backends/cuda/sequence_steps.h"
+#include "backends/cuda/control_flow/sequence_steps.h"
 #include "cuda/context_guard.h"
 
 namespace kilnrt::backends::cuda::plan_detail {

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "backends/cuda/data_dependent_layer.h"
+#include "ops/cuda/data_dependent_layer.h"
 #include "backends/cuda/plan_internal.h"
 #include "core/logging.h"
 #include "cuda/context_guard.h"

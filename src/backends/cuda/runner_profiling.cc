@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_plan.h"
-#include "backends/cuda/kernels/profiling_gate.h"
+#include "cuda/kernels/profiling_gate.h"
 #include "core/check.h"
 #include "core/logging.h"
 #include "cuda/context_guard.h"

@@ -19,7 +19,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"
 #include "kilnrt/engine.h"

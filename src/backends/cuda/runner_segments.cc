@@ -14,8 +14,8 @@
 // float32 plans) read float32 copies in the pool and write float32 scratch that is rounded to 16 bits after.
 #include <algorithm>
 
-#include "backends/cuda/control_flow_layer.h"
-#include "backends/cuda/data_dependent_layer.h"
+#include "backends/cuda/control_flow/control_flow_layer.h"
+#include "ops/cuda/data_dependent_layer.h"
 #include "backends/cuda/float32_island.h"
 #include "backends/cuda/plan_internal.h"
 #include "backends/cuda/runner_profiling.h"

@@ -17,7 +17,7 @@ bool is_sequence_op(const std::string& op_type);
 void check_no_sequences(const ir::Graph& graph, const std::string& backend);
 
 // The CUDA backend runs the sequence ops (SequenceMap included), Identity of sequences, and If / Loop taking,
-// carrying or returning sequences, in the main graph and in bodies (backends/cuda/sequence_steps.h). Throws
+// carrying or returning sequences, in the main graph and in bodies (backends/cuda/control_flow/sequence_steps.h). Throws
 // kUnsupported naming the first node it cannot run: another op taking or returning a sequence, or a Scan whose body
 // uses sequences.
 void check_cuda_sequences(const ir::Graph& graph);

@@ -12,8 +12,8 @@
 
 #include "backends/cuda/kernels/attention.h"
 #include "backends/cuda/kernels/attention_mma.h"
-#include "backends/cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/storage16.cuh"
+#include "cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/storage16.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "backends/cuda/kernels/kernels.h"
+#include "cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels {
 

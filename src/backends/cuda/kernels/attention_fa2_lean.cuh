@@ -27,8 +27,8 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/attention_mma_ptx.cuh"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/mma_ptx.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 

@@ -24,10 +24,10 @@
 #include "backends/cuda/kernels/attention_mma.h"
 #include "backends/cuda/kernels/attention_fa2.cuh"
 #include "backends/cuda/kernels/attention_fa2_lean.cuh"
-#include "backends/cuda/kernels/attention_mma_ptx.cuh"
+#include "cuda/kernels/mma_ptx.cuh"
 #include "backends/cuda/kernels/attention_short.cuh"
 #include "backends/cuda/kernels/attention_wgmma.cuh"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {

@@ -17,7 +17,7 @@
 #include <type_traits>
 
 #include "backends/cuda/kernels/attention_short.cuh"
-#include "backends/cuda/kernels/wgmma_common.cuh"
+#include "cuda/kernels/wgmma_common.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 

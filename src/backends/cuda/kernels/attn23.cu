@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "backends/cuda/kernels/attn23.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels::attn23 {
 namespace {

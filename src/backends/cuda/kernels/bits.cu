@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "backends/cuda/kernels/bits.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels::bits {
 namespace {

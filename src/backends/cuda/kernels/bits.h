@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/extra_kernels.h"
-#include "backends/cuda/kernels/kernels.h"
+#include "cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels::bits {
 

@@ -7,8 +7,8 @@
 
 #include "backends/cuda/kernels/conv_activation.cuh"
 #include "backends/cuda/kernels/conv_kernels.h"
-#include "backends/cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/storage16.cuh"
+#include "cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/storage16.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {

@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "backends/cuda/kernels/data_dependent.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels::dd {
 namespace {

@@ -9,10 +9,10 @@
 
 #include "backends/cuda/kernels/elementwise_fast.h"
 #include "backends/cuda/kernels/elementwise_math.cuh"
-#include "backends/cuda/kernels/kernels.h"
-#include "backends/cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/storage16.cuh"
-#include "backends/cuda/kernels/strided_copy_fast.h"
+#include "cuda/kernels/kernels.h"
+#include "cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/storage16.cuh"
+#include "cuda/kernels/strided_copy_fast.h"
 
 namespace kilnrt::cuda::kernels {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "backends/cuda/kernels/elementwise_fast.h"
 #include "backends/cuda/kernels/elementwise_math.cuh"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {

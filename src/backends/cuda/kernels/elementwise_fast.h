@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/elementwise_plan.h"
-#include "backends/cuda/kernels/kernels.h"
+#include "cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels {
 

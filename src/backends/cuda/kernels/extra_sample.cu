@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/extra_kernels.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels::extra {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/f64_math.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels::f64 {
 namespace {

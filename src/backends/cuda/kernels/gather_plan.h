@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backends/cuda/kernels/strided_copy_plan.h"
+#include "cuda/kernels/strided_copy_plan.h"
 
 namespace kilnrt::cuda::kernels {
 

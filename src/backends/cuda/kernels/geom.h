@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backends/cuda/kernels/kernels.h"
+#include "cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels::geom {
 

@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 #include "core/env_switch.h"
-#include "backends/cuda/kernels/storage16.cuh"
+#include "cuda/kernels/storage16.cuh"
 #include "backends/cuda/kernels/layernorm.h"
 
 namespace kilnrt::cuda::kernels {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/kernels.h"
+#include "cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels {
 

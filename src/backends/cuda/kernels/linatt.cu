@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/linatt.h"
 
 namespace kilnrt::cuda::kernels::linatt {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/misc_gaps.h"
 
 namespace kilnrt::cuda::kernels::gaps {

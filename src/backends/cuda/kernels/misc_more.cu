@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/more_kernels.h"
 
 namespace kilnrt::cuda::kernels::more {

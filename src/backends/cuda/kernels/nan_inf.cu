@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/kernels.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/kernels.h"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {

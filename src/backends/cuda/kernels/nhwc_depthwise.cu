@@ -9,7 +9,7 @@
 #include <string>
 
 #include "backends/cuda/kernels/conv_kernels.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 #include "core/env_switch.h"
 
 namespace kilnrt::cuda::kernels {

@@ -24,9 +24,9 @@
 #include <string>
 
 #include "backends/cuda/kernels/conv_activation.cuh"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/nhwc_depthwise.h"
-#include "backends/cuda/kernels/storage16.cuh"
+#include "cuda/kernels/storage16.cuh"
 #include "core/env_switch.h"
 
 namespace kilnrt::cuda::kernels {

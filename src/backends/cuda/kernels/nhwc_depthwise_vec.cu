@@ -12,7 +12,7 @@
 #include <cstdlib>
 
 #include "backends/cuda/kernels/conv_kernels.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {

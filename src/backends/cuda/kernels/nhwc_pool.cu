@@ -11,7 +11,7 @@
 #include <cstdlib>
 
 #include "backends/cuda/kernels/conv_kernels.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/pool_vec.h"
 
 namespace kilnrt::cuda::kernels {

@@ -6,7 +6,7 @@
 #include <cuda_fp16.h>
 
 #include "backends/cuda/kernels/conv_kernels.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {

@@ -7,8 +7,8 @@
 #include <cfloat>
 #include <cstdint>
 
-#include "backends/cuda/kernels/kernels.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/kernels.h"
+#include "cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/layernorm.h"
 
 namespace kilnrt::cuda::kernels {

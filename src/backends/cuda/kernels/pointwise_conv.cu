@@ -13,9 +13,9 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/attention_mma_ptx.cuh"
+#include "cuda/kernels/mma_ptx.cuh"
 #include "backends/cuda/kernels/conv_activation.cuh"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/pointwise_conv.h"
 
 namespace kilnrt::cuda::kernels {

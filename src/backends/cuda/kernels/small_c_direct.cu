@@ -14,7 +14,7 @@
 
 #include "backends/cuda/kernels/conv_activation.cuh"
 #include "backends/cuda/kernels/conv_small_c.h"
-#include "backends/cuda/kernels/storage16.cuh"
+#include "cuda/kernels/storage16.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {

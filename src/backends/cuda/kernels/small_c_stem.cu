@@ -19,10 +19,10 @@
 #include <algorithm>
 #include <atomic>
 
-#include "backends/cuda/kernels/attention_mma_ptx.cuh"
+#include "cuda/kernels/mma_ptx.cuh"
 #include "backends/cuda/kernels/conv_activation.cuh"
 #include "backends/cuda/kernels/conv_small_c.h"
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
 namespace {

@@ -18,8 +18,8 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/conv_activation.cuh"
-#include "backends/cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/storage16.cuh"
+#include "cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/storage16.cuh"
 #include "backends/cuda/kernels/squeeze_excite.h"
 
 namespace kilnrt::cuda::kernels {

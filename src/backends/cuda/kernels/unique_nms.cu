@@ -8,7 +8,7 @@
 
 #include <type_traits>
 
-#include "backends/cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/launch_common.cuh"
 #include "backends/cuda/kernels/unique_nms.h"
 
 namespace kilnrt::cuda::kernels::un {

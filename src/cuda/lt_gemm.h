@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "backends/cuda/cuda_layer.h"
-#include "backends/cuda/cuda_libs.h"
+#include "ops/cuda/cuda_layer.h"
+#include "cuda/cuda_libs.h"
 #include "backends/cuda/gemm_tactics.h"
 
 namespace kilnrt::backends::cuda {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/control_flow_layer.h"
+#include "backends/cuda/control_flow/control_flow_layer.h"
 #include "backends/cuda/cuda_plan.h"
-#include "backends/cuda/sequence_steps.h"
+#include "backends/cuda/control_flow/sequence_steps.h"
 #include "passes/shape_inference.h"
 
 namespace kilnrt::backends::cuda {
@@ -147,9 +147,10 @@ std::string sequence_map_supported(const ir::Node& node, const ir::Graph& graph)
   return "";
 }
 
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"SequenceMap", sequence_map_supported, [](const LayerCreateArgs& a) {
-                                        return std::unique_ptr<CudaLayer>(std::make_unique<SequenceMapLayer>(a));
-                                      }});
+// An executor-owned layer: the body is a nested plan of this executor, run per sequence element.
+KILNRT_REGISTER_CUDA_LAYER({"SequenceMap"}, sequence_map_supported, [](const LayerCreateArgs& a) {
+  return std::unique_ptr<CudaLayer>(std::make_unique<SequenceMapLayer>(a));
+});
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

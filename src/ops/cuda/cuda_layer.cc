@@ -1,7 +1,4 @@
-#include "backends/cuda/cuda_layer.h"
-#include "backends/cuda/cuda_op_support.h"
-#include "backends/cuda/plan_internal.h"
-#include "ops/sequence/sequence_support.h"
+#include "ops/cuda/cuda_layer.h"
 
 #include "ops/custom/custom_registry.h"
 #include "ops/op_registry.h"
@@ -182,11 +179,5 @@ const char* precision_name(Precision p) {
   return "?";
 }
 
-std::string op_placement(const std::string& domain, const std::string& op_type) {
-  if (plan_detail::always_host(op_type)) return "host shape computation";
-  if (op_type == "Constant") return "host constant, uploaded once";  // no inputs: a host value of the plan
-  if (ops::is_sequence_op(op_type)) return "host list of device tensors";
-  return LayerRegistry::instance().find(domain, op_type) ? "layer" : "";
-}
 
 }  // namespace kilnrt::backends::cuda

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 
 namespace kilnrt::backends::cuda {
 

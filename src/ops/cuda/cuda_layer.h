@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/kernels/kernels.h"
+#include "cuda/kernels/kernels.h"
 #include "core/check.h"
 #include "ir/graph.h"
 #include "kilnrt/tensor.h"

@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backends/cuda/control_flow_layer.h"
+#include "backends/cuda/control_flow/control_flow_layer.h"
 #include "backends/cuda/plan_internal.h"
-#include "backends/cuda/sequence_steps.h"
+#include "backends/cuda/control_flow/sequence_steps.h"
 #include "core/failure_injection.h"
 #include "kilnrt/cuda/memory.h"
 #include "passes/shape_inference.h"
@@ -770,15 +770,16 @@ class ScanLayer final : public ControlFlowBase {
   Body body_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{
-    "If", [](const ir::Node& n, const ir::Graph& g) { return bodies_supported(n, g, {"then_branch", "else_branch"}); },
-    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<IfLayer>(a); }});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{
-    "Loop", [](const ir::Node& n, const ir::Graph& g) { return bodies_supported(n, g, {"body"}); },
-    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<LoopLayer>(a); }});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{
-    "Scan", [](const ir::Node& n, const ir::Graph& g) { return bodies_supported(n, g, {"body"}); },
-    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<ScanLayer>(a); }});
+// Executor-owned layers: their bodies are nested plans of this executor.
+KILNRT_REGISTER_CUDA_LAYER(
+    {"If"}, [](const ir::Node& n, const ir::Graph& g) { return bodies_supported(n, g, {"then_branch", "else_branch"}); },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<IfLayer>(a); });
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Loop"}, [](const ir::Node& n, const ir::Graph& g) { return bodies_supported(n, g, {"body"}); },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<LoopLayer>(a); });
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Scan"}, [](const ir::Node& n, const ir::Graph& g) { return bodies_supported(n, g, {"body"}); },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<ScanLayer>(a); });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "backends/cuda/cuda_layer.h"
+#include "ops/cuda/cuda_layer.h"
 
 namespace kilnrt::backends::cuda {
 

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstddef>
 
-#include "backends/cuda/kernels/kernels.h"
+#include "cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels {
 // Launches the copy and returns its status (0 = success), or -1 when the fast path does not apply (indices beyond

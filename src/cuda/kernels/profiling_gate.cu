@@ -1,6 +1,6 @@
 // The profiling gate (profiling_gate.h).
-#include "backends/cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/profiling_gate.h"
+#include "cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/profiling_gate.h"
 
 namespace kilnrt::cuda::kernels {
 namespace {

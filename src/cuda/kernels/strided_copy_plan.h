@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backends/cuda/kernels/kernels.h"
+#include "cuda/kernels/kernels.h"
 
 #ifndef KILNRT_HOST_DEVICE
 #if defined(__CUDACC__)

@@ -1,4 +1,4 @@
-#include "backends/cuda/cuda_libs.h"
+#include "cuda/cuda_libs.h"
 
 #include <utility>
 

@@ -1,7 +1,7 @@
 // Sequence steps of CUDA engines (sequence_steps.h): host lists of device tensors, tensor data moved on the device.
 // The semantics and error messages follow the CPU kernels (src/ops/sequence/sequence_ops/sequence_ops.cc), which are the
 // reference these steps are tested against (tests/cpp/test_cuda_sequences.cc).
-#include "backends/cuda/sequence_steps.h"
+#include "backends/cuda/control_flow/sequence_steps.h"
 
 #include <limits>
 #include <string>
@@ -256,14 +256,10 @@ std::unique_ptr<CudaLayer> make_sequence_layer(const LayerCreateArgs& a) {
   return std::make_unique<SequenceLayer>(a.node, a.opset);
 }
 
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"SequenceEmpty", sequence_supported, make_sequence_layer});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"SequenceConstruct", sequence_supported, make_sequence_layer});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"SequenceInsert", sequence_supported, make_sequence_layer});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"SequenceAt", sequence_supported, make_sequence_layer});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"SequenceErase", sequence_supported, make_sequence_layer});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"SequenceLength", sequence_supported, make_sequence_layer});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"SplitToSequence", sequence_supported, make_sequence_layer});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"ConcatFromSequence", sequence_supported, make_sequence_layer});
+// Executor-owned layers: sequences are host lists of device tensors that the executor keeps (sequence_steps.h).
+KILNRT_REGISTER_CUDA_LAYER({"SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceAt", "SequenceErase",
+                            "SequenceLength", "SplitToSequence", "ConcatFromSequence"},
+                           sequence_supported, make_sequence_layer);
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

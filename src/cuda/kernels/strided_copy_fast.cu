@@ -7,9 +7,9 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/gather_plan.h"
-#include "backends/cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/strided_copy_fast.h"
-#include "backends/cuda/kernels/strided_copy_plan.h"
+#include "cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/strided_copy_fast.h"
+#include "cuda/kernels/strided_copy_plan.h"
 
 namespace kilnrt::cuda::kernels {
 namespace {
