@@ -1,8 +1,10 @@
 // `kilnrt ops [--markdown]`: the operators kilnrt implements, from the op registry (src/ops): opset range, dtypes
-// of the CPU kernel, a one-line description. `--markdown` prints docs/operators.md (regenerate it with
+// of the CPU kernel, the op's folder (src/ops/<family>/<unit>/: schema, CPU reference, tests, and cuda/ with its CUDA
+// layer), a one-line description. `--markdown` prints docs/operators.md (regenerate it with
 // scripts/gen_operators_md.sh). The CUDA column comes from the CUDA layer registry (backends/cuda/cuda_op_support.h)
-// in CUDA builds; a build without CUDA prints "-" there (generate the docs from a CUDA build). Custom ops (include/kilnrt/custom_op.h) registered by a process show up
-// in its registry too (domain::Name); none are registered in the CLI.
+// in CUDA builds; a build without CUDA prints "-" there (generate the docs from a CUDA build). Custom ops
+// (include/kilnrt/custom_op.h) registered by a process show up in its registry too (domain::Name); none are
+// registered in the CLI.
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -28,6 +30,12 @@ std::string dtypes_text(const kilnrt::ops::OpSchema& s) {
   return out.empty() ? "-" : out;
 }
 
+// The op's folder: src/<the folder of the file that registers its schema>.
+std::string folder_text(const kilnrt::ops::OpSchema& s) {
+  const size_t slash = s.source.rfind('/');
+  return slash == std::string::npos ? std::string("-") : "src/" + s.source.substr(0, slash) + "/";
+}
+
 // The CUDA column: how CUDA engines run the op ("-": this CLI was built without CUDA).
 std::string cuda_text(const kilnrt::ops::OpSchema& s) {
 #ifdef KILNRT_CLI_WITH_CUDA
@@ -48,7 +56,7 @@ void print_ops(bool markdown) {
   if (!markdown) {
     for (const auto* s : all)
       std::cout << (s->domain.empty() ? "" : s->domain + "::") << s->op_type << "  opset " << range_text(*s) << "  ["
-                << dtypes_text(*s) << "]  " << s->doc << "\n";
+                << dtypes_text(*s) << "]  " << folder_text(*s) << "  " << s->doc << "\n";
     return;
   }
   std::map<std::string, int> domains;
@@ -64,7 +72,9 @@ void print_ops(bool markdown) {
                "ONNX's reference and its 1.12 test data do (the spec leaves the rounding open there); round to "
                "nearest even from Cast-19 on.\n"
             << "- **CPU dtypes**: the dtypes of the main data input that the CPU reference kernel handles.\n"
-            << "- **CUDA**: from the CUDA layer registry (`src/backends/cuda/cuda_layer.h`) of a CUDA build: `yes` "
+            << "- **Folder**: the op's folder: its schema and CPU reference, their tests, and `cuda/` with its CUDA "
+               "layer and kernels (`docs/architecture.md`).\n"
+            << "- **CUDA**: from the CUDA layer registry (`src/ops/cuda/cuda_layer.h`) of a CUDA build: `yes` "
                "= a CUDA layer (its support checks may still refuse a node's attributes / dtypes at build, naming "
                "the node: float16 / bfloat16 tensors of float32-only layers run as float32 islands); host shape "
                "computations (Shape / Size), Constant and sequence containers (host lists of device tensors) are marked so; "
@@ -78,13 +88,14 @@ void print_ops(bool markdown) {
                "(`scripts/op_test_audit.py`, run by `tests/python/test_op_test_audit.py`).\n"
             << "- Conformance against ONNX's node tests: `tests/conformance/run_conformance.py`.\n\n";
   for (const auto& [domain, count] : domains) std::cout << "Domain `" << domain << "`: " << count << " schemas.\n";
-  std::cout << "\n| Op | Domain | Opsets | CPU dtypes | CPU | CUDA | Description |\n"
-            << "|---|---|---|---|---|---|---|\n";
+  std::cout << "\n| Op | Domain | Opsets | CPU dtypes | CPU | CUDA | Folder | Description |\n"
+            << "|---|---|---|---|---|---|---|---|\n";
   for (const auto* s : all) {
     std::string doc;
     for (char c : s->doc) doc += c == '|' ? std::string("\\|") : std::string(1, c);
     std::cout << "| " << s->op_type << " | " << (s->domain.empty() ? "ai.onnx" : s->domain) << " | " << range_text(*s)
-              << " | " << dtypes_text(*s) << " | " << (s->cpu ? "yes" : "no") << " | " << cuda_text(*s) << " | " << doc << " |\n";
+              << " | " << dtypes_text(*s) << " | " << (s->cpu ? "yes" : "no") << " | " << cuda_text(*s) << " | `"
+              << folder_text(*s) << "` | " << doc << " |\n";
   }
 }
 
