@@ -56,13 +56,6 @@ int quantize_general(const float* x, const float* scale, const void* zp, void* y
 int dequantize_general(const void* x, const float* scale, const void* zp, float* y, int q_code, int64_t n,
                        const QuantParams& ps, const QuantParams& pz, StreamT stream);
 
-// ---- DFT inverse + onesided: the inverse real FFT (bits_signal.cu) ------------------------------------------------
-// x: [outer, len, inner, comp] (comp 1 real, 2 complex) holding bins of a Hermitian spectrum of length n; bins at
-// t >= len are conj(x[n - t]) (0 where n - t >= len too); y: [outer, n, inner, 1] real, the inverse transform in
-// double divided by n (src/ops/math/signal/signal.cc dft_cpu).
-int irfft_f32(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, int comp, int64_t n,
-              StreamT stream);
-
 // ---- Resize antialias=1, linear / cubic (bits_resize.cu) ----------------------------------------------------------
 // The plan of the main Resize layer (extra_kernels.h; mode 1 linear, 2 cubic). Per axis, with s = min(scale, 1), the
 // filter is stretched by 1/s and its weights normalised (src/ops/nn/resize/resize.cc antialias_taps); one thread per

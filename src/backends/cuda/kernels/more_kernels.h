@@ -43,17 +43,6 @@ struct RoiAlignParams {
 int roi_align_f32(const float* x, const float* rois, const int64_t* batch_idx, float* y, const RoiAlignParams& p,
                   StreamT stream);
 
-// ---- signal.cu ----------------------------------------------------------------------------------------------------
-
-// DFT of float32 x [outer, len, inner, comp] (comp 1 real / 2 complex) along len, zero-padded or cut to n points,
-// out_len bins (onesided: n / 2 + 1) -> y [outer, out_len, inner, 2]. Direct O(n^2) sum in double.
-int dft_f32(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, int comp, int64_t n,
-            int64_t out_len, bool inverse, StreamT stream);
-// STFT of float32 x [b, l, comp] with frames of flen samples every `step` (window float32 [flen] or null = ones)
-// -> y [b, frames, bins, 2].
-int stft_f32(const float* x, const float* window, float* y, int64_t b, int64_t l, int comp, int64_t step,
-             int64_t flen, int64_t frames, int64_t bins, StreamT stream);
-
 // ---- integer.cu ---------------------------------------------------------------------------------------------------
 
 // DynamicQuantizeLinear of float32 x [n]: scale = (max(x, 0) - min(x, 0)) / 255 (float32), zp = saturate(rint(-min /

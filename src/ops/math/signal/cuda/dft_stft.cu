@@ -1,4 +1,4 @@
-// Kernels of DFT and STFT (more_kernels.h): one thread per output bin, a direct O(n^2) sum in double with the
+// Kernels of DFT and STFT (signal_kernels.h): one thread per output bin, a direct O(n^2) sum in double with the
 // twiddle angle reduced as (k * t) mod n, like the CPU reference (src/ops/math/signal/signal.cc).
 #include <cuda_runtime.h>
 
@@ -6,9 +6,9 @@
 #include <cstdint>
 
 #include "cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/more_kernels.h"
+#include "ops/math/signal/cuda/signal_kernels.h"
 
-namespace kilnrt::cuda::kernels::more {
+namespace kilnrt::cuda::kernels {
 namespace {
 
 using namespace launch_common;
@@ -82,4 +82,4 @@ int stft_f32(const float* x, const float* window, float* y, int64_t b, int64_t l
   return launch_status();
 }
 
-}  // namespace kilnrt::cuda::kernels::more
+}  // namespace kilnrt::cuda::kernels

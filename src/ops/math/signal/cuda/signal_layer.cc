@@ -1,17 +1,16 @@
 // CUDA layers for the signal ops: DFT (dft_length a host value) and STFT (frame_step / frame_length
 // host values, the window on the device), float32 (16-bit engines run them as float32 islands). Kernels:
-// kernels/signal.cu. DFT's axis input (opset 20) is read on the host too. The window functions and MelWeightMatrix
+// dft_stft.cu, irfft.cu. DFT's axis input (opset 20) is read on the host too. The window functions and MelWeightMatrix
 // take only scalars: with constant (or shape-computed) inputs they run on the host at prepare (the plan's host
-// placement); with device inputs a host-source layer reads them at a sync point (layers_data_dependent.cc).
+// placement); with device inputs a host-source layer reads them at a sync point (ops/cuda/data_dependent_layer.h).
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/bits.h"
-#include "backends/cuda/kernels/more_kernels.h"
+#include "ops/math/signal/cuda/signal_kernels.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
-namespace m = kilnrt::cuda::kernels::more;
+namespace m = kilnrt::cuda::kernels;
 
 int64_t host_scalar(const LayerTensor& t, const std::string& node, const char* what) {
   KILNRT_CHECK(t.host != nullptr, kUnsupported, node, what << " must be a constant or computed from shapes");
@@ -55,7 +54,7 @@ class DftLayer final : public CudaLayer {
     for (int64_t d = 0; d < axis; ++d) outer *= s[static_cast<size_t>(d)];
     for (size_t d = static_cast<size_t>(axis) + 1; d + 1 < s.size(); ++d) inner *= s[d];
     if (irfft) {
-      check_launch(kilnrt::cuda::kernels::bits::irfft_f32(static_cast<const float*>(l.inputs[0].data),
+      check_launch(kilnrt::cuda::kernels::irfft_f32(static_cast<const float*>(l.inputs[0].data),
                                                           static_cast<float*>(l.outputs[0].data), outer, len, inner,
                                                           static_cast<int>(s.back()), n, l.stream),
                    name_, "irfft");
@@ -104,27 +103,21 @@ class StftLayer final : public CudaLayer {
   bool onesided_;
 };
 
-struct Register {
-  Register() {
-    auto& r = LayerRegistry::instance();
-    r.add({"DFT",
-           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             return value_dtype(g, n.inputs.at(0)) == DType::kFloat32 ? "" : "the CUDA DFT takes float32";
-           },
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-             return std::make_unique<DftLayer>(a.node, a.opset);
-           }});
-    r.add({"STFT",
-           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32) return "the CUDA STFT takes float32";
-             if (n.inputs.size() > 2 && !n.inputs[2].empty() && value_dtype(g, n.inputs[2]) != DType::kFloat32)
-               return "the window must be float32";
-             return "";
-           },
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<StftLayer>(a.node); }});
-  }
-};
-const Register kRegister;
+KILNRT_REGISTER_CUDA_LAYER({"DFT"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      return value_dtype(g, n.inputs.at(0)) == DType::kFloat32 ? "" : "the CUDA DFT takes float32";
+    },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+      return std::make_unique<DftLayer>(a.node, a.opset);
+    });
+KILNRT_REGISTER_CUDA_LAYER({"STFT"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32) return "the CUDA STFT takes float32";
+      if (n.inputs.size() > 2 && !n.inputs[2].empty() && value_dtype(g, n.inputs[2]) != DType::kFloat32)
+        return "the window must be float32";
+      return "";
+    },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<StftLayer>(a.node); });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -1,13 +1,13 @@
-// The inverse real FFT (DFT inverse + onesided, bits.h): one thread per output sample, a naive O(n) sum per sample
+// The inverse real FFT (DFT inverse + onesided, signal_kernels.h): one thread per output sample, a naive O(n) sum per sample
 // in double with the CPU reference's angle reduction ((k * t) mod n) and Hermitian completion (src/ops/math/signal/signal.cc).
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/bits.h"
+#include "ops/math/signal/cuda/signal_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 
-namespace kilnrt::cuda::kernels::bits {
+namespace kilnrt::cuda::kernels {
 namespace {
 
 using namespace launch_common;
@@ -46,4 +46,4 @@ int irfft_f32(const float* x, float* y, int64_t outer, int64_t len, int64_t inne
   return launch_status();
 }
 
-}  // namespace kilnrt::cuda::kernels::bits
+}  // namespace kilnrt::cuda::kernels
