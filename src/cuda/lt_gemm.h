@@ -6,7 +6,7 @@
 
 #include "ops/cuda/cuda_layer.h"
 #include "cuda/cuda_libs.h"
-#include "backends/cuda/gemm_tactics.h"
+#include "ops/nn/gemm/cuda/gemm_tactics.h"
 
 namespace kilnrt::backends::cuda {
 

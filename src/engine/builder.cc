@@ -20,7 +20,7 @@
 #include "passes/shape_inference.h"
 #ifdef KILNRT_HAVE_CUDA
 #include "backends/cuda/fused_pointwise_code.h"
-#include "backends/cuda/gemm_weight_layout.h"
+#include "ops/nn/gemm/cuda/gemm_weight_layout.h"
 #include "backends/cuda/layout_timing.h"
 #endif
 
@@ -210,7 +210,7 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
 #endif
     auto plan = engine::make_cuda_plan(graph, target.device, nullptr, /*record=*/true, &timed);
     // Stored with the node: loading reads the choice and never times. Keys are node names (kilnrt_conv_tactic) or
-    // "node<TAB>attribute" (other layers: kilnrt_gemm_algo, backends/cuda/gemm_tactics.h).
+    // "node<TAB>attribute" (other layers: kilnrt_gemm_algo, ops/nn/gemm/cuda/gemm_tactics.h).
     std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_node;
     for (const auto& [key, value] : timed) {
       const size_t tab = key.find('\t');

@@ -1,4 +1,4 @@
-// cuBLASLt algorithms timed at build for GEMM layers (backends/cuda/gemm_tactics.h): every candidate the
+// cuBLASLt algorithms timed at build for GEMM layers (ops/nn/gemm/cuda/gemm_tactics.h): every candidate the
 // tuner lists, stored as the node's kilnrt_gemm_algo, gives the CPU reference's result (FusedMatMul with bias / GELU
 // / residual epilogues, MatMul tall and batched, Gemm) in float32 / float16 / bfloat16; the attribute's encoding;
 // the round trip through an engine file; stored algorithms that are refused (other GPU, malformed, rejected by
@@ -13,7 +13,7 @@
 
 #include "attention_test_util.h"
 #include "backends/cuda/conv_tactics.h"
-#include "backends/cuda/gemm_tactics.h"
+#include "ops/nn/gemm/cuda/gemm_tactics.h"
 #include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"
 #include "tuning_test_util.h"

@@ -1,4 +1,4 @@
-// The build-time choice of FusedMatMul weight layouts (backends/cuda/gemm_weight_layout.h): a flipped W
+// The build-time choice of FusedMatMul weight layouts (ops/nn/gemm/cuda/gemm_weight_layout.h): a flipped W
 // ([K, N] <-> [N, K] with trans_b flipped) computes the same product on the CPU reference; on the GPU a forced flip
 // matches the CPU reference of the unflipped graph for every epilogue and precision; timing considers only
 // float32-constant weights read by one node, records the decision in the timing cache (a second choice times
@@ -7,7 +7,7 @@
 
 #include "attention_test_util.h"
 #include "backends/cuda/conv_tactics.h"
-#include "backends/cuda/gemm_weight_layout.h"
+#include "ops/nn/gemm/cuda/gemm_weight_layout.h"
 #include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"
 

@@ -15,7 +15,7 @@
 #include "backends/cuda/kernels/conv_kernels.h"
 #include "backends/cuda/kernels/nhwc_depthwise.h"
 #include "backends/cuda/kernels/pointwise_conv.h"
-#include "backends/cuda/layers_gemm.h"
+#include "ops/cuda/float32_layer_inputs.h"
 #include "cuda/lt_gemm.h"
 #include "core/logging.h"
 #include "cuda/driver_api.h"

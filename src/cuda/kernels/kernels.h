@@ -71,44 +71,12 @@ int cast(const void* x, int from, void* y, int to, int64_t n, StreamT stream);
 int gather(const void* x, const int64_t* indices, void* y, int64_t outer, int64_t axis_dim, int64_t n_idx,
            int64_t inner, size_t elem_size, StreamT stream);
 
-// Reductions over the middle dim of [outer, r, inner].
-enum class ReduceOp : int { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSum, kLogSumExp };
-// float64 storage and math (every ReduceOp; LogSumExp shifted by the maximum).
-int reduce_f64(ReduceOp op, const double* x, double* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
-// Softmax / LogSoftmax over the middle dim of [outer, n, inner].
-int softmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream);
-
-// Storage-dtype entry points (dt: 0 float32, 1 float16, 2 bfloat16); statistics / accumulation in float32.
-// reduce: over the middle dim of [outer, r, inner]. softmax: Softmax / LogSoftmax (log) over the middle dim of
-// [outer, n, inner]. layernorm: LayerNormalization over rows of length n; scale / bias (may be null) have n elements
-// of x's storage type; mean / inv_std may be null. channel_affine: y[n,c,...] = x[n,c,...] * a[c] + b[c] over
-// [outer=N, C, inner=spatial], a / b float32.
-int reduce(ReduceOp op, int dt, const void* x, void* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
-int softmax(int dt, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream);
-int layernorm(int dt, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
-              int64_t rows, int64_t n, float eps, StreamT stream);
-int channel_affine(int dt, const void* x, const float* a, const float* b, void* y, int64_t outer, int64_t c,
-                   int64_t inner, StreamT stream);
-
-// 2-D pooling over NCHW.
-struct Pool2d {
-  int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
-  int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-  bool max = true;
-  bool count_include_pad = false;
-};
-int pool2d(int dt, const void* x, void* y, const Pool2d& p, StreamT stream);
-
-// Direct 2-D convolution over NCHW (grouped, strided, dilated, padded), bias may be null: the fallback when cuDNN
-// is missing, and the reference tactic of the tests.
+// 2-D convolution geometry over NCHW (grouped, strided, dilated, padded): the direct convolution
+// (ops/nn/conv/cuda/conv2d_direct_kernels.h) and the convolution kernels take it.
 struct Conv2d {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;
   int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
 };
-int conv2d_direct_f32(const float* x, const float* w, const float* bias, float* y, const Conv2d& p, StreamT stream);
-
-// y[i] = bias[i % n] broadcast helper for Gemm's C: y (rows x n) = beta * c broadcast via strides (Broadcast3 s0).
-int broadcast_scale_f32(const float* c, float* y, int64_t total, const Broadcast3& bc, float beta, StreamT stream);
 
 // TopK over the middle dim of an integer [outer, n, inner] (dtype: binary's codes 1 int64, 2 int32, 11 uint64) ->
 // values (x's dtype) / int64 indices [outer, k, inner], sorted, equal values by the lower index first.

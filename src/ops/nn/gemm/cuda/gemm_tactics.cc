@@ -1,5 +1,5 @@
 // cuBLASLt algorithm timing for GEMM layers (gemm_tactics.h).
-#include "backends/cuda/gemm_tactics.h"
+#include "ops/nn/gemm/cuda/gemm_tactics.h"
 
 #include <algorithm>
 #include <cstdlib>

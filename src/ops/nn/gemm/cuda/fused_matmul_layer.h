@@ -1,4 +1,4 @@
-// The cuBLASLt call of a com.kilnrt:FusedMatMul layer (layers_gemm_fused.cc), shared with the build-time choice of
+// The cuBLASLt call of a com.kilnrt:FusedMatMul layer (fused_matmul_layer.cc), shared with the build-time choice of
 // the stored weight layout (gemm_weight_layout.h).
 #pragma once
 #include <string>

@@ -1,29 +1,20 @@
 // CUDA layers on cuBLASLt: MatMul and Gemm (strict fp32: CUBLAS_COMPUTE_32F, bias epilogue for Gemm with a vector
-// C; 16-bit engines: 16-bit operands, float32 compute; float64 MatMul on an own kernel). The Conv / FusedConv layers:
-// layers_gemm_conv.cc.
+// C; 16-bit engines: 16-bit operands, float32 compute; float64 MatMul on an own kernel).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
 #include "ops/cuda/cuda_layer.h"
 #include "cuda/cuda_libs.h"
-#include "backends/cuda/gemm_tactics.h"
-#include "backends/cuda/kernels/conv_kernels.h"
-#include "backends/cuda/kernels/f64_math.h"
-#include "backends/cuda/layers_gemm.h"
+#include "ops/nn/gemm/cuda/gemm_tactics.h"
+#include "ops/nn/gemm/cuda/gemm_kernels.h"
+#include "ops/nn/gemm/cuda/matmul_f64.h"
+#include "ops/cuda/float32_layer_inputs.h"
 #include "cuda/lt_gemm.h"
 #include "core/logging.h"
 #include "cuda/driver_api.h"
 
 namespace kilnrt::backends::cuda {
-
-std::string float32_layer_inputs(const ir::Node& n, const ir::Graph& g) {
-  for (size_t i = 0; i < n.inputs.size() && i < 4; ++i)
-    if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != DType::kFloat32)
-      return std::string("dtype ") + dtype_name(value_dtype(g, n.inputs[i])) + " (the CUDA layer takes float32)";
-  return "";
-}
-
 namespace {
 
 namespace k = kilnrt::cuda::kernels;
@@ -91,7 +82,7 @@ class MatMulLayer final : public CudaLayer {
   }
   // "-fp16-io" / "-bf16-io": 16-bit model tensors (matmul_inputs) read and written as they are.
   std::string tactic() const override {
-    if (io16_ == DType::kFloat64) return "kernel:matmul-f64";  // kernels/f64_math.cu
+    if (io16_ == DType::kFloat64) return "kernel:matmul-f64";  // matmul_f64.cu
     const char* io = io16_ == DType::kFloat16 ? "-fp16-io" : io16_ == DType::kBFloat16 ? "-bf16-io" : "";
     return gemm_tactic("matmul", precision_) + io + tactic_.suffix();
   }
@@ -118,7 +109,7 @@ class MatMulLayer final : public CudaLayer {
     g.n = n;
     g.k = kk;
     if (no == 0) return;
-    if (l.inputs[0].dtype == DType::kFloat64) {  // own double GEMM (kernels/f64_math.cu), numpy batch broadcasting
+    if (l.inputs[0].dtype == DType::kFloat64) {  // own double GEMM (matmul_f64.cu), numpy batch broadcasting
       KILNRT_CHECK(r <= static_cast<size_t>(k::kMaxDims), kUnsupported, name_,
                    "float64 MatMul with " << r << " batch dims (at most " << k::kMaxDims << ")");
       k::f64::MatMulBatch bt;
@@ -274,16 +265,14 @@ std::string matmul_inputs(const ir::Node& n, const ir::Graph& g) {
   return float32_layer_inputs(n, g);
 }
 
-struct Register {
-  Register() {
-    auto& r = LayerRegistry::instance();
-    r.add({"MatMul", matmul_inputs,
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<MatMulLayer>(a); }});
-    r.add({"Gemm", float32_layer_inputs,
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<GemmLayer>(a); }});
-  }
-};
-const Register kRegister;
+KILNRT_REGISTER_CUDA_LAYER({"MatMul"}, matmul_inputs,
+                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+                             return std::make_unique<MatMulLayer>(a);
+                           });
+KILNRT_REGISTER_CUDA_LAYER({"Gemm"}, float32_layer_inputs,
+                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+                             return std::make_unique<GemmLayer>(a);
+                           });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -1,5 +1,5 @@
 // Build-time choice of the stored layout of FusedMatMul weights (gemm_weight_layout.h).
-#include "backends/cuda/gemm_weight_layout.h"
+#include "ops/nn/gemm/cuda/gemm_weight_layout.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "backends/cuda/conv_tactics.h"
-#include "backends/cuda/gemm_tactics.h"
-#include "backends/cuda/layers_gemm_fused.h"
+#include "ops/nn/gemm/cuda/gemm_tactics.h"
+#include "ops/nn/gemm/cuda/fused_matmul_layer.h"
 #include "core/env_switch.h"
 #include "core/logging.h"
 #include "cuda/context_guard.h"

@@ -1,4 +1,5 @@
-// What layers_gemm.cc (MatMul, Gemm) and layers_gemm_conv.cc (Conv, FusedConv) share.
+// The supports() check of the float32-only cuBLASLt / cuDNN layers: MatMul and Gemm (ops/nn/gemm/cuda), Conv
+// (ops/nn/conv/cuda) and FusedConv (ops/nn/fused_conv/cuda).
 #pragma once
 #include <string>
 

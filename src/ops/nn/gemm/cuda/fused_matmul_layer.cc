@@ -6,8 +6,8 @@
 // erf form takes the BIAS epilogue and one GELU kernel in place. Float32 (strict or --tf32), float16, bfloat16.
 #include "ops/cuda/cuda_layer.h"
 #include "cuda/cuda_libs.h"
-#include "backends/cuda/gemm_tactics.h"
-#include "backends/cuda/layers_gemm_fused.h"
+#include "ops/nn/gemm/cuda/gemm_tactics.h"
+#include "ops/nn/gemm/cuda/fused_matmul_layer.h"
 #include "cuda/lt_gemm.h"
 
 namespace kilnrt::backends::cuda {
@@ -111,9 +111,10 @@ class FusedMatMulLayer final : public CudaLayer {
   GemmTactic tactic_;
 };
 
-const LayerRegistrar kFusedMatMul({"FusedMatMul", fused_supports, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                                     return std::make_unique<FusedMatMulLayer>(a);
-                                   }});
+KILNRT_REGISTER_CUDA_LAYER({"com.kilnrt:FusedMatMul"}, fused_supports,
+                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+                             return std::make_unique<FusedMatMulLayer>(a);
+                           });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda
