@@ -1,5 +1,5 @@
 // Entry points of layers_misc_gaps.cc for the cases the ops' main CUDA layers do not cover: the
-// registrations of BatchNormalization (layers_nn.cc), MaxPool (layers_nn.cc) and Dropout (layers_tensor.cc) hand
+// registrations of BatchNormalization (layers_nn.cc), MaxPool (layers_nn.cc) and Dropout (flatten_dropout_layer.cc) hand
 // these nodes over here, so that each op keeps one registry entry and its existing cases run unchanged.
 #pragma once
 #include <memory>
