@@ -6,7 +6,7 @@
 
 #include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/kernels/conv_kernels.h"
-#include "backends/cuda/kernels/f64_math.h"
+#include "ops/nn/softmax/cuda/softmax_f64.h"
 #include "backends/cuda/layers_bits.h"
 #include "backends/cuda/layers_misc_gaps.h"
 #include "backends/cuda/layers_volume.h"
@@ -217,7 +217,7 @@ class SoftmaxLayer final : public CudaLayer {
     } else {
       for (int d = axis; d < rank; ++d) n *= xs[d];
     }
-    if (l.inputs[0].dtype == DType::kFloat64) {  // kernels/f64_math.cu: storage and math in double
+    if (l.inputs[0].dtype == DType::kFloat64) {  // softmax_f64.cu: storage and math in double
       check_launch(k::f64::softmax(static_cast<const double*>(l.inputs[0].data),
                                    static_cast<double*>(l.outputs[0].data), outer, n, inner,
                                    node_.op_type == "LogSoftmax", l.stream),
@@ -346,7 +346,7 @@ struct Register {
              }});
     for (const char* op : {"Softmax", "LogSoftmax"})
       r.add({op,
-             [](const ir::Node& n, const ir::Graph& g) -> std::string {  // float64: kernels/f64_math.cu
+             [](const ir::Node& n, const ir::Graph& g) -> std::string {  // float64: softmax_f64.cu
                return value_dtype(g, n.inputs.at(0)) == DType::kFloat64 ? "" : float_input(n, g);
              },
              [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
