@@ -1,4 +1,4 @@
-// The wgmma attention kernel (src/backends/cuda/kernels/attention_wgmma.cuh) against the short mma.sync kernel
+// The wgmma attention kernel (ops/nn/fused_attention/cuda/attention_wgmma.cuh) against the short mma.sync kernel
 // (attention_short.cuh), standalone (issue 7, session 11; H100). For BERT / ViT shapes at batch 1 / 32 and two
 // others, fp16: every output element of wg (WG_TILES 64-row tiles per block) against short4, and a float64 CPU
 // reference on two heads; then back-to-back launch times (200 launches, 3 rounds) of short4, wg and wg2. Session 15
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/kernels/attention_wgmma.cuh"
+#include "ops/nn/fused_attention/cuda/attention_wgmma.cuh"
 #include "attention_wgp.cuh"
 #include "probe_check.cuh"
 

@@ -24,7 +24,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "backends/cuda/kernels/attention_wgmma.cuh"
+#include "ops/nn/fused_attention/cuda/attention_wgmma.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 

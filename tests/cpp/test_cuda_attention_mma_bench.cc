@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/kernels/attention_mma.h"
+#include "ops/nn/fused_attention/cuda/attention_mma.h"
 #include "cuda_backend_test_util.h"
 #include "kilnrt/cuda/memory.h"
 #include "kilnrt/cuda/stream.h"

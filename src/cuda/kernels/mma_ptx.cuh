@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/attention.h"
+#include "cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 

@@ -1,7 +1,7 @@
 // The wgmma attention kernels (attention_wgmma.cuh) for float16 and bfloat16 storage. CMake compiles this file for
 // sm_90a alone when 90 is among KILNRT_CUDA_ARCHS (KILNRT_WGMMA_SM90A=1); otherwise its kernels are empty and
 // wg_built() says so, so that the dispatch never picks them.
-#include "backends/cuda/kernels/attention_wgmma.cuh"
+#include "ops/nn/fused_attention/cuda/attention_wgmma.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 

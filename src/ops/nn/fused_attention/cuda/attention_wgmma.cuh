@@ -16,7 +16,7 @@
 #pragma once
 #include <type_traits>
 
-#include "backends/cuda/kernels/attention_short.cuh"
+#include "ops/nn/fused_attention/cuda/attention_short.cuh"
 #include "cuda/kernels/wgmma_common.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {

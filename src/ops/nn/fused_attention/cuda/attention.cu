@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "backends/cuda/kernels/attention.h"
-#include "backends/cuda/kernels/attention_mma.h"
+#include "ops/nn/fused_attention/cuda/attention.h"
+#include "ops/nn/fused_attention/cuda/attention_mma.h"
 #include "cuda/kernels/launch_common.cuh"
 #include "cuda/kernels/storage16.cuh"
 

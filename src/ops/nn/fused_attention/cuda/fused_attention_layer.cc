@@ -1,11 +1,11 @@
 // CUDA layer of com.kilnrt:FusedAttention (made by passes/fuse_attention): one launch of the fused attention
-// kernel (kernels/attention.cu), reading Q / K / V / mask in their exported layouts through strides (and Q / K / V
+// kernel (attention.cu), reading Q / K / V / mask in their exported layouts through strides (and Q / K / V
 // as parts of one packed projection: q_part / k_part / v_part offsets) and writing the output in out_perm's layout. Float32, float16 and bfloat16 storage; no workspace, no allocation: graph-safe.
 // Or, where the build timed it faster, cuDNN's fused SDPA on the same strided operands (cudnn_attention.h: 16-bit
 // storage, head size 64 / 128; the softmax statistics in the context workspace).
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/cudnn_attention.h"
-#include "backends/cuda/kernels/attention.h"
+#include "ops/nn/fused_attention/cuda/cudnn_attention.h"
+#include "ops/nn/fused_attention/cuda/attention.h"
 #include "ops/nn/fused_attention/fused_attention.h"
 
 namespace kilnrt::backends::cuda {
@@ -101,11 +101,12 @@ class AttentionLayer final : public CudaLayer {
   CudnnAttention cudnn_;
 };
 
-const LayerRegistrar kAttention({"FusedAttention", attention_supports, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                                   auto layer = std::make_unique<AttentionLayer>(a.node);
-                                   layer->setup_cudnn(a);
-                                   return layer;
-                                 }});
+KILNRT_REGISTER_CUDA_LAYER({"com.kilnrt:FusedAttention"}, attention_supports,
+                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+                             auto layer = std::make_unique<AttentionLayer>(a.node);
+                             layer->setup_cudnn(a);
+                             return layer;
+                           });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -1,4 +1,4 @@
-// Host entry point of the fused attention kernels (kernels/attention.cu): O = softmax(scale * Q K^T + mask) V for
+// Host entry point of the fused attention kernels (attention.cu): O = softmax(scale * Q K^T + mask) V for
 // every (b0, b1) batch entry, operands addressed through strides so that transposed head layouts are read in place.
 #pragma once
 #include <cstdint>

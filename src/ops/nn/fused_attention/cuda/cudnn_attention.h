@@ -1,5 +1,5 @@
 // cuDNN's fused scaled-dot-product attention (cuDNN 9 graph / backend API) as a tactic of the CUDA FusedAttention
-// layer (layers_attention.cc).
+// layer (fused_attention_layer.cc).
 //
 // The layer's problem — Q [b0, b1, Sq, D], K [b0, b1, Sk, D], V [b0, b1, Sk, Dv] read through their element strides
 // (the packed Q | K | V projection in place: no copy), the optional additive mask broadcast over (b0, b1, Sq, Sk),
@@ -41,7 +41,7 @@
 #include <string>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/attention.h"
+#include "ops/nn/fused_attention/cuda/attention.h"
 
 namespace kilnrt::backends::cuda {
 

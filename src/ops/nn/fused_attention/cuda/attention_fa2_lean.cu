@@ -1,5 +1,5 @@
 // The lean mma.sync attention kernel (attention_fa2_lean.cuh) for float16 and bfloat16 storage, 4 or 8 warps.
-#include "backends/cuda/kernels/attention_fa2_lean.cuh"
+#include "ops/nn/fused_attention/cuda/attention_fa2_lean.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 

@@ -1,8 +1,8 @@
-// FlashAttention-2-style fused attention for 16-bit storage (kernels/attention_mma.cu): mma.sync m16n8k16 tensor
+// FlashAttention-2-style fused attention for 16-bit storage (attention_mma.cu): mma.sync m16n8k16 tensor
 // cores (sm_80+), float32 accumulation, scores and online softmax in registers. attention() (attention.h) takes this
 // path whenever attention_uses_mma() holds and falls back to the WMMA / SIMT kernels otherwise.
 #pragma once
-#include "backends/cuda/kernels/attention.h"
+#include "ops/nn/fused_attention/cuda/attention.h"
 
 namespace kilnrt::cuda::kernels {
 

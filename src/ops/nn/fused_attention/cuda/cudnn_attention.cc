@@ -1,6 +1,6 @@
 // cuDNN SDPA tactic of the FusedAttention layer (cudnn_attention.h): the backend operation graph, engine search,
 // execution plans per shape, the build-time choice and the run.
-#include "backends/cuda/cudnn_attention.h"
+#include "ops/nn/fused_attention/cuda/cudnn_attention.h"
 
 #include <algorithm>
 #include <array>
@@ -16,7 +16,7 @@
 
 #include "backends/cuda/conv_tactics.h"
 #include "cuda/cuda_libs.h"
-#include "backends/cuda/gemm_tactics.h"
+#include "ops/nn/gemm/cuda/gemm_tactics.h"
 #include "core/logging.h"
 #include "cuda/capture_safety.h"
 #include "cuda/driver_api.h"

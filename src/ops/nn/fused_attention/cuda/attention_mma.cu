@@ -21,12 +21,12 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backends/cuda/kernels/attention_mma.h"
-#include "backends/cuda/kernels/attention_fa2.cuh"
-#include "backends/cuda/kernels/attention_fa2_lean.cuh"
+#include "ops/nn/fused_attention/cuda/attention_mma.h"
+#include "ops/nn/fused_attention/cuda/attention_fa2.cuh"
+#include "ops/nn/fused_attention/cuda/attention_fa2_lean.cuh"
 #include "cuda/kernels/mma_ptx.cuh"
-#include "backends/cuda/kernels/attention_short.cuh"
-#include "backends/cuda/kernels/attention_wgmma.cuh"
+#include "ops/nn/fused_attention/cuda/attention_short.cuh"
+#include "ops/nn/fused_attention/cuda/attention_wgmma.cuh"
 #include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {

@@ -1,5 +1,5 @@
 // The second mma.sync attention kernel (attention_fa2.cuh) for float16 storage at D = 64, every configuration.
-#include "backends/cuda/kernels/attention_fa2.cuh"
+#include "ops/nn/fused_attention/cuda/attention_fa2.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 

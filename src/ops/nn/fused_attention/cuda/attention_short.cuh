@@ -20,7 +20,7 @@
 #pragma once
 #include <type_traits>
 
-#include "backends/cuda/kernels/attention_fa2_lean.cuh"
+#include "ops/nn/fused_attention/cuda/attention_fa2_lean.cuh"
 
 // 1: float16 attention computes exp of score pairs with ex2.approx.f16x2 (short_softmax); 0 (default): float32 ex2
 // per score. Measured on an H100 (2026-11-23): the pairs were slower (ViT b32 wg2 21.1 -> 23.6 us, BERT b32

@@ -1,5 +1,5 @@
 // The short-key-range mma.sync attention kernel (attention_short.cuh) for float16 and bfloat16 storage.
-#include "backends/cuda/kernels/attention_short.cuh"
+#include "ops/nn/fused_attention/cuda/attention_short.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 

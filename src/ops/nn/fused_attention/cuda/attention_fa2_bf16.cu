@@ -1,6 +1,6 @@
 // The second mma.sync attention kernel (attention_fa2.cuh) for bfloat16 storage: D = 32 and 128 here, D = 64 in
 // attention_fa2_bf16_d64.cu.
-#include "backends/cuda/kernels/attention_fa2.cuh"
+#include "ops/nn/fused_attention/cuda/attention_fa2.cuh"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 
