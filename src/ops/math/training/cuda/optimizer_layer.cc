@@ -1,14 +1,14 @@
 // CUDA layers of the ai.onnx.preview.training optimizers (every registry op has a CUDA path): Adagrad, Momentum
-// (standard / nesterov) and Adam, one elementwise kernel per optimized tensor (kernels/misc_gaps.cu) with the CPU
+// (standard / nesterov) and Adam, one elementwise kernel per optimized tensor (optimizer.cu) with the CPU
 // reference's formulas (src/ops/math/training/training.cc, double math). The scalars R (learning rate) and T (step count) are
 // read by the kernels on the device: no host read, no sync, graph-capturable.
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/misc_gaps.h"
+#include "ops/math/training/cuda/optimizer_kernels.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
-namespace gp = kilnrt::cuda::kernels::gaps;
+namespace gp = kilnrt::cuda::kernels::optimizer;
 
 constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
 
@@ -119,15 +119,12 @@ std::string supports_optimizer(const ir::Node& n, const ir::Graph& g) {
   return "";
 }
 
-struct Register {
-  Register() {
-    for (const char* op : {"Adagrad", "Momentum", "Adam"})
-      LayerRegistry::instance().add({op, supports_optimizer, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                                       return std::make_unique<OptimizerLayer>(a.node);
-                                     }});
-  }
-};
-const Register kRegister;
-
 }  // namespace
+
+KILNRT_REGISTER_CUDA_LAYER({"ai.onnx.preview.training:Adagrad", "ai.onnx.preview.training:Momentum",
+                            "ai.onnx.preview.training:Adam"},
+                           supports_optimizer, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+                             return std::make_unique<OptimizerLayer>(a.node);
+                           });
+
 }  // namespace kilnrt::backends::cuda
