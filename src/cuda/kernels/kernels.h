@@ -78,11 +78,6 @@ struct Conv2d {
   int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
 };
 
-// TopK over the middle dim of an integer [outer, n, inner] (dtype: binary's codes 1 int64, 2 int32, 11 uint64) ->
-// values (x's dtype) / int64 indices [outer, k, inner], sorted, equal values by the lower index first.
-int topk_int(int dtype, const void* x, void* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner,
-             int64_t k, bool largest, StreamT stream);
-
 // IsNaN (is_nan) / IsInf (detect_positive / detect_negative) of float16 / bfloat16 / float64 storage (binary's codes
 // 4, 5, 12) -> bool.
 int nan_inf(int dtype, const void* x, uint8_t* y, int64_t n, bool is_nan, bool detect_positive, bool detect_negative,

@@ -11,49 +11,6 @@
 
 namespace kilnrt::cuda::kernels::extra {
 
-// Float32 unary math (y float32) and predicates (IsNaN / IsInf write bool), Not (bool -> bool).
-enum class XUnary : int { kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh, kShrink, kScale,
-                          kIsNaN, kIsInf, kNot };
-// a, b: Shrink's lambd / bias, kScale's factor (a); IsInf: a != 0 detects +inf, b != 0 detects -inf.
-int xunary(XUnary op, const void* x, void* y, int64_t n, float a, float b, StreamT stream);
-
-// ArgMax / ArgMin over the middle dim of float32 [outer, r, inner] -> int64 [outer, inner].
-int arg_reduce_f32(const float* x, int64_t* y, int64_t outer, int64_t r, int64_t inner, bool is_max, bool last,
-                   StreamT stream);
-// Hardmax over the middle dim of [outer, n, inner] (1 at the first maximum, else 0).
-int hardmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, StreamT stream);
-
-// Trilu over [batch, rows, cols]; k_dev: device int64 scalar (null: k = 0). elem_size 1, 2, 4, 8.
-int trilu(const void* x, void* y, const int64_t* k_dev, int64_t batch, int64_t rows, int64_t cols, bool upper,
-          size_t elem_size, StreamT stream);
-
-// Dims of up to kMaxDims (row-major, contiguous).
-struct Dims {
-  int rank = 0;
-  int64_t d[kMaxDims] = {};
-};
-
-// CumSum along the axis read from axis_dev (int64 when axis_is_64 else int32; negative allowed). dtype codes:
-// 0 float32, 1 int64, 2 int32, 6 float64.
-int cumsum(const void* x, void* y, const void* axis_dev, bool axis_is_64, const Dims& shape, bool exclusive,
-           bool reverse, int dtype, StreamT stream);
-
-// GatherElements: y (shape idx_shape) [i] = x[i with coordinate `axis` replaced by idx[i]]. idx int64 or int32.
-int gather_elements(const void* x, const Dims& x_shape, const void* idx, bool idx_is_64, const Dims& idx_shape,
-                    int axis, void* y, size_t elem_size, StreamT stream);
-
-// Reductions of ScatterElements / ScatterND: 0 none, 1 add, 2 mul, 3 max, 4 min. dtype codes: 0 float32, 1 int64.
-// y must already hold a copy of the data; updates are applied in place.
-int scatter_elements(void* y, const Dims& y_shape, const void* idx, bool idx_is_64, const void* updates,
-                     const Dims& upd_shape, int axis, int reduction, int dtype, StreamT stream);
-// ScatterND: idx int64 [n_upd, k]; each update slice has `slice` elements; y_shape is the data's shape.
-int scatter_nd(void* y, const Dims& y_shape, const int64_t* idx, int64_t n_upd, int k, const void* updates,
-               int64_t slice, int reduction, int dtype, StreamT stream);
-// GatherND: idx int64 [n_idx, k] (the leading batch_dims of the index shape flattened into n_batch blocks of
-// n_idx / n_batch tuples), x_shape the data's shape; each gathered slice has `slice` elements.
-int gather_nd(const void* x, const Dims& x_shape, const int64_t* idx, int64_t n_idx, int k, int batch_dims,
-              int64_t n_batch, int64_t slice, void* y, size_t elem_size, StreamT stream);
-
 // EyeLike: y [rows, cols] = (j - i == k) ? one : 0, `one` given as the element's bit pattern.
 int eye_like(void* y, int64_t rows, int64_t cols, int64_t k, uint64_t one_bits, size_t elem_size, StreamT stream);
 
@@ -113,11 +70,6 @@ struct ResizePlan {
   bool exclude_outside = false;
 };
 int resize_f32(const float* x, float* y, const ResizePlan& p, StreamT stream);
-
-// TopK over the middle dim of float32 [outer, n, inner] -> values / int64 indices [outer, k, inner], sorted (largest
-// or smallest first, ties: lower index first). Each element computes its own rank: O(n) per element.
-int topk_f32(const float* x, float* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k,
-             bool largest, StreamT stream);
 
 // QuantizeLinear: float32 x -> int8 (out_signed) / uint8, scale float32 and zero point (int8 / uint8 as out, may be
 // null) per tensor (axis_len 1) or per axis (axis_len values, `inner` elements apart). Half-to-even rounding,

@@ -228,25 +228,6 @@ __global__ void resize_kernel(const float* x, float* y, ResizePlan p, int64_t to
   }
 }
 
-__global__ void topk_kernel(const float* x, float* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner,
-                            int64_t k, bool largest) {
-  KILNRT_GRID_LOOP(i, outer * n * inner) {
-    const int64_t in = i % inner, j = (i / inner) % n, o = i / (inner * n);
-    const float* row = x + o * n * inner + in;
-    const float v = row[j * inner];
-    int64_t rank = 0;
-    for (int64_t m = 0; m < n && rank < k; ++m) {
-      const float u = row[m * inner];
-      const bool before = largest ? (u > v || (u == v && m < j)) : (u < v || (u == v && m < j));
-      rank += before ? 1 : 0;
-    }
-    if (rank < k) {
-      values[(o * k + rank) * inner + in] = v;
-      indices[(o * k + rank) * inner + in] = j;
-    }
-  }
-}
-
 __global__ void quantize_kernel(const float* x, const float* scale, const void* zp, void* y, bool out_signed,
                                 int64_t n, int64_t axis_len, int64_t inner) {
   KILNRT_GRID_LOOP(i, n) {
@@ -375,14 +356,6 @@ int resize_f32(const float* x, float* y, const ResizePlan& p, StreamT stream) {
   for (int d = 0; d < p.rank; ++d) total *= p.ax[d].out;
   if (total <= 0) return 0;
   resize_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, y, p, total);
-  return launch_status();
-}
-
-int topk_f32(const float* x, float* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k,
-             bool largest, StreamT stream) {
-  const int64_t total = outer * n * inner;
-  if (total <= 0 || k <= 0) return 0;
-  topk_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, values, indices, outer, n, inner, k, largest);
   return launch_status();
 }
 

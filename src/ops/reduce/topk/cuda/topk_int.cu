@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "cuda/kernels/kernels.h"
+#include "ops/reduce/topk/cuda/topk_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {
