@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "ops/cuda/data_dependent_layer.h"
-#include "backends/cuda/kernels/data_dependent.h"
+#include "cuda/kernels/nonzero_scan.h"
 #include "backends/cuda/kernels/unique_nms.h"
 
 namespace kilnrt::backends::cuda {

@@ -1,8 +1,9 @@
-// Host entry points of the data-dependent CUDA kernels (kernels/data_dependent.cu): NonZero and Compress, whose
-// output size depends on the input's values. Each computes its exact output size on the device (an ordered
-// single-block scan of the non-zero flags), copies the count to the host and synchronises `stream` — the one sync of
-// the layer, a "sync point" of the plan (docs/cuda-backend.md, "Data-dependent shapes"). Plain C++ like kernels.h;
-// each launcher returns the CUDA status (0 = success).
+// Host entry points of the ordered non-zero scan kernels (nonzero_scan.cu), shared by the data-dependent layers of
+// NonZero and Compress (shape/index_ops) and Unique (shape/unique), whose output size depends on the input's values.
+// The scan computes the exact output size on the device (an ordered single-block scan of the non-zero flags), copies
+// the count to the host and synchronises `stream` — the one sync of the layer, a "sync point" of the plan
+// (docs/cuda-backend.md, "Data-dependent shapes"). Plain C++ like kernels.h; each launcher returns the CUDA status
+// (0 = success).
 #pragma once
 #include <cstddef>
 #include <cstdint>

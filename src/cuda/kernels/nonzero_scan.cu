@@ -1,9 +1,9 @@
-// Data-dependent kernels (data_dependent.h): an ordered single-block scan for the non-zero flags (one block of 1024
+// Non-zero scan kernels (nonzero_scan.h): an ordered single-block scan for the non-zero flags (one block of 1024
 // threads walks the input in tiles: warp ballots + a 32-entry block scan, so the indices come out in increasing
 // order, as ONNX NonZero / Compress require), then plain grid-stride kernels that size nothing.
 #include <cuda_runtime.h>
 
-#include "backends/cuda/kernels/data_dependent.h"
+#include "cuda/kernels/nonzero_scan.h"
 #include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels::dd {

@@ -1,19 +1,12 @@
-// CUDA layers with data-dependent output shapes (data_dependent_layer.h): NonZero and Compress. Both scan the
-// non-zero flags on the device in order (kernels/data_dependent.cu), read the count on the host (the layer's one
-// stream sync) and then fill the counted prefix of their upper-bound output. Scratch (flat indices and the device
-// count) lives in the context workspace, so an input larger than the workspace's index capacity is a clear error.
-//
-// Range, ConstantOfShape and the scalar-input signal sources (HannWindow, HammingWindow, BlackmanWindow,
-// MelWeightMatrix): sources whose every input is read on the host. With constant / shape-computed inputs
-// the plan evaluates them on the host (never a layer); this layer only runs when an input is a device value, read
-// at a sync point: the (small) result is then computed from those host values with the op's reference kernel and
-// uploaded on the stream.
+// CUDA layers of NonZero and Compress, whose output shapes depend on the input's values (data_dependent_layer.h).
+// Both scan the non-zero flags on the device in order (cuda/kernels/nonzero_scan.cu), read the count on the host (the
+// layer's one stream sync) and then fill the counted prefix of their upper-bound output. Scratch (flat indices and
+// the device count) lives in the context workspace, so an input larger than the workspace's index capacity is a clear
+// error.
 #include <algorithm>
 
 #include "ops/cuda/data_dependent_layer.h"
-#include "backends/cuda/kernels/data_dependent.h"
-#include "cuda/context_guard.h"
-#include "ops/op_registry.h"
+#include "cuda/kernels/nonzero_scan.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
@@ -129,45 +122,6 @@ class CompressLayer final : public DataDependentLayer {
   int64_t axis_ = 0;
 };
 
-class HostSourceLayer final : public CudaLayer {
- public:
-  HostSourceLayer(const ir::Node& n, int64_t opset, int device)
-      : node_(n), opset_(opset), device_(device), schema_(ops::OpRegistry::instance().get(n, opset)) {}
-  std::string tactic() const override { return "host-source-upload"; }
-  std::vector<int> host_inputs() const override {
-    std::vector<int> all;
-    for (size_t i = 0; i < node_.inputs.size(); ++i) all.push_back(static_cast<int>(i));
-    return all;
-  }
-  void enqueue(LayerLaunch& l) override {
-    ops::CpuContext ctx{node_, opset_, {}, {}};
-    for (const LayerTensor& t : l.inputs) {
-      KILNRT_CHECK(!t.present || t.host, kInternal, node_.describe(), "an input's host value is missing");
-      ctx.inputs.push_back(t.present ? t.host : nullptr);
-    }
-    ctx.outputs.resize(node_.outputs.size());
-    schema_.cpu(ctx);
-    const Tensor& y = ctx.outputs.at(0);
-    LayerOutput& out = l.outputs.at(0);
-    KILNRT_CHECK(y.shape() == out.shape && y.dtype() == out.dtype, kInternal, node_.describe(),
-                 "host result " << shape_to_string(y.shape()) << " does not match the planned output "
-                                << shape_to_string(out.shape));
-    if (y.nbytes() == 0) return;
-    kilnrt::cuda::ContextGuard guard(device_);
-    const auto& api = guard.api();
-    // Pageable source: the driver stages it before returning, so `y` may go right after.
-    KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(out.data)), y.raw(),
-                                             y.nbytes(), l.stream),
-                    node_.describe());
-  }
-
- private:
-  ir::Node node_;
-  int64_t opset_;
-  int device_;
-  const ops::OpSchema& schema_;
-};
-
 std::string supports_dd(const ir::Node& n, const ir::Graph& g) {
   const DType t = value_dtype(g, n.inputs.at(0));
   if (t != DType::kUndefined && dtype_size(t) != 1 && dtype_size(t) != 2 && dtype_size(t) != 4 && dtype_size(t) != 8)
@@ -175,31 +129,16 @@ std::string supports_dd(const ir::Node& n, const ir::Graph& g) {
   return "";
 }
 
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"NonZero", supports_dd, [](const LayerCreateArgs& a) {
+KILNRT_REGISTER_CUDA_LAYER({"NonZero"}, supports_dd, [](const LayerCreateArgs& a) {
   return std::unique_ptr<CudaLayer>(new NonZeroLayer(a.node));
-}});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"Compress", [](const ir::Node& n, const ir::Graph& g) -> std::string {
-  if (n.inputs.size() < 2 || n.inputs[1].empty()) return "Compress needs a condition";
-  return supports_dd(n, g);
-}, [](const LayerCreateArgs& a) { return std::unique_ptr<CudaLayer>(new CompressLayer(a.node)); }});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"Range", nullptr, [](const LayerCreateArgs& a) {
-  return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
-}});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"ConstantOfShape", nullptr, [](const LayerCreateArgs& a) {
-  return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
-}});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"HannWindow", nullptr, [](const LayerCreateArgs& a) {
-  return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
-}});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"HammingWindow", nullptr, [](const LayerCreateArgs& a) {
-  return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
-}});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"BlackmanWindow", nullptr, [](const LayerCreateArgs& a) {
-  return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
-}});
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{"MelWeightMatrix", nullptr, [](const LayerCreateArgs& a) {
-  return std::unique_ptr<CudaLayer>(new HostSourceLayer(a.node, a.opset, a.device));
-}});
+});
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Compress"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (n.inputs.size() < 2 || n.inputs[1].empty()) return "Compress needs a condition";
+      return supports_dd(n, g);
+    },
+    [](const LayerCreateArgs& a) { return std::unique_ptr<CudaLayer>(new CompressLayer(a.node)); });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda
