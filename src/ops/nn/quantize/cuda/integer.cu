@@ -1,4 +1,4 @@
-// Kernels of the integer / quantized ops (more_kernels.h): DynamicQuantizeLinear (one-block min/max, then an
+// Kernels of the integer / quantized ops (integer_kernels.h): DynamicQuantizeLinear (one-block min/max, then an
 // elementwise pass reading the scale from the device), a direct int32-accumulating batched matmul and a direct
 // grouped 1-3-D convolution, both optionally requantized to 8 bits. Rounding is half to even (rint), like the CPU
 // reference (src/ops/nn/quantize/quantize.cc).
@@ -9,9 +9,9 @@
 #include <cstdint>
 
 #include "cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/more_kernels.h"
+#include "ops/nn/quantize/cuda/integer_kernels.h"
 
-namespace kilnrt::cuda::kernels::more {
+namespace kilnrt::cuda::kernels::integer {
 namespace {
 
 using namespace launch_common;
@@ -177,4 +177,4 @@ int conv_integer(const void* x, bool x_signed, ZeroPoint xzp, const void* w, boo
   return launch_status();
 }
 
-}  // namespace kilnrt::cuda::kernels::more
+}  // namespace kilnrt::cuda::kernels::integer

@@ -1,15 +1,15 @@
 // CUDA layers for the integer / quantized ops: DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
-// ConvInteger, QLinearConv. Direct int32-accumulating kernels (kernels/integer.cu), exact against the CPU reference;
+// ConvInteger, QLinearConv. Direct int32-accumulating kernels (integer.cu), exact against the CPU reference;
 // scales and zero points are read by the kernels on the device. No cuBLASLt / cuDNN int8 paths yet.
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/more_kernels.h"
+#include "ops/nn/quantize/cuda/integer_kernels.h"
 #include "ops/nn/nn_common.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
-namespace m = kilnrt::cuda::kernels::more;
+namespace m = kilnrt::cuda::kernels::integer;
 using kilnrt::cuda::kernels::kMaxDims;
 
 bool is8(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
@@ -195,40 +195,37 @@ LayerFactory factory() {
   return [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<L>(a.node); };
 }
 
-struct Register {
-  Register() {
-    auto& r = LayerRegistry::instance();
-    r.add({"DynamicQuantizeLinear",
-           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             return value_dtype(g, n.inputs.at(0)) == DType::kFloat32 ? "" : "the CUDA layer takes float32";
-           },
-           factory<DynamicQuantizeLayer>()});
-    r.add({"MatMulInteger", [](const ir::Node& n, const ir::Graph& g) { return check_io(n, g, {0, 1, 2, 3}, {}); },
-           factory<MatMulIntegerLayer>()});
-    r.add({"QLinearMatMul",
-           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             std::string why = check_io(n, g, {0, 2, 3, 5, 7}, {});
-             for (size_t i : {1, 4, 6})  // float32 or float16 scales (the kernel reads either)
-               if (why.empty() && i < n.inputs.size() && !n.inputs[i].empty() &&
-                   !dtype_is_one_of(value_dtype(g, n.inputs[i]), {DType::kFloat32, DType::kFloat16}))
-                 why = "scale input " + std::to_string(i) + " must be float32 / float16";
-             return why;
-           },
-           factory<MatMulIntegerLayer>()});
-    r.add({"ConvInteger", [](const ir::Node& n, const ir::Graph& g) { return check_io(n, g, {0, 1, 2, 3}, {}); },
-           factory<ConvIntegerLayer>()});
-    r.add({"QLinearConv",
-           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             std::string why = check_io(n, g, {0, 2, 3, 5, 7}, {1, 4, 6});
-             if (why.empty() && n.inputs.size() > 8 && !n.inputs[8].empty() &&
-                 value_dtype(g, n.inputs[8]) != DType::kInt32)
-               why = "B must be int32";
-             return why;
-           },
-           factory<ConvIntegerLayer>()});
-  }
-};
-const Register kRegister;
-
 }  // namespace
+
+KILNRT_REGISTER_CUDA_LAYER({"DynamicQuantizeLinear"},
+                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
+                             return value_dtype(g, n.inputs.at(0)) == DType::kFloat32 ? "" : "the CUDA layer takes float32";
+                           },
+                           factory<DynamicQuantizeLayer>());
+KILNRT_REGISTER_CUDA_LAYER({"MatMulInteger"},
+                           [](const ir::Node& n, const ir::Graph& g) { return check_io(n, g, {0, 1, 2, 3}, {}); },
+                           factory<MatMulIntegerLayer>());
+KILNRT_REGISTER_CUDA_LAYER({"QLinearMatMul"},
+                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
+                             std::string why = check_io(n, g, {0, 2, 3, 5, 7}, {});
+                             for (size_t i : {1, 4, 6})  // float32 or float16 scales (the kernel reads either)
+                               if (why.empty() && i < n.inputs.size() && !n.inputs[i].empty() &&
+                                   !dtype_is_one_of(value_dtype(g, n.inputs[i]), {DType::kFloat32, DType::kFloat16}))
+                                 why = "scale input " + std::to_string(i) + " must be float32 / float16";
+                             return why;
+                           },
+                           factory<MatMulIntegerLayer>());
+KILNRT_REGISTER_CUDA_LAYER({"ConvInteger"},
+                           [](const ir::Node& n, const ir::Graph& g) { return check_io(n, g, {0, 1, 2, 3}, {}); },
+                           factory<ConvIntegerLayer>());
+KILNRT_REGISTER_CUDA_LAYER({"QLinearConv"},
+                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
+                             std::string why = check_io(n, g, {0, 2, 3, 5, 7}, {1, 4, 6});
+                             if (why.empty() && n.inputs.size() > 8 && !n.inputs[8].empty() &&
+                                 value_dtype(g, n.inputs[8]) != DType::kInt32)
+                               why = "B must be int32";
+                             return why;
+                           },
+                           factory<ConvIntegerLayer>());
+
 }  // namespace kilnrt::backends::cuda
