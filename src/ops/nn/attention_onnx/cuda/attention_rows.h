@@ -1,15 +1,15 @@
-// Host entry points of the kernels for the onnx 1.23 attention-family ops (attn23.cu): ONNX Attention
-// (opsets 23-25), ai.onnx.preview FlexAttention without score_mod / prob_mod, RotaryEmbedding, SwiGLU and Swish.
-// The formulas are the CPU reference's (src/ops/nn/attention_onnx/attention_onnx.cc, flex_attention.cc, rotary_embedding.cc,
-// src/ops/math/binary/binary.cc SwiGLU, unary.cc Swish). Plain C++ like kernels.h; each launcher returns the launch status
-// (0 = success). Device values (nonpad_kv_seqlen, position_ids) are read by the kernels: no host read, no sync.
+// Host entry points of the row attention kernels (attention_rows.cu) of ONNX Attention (opsets 23-25) and
+// ai.onnx.preview FlexAttention without score_mod / prob_mod, with the formulas of the CPU references
+// (src/ops/nn/attention_onnx/attention_onnx.cc, src/ops/nn/flex_attention/flex_attention.cc). Plain C++ like
+// kernels.h; each launcher returns the launch status (0 = success). nonpad_kv_seqlen is read by the kernel on the
+// device: no host read, no sync.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
 #include "cuda/kernels/kernels.h"
 
-namespace kilnrt::cuda::kernels::attn23 {
+namespace kilnrt::cuda::kernels::attention_rows {
 
 // One attention node. Q/K/V are 4-D [B, heads, seq, size] or 3-D [B, seq, heads * size] (three_d); past_k / past_v
 // are 4-D [B, kv_heads, past, size] (null when past == 0). Element type: float32, or float64 when f64.
@@ -50,22 +50,4 @@ int attention(const AttnArgs& a, StreamT stream);
 int present_concat(const void* past, const void* cur, void* out, int64_t batch, int64_t heads, int64_t past_len,
                    int64_t seq, int64_t size, bool three_d, bool f64, StreamT stream);
 
-// RotaryEmbedding on float32: x [B, H, S, D] (or 3-D [B, S, H*D]); caches [rows, rd/2]; the row of (b, t) is
-// position_ids[b * S + t] (device int64) or, without them, b * S + t. A position outside [0, cache_rows) gives NaN.
-struct RotaryArgs {
-  const float* x = nullptr;
-  const float* cos = nullptr;
-  const float* sin = nullptr;
-  const int64_t* pos = nullptr;
-  float* y = nullptr;
-  int64_t batch = 0, heads = 0, seq = 0, head = 0, rd = 0, cache_rows = 0;
-  bool three_d = false, interleaved = false;
-};
-int rotary(const RotaryArgs& a, StreamT stream);
-
-// Swish: y = x * sigmoid(alpha * x) (float math for float32, double for float64).
-int swish(const void* x, void* y, int64_t n, double alpha, bool f64, StreamT stream);
-// SwiGLU: y = a * sigmoid(alpha * a) * b, same shapes (double math).
-int swiglu(const void* a, const void* b, void* y, int64_t n, double alpha, bool f64, StreamT stream);
-
-}  // namespace kilnrt::cuda::kernels::attn23
+}  // namespace kilnrt::cuda::kernels::attention_rows

@@ -1,14 +1,14 @@
-// Kernels of the onnx 1.23 attention-family ops (attn23.h): one block per attention query row (scores in a global
-// scratch row, block reductions for max / visibility / sum, then the weighted sum of V), and elementwise kernels for
-// the KV-cache concatenation, RotaryEmbedding, Swish and SwiGLU.
+// Kernels of ONNX Attention and FlexAttention (attention_rows.h): one block per attention query row (scores in a
+// global scratch row, block reductions for max / visibility / sum, then the weighted sum of V), and the elementwise
+// KV-cache concatenation of Attention's present outputs.
 #include <cuda_runtime.h>
 
 #include <cmath>
 
-#include "backends/cuda/kernels/attn23.h"
+#include "ops/nn/attention_onnx/cuda/attention_rows.h"
 #include "cuda/kernels/launch_common.cuh"
 
-namespace kilnrt::cuda::kernels::attn23 {
+namespace kilnrt::cuda::kernels::attention_rows {
 namespace {
 
 using namespace launch_common;
@@ -131,65 +131,6 @@ __global__ void concat_kernel(const T* past, const T* cur, T* out, int64_t batch
   }
 }
 
-__global__ void rotary_kernel(RotaryArgs a) {
-  const int64_t n = a.batch * a.heads * a.seq * a.head, half = a.rd / 2;
-  KILNRT_GRID_LOOP(e, n) {
-    const int64_t d = e % a.head, r = e / a.head;
-    int64_t b, t;
-    if (a.three_d) {
-      t = (r / a.heads) % a.seq;
-      b = r / (a.heads * a.seq);
-    } else {
-      t = r % a.seq;
-      b = r / (a.seq * a.heads);
-    }
-    if (d >= a.rd) {
-      a.y[e] = a.x[e];
-      continue;
-    }
-    const int64_t row = a.pos ? a.pos[b * a.seq + t] : b * a.seq + t;
-    if (row < 0 || row >= a.cache_rows) {
-      a.y[e] = NAN;
-      continue;
-    }
-    int64_t kk, i1, i2;
-    if (a.interleaved) {
-      kk = d / 2;
-      i1 = 2 * kk;
-      i2 = i1 + 1;
-    } else {
-      kk = d < half ? d : d - half;
-      i1 = kk;
-      i2 = kk + half;
-    }
-    const float* xr = a.x + (e - d);
-    const double c = a.cos[row * half + kk], s = a.sin[row * half + kk];
-    const double x1 = xr[i1], x2 = xr[i2];
-    a.y[e] = static_cast<float>(d == i1 ? c * x1 - s * x2 : s * x1 + c * x2);
-  }
-}
-
-template <typename C>
-__device__ __forceinline__ C sigmoid_of(C x) {
-  if (x >= C(0)) return C(1) / (C(1) + exp(-x));
-  const C e = exp(x);
-  return e / (C(1) + e);
-}
-
-template <typename T>
-__global__ void swish_kernel(const T* x, T* y, int64_t n, T alpha) {
-  KILNRT_GRID_LOOP(i, n) y[i] = x[i] * sigmoid_of<T>(alpha * x[i]);
-}
-
-template <typename T>
-__global__ void swiglu_kernel(const T* a, const T* b, T* y, int64_t n, double alpha) {
-  KILNRT_GRID_LOOP(i, n) {
-    const double xa = static_cast<double>(a[i]);
-    const double s = 1.0 / (1.0 + exp(-alpha * xa));
-    y[i] = static_cast<T>(xa * s * static_cast<double>(b[i]));
-  }
-}
-
 }  // namespace
 
 int attention(const AttnArgs& a, StreamT stream) {
@@ -220,33 +161,4 @@ int present_concat(const void* past, const void* cur, void* out, int64_t batch, 
   return launch_status();
 }
 
-int rotary(const RotaryArgs& a, StreamT stream) {
-  const int64_t n = a.batch * a.heads * a.seq * a.head;
-  if (n <= 0) return 0;
-  rotary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a);
-  return launch_status();
-}
-
-int swish(const void* x, void* y, int64_t n, double alpha, bool f64, StreamT stream) {
-  if (n <= 0) return 0;
-  if (f64)
-    swish_kernel<double><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const double*>(x),
-                                                                 static_cast<double*>(y), n, alpha);
-  else
-    swish_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y),
-                                                                n, static_cast<float>(alpha));
-  return launch_status();
-}
-
-int swiglu(const void* a, const void* b, void* y, int64_t n, double alpha, bool f64, StreamT stream) {
-  if (n <= 0) return 0;
-  if (f64)
-    swiglu_kernel<double><<<blocks_for(n), kThreads, 0, stream>>>(
-        static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(y), n, alpha);
-  else
-    swiglu_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>(
-        static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(y), n, alpha);
-  return launch_status();
-}
-
-}  // namespace kilnrt::cuda::kernels::attn23
+}  // namespace kilnrt::cuda::kernels::attention_rows
