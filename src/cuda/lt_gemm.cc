@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cuda/conv_tactics.h"
+#include "ops/nn/conv/cuda/conv_tactics.h"
 #include "core/env_switch.h"
 #include "core/logging.h"
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "backends/cuda/conv_tactics.h"
+#include "ops/nn/conv/cuda/conv_tactics.h"
 #include "backends/cuda/cuda_plan.h"
 #include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"

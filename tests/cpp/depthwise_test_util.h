@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/kernels/nhwc_depthwise.h"
+#include "ops/nn/conv/cuda/nhwc_depthwise.h"
 #include "kernel16_test_util.h"
 
 namespace kilnrt::cudatest {

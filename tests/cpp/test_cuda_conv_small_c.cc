@@ -1,4 +1,4 @@
-// Convolutions with few input channels (backends/cuda/conv_small_c.h): the im2col GEMM, the channel
+// Convolutions with few input channels (ops/nn/conv/cuda/conv_small_c.h): the im2col GEMM, the channel
 // pack + cuDNN NHWC, the direct and the stem kernel paths against the CPU reference, fp16 and bf16, C = 1 / 3 / 4,
 // the zoo stems (resnet50 7x7/2 pad 3, efficientnet / mobilenet 3x3/2 pad 1, vit_b_16 16x16/16, convnext 4x4/4) and
 // other strides / pads, plain Conv with bias and FusedConv with bias + activation, NCHW and NHWC outputs, batch 1 and
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/conv_small_c.h"
+#include "ops/nn/conv/cuda/conv_small_c.h"
 #include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"
 #include "passes/fuse_conv_epilogue.h"

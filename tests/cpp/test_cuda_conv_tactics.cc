@@ -1,4 +1,4 @@
-// Convolution tactics timed at build (backends/cuda/conv_tactics.h): every tactic (legacy cuDNN algorithms,
+// Convolution tactics timed at build (ops/nn/conv/cuda/conv_tactics.h): every tactic (legacy cuDNN algorithms,
 // cuDNN conv+bias+residual+ReLU in one call, cuBLASLt GEMM with epilogue and kilnrt's own GEMM with fused epilogue
 // for 1x1 convs) against the CPU reference in
 // fp16 / bf16, NCHW / NHWC; the build-time tuner and its timing cache (in memory and file); an engine file round trip
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "backends/cuda/conv_tactics.h"
+#include "ops/nn/conv/cuda/conv_tactics.h"
 #include "backends/cuda/cuda_plan.h"
 #include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"

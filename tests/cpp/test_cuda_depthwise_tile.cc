@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_plan.h"
-#include "backends/cuda/kernels/nhwc_depthwise.h"
+#include "ops/nn/conv/cuda/nhwc_depthwise.h"
 #include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"
 #include "depthwise_test_util.h"

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "backends/cuda/kernels/conv_kernels.h"
+#include "ops/nn/conv/cuda/conv_kernels.h"
 #include "cuda_backend_test_util.h"
 #include "kernel16_test_util.h"
 

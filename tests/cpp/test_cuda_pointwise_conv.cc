@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "backends/cuda/kernels/pointwise_conv.h"
+#include "ops/nn/conv/cuda/pointwise_conv.h"
 #include "cuda_backend_test_util.h"
 #include "kernel16_test_util.h"
 

@@ -1,10 +1,10 @@
-// What a CUDA plan's build-time timing records (backends/cuda/conv_tactics.h: ConvTuningScope), for the tests of
+// What a CUDA plan's build-time timing records (ops/nn/conv/cuda/conv_tactics.h: ConvTuningScope), for the tests of
 // timed tactics (test_cuda_cudnn_attention.cc, test_cuda_gemm_tactics.cc).
 #pragma once
 #include <map>
 #include <string>
 
-#include "backends/cuda/conv_tactics.h"
+#include "ops/nn/conv/cuda/conv_tactics.h"
 #include "backends/cuda/cuda_plan.h"
 #include "cuda/context_guard.h"
 

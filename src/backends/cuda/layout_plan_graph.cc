@@ -3,7 +3,7 @@
 #include <set>
 #include <string>
 
-#include "backends/cuda/kernels/conv_kernels.h"
+#include "ops/nn/conv/cuda/conv_kernels.h"
 #include "backends/cuda/layout_plan.h"
 #include "ir/graph.h"
 #include "ops/op_registry.h"

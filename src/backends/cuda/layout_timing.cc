@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "backends/cuda/conv_tactics.h"
+#include "ops/nn/conv/cuda/conv_tactics.h"
 #include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_plan.h"
 #include "core/logging.h"

@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/conv_activation.cuh"
+#include "cuda/kernels/conv_activation.cuh"
 #include "cuda/kernels/launch_common.cuh"
 #include "cuda/kernels/storage16.cuh"
 #include "backends/cuda/kernels/squeeze_excite.h"

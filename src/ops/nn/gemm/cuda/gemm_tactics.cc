@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backends/cuda/conv_tactics.h"
+#include "ops/nn/conv/cuda/conv_tactics.h"
 #include "core/env_switch.h"
 #include "core/logging.h"
 

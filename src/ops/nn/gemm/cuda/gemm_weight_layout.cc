@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "backends/cuda/conv_tactics.h"
+#include "ops/nn/conv/cuda/conv_tactics.h"
 #include "ops/nn/gemm/cuda/gemm_tactics.h"
 #include "ops/nn/gemm/cuda/fused_matmul_layer.h"
 #include "core/env_switch.h"

@@ -1,4 +1,4 @@
-// Direct tensor-core convolution for few input channels (the RGB stems of CNNs; backends/cuda/conv_small_c.h path
+// Direct tensor-core convolution for few input channels (the RGB stems of CNNs; conv_small_c.h path
 // "direct-mma"): an implicit GEMM with the im2col built in shared memory, never in global memory, and the epilogue
 // (bias, activation) applied before the one store of the output.
 //
@@ -12,8 +12,8 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
-#include "backends/cuda/kernels/conv_activation.cuh"
-#include "backends/cuda/kernels/conv_small_c.h"
+#include "cuda/kernels/conv_activation.cuh"
+#include "ops/nn/conv/cuda/conv_small_c_kernels.h"
 #include "cuda/kernels/storage16.cuh"
 
 namespace kilnrt::cuda::kernels {

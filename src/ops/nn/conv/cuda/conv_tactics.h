@@ -10,7 +10,7 @@
 //                       (beta = 1); <i> indexes cuBLASLt's heuristic list. Other activations: one activation-only
 //                       pass after the GEMM.
 //   pw-mma:<v>          the same 1x1 convolutions (C and K multiples of 8) on kilnrt's own tensor-core GEMM with
-//                       bias, residual and any activation fused (kernels/pointwise_conv.h); <v> is its tile variant.
+//                       bias, residual and any activation fused (pointwise_conv.h); <v> is its tile variant.
 // Without a choice the layer keeps the heuristic (cudnnGetConvolutionForwardAlgorithm_v7). The heuristic's algorithm
 // is itself a candidate: another tactic is recorded only when it is at least 3% faster, so timing never picks
 // something slower than what the engine ran before (as measured).

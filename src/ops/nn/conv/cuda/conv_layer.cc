@@ -1,4 +1,4 @@
-// The CUDA Conv layer (MatMul and Gemm: layers_gemm.cc): Conv on cuDNN (legacy convolution API, FMA math — no
+// The CUDA Conv layer, also serving com.kilnrt:FusedConv (ops/nn/fused_conv/cuda): Conv on cuDNN (legacy convolution API, FMA math — no
 // TF32 —, algorithm from cudnnGetConvolutionForwardAlgorithm_v7 per input shape, cached) with an own direct kernel as
 // fallback (no cuDNN, asymmetric padding, or KILNRT_CUDA_CONV=direct). com.kilnrt:FusedConv
 // (passes/fuse_conv_epilogue) is the same layer followed by one epilogue kernel (bias + residual + activation in a
@@ -8,13 +8,15 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "backends/cuda/conv_tactics.h"
-#include "backends/cuda/conv_small_c.h"
+#include "ops/nn/conv/cuda/conv_layer.h"
+#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/nn/conv/cuda/conv_small_c.h"
 #include "ops/cuda/cuda_layer.h"
 #include "cuda/cuda_libs.h"
-#include "backends/cuda/kernels/conv_kernels.h"
-#include "backends/cuda/kernels/nhwc_depthwise.h"
-#include "backends/cuda/kernels/pointwise_conv.h"
+#include "ops/nn/conv/cuda/conv_kernels.h"
+#include "ops/nn/conv/cuda/conv2d_direct_kernels.h"
+#include "ops/nn/conv/cuda/nhwc_depthwise.h"
+#include "ops/nn/conv/cuda/pointwise_conv.h"
 #include "ops/cuda/float32_layer_inputs.h"
 #include "cuda/lt_gemm.h"
 #include "core/logging.h"
@@ -59,7 +61,7 @@ class ConvLayer final : public CudaLayer {
                             (choices_.empty() ? "" : " [timed " + format_tactic_attr(choices_) + "]");
     if (small_c_) return small_c_->tactic() + epi;
     if (!use_cudnn_) return "kernel:conv2d-direct" + epi;
-    if (p16_ && dw_w_)  // NHWC: the tiled kernel applies the epilogue itself (kernels/nhwc_depthwise.h)
+    if (p16_ && dw_w_)  // NHWC: the tiled kernel applies the epilogue itself (nhwc_depthwise.h)
       return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32|nhwc:kernel:depthwise" +
              (dw_tile_ ? "-tile" : "") + epi;
     if (p16_) return std::string("cudnn:conv-fwd-") + precision_name(precision_) + "-acc32" + epi;
@@ -91,8 +93,8 @@ class ConvLayer final : public CudaLayer {
       return;
     }
     if (nhwc && dw_w_ && geo.p.groups == geo.p.c && geo.p.k == geo.p.c && l.inputs[0].dtype != DType::kFloat32) {
-      // Own NHWC depthwise kernels: the tiled one with bias / residual / activation fused (kernels/nhwc_depthwise.h)
-      // where it applies, else kernels/nhwc_depthwise.cu, then the epilogue pass.
+      // Own NHWC depthwise kernels: the tiled one with bias / residual / activation fused (nhwc_depthwise.h)
+      // where it applies, else nhwc_depthwise.cu, then the epilogue pass.
       k::DepthwiseEpilogue e;
       e.bias = bias;
       e.z = l.inputs.size() > 3 && l.inputs[3].present ? l.inputs[3].data : nullptr;
@@ -314,7 +316,7 @@ class ConvLayer final : public CudaLayer {
     }
   }
 
-  // The same GEMM on kilnrt's own kernel (kernels/pointwise_conv.h) with bias, residual and activation fused; where
+  // The same GEMM on kilnrt's own kernel (pointwise_conv.h) with bias, residual and activation fused; where
   // its alignment rules do not hold (views into other buffers), cuBLASLt's first algorithm instead.
   void pointwise_gemm(LayerLaunch& l, const ConvGeometry& geo, int variant, const void* bias) {
     k::PointwiseConvArgs g;
@@ -576,7 +578,7 @@ class ConvLayer final : public CudaLayer {
   bool p16_ = false;
   bool use_cudnn_ = false;
   const void* nhwc_w_ = nullptr;  // 16-bit weights in K,R,S,C order for NHWC convolutions (null: NCHW only)
-  const void* dw_w_ = nullptr;    // depthwise only: 16-bit weights [R,S,K] for kernels/nhwc_depthwise.cu
+  const void* dw_w_ = nullptr;    // depthwise only: 16-bit weights [R,S,K] for nhwc_depthwise.cu
   bool dw_tile_ = false;          // ... and the tiled kernel takes its kernel size / strides (dw_tile_geometry)
   std::unique_ptr<SmallCConv> small_c_;  // few input channels: own path first (null: none)
   bool fused_ = false;
@@ -588,31 +590,21 @@ class ConvLayer final : public CudaLayer {
   bool forcing_ = false;
 };
 
-struct Register {
-  Register() {
-    auto& r = LayerRegistry::instance();
-    r.add({"Conv",
-           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             const ir::TensorType* t = g.type_of(n.inputs.at(0));
-             if (t && t->has_shape && t->shape.size() != 4 && t->shape.size() != 3) return "only 1-D and 2-D convolutions";
-             return float32_layer_inputs(n, g);
-           },
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<ConvLayer>(a); }});
-    r.add({ops::nn::kFusedConvOp,
-           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             const ir::TensorType* t = g.type_of(n.inputs.at(0));
-             if (t && t->has_shape && t->shape.size() != 4 && t->shape.size() != 3) return "only 1-D and 2-D convolutions";
-             try {
-               ops::nn::read_fused_epilogue(n);
-             } catch (const Error& e) {
-               return std::string(e.what());
-             }
-             return float32_layer_inputs(n, g);
-           },
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<ConvLayer>(a); }});
-  }
-};
-const Register kRegister;
-
 }  // namespace
+
+std::unique_ptr<CudaLayer> make_conv_layer(const LayerCreateArgs& a) { return std::make_unique<ConvLayer>(a); }
+
+std::string conv_rank_supported(const ir::Node& n, const ir::Graph& g) {
+  const ir::TensorType* t = g.type_of(n.inputs.at(0));
+  if (t && t->has_shape && t->shape.size() != 4 && t->shape.size() != 3) return "only 1-D and 2-D convolutions";
+  return "";
+}
+
+KILNRT_REGISTER_CUDA_LAYER({"Conv"},
+                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
+                             if (std::string why = conv_rank_supported(n, g); !why.empty()) return why;
+                             return float32_layer_inputs(n, g);
+                           },
+                           make_conv_layer);
+
 }  // namespace kilnrt::backends::cuda

@@ -14,9 +14,9 @@
 #include <cstdint>
 
 #include "cuda/kernels/mma_ptx.cuh"
-#include "backends/cuda/kernels/conv_activation.cuh"
+#include "cuda/kernels/conv_activation.cuh"
 #include "cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/pointwise_conv.h"
+#include "ops/nn/conv/cuda/pointwise_conv.h"
 
 namespace kilnrt::cuda::kernels {
 namespace {

@@ -1,9 +1,9 @@
-// Kernels of the small-input-channel convolution paths (conv_small_c.h): an im2col (one thread per 8 column entries,
+// Kernels of the small-input-channel convolution paths (conv_small_c_kernels.h): an im2col (one thread per 8 column entries,
 // one 16-byte store; a pure rearrangement for patchify geometries) and a channel pack to 4 / 8 channels (one thread per pixel, one 8- / 16-byte store).
 // Both only move 16-bit values; index math in 32 bits except the image offsets.
 #include <cuda_runtime.h>
 
-#include "backends/cuda/kernels/conv_small_c.h"
+#include "ops/nn/conv/cuda/conv_small_c_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {

@@ -1,4 +1,4 @@
-// Data-movement kernels of the small-input-channel convolution paths (conv_small_c.cu; backends/cuda/conv_small_c.h).
+// Data-movement kernels of the small-input-channel convolution paths (conv_small_c.cu; conv_small_c.h).
 // 16-bit storage only (float16 or bfloat16: the kernels move bits, so one code path serves both). Plain C++.
 #pragma once
 #include <cstdint>

@@ -23,9 +23,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "backends/cuda/kernels/conv_activation.cuh"
+#include "cuda/kernels/conv_activation.cuh"
 #include "cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/nhwc_depthwise.h"
+#include "ops/nn/conv/cuda/nhwc_depthwise.h"
 #include "cuda/kernels/storage16.cuh"
 #include "core/env_switch.h"
 

@@ -1,13 +1,13 @@
 // Small-input-channel convolutions (conv_small_c.h): weight preparation at load, the im2col GEMM path on
 // cuBLASLt and the channel-pack path on cuDNN NHWC.
-#include "backends/cuda/conv_small_c.h"
+#include "ops/nn/conv/cuda/conv_small_c.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "cuda/cuda_libs.h"
-#include "backends/cuda/kernels/conv_small_c.h"
+#include "ops/nn/conv/cuda/conv_small_c_kernels.h"
 #include "core/env_switch.h"
 #include "cuda/driver_api.h"
 #include "ops/nn/fused_conv/fused_conv.h"

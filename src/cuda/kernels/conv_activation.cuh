@@ -1,6 +1,6 @@
 // The activations of the fused convolution epilogue (conv_kernels.h: conv_epilogue's act codes), shared by the
-// epilogue pass (conv_epilogue.cu) and the kernels that apply it themselves (nhwc_depthwise_tile.cu). Included by
-// .cu files of this folder only.
+// epilogue pass (ops/nn/conv/cuda/conv_epilogue.cu) and the kernels that apply it themselves (the conv kernels of
+// ops/nn/conv/cuda, the squeeze-excite kernel). Included by .cu files only.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -11,7 +11,7 @@
 
 #include <cstdlib>
 
-#include "backends/cuda/kernels/conv_kernels.h"
+#include "ops/nn/conv/cuda/conv_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {

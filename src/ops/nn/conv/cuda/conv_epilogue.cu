@@ -5,8 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "backends/cuda/kernels/conv_activation.cuh"
-#include "backends/cuda/kernels/conv_kernels.h"
+#include "cuda/kernels/conv_activation.cuh"
+#include "ops/nn/conv/cuda/conv_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 #include "cuda/kernels/storage16.cuh"
 

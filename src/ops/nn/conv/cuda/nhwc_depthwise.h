@@ -1,10 +1,10 @@
 // The tiled NHWC depthwise convolution with its epilogue fused (nhwc_depthwise_tile.cu): the path the
-// depthwise convolutions of 16-bit NHWC plans take (layers_gemm_conv.cc) where depthwise_nhwc_tile_applies, in
+// depthwise convolutions of 16-bit NHWC plans take (conv_layer.cc) where depthwise_nhwc_tile_applies, in
 // place of depthwise_conv2d_nhwc (conv_kernels.h) followed by a separate conv_epilogue pass. Plain C++.
 #pragma once
 #include <cstdint>
 
-#include "backends/cuda/kernels/conv_kernels.h"
+#include "ops/nn/conv/cuda/conv_kernels.h"
 
 namespace kilnrt::cuda::kernels {
 

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "backends/cuda/kernels/conv_kernels.h"
+#include "ops/nn/conv/cuda/conv_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 #include "core/env_switch.h"
 

@@ -1,4 +1,4 @@
-// The stem kernel of the small-input-channel convolutions (backends/cuda/conv_small_c.h path "stem-mma"): an
+// The stem kernel of the small-input-channel convolutions (conv_small_c.h path "stem-mma"): an
 // implicit GEMM on mma.sync tensor cores that reads each input row into shared memory once and builds its A fragments
 // from there, for even horizontal strides (the 7x7/2 and 3x3/2 RGB stems of resnet / efficientnet / mobilenet).
 //
@@ -20,8 +20,8 @@
 #include <atomic>
 
 #include "cuda/kernels/mma_ptx.cuh"
-#include "backends/cuda/kernels/conv_activation.cuh"
-#include "backends/cuda/kernels/conv_small_c.h"
+#include "cuda/kernels/conv_activation.cuh"
+#include "ops/nn/conv/cuda/conv_small_c_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {

@@ -1,5 +1,5 @@
 // Convolution tactic strings, the process-wide timing cache and build-time tuning (conv_tactics.h).
-#include "backends/cuda/conv_tactics.h"
+#include "ops/nn/conv/cuda/conv_tactics.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 
 #include "cuda/cuda_libs.h"
 #include "backends/cuda/cuda_plan.h"
-#include "backends/cuda/kernels/pointwise_conv.h"
+#include "ops/nn/conv/cuda/pointwise_conv.h"
 #include "core/check.h"
 #include "core/env_switch.h"
 #include "core/logging.h"

@@ -13,10 +13,6 @@ namespace kilnrt::cuda::kernels {
 int conv_epilogue(int dt, void* y, const void* bias, const void* z, int64_t n, int64_t inner, int64_t channels,
                   int act, float a, float b, StreamT stream);
 
-// 2-D max / average pooling over NHWC storage (nhwc_pool.cu): same parameters and semantics as pool2d (kernels.h),
-// x is [N,H,W,C], y is [N,OH,OW,C]; dt as above.
-int pool2d_nhwc(int dt, const void* x, void* y, const Pool2d& p, StreamT stream);
-
 // Depthwise 2-D convolution (p.groups == p.c == p.k) over NHWC 16-bit storage (nhwc_depthwise.cu): x [N,H,W,C],
 // w [KH,KW,C] in x's dtype, y [N,OH,OW,C]; no bias (the epilogue adds it). dt 1 float16, 2 bfloat16.
 // Takes the 8-channel kernel where it applies and depthwise_nhwc_vec_enabled(), else the scalar one.
@@ -29,9 +25,5 @@ bool depthwise_nhwc_vec_enabled();
 // (depthwise_conv2d_nhwc_vec8_applies).
 bool depthwise_conv2d_nhwc_vec8_applies(const void* x, const void* w, const void* y, const Conv2d& p);
 int depthwise_conv2d_nhwc_vec8(int dt, const void* x, const void* w, void* y, const Conv2d& p, StreamT stream);
-
-// Sum (op 0), mean (1), max (2) or min (3) over the middle dim of [outer, r, inner] for inner >= 32, e.g. a spatial
-// reduction over NHWC storage (nhwc_reduce.cu); outer <= 65535; dt as above.
-int reduce_mid_wide(int op, int dt, const void* x, void* y, int64_t outer, int64_t r, int64_t inner, StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels

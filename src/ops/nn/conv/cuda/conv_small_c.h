@@ -1,17 +1,17 @@
 // Convolutions with few input channels (C <= 4: the RGB stems of CNNs and ViTs) in 16-bit CUDA engines. cuDNN's
 // 16-bit kernels are slow there (H100 fp16 b32: resnet50's 7x7/2 stem 0.47 ms, vit_b_16's 16x16/16 patch conv
-// 0.32 ms), so ConvLayer (layers_gemm_conv.cc) hands such a node to SmallCConv first. Two kinds of path:
+// 0.32 ms), so ConvLayer (conv_layer.cc) hands such a node to SmallCConv first. Two kinds of path:
 //  - kIm2colGemm (any geometry; for kernel == stride, no padding, no dilation — ViT / ConvNeXt patchify — the
-//    im2col is a pure rearrangement): an im2col (kernels/conv_small_c.cu) into [N*P, C*KH*KW] in the workspace,
+//    im2col is a pure rearrangement): an im2col (conv_small_c.cu) into [N*P, C*KH*KW] in the workspace,
 //    then cuBLASLt GEMMs against the [K, C*KH*KW] weights: NHWC output as [N*P, K] GEMMs with the bias (or a
 //    FusedConv's bias + relu without residual) in cuBLASLt's epilogue, NCHW output as strided batched GEMMs
 //    (K x P per image);
 //  - kPack4Cudnn / kPack8Cudnn (NHWC output): the input packed into NHWC with 4 or 8 channels (zeros beyond C) in
 //    the workspace, and cuDNN's NHWC tensor-core convolution on weights zero-padded the same way at load.
-//  - kDirectMma (K % 16 == 0, K <= 128, C*KH*KW <= 512, no residual): kernels/small_c_direct.cu, an implicit GEMM
+//  - kDirectMma (K % 16 == 0, K <= 128, C*KH*KW <= 512, no residual): small_c_direct.cu, an implicit GEMM
 //    on tensor cores with the im2col in shared memory and the bias + activation applied before the one store (NCHW
 //    or NHWC output, no workspace).
-//  - kStemMma (even horizontal stride, K = 16 / 32 / 48 / 64, KW + pw % 2 <= 8, no residual): kernels/small_c_stem.cu,
+//  - kStemMma (even horizontal stride, K = 16 / 32 / 48 / 64, KW + pw % 2 <= 8, no residual): small_c_stem.cu,
 //    an implicit GEMM on mma.sync that copies the input rows of a tile of pixels into shared memory once and reads
 //    each A register (two adjacent taps) as one 32-bit shared load; bias + activation before one NHWC / NCHW store:
 //    the stems of resnet50 (7x7/2, 3 -> 64), efficientnet (3x3/2, 3 -> 32) and mobilenet (3x3/2, 3 -> 16).
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/conv_small_c.h"
+#include "ops/nn/conv/cuda/conv_small_c_kernels.h"
 
 namespace kilnrt::backends::cuda {
 
@@ -88,7 +88,7 @@ class SmallCConv {
   SmallCPath path_ = SmallCPath::kIm2colGemm;
   const void* gemm_w_ = nullptr;  // [K, kc_pad] 16-bit, j = (c*KH + ky)*KW + kx, zeros beyond C*KH*KW
   int64_t kc_pad_ = 0;            // a multiple of 8 (GEMM path) or 16 (direct path)
-  const void* stem_w_ = nullptr;  // [K, stem_.kpad] 16-bit (kernels/conv_small_c.h: SmallCStemLayout)
+  const void* stem_w_ = nullptr;  // [K, stem_.kpad] 16-bit (conv_small_c_kernels.h: SmallCStemLayout)
   kilnrt::cuda::kernels::SmallCStemLayout stem_;
   int stem_max_blocks_ = 0;  // KILNRT_CUDA_SMALL_C_STEM_BLOCKS (tests: several tiles per block), 0: no cap
   const void* pack_w_ = nullptr;   // [K, KH, KW, cp] 16-bit, zeros beyond C
