@@ -1,5 +1,5 @@
 // Internal side of the custom-op API (include/kilnrt/custom_op.h): the registered CustomOps, looked up by the CUDA
-// backend (src/backends/cuda/layers_custom.cc), and the adapters between ir::Node and the public contexts.
+// backend (src/ops/custom/cuda/custom_op_layer.cc), and the adapters between ir::Node and the public contexts.
 #pragma once
 #include <string>
 

@@ -56,26 +56,21 @@ const CustomOp* custom_for(const ir::Node& n, const ir::Graph& g) {
   return ops::custom::find_custom_op(n.domain, n.op_type, g.opset(n.domain));
 }
 
-struct Register {
-  Register() {
-    LayerRegistry::instance().add(
-        {kCustomLayerKey,
-         [](const ir::Node& n, const ir::Graph& g) -> std::string {
-           const CustomOp* op = custom_for(n, g);
-           if (!op) return "custom op " + ops::custom::qualified_name(n.domain, n.op_type) + " is not registered";
-           if (!op->cuda)
-             return "custom op " + ops::custom::qualified_name(n.domain, n.op_type) +
-                    " was registered without a CUDA implementation";
-           return "";
-         },
-         [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-           const CustomOp* op = custom_for(a.node, a.graph);
-           KILNRT_CHECK(op && op->cuda, kUnsupported, a.node.describe(), "custom op has no CUDA implementation");
-           return std::make_unique<CustomLayer>(a.node, *op, a.opset, a.device);
-         }});
-  }
-};
-const Register kRegister;
+KILNRT_REGISTER_CUDA_LAYER(
+    {kCustomLayerKey},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      const CustomOp* op = custom_for(n, g);
+      if (!op) return "custom op " + ops::custom::qualified_name(n.domain, n.op_type) + " is not registered";
+      if (!op->cuda)
+        return "custom op " + ops::custom::qualified_name(n.domain, n.op_type) +
+               " was registered without a CUDA implementation";
+      return "";
+    },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+      const CustomOp* op = custom_for(a.node, a.graph);
+      KILNRT_CHECK(op && op->cuda, kUnsupported, a.node.describe(), "custom op has no CUDA implementation");
+      return std::make_unique<CustomLayer>(a.node, *op, a.opset, a.device);
+    });
 
 }  // namespace
 }  // namespace backends::cuda
