@@ -1,4 +1,6 @@
-// CUDA vs CPU-reference comparisons for the onnx 1.23 attention-family layers (layers_attn23.cc):
+// CUDA vs CPU-reference comparisons for the layers of the transformer-block ops of onnx 1.23 and later
+// (src/ops/nn/attention_onnx/cuda, nn/flex_attention/cuda, nn/rotary_embedding/cuda, math/unary/cuda/swish_layer.cc,
+// math/binary/cuda/swiglu_layer.cc):
 // ONNX Attention (GQA, 3-D / 4-D, past / present, bool / float masks with broadcasting and -inf padding, causal,
 // sliding windows, softcap, scale, nonpad_kv_seqlen, the qk_matmul_output modes, fully masked rows, an empty new
 // K/V), ai.onnx.preview FlexAttention (float32 / float64, GQA), RotaryEmbedding (halves / interleaved, partial
@@ -65,7 +67,7 @@ Op attention(size_t outputs, const std::vector<bool>& given) {
 const Tensor kNone;
 
 // ---- Attention ------------------------------------------------------------------------------------------------------
-TEST(CudaAttn23, Attention4dGqaDiffHeadSizes) {
+TEST(CudaAttentionOps, Attention4dGqaDiffHeadSizes) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor q = random_tensor({2, 4, 3, 8}, 1), k = random_tensor({2, 2, 5, 8}, 2), v = random_tensor({2, 2, 5, 6}, 3);
   compare(attention(1, {}).node, {q, k, v}, 23);
@@ -74,7 +76,7 @@ TEST(CudaAttn23, Attention4dGqaDiffHeadSizes) {
   compare16(attention(1, {}).i("is_causal", 1).node, {q, k, v}, 23);
 }
 
-TEST(CudaAttn23, Attention3dHeadsAttributes) {
+TEST(CudaAttentionOps, Attention3dHeadsAttributes) {
   KILNRT_SKIP_WITHOUT_GPU();
   // Q [B, Sq, Hq*D], K/V [B, Skv, Hkv*D]: 6 query heads over 3 kv heads.
   const Tensor q = random_tensor({2, 4, 6 * 4}, 11), k = random_tensor({2, 7, 3 * 4}, 12),
@@ -90,7 +92,7 @@ TEST(CudaAttn23, Attention3dHeadsAttributes) {
   compare(masked.node, {q, k, v, random_tensor({4, 7}, 14, -2.f, 2.f)}, 23);
 }
 
-TEST(CudaAttn23, AttentionPastPresentAndQkModes) {
+TEST(CudaAttentionOps, AttentionPastPresentAndQkModes) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor q = random_tensor({1, 4, 3, 8}, 21), k = random_tensor({1, 2, 3, 8}, 22), v = random_tensor({1, 2, 3, 8}, 23);
   const Tensor pk = random_tensor({1, 2, 4, 8}, 24), pv = random_tensor({1, 2, 4, 8}, 25);
@@ -113,7 +115,7 @@ TEST(CudaAttn23, AttentionPastPresentAndQkModes) {
   compare16(attention(3, {false, false, false, false, true, true}).node, {q, k, v, kNone, pk, pv}, 23);
 }
 
-TEST(CudaAttn23, AttentionBoolMasksAndFullyMaskedRows) {
+TEST(CudaAttentionOps, AttentionBoolMasksAndFullyMaskedRows) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor q = random_tensor({2, 2, 4, 8}, 31), k = random_tensor({2, 2, 6, 8}, 32), v = random_tensor({2, 2, 6, 8}, 33);
   // 4-D bool mask [B, 1, Sq, T], rank-1 [T] and rank-3 [Hq, Sq, T] masks.
@@ -135,7 +137,7 @@ TEST(CudaAttn23, AttentionBoolMasksAndFullyMaskedRows) {
   compare(attention(1, {false, false, false, true}).i("is_causal", 1).node, {q, k, v, fm}, 23);
 }
 
-TEST(CudaAttn23, AttentionWindowsAndNonpad) {
+TEST(CudaAttentionOps, AttentionWindowsAndNonpad) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor q = random_tensor({2, 2, 5, 4}, 41), k = random_tensor({2, 2, 5, 4}, 42), v = random_tensor({2, 2, 5, 4}, 43);
   const Tensor pk = random_tensor({2, 2, 3, 4}, 44), pv = random_tensor({2, 2, 3, 4}, 45);
@@ -158,7 +160,7 @@ TEST(CudaAttn23, AttentionWindowsAndNonpad) {
   compare(npm.node, {q, k, v, bools({2, 1, 5, 5}, 46, 0.8), kNone, kNone, nonpad}, 24);
 }
 
-TEST(CudaAttn23, AttentionFloat16Model) {
+TEST(CudaAttentionOps, AttentionFloat16Model) {
   KILNRT_SKIP_WITHOUT_GPU();
   // float16 Q/K/V/mask/past: a float32 island; the CPU computes in double and rounds to float16 too.
   const Tensor q = f16_of(random_tensor({1, 2, 3, 8}, 51)), k = f16_of(random_tensor({1, 2, 4, 8}, 52)),
@@ -169,7 +171,7 @@ TEST(CudaAttn23, AttentionFloat16Model) {
   compare(op.node, {q, k, v, mask, pk, pv}, 23, 2e-3, 2e-3);
 }
 
-TEST(CudaAttn23, AttentionEmptyNewKeys) {
+TEST(CudaAttentionOps, AttentionEmptyNewKeys) {
   KILNRT_SKIP_WITHOUT_GPU();
   // No new key / value (sequence 0): every key comes from the past cache; present = past.
   const Tensor q = random_tensor({1, 2, 2, 4}, 61), k = random_tensor({1, 2, 0, 4}, 62), v = random_tensor({1, 2, 0, 4}, 63);
@@ -177,7 +179,7 @@ TEST(CudaAttn23, AttentionEmptyNewKeys) {
           {q, k, v, kNone, random_tensor({1, 2, 3, 4}, 64), random_tensor({1, 2, 3, 4}, 65)}, 23);
 }
 
-TEST(CudaAttn23, AttentionBadInputNamesTheNode) {
+TEST(CudaAttentionOps, AttentionBadInputNamesTheNode) {
   KILNRT_SKIP_WITHOUT_GPU();
   // past_key without past_value: a clear kilnrt::Error naming the node, on the CPU and on CUDA.
   const Tensor q = random_tensor({1, 2, 2, 4}, 66), k = random_tensor({1, 2, 3, 4}, 67);
@@ -199,7 +201,7 @@ TEST(CudaAttn23, AttentionBadInputNamesTheNode) {
 }
 
 // ---- FlexAttention ---------------------------------------------------------------------------------------------------
-TEST(CudaAttn23, FlexAttention) {
+TEST(CudaAttentionOps, FlexAttention) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor q = random_tensor({2, 4, 3, 8}, 71), k = random_tensor({2, 2, 6, 8}, 72), v = random_tensor({2, 2, 6, 5}, 73);
   Op op("FlexAttention", 3);
@@ -212,7 +214,7 @@ TEST(CudaAttn23, FlexAttention) {
 }
 
 // ---- RotaryEmbedding -------------------------------------------------------------------------------------------------
-TEST(CudaAttn23, RotaryEmbedding) {
+TEST(CudaAttentionOps, RotaryEmbedding) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 3, 4, 8}, 81);
   const Tensor cos = random_tensor({10, 4}, 82), sin = random_tensor({10, 4}, 83);
@@ -233,7 +235,7 @@ TEST(CudaAttn23, RotaryEmbedding) {
 }
 
 // ---- Swish / SwiGLU --------------------------------------------------------------------------------------------------
-TEST(CudaAttn23, SwishAndSwiGlu) {
+TEST(CudaAttentionOps, SwishAndSwiGlu) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor a = random_tensor({3, 5, 7}, 91, -8.f, 8.f), b = random_tensor({3, 5, 7}, 92, -2.f, 2.f);
   compare(Op("Swish", 1).node, {a}, 24);
@@ -247,7 +249,7 @@ TEST(CudaAttn23, SwishAndSwiGlu) {
 }
 
 // ---- support checks (host) ------------------------------------------------------------------------------------------
-TEST(CudaAttn23, SupportCheckAccepts) {
+TEST(CudaAttentionOps, SupportCheckAccepts) {
   const Tensor q = random_tensor({1, 2, 3, 4}, 101), kv = random_tensor({1, 1, 5, 4}, 102), pk = random_tensor({1, 1, 2, 4}, 103);
   std::vector<Net> nets;
   Op full = attention(4, {false, false, false, true, true, true});
@@ -271,7 +273,7 @@ TEST(CudaAttn23, SupportCheckAccepts) {
   }
 }
 
-TEST(CudaAttn23, SupportCheckRefusesModGraphsAndOtherDomains) {
+TEST(CudaAttentionOps, SupportCheckRefusesModGraphsAndOtherDomains) {
   ir::Graph g;
   g.opsets[""] = 25;
   g.opsets[kPreview] = 1;
