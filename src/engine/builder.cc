@@ -19,7 +19,7 @@
 #include "passes/optimize.h"
 #include "passes/shape_inference.h"
 #ifdef KILNRT_HAVE_CUDA
-#include "backends/cuda/fused_pointwise_code.h"
+#include "ops/nn/fused_pointwise/cuda/fused_pointwise_code.h"
 #include "ops/nn/gemm/cuda/gemm_weight_layout.h"
 #include "backends/cuda/layout_timing.h"
 #endif

@@ -17,7 +17,7 @@ namespace {
 
 using namespace ops::nn;
 
-constexpr size_t kMaxInputs = 8;   // the CUDA kernel's argument block (layers_fused_pointwise.cc)
+constexpr size_t kMaxInputs = 8;   // the CUDA kernel's argument block (ops/nn/fused_pointwise/cuda)
 constexpr size_t kMaxNodes = 64;
 constexpr int kMaxRank = 6;
 

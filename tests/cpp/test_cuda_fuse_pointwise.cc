@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "backends/cuda/cuda_plan.h"
-#include "backends/cuda/fused_pointwise_code.h"
-#include "backends/cuda/kernels/fused_pointwise_codegen.h"
+#include "ops/nn/fused_pointwise/cuda/fused_pointwise_code.h"
+#include "ops/nn/fused_pointwise/cuda/fused_pointwise_codegen.h"
 #include "conv_fusion_test_util.h"
 #include "cuda/nvrtc_compiler.h"
 #include "cuda_backend_test_util.h"

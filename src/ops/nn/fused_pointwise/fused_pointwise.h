@@ -6,7 +6,7 @@
 // Attributes: `program` (ints, 4 per instruction: opcode, operand a, b, c; -1 = unused) and `params` (floats, 2 per
 // instruction: the op's constants — LeakyRelu alpha, Clip min/max, a scalar exponent, an immediate value ...).
 // Math is float32 throughout (16-bit values are widened on load); Cast rounds to its target type. The CPU reference
-// below is the semantics the CUDA layer (backends/cuda/layers_fused_pointwise.cc, NVRTC code) must reproduce.
+// below is the semantics the CUDA layer (cuda/fused_pointwise_layer.cc, NVRTC code) must reproduce.
 #pragma once
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// Build-time side of the com.kilnrt:FusedPointwise CUDA layer (layers_fused_pointwise.cc): the builder compiles each
+// Build-time side of the com.kilnrt:FusedPointwise CUDA layer (fused_pointwise_layer.cc): the builder compiles each
 // fused node's generated kernel with NVRTC for the target GPU and stores the compiled image in the node's attributes
 // (kilnrt_code*), which the engine file keeps; loading the engine then loads that image without running NVRTC.
 #pragma once

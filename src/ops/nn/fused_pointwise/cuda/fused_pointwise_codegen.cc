@@ -1,5 +1,5 @@
 // CUDA C++ source of a FusedPointwise program (see fused_pointwise_codegen.h).
-#include "backends/cuda/kernels/fused_pointwise_codegen.h"
+#include "ops/nn/fused_pointwise/cuda/fused_pointwise_codegen.h"
 
 #include <cstring>
 #include <sstream>

@@ -1,5 +1,5 @@
 // com.kilnrt:FusedPointwise on CUDA: one generated kernel per fused chain of pointwise ops
-// (kernels/fused_pointwise_codegen.h). The builder compiles it with NVRTC and stores the image in the node
+// (fused_pointwise_codegen.h). The builder compiles it with NVRTC and stores the image in the node
 // (fused_pointwise_code.h); at engine load the layer loads that image into the device's primary context under the
 // context guard (cuModuleLoadData / cuModuleGetFunction) — no NVRTC. When the stored image does not load (another
 // GPU, another driver, damage) or the node carries none, the kernel is regenerated from the node's program and
@@ -13,8 +13,8 @@
 #include <memory>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/fused_pointwise_code.h"
-#include "backends/cuda/kernels/fused_pointwise_codegen.h"
+#include "ops/nn/fused_pointwise/cuda/fused_pointwise_code.h"
+#include "ops/nn/fused_pointwise/cuda/fused_pointwise_codegen.h"
 #include "core/logging.h"
 #include "cuda/context_guard.h"
 #include "cuda/nvrtc_compiler.h"
@@ -210,10 +210,10 @@ std::string supports_fused_pointwise(const ir::Node& n, const ir::Graph& g) {
   return "";
 }
 
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{ops::nn::kFusedPointwiseOp, supports_fused_pointwise,
-                                      [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                                        return std::make_unique<FusedPointwiseLayer>(a.node, a.graph, a.device);
-                                      }});
+KILNRT_REGISTER_CUDA_LAYER({"com.kilnrt:FusedPointwise"}, supports_fused_pointwise,
+                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+                             return std::make_unique<FusedPointwiseLayer>(a.node, a.graph, a.device);
+                           });
 
 }  // namespace
 
