@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cuda/conv_tactics.h"
+#include "ops/nn/conv/cuda/conv_tactics.h"
 #include "cuda/cuda_libs.h"
 #include "ops/nn/gemm/cuda/gemm_tactics.h"
 #include "core/logging.h"
