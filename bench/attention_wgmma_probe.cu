@@ -1,13 +1,14 @@
 // The wgmma attention kernel (ops/nn/fused_attention/cuda/attention_wgmma.cuh) against the short mma.sync kernel
-// (attention_short.cuh), standalone (issue 7, session 11; H100). For BERT / ViT shapes at batch 1 / 32 and two
-// others, fp16: every output element of wg (WG_TILES 64-row tiles per block) against short4, and a float64 CPU
-// reference on two heads; then back-to-back launch times (200 launches, 3 rounds) of short4, wg and wg2. Session 15
-// added the persistent prefetching variant (attention_wgp.cuh) where it applies (128 / 256 keys): its outputs
-// checked the same way in three configurations (stages x blocks per SM: 2 x as many as fit, 2 x 1, 3 x 1), timed
-// beside the others, and its ablations (attention_wgp.cuh: no softmax / no wgmma / no copies / no stores, and
-// combinations) timed for the differences. Session 18 added the streamed-Q variant (attention_wgs: up to 4 tiles of
-// one entry per block, Q double-buffered), checked and timed at every shape. Exit status 1 on a mismatch. Build
-// (sm_90a for wgmma; the kernels are header templates, cudart static):
+// (attention_short.cuh), standalone (H100). For BERT / ViT shapes at batch 1 / 32 and two others, fp16: every
+// output element of wg (WG_TILES 64-row tiles per block) against short4, and a float64 CPU reference on two heads;
+// then back-to-back launch times (200 launches, 3 rounds) of short4, wg and wg2. The persistent prefetching variant
+// (attention_wgp.cuh), where it applies (128 / 256 keys): its outputs checked the same way in three configurations
+// (stages x blocks per SM: 2 x as many as fit, 2 x 1, 3 x 1), timed beside the others, and its ablations
+// (attention_wgp.cuh: no softmax / no wgmma / no copies / no stores, and combinations) timed for the differences.
+// The streamed-Q variant (attention_wgs: up to 4 tiles of one entry per block, Q double-buffered), checked and timed
+// at every shape. H100 figures: bench/results/attention_short_wgmma_h100_2026-11-23.md,
+// attention_wgp_gemm_weight_layout_h100_2026-11-23.md, launch_overhead_attention_wgs_layernorm_h100_2026-11-23.md.
+// Exit status 1 on a mismatch. Build (sm_90a for wgmma; the kernels are header templates, cudart static):
 //   nvcc -std=c++17 -O3 -arch=sm_90a -DWG_TILES=1 -Isrc -Iinclude -o attention_wgmma_probe \
 //       bench/attention_wgmma_probe.cu
 #include <algorithm>
@@ -159,7 +160,7 @@ int main() {
       std::printf("%-14s %s: max|got - short4| %.3e  max|got - cpu f64| %.3e  %s\n", sh.name, label, d, rf,
                   good ? "ok" : "MISMATCH");
     };
-    // The streamed-Q variant (attention_wgs, session 18).
+    // The streamed-Q variant (attention_wgs).
     CK(cudaMemset(o_wg, 0, n * 2));
     check("wgs", launch_wg<__half, 0>(aw, nullptr));
     // The persistent prefetching variant (attention_wgp.cuh): outputs in three configurations.

@@ -1,7 +1,7 @@
-// The persistent, prefetching variant of the wgmma attention kernel, "wgp" (issue 7, session 15), for
-// bench/attention_wgmma_probe.cu only. Measured on the H100 in session 16 (bench/results/h100_2026-11-23_s16.md):
-// correct (max |wgp - float64| 5.2e-4 at BERT b32), but slower than the engine's wg2 everywhere it applies (BERT
-// b32 12.07 against 9.69 us; its loop and barriers alone, with no copies, math or stores, took 6.1 us), so it left
+// The persistent, prefetching variant of the wgmma attention kernel, "wgp", for bench/attention_wgmma_probe.cu
+// only. Measured on an H100 (2026-11-23, bench/results/attention_wgp_gemm_weight_layout_h100_2026-11-23.md):
+// correct (max |wgp - float64| 5.2e-4 at BERT b32), but slower than the engine's wg2 everywhere it applies (BERT b32
+// 12.07 against 9.69 us; its loop and barriers alone, with no copies, math or stores, took 6.1 us), so it is not in
 // the engine and lives here with its ablations.
 //
 // Why: the wgmma kernel (attention_wgmma.cuh) takes 9.0 us at BERT b32 back to back, where its 25 MB can stay in

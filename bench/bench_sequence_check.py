@@ -1,7 +1,7 @@
 """bench_vs_torch's per-batch sequence for one zoo model, step by step, with a device sync after each step: which
-step is the first to fail? Written for the "unspecified launch failure" of session 19 (H100): BERT / ConvNeXt at
-b32, in bench_vs_torch's default setup, after their b1 rows (found in session 20: torch's graph lost its cuBLAS
-workspace, bench/graph_streams.py; bench/results/h100_2026-11-23_s20.md).
+step is the first to fail? Written for an "unspecified launch failure" on an H100: BERT / ConvNeXt at b32, in
+bench_vs_torch's default setup, after their b1 rows (the cause: torch's graph lost its cuBLAS workspace,
+bench/graph_streams.py; bench/results/zoo_vs_torch_h100_2026-11-23.md).
 
 First, as bench_vs_torch: the library floor of every batch, in a child process (library_floor.floors_in_child). Then
 for each batch (1, then 32): kilnrt build and loads (bench_vs_torch.build_engine), the torch fp32 reference, a kilnrt

@@ -1,4 +1,4 @@
-"""Exports zoo CNNs and builds static fp16 kilnrt engines for per-layer profiling (`kilnrt profile`), issue 7.
+"""Exports zoo CNNs and builds static fp16 kilnrt engines for per-layer profiling (`kilnrt profile`).
 
 Usage (GPU box): PYTHONPATH=build-gpu/python python3 bench/conv_engines.py --models resnet50 --batch 32 --dir /tmp/e
 Prints one line per engine: MODEL PATH, plus the count of each tactic in the engine (FusedConv layers included).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 7 GPU check (one device call): build, fused-conv GPU tests, bench vs torch, per-layer profile of resnet50
-# b32 fp16. Logs under $OUT; a short summary on stdout. Each stage is skipped when the time budget (BUDGET s) is
-# nearly spent. Usage: OUT=dir BUDGET=280 [KILNRT_CUDA_NHWC=1] bench/conv_gpu_check.sh [bench models]
+# GPU check of the fused convolutions, in one command: build, fused-conv GPU tests, bench vs torch, per-layer
+# profile of resnet50 b32 fp16. Logs under $OUT; a short summary on stdout. Each stage is skipped when the time
+# budget (BUDGET s) is nearly spent. Usage: OUT=dir BUDGET=280 [KILNRT_CUDA_NHWC=1] bench/conv_gpu_check.sh [bench models]
 set -u
 B=build-gpu-conv
 BUDGET=${BUDGET:-280}

@@ -1,4 +1,4 @@
-// GEMM timing on pseudo-random operands, short against sustained (issue 7, session 10; standalone, GPU machine).
+// GEMM timing on pseudo-random operands, short against sustained (standalone, GPU machine).
 // For the zoo's BERT / ViT b32 GEMM shapes (fp16, float32 compute, bias / GELU+bias epilogue, optionally beta * C
 // for a residual), every cuBLASLt heuristic candidate plus the split-K variants kilnrt's tuner adds is timed:
 //   short     = 8 back-to-back launches in a CUDA graph, median of 5 replays (kilnrt's build-time timing)

@@ -1,4 +1,4 @@
-// Does cuBLASLt have faster configurations than its heuristic offers? (issue 7, session 12; standalone, GPU machine)
+// Does cuBLASLt have faster configurations than its heuristic offers? (standalone, GPU machine)
 // For the zoo's BERT b32 GEMMs (fp16, float32 compute, bias / GELU+bias epilogue, beta * C for a residual) this times
 //   heuristic:  every cuBLASLt heuristic result (up to 64), as kilnrt's tuner lists them (without split-K variants);
 //   enumerated: every algorithm id x tile x stages x cluster shape x CTA swizzle x custom option that

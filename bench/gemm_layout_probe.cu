@@ -1,4 +1,4 @@
-// Does the weight layout or the matrix order open faster cuBLASLt kernels? (issue 7, session 15; standalone, GPU)
+// Does the weight layout or the matrix order open faster cuBLASLt kernels? (standalone, GPU machine)
 // kilnrt's FusedMatMul issues Y [M, N] = A [M, K] x W [K, N] (+ bias [-> GELU], + residual as C with beta = 1) as
 // the column-major D^T = W^T x A^T with both operands untransposed ("as engine"). The builder could store W
 // transposed, or describe the row-major matrices with CUBLASLT_ORDER_ROW; cuBLASLt's heuristic may then offer other

@@ -7,7 +7,7 @@ cudagraph trees call it around every recording, and destroying any graph drops t
 captured on (pytorch/pytorch#193402). The freed block goes back to the caching allocator, which reuses or unmaps it.
 In bench_vs_torch's default setup, BERT and ConvNeXt b32's torch graph, captured just before torch.compile's, failed at
 its first replay with CUDA_ERROR_LAUNCH_FAILED, and every later call of every callable (kilnrt's included) with it
-(sessions 19-20, H100; bench/results/h100_2026-11-23_s20.md).
+(H100, 2026-11-23; bench/results/zoo_vs_torch_h100_2026-11-23.md).
 
 capture() clears the cached workspaces right before the capture, as the cudagraph trees do, so that the capture
 allocates its workspace inside the graph's private pool, where a later clear cannot give it away. Each capture also

@@ -1,5 +1,5 @@
 """Does a torch CUDA graph keep its cuBLAS workspace when the workspaces are cleared after its capture? The sequence
-that broke bench_vs_torch's default setup in sessions 19-20 (BERT / ConvNeXt b32 on the H100), reduced to split-K
+that broke bench_vs_torch's default setup (BERT / ConvNeXt b32 on an H100, 2026-11-23), reduced to split-K
 GEMMs, which use cuBLAS's workspace:
 
   graph A captured (a GEMM);

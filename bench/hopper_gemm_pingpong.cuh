@@ -1,4 +1,4 @@
-// The ping-pong schedule of bench/hopper_gemm_kernel.cuh's GEMM (issue 7, session 14; probe only): each consumer
+// The ping-pong schedule of bench/hopper_gemm_kernel.cuh's GEMM (probe only): each consumer
 // warpgroup owns whole 128 x 128 tiles, alternating with the other, so one warpgroup's epilogue runs while the other
 // issues its MMAs (in the cooperative kernel both warpgroups share a tile and the tensor cores idle during its
 // epilogue). Same producer (TMA ring of kStages slots, here each slot consumed by one warpgroup), same aux producer

@@ -1,5 +1,5 @@
 // kilnrt's Hopper GEMM (bench/hopper_gemm_kernel.cuh) against cuBLASLt at the zoo transformers' shapes
-// (issue 7; standalone, GPU machine): for each problem, the fastest of cuBLASLt's heuristic candidates (the epilogue
+// (standalone, GPU machine): for each problem, the fastest of cuBLASLt's heuristic candidates (the epilogue
 // kilnrt's FusedMatMul uses: BIAS or GELU_BIAS, the residual as C with beta 1), then every tile / cluster / W layout
 // of the kernel, checked against cuBLASLt's output and timed sustained (200 launches per CUDA-graph replay, median).
 // PROBE_ONLY=<name part> picks problems, PROBE_BN / PROBE_CLUSTER configurations; PROBE_NCU=1 launches each once,

@@ -1,4 +1,4 @@
-"""How much of a synchronised single-run timing is host work while the GPU waits (issue 7).
+"""How much of a synchronised single-run timing is host work while the GPU waits.
 
 bench_vs_torch.py times each run alone: an event, the call, an event, a sync. The GPU is idle when the call starts, so
 the host time between the first event and the first kernel (Python, argument checks, the graph launch) is inside the

@@ -1,9 +1,11 @@
-// The LayerNorm kernels (src/backends/cuda/kernels/layernorm.cu) at BERT / ViT b32's rows against copies of the
-// same bytes, standalone (issue 7, session 18; H100): is LayerNorm at the memory floor? For 4096 x 768 and 6304 x 768
-// float16 rows: the engine's dispatch (since session 18 the persistent warps of layernorm_rows_kernel), the
-// one-row-per-warp kernel (layernorm_vec_kernel: G 32 lanes per row, 3 vectors a lane; also G 16 x 6 and 8 x 12),
-// a 16-byte copy kernel and cudaMemcpyAsync (device to device) of the rows. (Session 18's raw outputs also show
-// "pers x2/x3/x4": the persistent kernel with x / y __restrict__ on 2-4 blocks per SM, removed once in the engine.)
+// The LayerNorm kernels (src/ops/nn/normalization/cuda/layernorm.cu) at BERT / ViT b32's rows against copies of the
+// same bytes, standalone (H100): is LayerNorm at the memory floor? For 4096 x 768 and 6304 x 768 float16 rows: the
+// engine's dispatch (the persistent warps of layernorm_rows_kernel), the one-row-per-warp kernel
+// (layernorm_vec_kernel: G 32 lanes per row, 3 vectors a lane; also G 16 x 6 and 8 x 12), a 16-byte copy kernel and
+// cudaMemcpyAsync (device to device) of the rows. H100 figures (2026-11-23):
+// bench/results/launch_overhead_attention_wgs_layernorm_h100_2026-11-23.md, raw output
+// bench/results/layernorm_probe_h100_2026-11-23_raw.txt (whose "pers x2/x3/x4" rows are the persistent kernel with
+// x / y __restrict__ on 2-4 blocks per SM; the probe does not build that form).
 // µs per call: 200 launches back to back, 3 rounds; TB/s counts the bytes read and written. Every variant's output is compared with the dispatch's (exit status 1 on a mismatch).
 // Build:
 //   nvcc -std=c++17 -O3 -arch=sm_90 -Isrc -Iinclude -o layernorm_probe bench/layernorm_probe.cu
@@ -12,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cuda/kernels/layernorm.cu"
+#include "ops/nn/normalization/cuda/layernorm.cu"
 #include "probe_check.cuh"
 
 __global__ void copy16(const uint4* __restrict__ x, uint4* __restrict__ y, int64_t n) {

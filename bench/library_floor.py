@@ -187,10 +187,10 @@ def library_floor(model, inputs, precision="fp16"):
 def floors_in_child(model_name, batches, precision="fp16", attn=None, timeout=900):
     """{batch: (floor ms, {kind: ms})} of zoo model `model_name`, measured by this script in a new Python process.
 
-    bench_vs_torch.py uses this since session 20, to keep the floor's library state (cuDNN benchmark-mode choices,
-    dozens of captured and destroyed CUDA graphs, the caching allocator's segments) out of the timed process. It was
-    the first suspect for session 19's CUDA_ERROR_LAUNCH_FAILED at b32; the cause turned out to be the cuBLAS
-    workspace of torch's graphs (bench/graph_streams.py)."""
+    bench_vs_torch.py uses this to keep the floor's library state (cuDNN benchmark-mode choices, dozens of captured
+    and destroyed CUDA graphs, the caching allocator's segments) out of the timed process. That state was a suspect
+    for a CUDA_ERROR_LAUNCH_FAILED at b32 next to torch.compile; the cause was the cuBLAS workspace of torch's graphs
+    (bench/graph_streams.py)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--models", model_name, "--batches",
            ",".join(str(b) for b in batches), "--precision", precision, "--json"]
     if attn:

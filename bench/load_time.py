@@ -1,9 +1,9 @@
-"""Engine load time on the GPU machine (issue 7: "loads in <= 0.2 s in a warm process").
+"""Engine load time on the GPU machine (the aim: a load in <= 0.2 s in a warm process).
 
 For each zoo model (bench/zoo_models.py) and precision: export, build ONE dynamic CUDA engine (batch 1..32), then in
 this process (CUDA and the libraries already initialised by the build):
   first load    the first kilnrt.Engine(path) after the build (one-off initialisation, if any, lands here)
-  warm load     the second kilnrt.Engine(path): the figure the acceptance names
+  warm load     the second kilnrt.Engine(path): the figure compared with the 0.2 s aim
   warm median   median of 5 more loads
   cold process  a new Python process: `import kilnrt` + kilnrt.Engine(path), timed inside it (CUDA initialisation and
                 the loading of cuDNN / cuBLASLt included: what a fresh service pays)

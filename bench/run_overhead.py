@@ -1,4 +1,4 @@
-"""Where the time of one `engine.run` goes besides the GPU work (issue 7), on the GPU machine.
+"""Where the time of one `engine.run` goes besides the GPU work, on the GPU machine.
 
 For each zoo model and batch size: builds a static fp16 engine (GEMM algorithm timing on, and off with
 KILNRT_GEMM_TUNING=0 when --gemm-off is given) and measures, on torch's current stream:

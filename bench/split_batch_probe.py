@@ -1,6 +1,6 @@
 """Probe: does running a batch as concurrent sub-batches on forked streams beat one full-batch engine? (GPU machine)
 
-The question (issue 7, BERT b32): kilnrt's b32 engine runs one kernel at a time. Its memory-bound kernels
+The question (BERT b32): kilnrt's b32 engine runs one kernel at a time. Its memory-bound kernels
 (LayerNorm, attention, copies) leave the tensor cores idle, and its GEMMs end in partial waves. Two b16 halves on two
 streams let one half's GEMM run while the other half's memory-bound kernels run, and fill each other's tails.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for the second transformer-fusion wave (issue 7): builds the CLI + Python module, then the test
+# GPU check of the transformer fusions, in one command: builds the CLI + Python module, then the test
 # binary and the GPU tests (CudaAttention*, Dynamo*, CudaBackendOps* + the CPU fusion tests) while the zoo models are
 # exported and their static fp16 engines built (bench/conv_engines.py, as scripts/gpu_speed_probe.sh does), then
 # `kilnrt profile` of each engine with the GPU otherwise idle (same arguments as gpu_speed_probe.sh), then the op

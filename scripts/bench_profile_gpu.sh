@@ -1,5 +1,5 @@
 #!/bin/bash
-# GPU check of `kilnrt bench` / `kilnrt profile` (issue 7): builds the CLI and the C++ tests, runs the profiling
+# GPU check of `kilnrt bench` / `kilnrt profile`: builds the CLI and the C++ tests, runs the profiling
 # tests, builds fp32 and fp16 CUDA engines of the bundled mobilenet_v3_small, benches and profiles them.
 # usage: scripts/bench_profile_gpu.sh OUT_DIR [PREFIX_PATH]   (results: OUT_DIR/*.json, results.txt, gtest.log)
 set -u

@@ -1,5 +1,5 @@
 """Compares two run_conformance.py --json results (CPU and CUDA over the same saved cases): lists the cases that pass
-on the CPU and not on CUDA (issue 6's acceptance: none), and the reverse.
+on the CPU and not on CUDA (the aim: none), and the reverse.
 usage: python3 scripts/conformance_cpu_vs_cuda.py CPU.json CUDA.json [--out FILE.md]"""
 import argparse
 import json

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-call GPU check of the NHWC plan (issue 7), every stage cut to the time left of BUDGET seconds:
+# GPU check of the NHWC plan, in one command, every stage cut to the time left of BUDGET seconds:
 #  1. build (tests, CLI, Python module);
 #  2. zoo export + static fp16 engines (bench/conv_engines.py, as scripts/gpu_speed_probe.sh does) in the
 #     background while the GPU tests run: CudaLayoutPlan* / CudaConvFusion*, then CudaBackendOps* / Dynamo*;

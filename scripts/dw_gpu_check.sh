@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-call GPU check of the NHWC depthwise kernels (issue 7's depthwise gap), every stage cut to BUDGET seconds:
+# GPU check of the NHWC depthwise kernels, in one command, every stage cut to BUDGET seconds:
 #  1. build (tests, CLI, Python module); 2. CudaDepthwiseVec* (strip widths: chosen, 1, 2, 4, 8), CudaLayoutPlan*,
 #     CudaConvFusion*;
 #  3. static fp16 engines at batch PBATCH (32) (bench/conv_engines.py) and `kilnrt profile` under each of CONFIGS

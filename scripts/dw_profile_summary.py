@@ -1,4 +1,4 @@
-"""Depthwise layers' share of `kilnrt profile` tables (issue 7, scripts/dw_gpu_check.sh).
+"""Depthwise layers' share of `kilnrt profile` tables (scripts/dw_gpu_check.sh).
 
 Usage: KILNRT_CUDA_NHWC=1 PYTHONPATH=BUILD/python python3 scripts/dw_profile_summary.py PROFILES.txt ENGINE_DIR
 PROFILES.txt: sections "================ NAME  CONFIG" followed by `kilnrt profile ... --top 1000` output.

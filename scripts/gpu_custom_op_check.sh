@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of issue 6 (custom ops): builds kilnrt (sm_90 only), then runs the C++ custom-op / op edge tests, the
+# GPU check of custom ops: builds kilnrt (sm_90 only), then runs the C++ custom-op / op edge tests, the
 # CUDA custom-op tests under compute-sanitizer memcheck, a CUDA backend regression subset, the Python custom-op tests
 # and both examples on the GPU. Logs and summary.txt go to OUT_DIR; the summary is printed at the end.
 #   scripts/gpu_custom_op_check.sh OUT_DIR [DEADLINE_SECONDS]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One-call GPU check of issue 8 (hardening): CUDA failure injection (every driver / cuDNN / cuBLASLt / NVRTC entry
+# GPU check of the hardening, in one command: CUDA failure injection (every driver / cuDNN / cuBLASLt / NVRTC entry
 # point of build, load and inference made to fail; every call index of a steady inference), hostile device inputs
-# (C++ and Python), the foreign-pointer and engine tests the new buffer checks touch. Logs to OUT_DIR, summary on stdout.
+# (C++ and Python), the foreign-pointer and engine tests of the buffer checks. Logs to OUT_DIR, summary on stdout.
 #   scripts/gpu_harden_check.sh OUT_DIR     (KILNRT_PREFIX: where CLI11 is, e.g. $PWD/.deps/usr)
 set -uo pipefail
 out=${1:?usage: scripts/gpu_harden_check.sh OUT_DIR}

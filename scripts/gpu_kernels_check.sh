@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 7 (fast elementwise / copy kernels), one device call: builds build-gpu (sm_90 only), runs the fast-kernel GPU
-# test and the CUDA op suites, the per-layer speed probe (scripts/gpu_speed_probe.sh) on MODELS, then a longer
-# per-layer listing of each probed engine. Stages are bounded so that the whole fits in LIMIT seconds.
+# GPU check of the fast elementwise / copy kernels, in one command: builds build-gpu (sm_90 only), runs the
+# fast-kernel GPU test and the CUDA op suites, the per-layer speed probe (scripts/gpu_speed_probe.sh) on MODELS, then
+# a longer per-layer listing of each probed engine. Stages are bounded so that the whole fits in LIMIT seconds.
 #   scripts/gpu_kernels_check.sh OUT [MODELS] [LIMIT]      (MODELS default bert,vit_b_16; LIMIT default 230)
 set -u
 out=${1:?usage: scripts/gpu_kernels_check.sh OUT [MODELS] [LIMIT]}

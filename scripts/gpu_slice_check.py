@@ -1,4 +1,4 @@
-"""Issue-4 acceptance on a GPU box: the vertical-slice models (torchvision resnet18, mobilenet_v3_small and a
+"""CUDA against CPU on a GPU box: the vertical-slice models (torchvision resnet18, mobilenet_v3_small and a
 torch.nn.TransformerEncoderLayer, random weights) exported by BOTH of torch's exporters (TorchScript: dynamo=False;
 dynamo=True), built as float32 CPU and CUDA engines with a dynamic batch; CUDA outputs must match the CPU backend
 (max abs err <= 1e-4 x max|ref|, mean-centred cosine >= 0.99999) at batch 1 and 4. Exits 1 on any mismatch.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Per-layer speed probe (issue 7), one device call: builds (if needed), exports the zoo models given, builds static
+# Per-layer speed probe, in one command: builds (if needed), exports the zoo models given, builds static
 # fp16 engines at one batch size (bench/conv_engines.py) and runs `kilnrt profile` on each — for CNNs once with the
 # default NCHW plan and once with KILNRT_CUDA_NHWC=1. Everything goes into OUT/profiles.txt (+ build/engines logs).
 #   scripts/gpu_speed_probe.sh OUT [MODELS]     (MODELS: zoo names, default resnet50,convnext_tiny,vit_b_16,bert)

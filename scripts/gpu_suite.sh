@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kilnrt GPU suite (issues 4, 5, 7): build, C++ GPU tests, the CUDA stress test, the Python coexistence suite,
+# kilnrt GPU suite: build, C++ GPU tests, the CUDA stress test, the Python coexistence suite,
 # compute-sanitizer memcheck on a subset of the C++ CUDA tests, and on request the zoo accuracy check, the benchmark
 # against PyTorch and ONNX conformance on CUDA (fp32, and fp16 / bf16 against the CPU fp32 engine). Logs and
 # summary.md go to OUT_DIR.
@@ -33,8 +33,8 @@
 #   KILNRT_CONF_FILTER     regex on conformance case names; KILNRT_CONF_JOBS worker processes (default: nproc);
 #                          KILNRT_CONF_FREEZE auto|on|off (run_conformance.py --freeze-inputs; default auto)
 #   KILNRT_CONF_MIN_FP32 / KILNRT_CONF_MIN_FP16 / KILNRT_CONF_MIN_BF16   minimum pass rates (fractions) per precision
-#                          (fp32: none; fp16 / bf16: 0.40 without KILNRT_CONF_FILTER, under the 0.425 measured on an H100 without --freeze-inputs;
-#                          tests/gpu/results/2026-11-22_conformance16.md)
+#                          (fp32: none; fp16 / bf16: 0.40 without KILNRT_CONF_FILTER, under the 0.425 measured on an
+#                          H100 without --freeze-inputs; tests/gpu/results/conformance16_h100_2026-11-22.md)
 # Each stage runs under `timeout` (10 minutes at most) so that a hang fails the stage instead of the box.
 # Exit status: 0 when every stage that ran passed.
 set -uo pipefail

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Engine load time on the GPU machine (issue 7), in one command: build (CUDA + Python), the device-weights / engine
+# Engine load time on the GPU machine, in one command: build (CUDA + Python), the device-weights / engine
 # file tests and a few CUDA engine tests, bench/load_time.py on the six zoo models (fp16; fp32 for two), and a quick
 # zoo accuracy check of two models. Each stage has its own time limit so that a slow one leaves the others' logs.
 #   scripts/load_time_gpu.sh OUT_DIR [SRC_TAR]
-# SRC_TAR: a `git archive` of the commit to measure, built instead of the working tree (others' uncommitted work in
-# a shared checkout then cannot break the build). Logs and tables go to OUT_DIR (8 files at most: the device tool's
-# limit); a summary is printed at the end.
+# SRC_TAR: a `git archive` of the commit to measure, built instead of the working tree (uncommitted changes in
+# the checkout then cannot break the build). Logs and tables go to OUT_DIR (8 files at most); a summary is printed at
+# the end.
 set -u
 out=${1:?usage: scripts/load_time_gpu.sh OUT_DIR [SRC_TAR]}
 mkdir -p "$out"
@@ -19,7 +19,7 @@ fi
 py=$(command -v python3)
 b=build-gpu-speed
 summary=()
-budget=${KILNRT_STAGE_BUDGET:-450}  # seconds for all stages together (the device call's limit, less a margin)
+budget=${KILNRT_STAGE_BUDGET:-450}  # seconds for all stages (the GPU machine's per-command limit, less a margin)
 stage() {  # stage NAME SECONDS LOG -- command...   (SECONDS capped by what is left of the budget)
   local name=$1 secs=$2 log=$3
   shift 4

@@ -1,4 +1,4 @@
-"""NHWC vs NCHW on whole 16-bit CUDA engines (issue 7, GPU machine): for each engine given, loads it with
+"""NHWC vs NCHW on whole 16-bit CUDA engines (GPU machine): for each engine given, loads it with
 KILNRT_CUDA_NHWC=0 (NCHW), =1 (NHWC forced) and unset (the plan's prediction), runs the same random input and
 prints the largest output difference relative to the NCHW output's largest magnitude, and how many layers run NHWC,
 as views or with a reformatted input. Exit status 1 when NHWC outputs differ by more than --tol.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Zoo accuracy check (GPU machine): kilnrt CUDA engines against PyTorch fp32 on the model zoo (issue 5).
+"""Zoo accuracy check (GPU machine): kilnrt CUDA engines against PyTorch fp32 on the model zoo.
 
 For each model (bench/zoo_models.py: torchvision resnet50, mobilenet_v3_large, efficientnet_b0, convnext_tiny,
 vit_b_16, and transformers' BertModel with the bert-base config at sequence length 128), with random weights and

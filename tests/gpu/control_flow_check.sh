@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# GPU check of CUDA If / Loop / Scan (issues 5 + 6): builds kilnrt_tests + CLI + Python module, runs the control-flow
+# GPU check of CUDA If / Loop / Scan: builds kilnrt_tests + CLI + Python module, runs the control-flow
 # gtests (+ the segmented-runner ones), compute-sanitizer memcheck on them, and the control-flow ONNX conformance
 # cases on cuda vs cpu (and as --fp16 engines: log appended to conf_compare.txt). Logs to $1 (default $OUT). When
-# kilnrt_tests does not link (a colleague's file in progress), a test binary of the control-flow / segmented test
+# kilnrt_tests does not link (another test file does not compile), a test binary of the control-flow / segmented test
 # files alone is linked instead.
 set -u
 out=${1:-$OUT}; mkdir -p "$out"

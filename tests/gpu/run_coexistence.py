@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kilnrt coexistence suite (issue 4): each scenario of tests/gpu/coexistence/ runs as its own process with a
+"""kilnrt coexistence suite: each scenario of tests/gpu/coexistence/ runs as its own process with a
 timeout (a hang fails); prints a PASS / PARTIAL / SKIP / FAIL table with reasons and exits non-zero on any FAIL.
 
     python3 tests/gpu/run_coexistence.py [--build build-gpu] [--out DIR] [--timeout 240] [-k NAME] [--list]

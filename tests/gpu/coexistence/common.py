@@ -166,7 +166,7 @@ _interop = {}
 
 
 def torch_interop(kilnrt, engines, torch, device=0):
-    """True when engine(torch CUDA tensor) returns a torch tensor (the zero-copy interop of issue 4). The probe is a
+    """True when engine(torch CUDA tensor) returns a torch tensor (the zero-copy torch interop). The probe is a
     real, checked call on the first engine of {model: engine}."""
     if "torch" in _interop:
         return _interop["torch"]
