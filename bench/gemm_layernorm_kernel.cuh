@@ -1,8 +1,8 @@
-// A GEMM + bias + residual + LayerNorm kernel on Hopper's warpgroup MMA, for bench/gemm_layernorm_probe.cu only
-// (issue 7, session 13): Y = LayerNorm(A W + bias [+ R]) * gamma + beta over rows of N = 128..2048 values, float16 /
-// bfloat16 storage, float32 accumulation and statistics, sm_90a. Measured on the H100 and NOT used by the engine:
-// at BERT b32's shapes it took 1.39x (out-projection, 4096 x 768 x 768) to 1.55x (fc2, K = 3072) the time of
-// cuBLASLt's GEMM followed by kilnrt's LayerNorm kernel (bench/results/h100_2026-11-23_s13.md). Kept as the record
+// A GEMM + bias + residual + LayerNorm kernel on Hopper's warpgroup MMA, for bench/gemm_layernorm_probe.cu only:
+// Y = LayerNorm(A W + bias [+ R]) * gamma + beta over rows of N = 128..2048 values, float16 / bfloat16 storage,
+// float32 accumulation and statistics, sm_90a. Measured on an H100 (2026-11-23) and NOT used by the engine: at BERT
+// b32's shapes it took 1.39x (out-projection, 4096 x 768 x 768) to 1.55x (fc2, K = 3072) the time of cuBLASLt's GEMM
+// followed by kilnrt's LayerNorm kernel (bench/results/gemm_layernorm_probe_h100_2026-11-23.md). Kept as the record
 // of what was tried and as the starting point of a TMA version.
 //
 // Tiling: a block of kWG warpgroups (128 threads each) computes 64 * kWG rows by kBN columns; a cluster of

@@ -1,7 +1,7 @@
 // GEMM + bias + residual + LayerNorm: the fused sm_90a kernel of bench/gemm_layernorm_kernel.cuh against the
 // unfused path the engine runs otherwise (the fastest of cuBLASLt's heuristic candidates with the BIAS epilogue and
-// the residual as C, then kilnrt's LayerNorm kernel in place), on pseudo-random fp16 operands (issue 7; standalone,
-// GPU machine). Checks the fused output against the unfused one and times both sustained (200 launches per CUDA
+// the residual as C, then kilnrt's LayerNorm kernel in place), on pseudo-random fp16 operands (standalone, GPU
+// machine). Checks the fused output against the unfused one and times both sustained (200 launches per CUDA
 // graph replay, median of the last replays: the GPU at its power cap). PROBE_ONLY=<name part> picks problems;
 // PROBE_MODES=1 also times the kernel with parts left out (GemmLayerNormArgs::probe_mode).
 // Build: nvcc -std=c++17 -O2 -arch=sm_90a -Isrc -Ibench -o gemm_ln_probe bench/gemm_layernorm_probe.cu

@@ -1,9 +1,9 @@
-// A Hopper GEMM for 16-bit storage, for bench/hopper_gemm_probe.cu only (issue 7, session 14): Y [M, N] = A [M, K] x
-// W + bias [+ R] [-> GELU], float32 accumulation, sm_90a; W is [N, K] (K-major) or [K, N] (MN-major). Measured on the
-// H100 and NOT used by the engine: it computes the same results as cuBLASLt at every zoo transformer shape, but takes
-// 1.02x (BERT b32 fc2) to 1.4x (ViT b32 out-projection) cuBLASLt's best heuristic candidate
-// (bench/results/h100_2026-11-23_s14.md). Kept as the starting point of a GEMM the engine can own (with LayerNorm or
-// other row-wise work in its epilogue).
+// A Hopper GEMM for 16-bit storage, for bench/hopper_gemm_probe.cu only: Y [M, N] = A [M, K] x W + bias [+ R]
+// [-> GELU], float32 accumulation, sm_90a; W is [N, K] (K-major) or [K, N] (MN-major). Measured on an H100
+// (2026-11-23) and NOT used by the engine: it computes the same results as cuBLASLt at every zoo transformer shape,
+// but takes 1.02x (BERT b32 fc2) to 1.4x (ViT b32 out-projection) cuBLASLt's best heuristic candidate
+// (bench/results/hopper_gemm_probe_h100_2026-11-23.md). Kept as the starting point of a GEMM the engine can own
+// (with LayerNorm or other row-wise work in its epilogue).
 //
 // Why it was built: cuBLASLt's Hopper kernels cover N = 768 with 128 x 256 / 256 x 128 tiles (96 tiles on 132 SMs,
 // 0.73 of a wave); a 128 x 192 tile covers it with 128.
