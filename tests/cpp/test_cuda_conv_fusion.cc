@@ -290,7 +290,7 @@ TEST(CudaConvFusion, NhwcPoolingReductionsSqueezeExciteAndTransposesMatchCpu) {
 
 namespace {
 
-// Spatial reductions of a wide NHWC value (40 channels, 16 x 16): the [N, H*W, C] kernel of kernels/nhwc_reduce.cu
+// Spatial reductions of a wide NHWC value (40 channels, 16 x 16): the [N, H*W, C] kernel of ops/reduce/reductions/cuda/reduce_nhwc.cu
 // (mean, max, sum), 40 channels leaving a partial 32-channel tile.
 ir::Graph nhwc_reduction_model() {
   GraphBuilder b;

@@ -1,4 +1,4 @@
-// LayerNormalization on the GPU against the CPU reference: the vectorized kernel (kernels/layernorm.cu:
+// LayerNormalization on the GPU against the CPU reference: the vectorized kernel (nn/normalization/cuda/layernorm.cu:
 // a group of 1..32 lanes per row, 16-byte loads) for the row widths of the zoo's transformers and ConvNeXt (96, 192,
 // 384, 768) and around its limits (8 values = one vector, 1024 / 2048, odd widths and widths above the limit that
 // take the older kernels), float32 / float16 / bfloat16, with and without bias, ONNX and com.kilnrt domains; and the
@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "attention_test_util.h"
-#include "backends/cuda/kernels/layernorm.h"
+#include "ops/nn/normalization/cuda/layernorm.h"
 #include "cuda_backend_test_util.h"
 
 namespace kilnrt::cudatest {

@@ -1,7 +1,8 @@
-// The 8-channel NHWC pooling kernel (kernels/nhwc_pool.cu, pool_vec.h) against a host reference of the same
-// float32 arithmetic and against the scalar kernel, fp16 and bf16, max and average: resnet50's 3x3/2 pad 1, 2x2/2,
-// 3x3/1 pad 1, ceil_mode output sizes (a last window past the input), dilation 2, count_include_pad on and off,
-// NaN inputs (max propagates them), strips of 1 / 2 / 4 outputs and widths that are not multiples of the strip.
+// The 8-channel NHWC pooling kernel (ops/nn/pool/cuda/pool2d_nhwc.cu, pool2d_nhwc_kernels.h) against a host
+// reference of the same float32 arithmetic and against the scalar kernel, fp16 and bf16, max and average:
+// resnet50's 3x3/2 pad 1, 2x2/2, 3x3/1 pad 1, ceil_mode output sizes (a last window past the input), dilation 2,
+// count_include_pad on and off, NaN inputs (max propagates them), strips of 1 / 2 / 4 outputs and widths that are
+// not multiples of the strip.
 // Host test: where it applies. GPU tests skip with a message without a GPU.
 #include <gtest/gtest.h>
 
@@ -10,8 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "backends/cuda/kernels/conv_kernels.h"
-#include "backends/cuda/kernels/pool_vec.h"
+#include "ops/nn/pool/cuda/pool2d_nhwc_kernels.h"
 #include "cuda_backend_test_util.h"
 #include "kernel16_test_util.h"
 

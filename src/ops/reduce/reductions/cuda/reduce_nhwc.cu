@@ -1,11 +1,11 @@
-// Reduction over the middle dim of [outer, r, inner] with a wide inner dim (conv_kernels.h), the shape of a spatial
+// Reduction over the middle dim of [outer, r, inner] with a wide inner dim (reduce_kernels.h), the shape of a spatial
 // mean over NHWC storage ([N, H*W, C]): a block of 32 x 32 threads per (outer, 32 consecutive inner indices); the
 // 32 rows of the block stride over r (each warp reads 32 consecutive elements), then combine in shared memory.
-// The generic column kernel (nn.cu) gives one thread the whole of r, too few threads for early CNN stages.
+// The generic column kernel (reduce.cu) gives one thread the whole of r, too few threads for early CNN stages.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "backends/cuda/kernels/conv_kernels.h"
+#include "ops/reduce/reductions/cuda/reduce_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {

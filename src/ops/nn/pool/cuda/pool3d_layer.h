@@ -1,5 +1,6 @@
-// 3-D (volumetric, NCDHW) layers that the 2-D layers hand over to: MaxPool without Indices and
-// AveragePool over 5-D inputs (kernels/pool3d_convt3d.cu); float32 (16-bit tensors run as float32 islands).
+// The 3-D (volumetric, NCDHW) pooling layer that the MaxPool / AveragePool registration (pool_layer.cc) hands 5-D
+// inputs over to: MaxPool without Indices and AveragePool (pool3d.cu); float32 (16-bit tensors run as float32
+// islands).
 #pragma once
 #include <memory>
 #include <string>

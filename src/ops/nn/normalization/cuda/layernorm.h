@@ -2,6 +2,7 @@
 // G = 1..32 lanes of one warp normalizes one row held in registers (one global read, one write): narrow rows
 // (ConvNeXt's C = 96 channels) pack several rows per warp, wide rows (BERT / ViT's 768) take a full warp; 16-bit
 // rows of 768 or 1024 values with scale and bias run on persistent warps that prefetch their next row (layernorm.cu).
+// Also the general LayerNormalization entry point (layernorm_rows.cu).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,12 @@
 #include "cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels {
+
+// LayerNormalization over rows of length n (layernorm_rows.cu; dt: 0 float32, 1 float16, 2 bfloat16, statistics in
+// float32): layernorm_vec below where it applies, else a warp or a block per row. scale / bias (may be null) have n
+// elements of x's storage type; mean / inv_std may be null.
+int layernorm(int dt, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std,
+              int64_t rows, int64_t n, float eps, StreamT stream);
 
 // Rows of n values (dt: 0 float32, 1 float16, 2 bfloat16); scale / bias (may be null) have n values of x's dtype;
 // mean / inv_std (may be null) get one float32 per row. Returns -1 without launching anything when this path does

@@ -1,7 +1,7 @@
-// The window geometry of a 1-D..3-D pooling node as the CUDA pooling kernels take it: kernels/geom.h LpPool3 and
-// kernels/misc_gaps.h Pool3 (planes = N * C; input, output, kernel, stride, dilation and begin pad per spatial dim,
-// padded to 3 dims with leading 1s like ops::nn::Geometry3). Used by layers_geom.cc (LpPool) and
-// layers_misc_gaps.cc (MaxPool with Indices / on 8-bit integers).
+// The window geometry of a 1-D..3-D pooling node as the CUDA pooling kernels take it: ops/nn/pool/cuda
+// max_pool_indices_kernels.h Pool3 and the LpPool kernels' LpPool3 (planes = N * C; input, output, kernel, stride,
+// dilation and begin pad per spatial dim, padded to 3 dims with leading 1s like ops::nn::Geometry3). Used by the
+// LpPool layer and max_pool_indices_layer.cc (MaxPool with Indices / on 8-bit integers).
 #pragma once
 #include <cstdint>
 #include <vector>

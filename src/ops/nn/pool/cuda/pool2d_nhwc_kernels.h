@@ -1,8 +1,8 @@
-// The two kernels behind pool2d_nhwc (conv_kernels.h; nhwc_pool.cu), for tests and benchmarks. Plain C++.
+// The two kernels behind pool2d_nhwc (pool2d_kernels.h; pool2d_nhwc.cu), for tests and benchmarks. Plain C++.
 #pragma once
 #include <cstdint>
 
-#include "cuda/kernels/kernels.h"
+#include "ops/nn/pool/cuda/pool2d_kernels.h"
 
 namespace kilnrt::cuda::kernels {
 

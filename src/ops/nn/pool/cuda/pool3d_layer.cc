@@ -1,8 +1,8 @@
-// 3-D MaxPool / AveragePool (layers_volume.h): geometry from the CPU reference's helpers (ops/nn/nn_common.h:
-// kernel_shape, strides, dilations, pads, auto_pad, ceil_mode), one gather kernel (kernels/pool3d_convt3d.cu).
-#include "backends/cuda/layers_volume.h"
+// 3-D MaxPool / AveragePool (pool3d_layer.h): geometry from the CPU reference's helpers (ops/nn/nn_common.h:
+// kernel_shape, strides, dilations, pads, auto_pad, ceil_mode), one gather kernel (pool3d.cu).
+#include "ops/nn/pool/cuda/pool3d_layer.h"
 
-#include "backends/cuda/kernels/pool3d_convt3d_kernels.h"
+#include "ops/nn/pool/cuda/pool3d_kernels.h"
 #include "ops/nn/nn_common.h"
 
 namespace kilnrt::backends::cuda {

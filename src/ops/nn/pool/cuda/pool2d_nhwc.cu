@@ -1,18 +1,18 @@
-// 2-D max / average pooling over NHWC storage (conv_kernels.h, pool_vec.h). Two kernels:
+// 2-D max / average pooling over NHWC storage (pool2d_kernels.h, pool2d_nhwc_kernels.h). Two kernels:
 //  - vec8 (16-bit storage, C % 8 == 0, 16-byte aligned x and y): one thread per 8 channels of kTx outputs along x,
 //    16-byte loads and stores, 32-bit index math (the scalar kernel's four 64-bit divisions per element were most
 //    of its time: resnet50's 3x3/2 pool at b32 took 0.20 ms for ~64 MB of traffic);
 //  - scalar: one thread per output element, the channel the fastest index (any C, float32 too).
-// Same semantics in both (pool2d in nn.cu): float32 math; NaN propagates through max, count_include_pad counts
+// Same semantics in both (pool2d in pool2d.cu): float32 math; NaN propagates through max, count_include_pad counts
 // padding inside the padded input only, a window without input gives -inf for max and 0 for average.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdlib>
 
-#include "backends/cuda/kernels/conv_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/pool_vec.h"
+#include "ops/nn/pool/cuda/pool2d_kernels.h"
+#include "ops/nn/pool/cuda/pool2d_nhwc_kernels.h"
 
 namespace kilnrt::cuda::kernels {
 namespace {

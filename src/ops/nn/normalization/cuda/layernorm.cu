@@ -12,7 +12,7 @@
 #include "cuda/kernels/launch_common.cuh"
 #include "core/env_switch.h"
 #include "cuda/kernels/storage16.cuh"
-#include "backends/cuda/kernels/layernorm.h"
+#include "ops/nn/normalization/cuda/layernorm.h"
 
 namespace kilnrt::cuda::kernels {
 namespace {
