@@ -1,6 +1,6 @@
 // Graph builders shared by the attention / GELU fusion tests (CPU: test_attention_fusion.cc, GPU:
 // test_cuda_attention.cc): exporter-shaped attention blocks and GELU chains on typed graph inputs; FusedAttention on
-// one packed Q | K | V input (test_cuda_qkv_packing.cc, test_cuda_cudnn_attention.cc).
+// one packed Q | K | V input (test_cuda_qkv_packing.cc, src/ops/nn/fused_attention/cuda/cudnn_attention_test.cc).
 #pragma once
 #include <cmath>
 #include <map>

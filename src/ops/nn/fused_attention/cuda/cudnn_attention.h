@@ -28,7 +28,7 @@
 //
 // Fully masked rows (every key -inf): the kernel gives uniform weights, or zeros with zero_masked_rows = 1 (dynamo's
 // NaN guard, BERT's exports); cuDNN's flash kernels give zeros. So with a mask cuDNN is a candidate only for
-// zero_masked_rows = 1 nodes (tests/cpp/test_cuda_cudnn_attention.cc checks the zeros); without a mask no row is
+// zero_masked_rows = 1 nodes (cudnn_attention_test.cc checks the zeros); without a mask no row is
 // fully masked.
 //
 // KILNRT_CUDNN_ATTENTION: "0" = never (build times nothing, a stored cuDNN choice runs the kernel: before/after on

@@ -1,4 +1,4 @@
-// cuDNN's fused SDPA as a tactic of FusedAttention (fused_attention/cuda/cudnn_attention.h): the packed Q | K | V
+// cuDNN's fused SDPA as a tactic of FusedAttention (cudnn_attention.h): the packed Q | K | V
 // layouts of BERT ([B, S, 3H, D], additive key mask [B, 1, 1, S], zero_masked_rows) and ViT ([S, B, 3H, D], no mask)
 // read in place by cuDNN, fp16 and bf16, b = 2..4, against the CPU reference; the choice recorded at build (forced,
 // and timed against the kernel) and run through the stored attribute; fully masked rows are zeros; what cuDNN must

@@ -1,4 +1,4 @@
-// The FlashAttention-2-style attention kernel (fused_attention/cuda/attention_mma.cu) against the CPU reference of
+// The FlashAttention-2-style attention kernel (attention_mma.cu) against the CPU reference of
 // com.kilnrt:FusedAttention in float16 and bfloat16 storage: head sizes 32 / 64 / 128, Sq != Sk, partial tiles (197,
 // 77, 1 tokens), broadcast key masks and full [B, H, Sq, Sk] masks, fully masked rows (uniform, or zeros with
 // zero_masked_rows), the exporters' strided head layouts read in place, a strided output; plus cases that must fall
