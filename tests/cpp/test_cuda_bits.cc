@@ -1,5 +1,5 @@
-// CUDA vs CPU-reference comparisons for the layers of layers_bits.cc / layers_bits_quant.cc for the
-// onnx 1.23 node cases: BitwiseAnd / Or / Xor (broadcasting) and BitwiseNot on every integer dtype,
+// CUDA vs CPU-reference comparisons of the bit op, BitCast, Optional*, bool reduction and general quantize layers
+// for the onnx 1.23 node cases: BitwiseAnd / Or / Xor (broadcasting) and BitwiseNot on every integer dtype,
 // BitShift on signed integers (opset 28: arithmetic right shifts, negative and too-wide shift amounts), BitCast,
 // OptionalGetElement / OptionalHasElement, ReduceMax / ReduceMin of bool, QuantizeLinear / DequantizeLinear with
 // blocked parameters, 16-bit integers and output_dtype, DFT inverse + onesided (the inverse real FFT), Resize

@@ -71,22 +71,6 @@ struct ResizePlan {
 };
 int resize_f32(const float* x, float* y, const ResizePlan& p, StreamT stream);
 
-// QuantizeLinear: float32 x -> int8 (out_signed) / uint8, scale float32 and zero point (int8 / uint8 as out, may be
-// null) per tensor (axis_len 1) or per axis (axis_len values, `inner` elements apart). Half-to-even rounding,
-// saturating. DequantizeLinear: x code 0 uint8, 1 int8, 2 int32, 3 int16, 4 uint16 -> float32 (zero point of x's dtype, may be null).
-int quantize_f32(const float* x, const float* scale, const void* zp, void* y, bool out_signed, int64_t n,
-                 int64_t axis_len, int64_t inner, StreamT stream);
-int dequantize_f32(const void* x, int x_code, const float* scale, const void* zp, float* y, int64_t n,
-                   int64_t axis_len, int64_t inner, StreamT stream);
-
-// ReverseSequence over x viewed as [d0, d1, inner] with the time axis 0 (batch 1) or 1 (batch 0); lens int64 device.
-int reverse_sequence(const void* x, const int64_t* lens, void* y, int64_t d0, int64_t d1, int64_t inner,
-                     bool time_first, size_t elem_size, StreamT stream);
-
-// Det of float32 [batch, m, m] -> [batch]: LU with partial pivoting in double, one thread per matrix, using
-// `scratch` (batch * m * m doubles, device).
-int det_f32(const float* x, float* y, double* scratch, int64_t batch, int64_t m, StreamT stream);
-
 // RNN / GRU / LSTM (float32 I/O, double math like the CPU reference): one block per (direction, batch entry) runs
 // the whole sequence, with __syncthreads between the phases of a step. kind 0 RNN, 1 GRU, 2 LSTM; activation codes
 // 0 Tanh, 1 Sigmoid, 2 Relu, 3 Affine, 4 LeakyRelu, 5 ThresholdedRelu, 6 ScaledTanh, 7 HardSigmoid, 8 Elu,

@@ -228,82 +228,6 @@ __global__ void resize_kernel(const float* x, float* y, ResizePlan p, int64_t to
   }
 }
 
-__global__ void quantize_kernel(const float* x, const float* scale, const void* zp, void* y, bool out_signed,
-                                int64_t n, int64_t axis_len, int64_t inner) {
-  KILNRT_GRID_LOOP(i, n) {
-    const int64_t a = axis_len > 1 ? (i / inner) % axis_len : 0;
-    const double z = zp ? (out_signed ? double(static_cast<const int8_t*>(zp)[a])
-                                      : double(static_cast<const uint8_t*>(zp)[a]))
-                        : 0.0;
-    double q = rint(double(x[i] / scale[a])) + z;
-    const double lo = out_signed ? -128.0 : 0.0, hi = out_signed ? 127.0 : 255.0;
-    q = q < lo ? lo : (q > hi ? hi : q);
-    if (out_signed) static_cast<int8_t*>(y)[i] = static_cast<int8_t>(q);
-    else static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(q);
-  }
-}
-
-__device__ __forceinline__ double load_q(const void* p, int code, int64_t i) {
-  switch (code) {
-    case 0: return double(static_cast<const uint8_t*>(p)[i]);
-    case 1: return double(static_cast<const int8_t*>(p)[i]);
-    case 3: return double(static_cast<const int16_t*>(p)[i]);
-    case 4: return double(static_cast<const uint16_t*>(p)[i]);
-    default: return double(static_cast<const int32_t*>(p)[i]);
-  }
-}
-
-__global__ void dequantize_kernel(const void* x, int code, const float* scale, const void* zp, float* y, int64_t n,
-                                  int64_t axis_len, int64_t inner) {
-  KILNRT_GRID_LOOP(i, n) {
-    const int64_t a = axis_len > 1 ? (i / inner) % axis_len : 0;
-    const double z = zp ? load_q(zp, code, a) : 0.0;
-    y[i] = static_cast<float>((load_q(x, code, i) - z) * double(scale[a]));
-  }
-}
-
-template <typename T>
-__global__ void reverse_sequence_kernel(const T* x, const int64_t* lens, T* y, int64_t d0, int64_t d1, int64_t inner,
-                                        bool time_first) {
-  KILNRT_GRID_LOOP(i, d0 * d1 * inner) {
-    const int64_t e = i % inner, i1 = (i / inner) % d1, i0 = i / (inner * d1);
-    const int64_t t = time_first ? i0 : i1, b = time_first ? i1 : i0, tlen = time_first ? d0 : d1;
-    int64_t len = lens[b];
-    len = len < tlen ? len : tlen;
-    const int64_t st = t < len ? len - 1 - t : t;
-    const int64_t j0 = time_first ? st : i0, j1 = time_first ? i1 : st;
-    y[i] = x[(j0 * d1 + j1) * inner + e];
-  }
-}
-
-__global__ void det_kernel(const float* x, float* y, double* scratch, int64_t batch, int64_t m) {
-  KILNRT_GRID_LOOP(b, batch) {
-    double* a = scratch + b * m * m;
-    for (int64_t k = 0; k < m * m; ++k) a[k] = x[b * m * m + k];
-    double d = 1;
-    for (int64_t c = 0; c < m && d != 0; ++c) {
-      int64_t p = c;
-      for (int64_t r = c + 1; r < m; ++r)
-        if (fabs(a[r * m + c]) > fabs(a[p * m + c])) p = r;
-      if (a[p * m + c] == 0) { d = 0; break; }
-      if (p != c) {
-        for (int64_t k = 0; k < m; ++k) {
-          const double t = a[p * m + k];
-          a[p * m + k] = a[c * m + k];
-          a[c * m + k] = t;
-        }
-        d = -d;
-      }
-      d *= a[c * m + c];
-      for (int64_t r = c + 1; r < m; ++r) {
-        const double f = a[r * m + c] / a[c * m + c];
-        for (int64_t k = c; k < m; ++k) a[r * m + k] -= f * a[c * m + k];
-      }
-    }
-    y[b] = static_cast<float>(d);
-  }
-}
-
 }  // namespace
 
 int einsum(const void* const* inputs, void* y, const EinsumPlan& p, int dtype, StreamT stream) {
@@ -356,44 +280,6 @@ int resize_f32(const float* x, float* y, const ResizePlan& p, StreamT stream) {
   for (int d = 0; d < p.rank; ++d) total *= p.ax[d].out;
   if (total <= 0) return 0;
   resize_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, y, p, total);
-  return launch_status();
-}
-
-int quantize_f32(const float* x, const float* scale, const void* zp, void* y, bool out_signed, int64_t n,
-                 int64_t axis_len, int64_t inner, StreamT stream) {
-  if (n <= 0) return 0;
-  quantize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, scale, zp, y, out_signed, n, axis_len, inner);
-  return launch_status();
-}
-
-int dequantize_f32(const void* x, int x_code, const float* scale, const void* zp, float* y, int64_t n,
-                   int64_t axis_len, int64_t inner, StreamT stream) {
-  if (n <= 0) return 0;
-  dequantize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, x_code, scale, zp, y, n, axis_len, inner);
-  return launch_status();
-}
-
-int reverse_sequence(const void* x, const int64_t* lens, void* y, int64_t d0, int64_t d1, int64_t inner,
-                     bool time_first, size_t elem_size, StreamT stream) {
-  const int64_t total = d0 * d1 * inner;
-  if (total <= 0) return 0;
-  const unsigned g = blocks_for(total);
-  switch (elem_size) {
-#define KILNRT_REV(S)                                                                                              \
-  case S:                                                                                                          \
-    reverse_sequence_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), lens,                 \
-                                                        static_cast<Bytes<S>::T*>(y), d0, d1, inner, time_first); \
-    break;
-    KILNRT_REV(1) KILNRT_REV(2) KILNRT_REV(4) KILNRT_REV(8)
-#undef KILNRT_REV
-    default: return static_cast<int>(cudaErrorInvalidValue);
-  }
-  return launch_status();
-}
-
-int det_f32(const float* x, float* y, double* scratch, int64_t batch, int64_t m, StreamT stream) {
-  if (batch <= 0) return 0;
-  det_kernel<<<blocks_for(batch), kThreads, 0, stream>>>(x, y, scratch, batch, m);
   return launch_status();
 }
 

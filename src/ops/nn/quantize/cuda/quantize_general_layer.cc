@@ -1,14 +1,16 @@
-// CUDA layer for QuantizeLinear / DequantizeLinear beyond the main layer (layers_extra_quant.cc):
-// blocked parameters (block_size, opset 21), int16 / uint16 outputs, output_dtype. Kernels: kernels/bits_quant.cu,
+// CUDA layer for QuantizeLinear / DequantizeLinear beyond the main layer (quantize_linear_layer.cc):
+// blocked parameters (block_size, opset 21), int16 / uint16 outputs, output_dtype. Kernels: quantize_general.cu,
 // with the arithmetic of the CPU reference (src/ops/nn/quantize/quantize.cc).
-#include "backends/cuda/kernels/bits.h"
-#include "backends/cuda/layers_bits.h"
+#include "ops/nn/quantize/cuda/quantize_general_layer.h"
+
+#include "ops/cuda/int_dtype_codes.h"
+#include "ops/nn/quantize/cuda/quantize_linear_kernels.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
-namespace bk = kilnrt::cuda::kernels::bits;
+namespace bk = kilnrt::cuda::kernels;
 
 // The layout of a scale / zero point of `p_shape` over X of `x_shape`, as element_params of the CPU reference reads
 // it: per tensor (<= 1 value), blocked (block_size > 0: X's rank, ceil(len / block) along the axis) or per axis.
@@ -63,7 +65,7 @@ class QuantGeneralLayer final : public CudaLayer {
     if (has_zp) pz = param_layout(x.shape, l.inputs[2].shape, axis_, block_, blocked, node_, name_, "zero point");
     const void* zp = has_zp ? l.inputs[2].data : nullptr;
     if (quantize_) {
-      const int code = bits_int_code(y.dtype, IntCodes::kQuantized);
+      const int code = int_dtype_code(y.dtype, IntCodes::kQuantized);
       KILNRT_CHECK(x.dtype == DType::kFloat32 && code >= 0 && code != bk::kI32 && (!has_zp || l.inputs[2].dtype == y.dtype),
                    kUnsupported, name_,
                    "QuantizeLinear of " << dtype_name(x.dtype) << " to " << dtype_name(y.dtype)
@@ -72,7 +74,7 @@ class QuantGeneralLayer final : public CudaLayer {
                                         y.data, code, y.numel(), ps, pz, l.stream),
                    name_, "quantize_general");
     } else {
-      const int code = bits_int_code(x.dtype, IntCodes::kQuantized);
+      const int code = int_dtype_code(x.dtype, IntCodes::kQuantized);
       KILNRT_CHECK(code >= 0 && y.dtype == DType::kFloat32 && (!has_zp || l.inputs[2].dtype == x.dtype), kUnsupported,
                    name_, "DequantizeLinear of " << dtype_name(x.dtype) << " to " << dtype_name(y.dtype));
       check_launch(bk::dequantize_general(x.data, static_cast<const float*>(scale.data), zp,
@@ -119,7 +121,7 @@ std::string quant_general_supports(const ir::Node& n, const ir::Graph& g) {
     return "";
   }
   const DType t = value_dtype(g, n.inputs[0]);
-  if (bits_int_code(t, IntCodes::kQuantized) < 0) return "x must be int8 / uint8 / int16 / uint16 / int32";
+  if (int_dtype_code(t, IntCodes::kQuantized) < 0) return "x must be int8 / uint8 / int16 / uint16 / int32";
   if (has_input(n, 2) && value_dtype(g, n.inputs[2]) != t) return "zero point dtype differs from x";
   return "";
 }

@@ -1,14 +1,14 @@
-// QuantizeLinear / DequantizeLinear with general parameters (bits.h): per tensor, per axis or blocked, 8- and 16-bit
+// QuantizeLinear / DequantizeLinear with general parameters (quantize_linear_kernels.h): per tensor, per axis or blocked, 8- and 16-bit
 // integers. The arithmetic of the CPU reference (src/ops/nn/quantize/quantize.cc): float32 division, half-to-even rounding,
 // saturation; dequantization in double.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/bits.h"
+#include "ops/nn/quantize/cuda/quantize_linear_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 
-namespace kilnrt::cuda::kernels::bits {
+namespace kilnrt::cuda::kernels {
 namespace {
 
 using namespace launch_common;
@@ -83,4 +83,4 @@ int dequantize_general(const void* x, const float* scale, const void* zp, float*
   return launch_status();
 }
 
-}  // namespace kilnrt::cuda::kernels::bits
+}  // namespace kilnrt::cuda::kernels

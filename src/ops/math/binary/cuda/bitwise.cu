@@ -1,15 +1,15 @@
-// Kernels of bits.h: integer bit logic and shifts, byte copies, a bool constant, bool reductions. One thread per
-// output element (grid-stride loops); the arithmetic is the CPU reference's (src/ops/math/binary/binary.cc,
-// src/ops/math/unary/unary.cc, src/ops/reduce/reductions/reductions.cc).
+// BitwiseAnd / Or / Xor and BitShift kernel (bitwise_kernels.h): one thread per output element, broadcasting; the
+// arithmetic of the CPU reference (src/ops/math/binary/binary.cc).
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
-#include "backends/cuda/kernels/bits.h"
+#include "ops/math/binary/cuda/bitwise_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 
-namespace kilnrt::cuda::kernels::bits {
+namespace kilnrt::cuda::kernels {
 namespace {
 
 using namespace launch_common;
@@ -63,37 +63,6 @@ __global__ void bit_binary_kernel(int op, const T* a, const T* b, T* y, int64_t 
 }
 
 template <class T>
-__global__ void bit_not_kernel(const T* a, T* y, int64_t n) {
-  KILNRT_GRID_LOOP(i, n) y[i] = T(~a[i]);
-}
-
-__global__ void fill_bool_kernel(bool* y, bool v) { *y = v; }
-
-__global__ void reduce_bool_kernel(ReduceBool p, const uint8_t* x, uint8_t* y) {
-  KILNRT_GRID_LOOP(o, p.n_out) {
-    int64_t base = 0, rem = o;
-    for (int d = p.kept_rank - 1; d >= 0; --d) {
-      base += (rem % p.kept_dims[d]) * p.kept_strides[d];
-      rem /= p.kept_dims[d];
-    }
-    bool acc = !p.is_max;
-    for (int64_t k = 0; k < p.n_red; ++k) {
-      int64_t off = base, r = k;
-      for (int d = p.red_rank - 1; d >= 0; --d) {
-        off += (r % p.red_dims[d]) * p.red_strides[d];
-        r /= p.red_dims[d];
-      }
-      const bool v = x[off] != 0;
-      if (p.is_max ? v : !v) {
-        acc = v;
-        break;
-      }
-    }
-    y[o] = acc ? 1 : 0;
-  }
-}
-
-template <class T>
 int launch_binary(int op, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc, StreamT stream) {
   bit_binary_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), static_cast<const T*>(b),
                                                               static_cast<T*>(y), n, bc);
@@ -119,36 +88,4 @@ int bit_binary(int op, int int_code, const void* a, const void* b, void* y, int6
   }
 }
 
-int bit_not(const void* a, void* y, int64_t n, size_t elem_size, StreamT stream) {
-  if (n <= 0) return 0;
-  const unsigned g = blocks_for(n);
-  switch (elem_size) {
-#define KILNRT_BITS_NOT(S)                                                                               \
-  case S:                                                                                                \
-    bit_not_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(a), static_cast<Bytes<S>::T*>(y), n); \
-    break;
-    KILNRT_BITS_NOT(1) KILNRT_BITS_NOT(2) KILNRT_BITS_NOT(4) KILNRT_BITS_NOT(8)
-#undef KILNRT_BITS_NOT
-    default: return static_cast<int>(cudaErrorInvalidValue);
-  }
-  return launch_status();
-}
-
-int copy_bytes(void* dst, const void* src, size_t nbytes, StreamT stream) {
-  if (nbytes == 0 || dst == src) return 0;
-  return static_cast<int>(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream));
-}
-
-int fill_bool(bool* y, bool v, StreamT stream) {
-  fill_bool_kernel<<<1, 1, 0, stream>>>(y, v);
-  return launch_status();
-}
-
-int reduce_bool(const ReduceBool& p, const uint8_t* x, uint8_t* y, StreamT stream) {
-  if (p.n_out <= 0) return 0;
-  if (p.kept_rank > kMaxDims || p.red_rank > kMaxDims) return static_cast<int>(cudaErrorInvalidValue);
-  reduce_bool_kernel<<<blocks_for(p.n_out), kThreads, 0, stream>>>(p, x, y);
-  return launch_status();
-}
-
-}  // namespace kilnrt::cuda::kernels::bits
+}  // namespace kilnrt::cuda::kernels
