@@ -1,4 +1,4 @@
-// CUDA com.kilnrt:SqueezeExcite layer (kernels/squeeze_excite.cu) against the CPU reference of the unfused
+// CUDA com.kilnrt:SqueezeExcite layer (ops/nn/squeeze_excite/cuda) against the CPU reference of the unfused
 // block: fp32 / fp16 / bf16, NCHW and NHWC storage, one and several partial-sum CTAs / channel tiles / position
 // strips per sample, vectorised (C or H*W a multiple of 8) and scalar loads, with and without biases.
 // Skips with a message without a GPU.

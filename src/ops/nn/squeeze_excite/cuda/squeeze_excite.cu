@@ -1,4 +1,4 @@
-// Squeeze-and-excitation block kernels (see squeeze_excite.h). Three launches, each spread over many CTAs (the
+// Squeeze-and-excitation block kernels (see squeeze_excite_kernels.h). Three launches, each spread over many CTAs (the
 // first version did the mat-vecs in one CTA per sample: latency-bound, 0.05-0.13 ms per block on the H100):
 //  - se_partial_{nhwc,nchw}: channel sums of a part of one sample (NHWC: a strip of rows; NCHW: 8 channels x a
 //    chunk of positions) -> float32 partial sums (workspace);
@@ -20,7 +20,7 @@
 #include "cuda/kernels/conv_activation.cuh"
 #include "cuda/kernels/launch_common.cuh"
 #include "cuda/kernels/storage16.cuh"
-#include "backends/cuda/kernels/squeeze_excite.h"
+#include "ops/nn/squeeze_excite/cuda/squeeze_excite_kernels.h"
 
 namespace kilnrt::cuda::kernels {
 namespace {

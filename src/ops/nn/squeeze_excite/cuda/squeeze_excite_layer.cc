@@ -1,10 +1,10 @@
-// com.kilnrt:SqueezeExcite on CUDA (ops/nn/squeeze_excite/squeeze_excite.h, kernels/squeeze_excite.h): the channel means,
+// com.kilnrt:SqueezeExcite on CUDA (../squeeze_excite.h, squeeze_excite_kernels.h): the channel means,
 // both 1x1 convolutions with their activations and the scaling of X in 3 kernel launches. X and Y may be stored
 // NHWC (the layer is an NHWC producer, so EfficientNet / MobileNetV3 blocks stay NHWC between their convs).
 #include <string>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/squeeze_excite.h"
+#include "ops/nn/squeeze_excite/cuda/squeeze_excite_kernels.h"
 #include "core/check.h"
 #include "ops/nn/squeeze_excite/squeeze_excite.h"
 
@@ -101,10 +101,10 @@ std::string supports_squeeze_excite(const ir::Node& n, const ir::Graph& g) {
   return "";
 }
 
-KILNRT_REGISTER_CUDA_LAYER(LayerEntry{ops::nn::kSqueezeExciteOp, supports_squeeze_excite,
-                                      [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                                        return std::make_unique<SqueezeExciteLayer>(a.node);
-                                      }});
+KILNRT_REGISTER_CUDA_LAYER({"com.kilnrt:SqueezeExcite"}, supports_squeeze_excite,
+                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+                             return std::make_unique<SqueezeExciteLayer>(a.node);
+                           });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -1,11 +1,11 @@
 // CUDA layer of com.kilnrt:EmbedLayerNorm (passes/fuse_embed_layernorm: Gather -> Add -> LayerNorm at the start of
 // BERT-like encoders): one pass of the vectorized LayerNorm kernel that reads each row from the table through the ids
-// and adds the addend row (kernels/layernorm.h: embed_layernorm_vec). Where that kernel does not apply (row bytes
+// and adds the addend row (nn/normalization/cuda/layernorm.h: embed_layernorm_vec). Where that kernel does not apply (row bytes
 // not a multiple of 16, above its limit, or misaligned), the rows are gathered into Y first and normalized in place.
 // Float32, float16, bfloat16 storage.
 #include "ops/cuda/cuda_layer.h"
 #include "cuda/kernels/kernels.h"
-#include "backends/cuda/kernels/layernorm.h"
+#include "ops/nn/normalization/cuda/layernorm.h"
 #include "ops/nn/embed_layernorm/embed_layernorm.h"
 
 namespace kilnrt::backends::cuda {
@@ -78,9 +78,10 @@ class EmbedLayerNormLayer final : public CudaLayer {
   float eps_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"EmbedLayerNorm", embed_supports, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                              return std::make_unique<EmbedLayerNormLayer>(a.node);
-                            }});
+KILNRT_REGISTER_CUDA_LAYER({"com.kilnrt:EmbedLayerNorm"}, embed_supports,
+                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+                             return std::make_unique<EmbedLayerNormLayer>(a.node);
+                           });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda
