@@ -1,6 +1,6 @@
-// CUDA layers for CPU parity (part 5): RNN, GRU and LSTM (float32; forward / reverse / bidirectional,
+// CUDA layer of RNN, GRU and LSTM (float32; forward / reverse / bidirectional,
 // sequence_lens, initial states, LSTM peepholes and input_forget, GRU linear_before_reset, clip, activations with
-// alpha / beta, layout 0 and 1), one kernel launch per node (kernels/extra_rnn.cu), state in the workspace.
+// alpha / beta, layout 0 and 1), one kernel launch per node (rnn.cu), state in the workspace.
 #include <algorithm>
 
 #include "ops/cuda/cuda_layer.h"
@@ -117,28 +117,22 @@ class RnnLayer final : public CudaLayer {
   x::RnnPlan plan_;
 };
 
-struct Register {
-  Register() {
-    for (const char* op : {"RNN", "GRU", "LSTM"})
-      LayerRegistry::instance().add(
-          {op,
-           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-             for (size_t i = 0; i < n.inputs.size(); ++i) {
-               if (n.inputs[i].empty()) continue;
-               const DType t = value_dtype(g, n.inputs[i]);
-               if (i == 4) {
-                 if (t != DType::kInt32 && t != DType::kInt64) return "sequence_lens must be int32 / int64";
-               } else if (t != DType::kFloat32) {
-                 return "the CUDA layer takes float32";
-               }
-             }
-             x::RnnPlan p;
-             return read_plan(n, &p);
-           },
-           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<RnnLayer>(a.node); }});
-  }
-};
-const Register kRegister;
+KILNRT_REGISTER_CUDA_LAYER(
+    {"RNN", "GRU", "LSTM"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (n.inputs[i].empty()) continue;
+        const DType t = value_dtype(g, n.inputs[i]);
+        if (i == 4) {
+          if (t != DType::kInt32 && t != DType::kInt64) return "sequence_lens must be int32 / int64";
+        } else if (t != DType::kFloat32) {
+          return "the CUDA layer takes float32";
+        }
+      }
+      x::RnnPlan p;
+      return read_plan(n, &p);
+    },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<RnnLayer>(a.node); });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda
