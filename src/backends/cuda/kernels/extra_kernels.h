@@ -55,22 +55,6 @@ int pad(const void* x, void* y, const PadPlan& p, size_t elem_size, StreamT stre
 int grid_sample_f32(const float* x, const float* grid, float* y, int64_t n, int64_t c, int64_t h, int64_t w,
                     int64_t oh, int64_t ow, int mode, int pad, bool align_corners, StreamT stream);
 
-// Resize of float32 tensors (any rank up to kMaxDims), separable taps per axis computed in the kernel, math in
-// double like the CPU reference. mode 0 nearest, 1 linear, 2 cubic; coord 0 half_pixel, 1 half_pixel_symmetric,
-// 2 pytorch_half_pixel, 3 align_corners, 4 asymmetric, 5 tf_half_pixel_for_nearest, 6 tf_crop_and_resize;
-// nearest 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil.
-struct ResizeAxis {
-  int64_t in = 1, out = 1;
-  double scale = 1.0, roi_start = 0.0, roi_end = 1.0;
-};
-struct ResizePlan {
-  int rank = 0, mode = 0, coord = 0, nearest = 0;
-  ResizeAxis ax[kMaxDims];
-  double cubic_a = -0.75, extrapolation = 0.0;
-  bool exclude_outside = false;
-};
-int resize_f32(const float* x, float* y, const ResizePlan& p, StreamT stream);
-
 // RNN / GRU / LSTM (float32 I/O, double math like the CPU reference): one block per (direction, batch entry) runs
 // the whole sequence, with __syncthreads between the phases of a step. kind 0 RNN, 1 GRU, 2 LSTM; activation codes
 // 0 Tanh, 1 Sigmoid, 2 Relu, 3 Affine, 4 LeakyRelu, 5 ThresholdedRelu, 6 ScaledTanh, 7 HardSigmoid, 8 Elu,

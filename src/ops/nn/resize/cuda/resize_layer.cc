@@ -3,15 +3,13 @@
 #include <algorithm>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/bits.h"
-#include "backends/cuda/kernels/extra_kernels.h"
+#include "ops/nn/resize/cuda/resize_kernels.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
 namespace k = kilnrt::cuda::kernels;
-namespace x = kilnrt::cuda::kernels::extra;
 
 std::vector<double> host_doubles(const Tensor& t, const std::string& name) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
@@ -66,7 +64,7 @@ class ResizeLayer final : public CudaLayer {
     KILNRT_CHECK(in.size() <= static_cast<size_t>(k::kMaxDims) && in.size() == out.size(), kUnsupported, name_,
                  "rank " << in.size());
     const int rank = static_cast<int>(in.size());
-    x::ResizePlan p = plan_;
+    k::ResizePlan p = plan_;
     p.rank = rank;
     std::vector<int64_t> axes = axes_;
     if (axes.empty())
@@ -120,13 +118,13 @@ class ResizeLayer final : public CudaLayer {
         p.ax[axes[i]].roi_end = r[i + axes.size()];
       }
     }
-    if (antialias_) {  // linear / cubic, antialias=1: kernels/bits_resize.cu
-      check_launch(kilnrt::cuda::kernels::bits::resize_antialias_f32(static_cast<const float*>(l.inputs[0].data),
-                                                                     static_cast<float*>(l.outputs[0].data), p, l.stream),
+    if (antialias_) {  // linear / cubic, antialias=1: resize_antialias.cu
+      check_launch(k::resize_antialias_f32(static_cast<const float*>(l.inputs[0].data),
+                                           static_cast<float*>(l.outputs[0].data), p, l.stream),
                    name_, "resize_antialias");
       return;
     }
-    check_launch(x::resize_f32(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(l.outputs[0].data), p,
+    check_launch(k::resize_f32(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(l.outputs[0].data), p,
                                l.stream),
                  name_, "resize");
   }
@@ -137,7 +135,7 @@ class ResizeLayer final : public CudaLayer {
   int64_t opset_;
   bool legacy_ = false;
   bool antialias_ = false;
-  x::ResizePlan plan_;
+  k::ResizePlan plan_;
   std::string keep_ = "stretch";
   std::vector<int64_t> axes_;
 };
@@ -147,7 +145,7 @@ KILNRT_REGISTER_CUDA_LAYER(
     [](const ir::Node& n, const ir::Graph& g) -> std::string {
       if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32) return "the CUDA Resize takes float32";
       std::string mode = n.attr_string("mode", std::string("nearest"));
-      if (n.attr_int("antialias", 0) != 0 && mode != "linear" && mode != "cubic")  // kernels/bits_resize.cu
+      if (n.attr_int("antialias", 0) != 0 && mode != "linear" && mode != "cubic")  // resize_antialias.cu
         return "antialias=1 with mode " + mode;
       if (index_of(mode, {"nearest", "linear", "cubic", "bilinear", "trilinear"}) < 0) return "mode " + mode;
       if (index_of(n.attr_string("coordinate_transformation_mode", std::string("half_pixel")),

@@ -1,19 +1,17 @@
-// Resize with antialias=1 for linear and cubic modes (bits.h): the CPU reference's antialiased taps
+// Resize with antialias=1 for linear and cubic modes (resize_kernels.h): the CPU reference's antialiased taps
 // (src/ops/nn/resize/resize.cc antialias_taps) computed per output element on the device, without tap tables.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 
-#include "backends/cuda/kernels/bits.h"
+#include "ops/nn/resize/cuda/resize_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 
-namespace kilnrt::cuda::kernels::bits {
+namespace kilnrt::cuda::kernels {
 namespace {
 
 using namespace launch_common;
-using extra::ResizeAxis;
-using extra::ResizePlan;
 
 // The input coordinate of output coordinate x (coordinate_transformation_mode codes of ResizePlan::coord), as the
 // CPU reference's original_coord: length_resized is scale * length_original.
@@ -133,7 +131,7 @@ __global__ void resize_antialias_kernel(const float* x, float* y, ResizePlan p, 
 
 }  // namespace
 
-int resize_antialias_f32(const float* x, float* y, const extra::ResizePlan& p, StreamT stream) {
+int resize_antialias_f32(const float* x, float* y, const ResizePlan& p, StreamT stream) {
   if (p.rank < 0 || p.rank > kMaxDims || (p.mode != 1 && p.mode != 2)) return static_cast<int>(cudaErrorInvalidValue);
   int64_t total = 1;
   for (int d = 0; d < p.rank; ++d) total *= p.ax[d].out;
@@ -142,4 +140,4 @@ int resize_antialias_f32(const float* x, float* y, const extra::ResizePlan& p, S
   return launch_status();
 }
 
-}  // namespace kilnrt::cuda::kernels::bits
+}  // namespace kilnrt::cuda::kernels
