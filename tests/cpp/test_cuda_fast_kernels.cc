@@ -18,6 +18,10 @@
 #include "kilnrt/cuda/stream.h"
 #include "kilnrt/doctor.h"
 #include "kilnrt/dtype.h"
+#include "ops/math/binary/cuda/binary_kernels.h"
+#include "ops/math/logic/cuda/where_kernels.h"
+#include "ops/math/unary/cuda/unary_kernels.h"
+#include "ops/shape/slice_gather/cuda/gather_kernels.h"
 
 namespace k = kilnrt::cuda::kernels;
 

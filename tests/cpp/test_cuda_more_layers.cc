@@ -1,5 +1,5 @@
-// CUDA vs CPU-reference one-node comparisons for the layers of layers_signal.cc, layers_integer.cc and
-// layers_misc_more.cc (DFT, STFT, MeanVarianceNormalization, OneHot, MaxUnpool, RoiAlign, DynamicQuantizeLinear,
+// CUDA vs CPU-reference one-node comparisons for the layers of layers_signal.cc, nn/quantize/cuda/integer_layer.cc
+// and layers_misc_more.cc (DFT, STFT, MeanVarianceNormalization, OneHot, MaxUnpool, RoiAlign, DynamicQuantizeLinear,
 // MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv); integer outputs must match exactly. The window functions
 // run on the host (constant inputs) inside a CUDA plan. GPU tests skip with a message without a GPU.
 #include <cstring>

@@ -1,4 +1,4 @@
-// The fast elementwise kernels' host planning (backends/cuda/kernels/elementwise_plan.h, elementwise_fast.h),
+// The fast elementwise kernels' host planning (src/cuda/kernels/elementwise_plan.h, elementwise_fast.h),
 // checked without a GPU: for random shapes, broadcasts and pointer alignments, every output element reads, through
 // the plan's units (vectorised or not) and scalar tail, the same input elements as the generic N-d broadcast mapping;
 // and the cases of the BERT / ViT / SE-block profiles take the vectorised low-rank path.
@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "backends/cuda/kernels/elementwise_fast.h"
+#include "cuda/kernels/elementwise_fast.h"
 
 namespace k = kilnrt::cuda::kernels;
 

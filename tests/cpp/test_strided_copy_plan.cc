@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "backends/cuda/kernels/gather_plan.h"
+#include "cuda/kernels/gather_plan.h"
 #include "cuda/kernels/strided_copy_plan.h"
 
 namespace k = kilnrt::cuda::kernels;

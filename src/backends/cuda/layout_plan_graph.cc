@@ -11,8 +11,9 @@
 namespace kilnrt::backends::cuda {
 namespace {
 
-// Ops whose CUDA layers (layers_elementwise.cc) compute from the launch shapes alone, elementwise with numpy
-// broadcasting: they run on permuted logical shapes unchanged.
+// Ops whose CUDA layers (unary_layer.cc, binary_layer.cc, where_layer.cc ... in math/unary, math/binary, math/logic)
+// compute from the launch shapes alone, elementwise with numpy broadcasting: they run on permuted logical shapes
+// unchanged.
 bool elementwise_op(const std::string& op) {
   static const std::set<std::string> ops = {
       "Add",  "Sub",      "Mul",       "Div",        "Pow",     "Max",        "Min",         "Sum",   "Relu",

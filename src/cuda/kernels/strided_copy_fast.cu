@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/gather_plan.h"
+#include "cuda/kernels/gather_plan.h"
 #include "cuda/kernels/launch_common.cuh"
 #include "cuda/kernels/strided_copy_fast.h"
 #include "cuda/kernels/strided_copy_plan.h"

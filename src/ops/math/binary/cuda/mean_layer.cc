@@ -1,6 +1,7 @@
 // CUDA layer of Mean (float32): a chained broadcasting Add, then a scale by 1/N (the math unary kernel's kScale).
 #include "ops/cuda/cuda_layer.h"
 #include "ops/cuda/layer_helpers.h"
+#include "ops/math/binary/cuda/binary_kernels.h"
 #include "ops/math/unary/cuda/math_unary_kernels.h"
 #include "ops/op_registry.h"
 

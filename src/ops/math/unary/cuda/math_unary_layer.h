@@ -7,6 +7,7 @@
 
 #include "ops/cuda/cuda_layer.h"
 #include "ops/math/unary/cuda/math_unary_kernels.h"
+#include "ops/math/unary/cuda/nan_inf_kernels.h"
 
 namespace kilnrt::backends::cuda {
 

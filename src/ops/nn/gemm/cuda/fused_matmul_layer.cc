@@ -6,6 +6,7 @@
 // erf form takes the BIAS epilogue and one GELU kernel in place. Float32 (strict or --tf32), float16, bfloat16.
 #include "ops/cuda/cuda_layer.h"
 #include "cuda/cuda_libs.h"
+#include "ops/math/unary/cuda/unary_kernels.h"
 #include "ops/nn/gemm/cuda/gemm_tactics.h"
 #include "ops/nn/gemm/cuda/fused_matmul_layer.h"
 #include "cuda/lt_gemm.h"

@@ -3,6 +3,7 @@
 #include "ops/cuda/cuda_layer.h"
 #include "ops/cuda/strided_copy_layer.h"
 #include "ops/op_registry.h"
+#include "ops/shape/slice_gather/cuda/gather_kernels.h"
 
 namespace kilnrt::backends::cuda {
 namespace {

@@ -1,10 +1,10 @@
-// Per-element float math shared by the generic (elementwise.cu) and fast (elementwise_fast.cu) elementwise kernels,
+// Per-element float math shared by the generic (unary.cu) and fast (elementwise_fast.cu) elementwise kernels,
 // so both paths give bit-identical results: 16-bit storage is computed in float32 and rounded once on store.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "cuda/kernels/kernels.h"
+#include "cuda/kernels/elementwise_ops.h"
 
 namespace kilnrt::cuda::kernels::elementwise_math {
 

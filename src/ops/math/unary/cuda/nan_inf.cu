@@ -1,11 +1,12 @@
-// IsNaN / IsInf on float16, bfloat16 and float64 storage (float32 is extra.cu's xunary): bool output.
+// IsNaN / IsInf on float16, bfloat16 and float64 storage (nan_inf_kernels.h; float32 is math_unary.cu's xunary): bool
+// output.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "cuda/kernels/kernels.h"
+#include "ops/math/unary/cuda/nan_inf_kernels.h"
 #include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {

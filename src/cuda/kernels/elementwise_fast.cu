@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/elementwise_fast.h"
-#include "backends/cuda/kernels/elementwise_math.cuh"
+#include "cuda/kernels/elementwise_fast.h"
+#include "cuda/kernels/elementwise_math.cuh"
 #include "cuda/kernels/launch_common.cuh"
 
 namespace kilnrt::cuda::kernels {

@@ -7,7 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backends/cuda/kernels/elementwise_plan.h"
+#include "cuda/kernels/elementwise_ops.h"
+#include "cuda/kernels/elementwise_plan.h"
 #include "cuda/kernels/kernels.h"
 
 namespace kilnrt::cuda::kernels {
