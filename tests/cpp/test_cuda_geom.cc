@@ -1,4 +1,4 @@
-// CUDA vs CPU-reference comparisons for the geometry layers (layers_geom.cc): LpPool, CenterCropPad,
+// CUDA vs CPU-reference comparisons for the geometry layers (their op units' cuda/ folders): LpPool, CenterCropPad,
 // Col2Im (1-D..3-D), AffineGrid (2-D / 3-D, align_corners), DeformConv (2-D: padding, strides, dilations, mask, bias,
 // groups, offset groups) and TensorScatter (linear / circular, axes, omitted write_indices). Shape inputs are tried
 // as constants and as graph inputs (sync points). Every layer must be placed on CUDA; 16-bit engines run the float
