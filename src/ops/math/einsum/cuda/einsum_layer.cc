@@ -4,13 +4,13 @@
 #include <map>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/extra_kernels.h"
+#include "ops/math/einsum/cuda/einsum_kernels.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
 namespace k = kilnrt::cuda::kernels;
-namespace x = kilnrt::cuda::kernels::extra;
+namespace x = kilnrt::cuda::kernels;
 
 constexpr int kEllipsisLabel = 1000;  // ellipsis dims get labels 1000 + j (right-aligned)
 

@@ -3,14 +3,14 @@
 #include <algorithm>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/extra_kernels.h"
+#include "ops/nn/conv_transpose/cuda/conv_transpose2d_kernels.h"
 #include "ops/nn/conv_transpose/cuda/conv_transpose3d_kernels.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
-namespace x = kilnrt::cuda::kernels::extra;
+namespace x = kilnrt::cuda::kernels;
 
 // ---- ConvTranspose (1-D / 2-D / 3-D) -----------------------------------------------------------------------------
 int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/extra_kernels.h"
+#include "ops/nn/loss/cuda/nll_loss_kernels.h"
 #include "ops/nn/softmax/cuda/softmax_kernels.h"
 #include "ops/op_registry.h"
 
@@ -11,7 +11,7 @@ namespace kilnrt::backends::cuda {
 namespace {
 
 namespace k = kilnrt::cuda::kernels;
-namespace x = kilnrt::cuda::kernels::extra;
+namespace x = kilnrt::cuda::kernels;
 
 // ---- NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss --------------------------------------------------------
 class LossLayer final : public CudaLayer {

@@ -3,13 +3,13 @@
 #include <algorithm>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/extra_kernels.h"
+#include "ops/nn/normalization/cuda/group_norm_kernels.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
-namespace x = kilnrt::cuda::kernels::extra;
+namespace x = kilnrt::cuda::kernels;
 
 // ---- Instance / Group normalisation, LRN ----------------------------------------------------------------------------
 class GroupNormLayer final : public CudaLayer {

@@ -2,13 +2,13 @@
 #include <algorithm>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/extra_kernels.h"
+#include "ops/nn/normalization/cuda/lrn_kernels.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
-namespace x = kilnrt::cuda::kernels::extra;
+namespace x = kilnrt::cuda::kernels;
 
 std::string float32_input(const ir::Node& n, const ir::Graph& g) {
   const DType t = value_dtype(g, n.inputs.at(0));

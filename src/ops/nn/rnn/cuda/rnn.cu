@@ -1,4 +1,4 @@
-// RNN / GRU / LSTM kernel (extra_kernels.h): one block per (direction, batch entry) walks the sequence; the state,
+// RNN / GRU / LSTM kernel (rnn_kernels.h): one block per (direction, batch entry) walks the sequence; the state,
 // gate pre-activations and GRU's reset gate live in the caller's scratch (the layer's workspace). Math in double,
 // mirroring the CPU reference (src/ops/nn/rnn/rnn.cc).
 #include <cuda_runtime.h>
@@ -6,9 +6,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backends/cuda/kernels/extra_kernels.h"
+#include "ops/nn/rnn/cuda/rnn_kernels.h"
 
-namespace kilnrt::cuda::kernels::extra {
+namespace kilnrt::cuda::kernels {
 namespace {
 
 constexpr int kRnnThreads = 256;
@@ -128,4 +128,4 @@ int rnn_f32(const RnnTensors& t, const RnnPlan& p, StreamT stream) {
   return static_cast<int>(cudaGetLastError());
 }
 
-}  // namespace kilnrt::cuda::kernels::extra
+}  // namespace kilnrt::cuda::kernels

@@ -4,12 +4,12 @@
 #include <algorithm>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/extra_kernels.h"
+#include "ops/nn/rnn/cuda/rnn_kernels.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
-namespace x = kilnrt::cuda::kernels::extra;
+namespace x = kilnrt::cuda::kernels;
 
 int act_code(const std::string& n) {
   static const char* const kNames[] = {"Tanh", "Sigmoid", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",

@@ -2,13 +2,13 @@
 #include <algorithm>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/extra_kernels.h"
+#include "ops/shape/index_ops/cuda/eye_like_kernels.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
-namespace x = kilnrt::cuda::kernels::extra;
+namespace x = kilnrt::cuda::kernels;
 
 // ---- EyeLike -----------------------------------------------------------------------------------------------------
 uint64_t one_bits(DType t) {

@@ -3,14 +3,14 @@
 #include <cstring>
 
 #include "ops/cuda/cuda_layer.h"
-#include "backends/cuda/kernels/extra_kernels.h"
+#include "ops/shape/pad_tile/cuda/pad_kernels.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::backends::cuda {
 namespace {
 
 namespace k = kilnrt::cuda::kernels;
-namespace x = kilnrt::cuda::kernels::extra;
+namespace x = kilnrt::cuda::kernels;
 
 std::vector<int64_t> host_ints(const LayerLaunch& l, size_t i) {
   return i < l.inputs.size() && l.inputs[i].present && l.inputs[i].host ? ops::tensor_to_int64s(*l.inputs[i].host)
