@@ -39,7 +39,7 @@ step gtest_custom 60 "$out/gtest_custom.log" -- "$b/tests/kilnrt_tests" \
 step memcheck_custom 60 "$out/memcheck.log" -- compute-sanitizer --tool memcheck --error-exitcode 3 \
   "$b/tests/kilnrt_tests" --gtest_filter='CustomOpCuda*'
 step gtest_cuda_regress 60 "$out/gtest_cuda_regress.log" -- "$b/tests/kilnrt_tests" \
-  --gtest_filter='CudaBackendOps*:CudaBackendEngine*:CudaBackendExtra*'
+  --gtest_filter='CudaBackendOps*:CudaBackendEngine*:CudaOpParity*'
 export PYTHONPATH=$PWD/$b/python KILNRT_BUILD_DIR=$PWD/$b KILNRT_CLI=$PWD/$b/kilnrt
 step pytest_custom 90 "$out/pytest_custom.log" -- "$py" -m pytest -q -rs tests/python/test_custom_op.py \
   tests/python/test_op_test_audit.py

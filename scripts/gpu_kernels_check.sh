@@ -16,7 +16,7 @@ cmake -S . -B $b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.
   { tail -40 "$out/build.log"; exit 1; }
 echo "build ok at ${SECONDS}s"
 t=$b/tests/kilnrt_tests
-timeout 40 $t --gtest_filter='CudaFastKernels*:ElementwisePlan*:StridedCopyPlan*:CudaBackendOps*:CudaBackendPrecision*:CudaBackendExtra*' \
+timeout 40 $t --gtest_filter='CudaFastKernels*:ElementwisePlan*:StridedCopyPlan*:CudaBackendOps*:CudaBackendPrecision*:CudaOpParity*' \
   >"$out/tests_ops.log" 2>&1
 echo "op tests rc=$? at ${SECONDS}s"
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[  SKIPPED \]" "$out/tests_ops.log" | head -20

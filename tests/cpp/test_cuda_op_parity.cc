@@ -1,6 +1,8 @@
-// CUDA vs CPU-reference one-node comparisons for the layers of layers_extra*.cc (math unary, predicates, Mean,
+// CUDA vs CPU-reference one-node comparisons of the less common ops' CUDA layers (math unary, predicates, Mean,
 // ArgMax/ArgMin, Hardmax, Trilu, CumSum, Gather/Scatter families, DepthToSpace/SpaceToDepth, EyeLike,
-// Instance/GroupNormalization, LRN, ConvTranspose). GPU tests skip cleanly without a GPU.
+// Instance/GroupNormalization, LRN, ConvTranspose, losses, Einsum, Pad/Tile, GridSample, CastLike, Resize, TopK,
+// QuantizeLinear / DequantizeLinear, ReverseSequence, Det, RNN / GRU / LSTM, BitShift). GPU tests skip cleanly
+// without a GPU.
 #include <limits>
 
 #include "cuda_backend_test_util.h"
@@ -15,7 +17,7 @@ Tensor i64(const std::vector<int64_t>& v, const Shape& s) { return Tensor::from_
 Tensor i32(const std::vector<int32_t>& v, const Shape& s) { return Tensor::from_vector(v, DType::kInt32, s); }
 Tensor f32(const std::vector<float>& v, const Shape& s) { return Tensor::from_vector(v, DType::kFloat32, s); }
 
-TEST(CudaBackendExtra, MathUnaryAndPredicates) {
+TEST(CudaOpParity, MathUnaryAndPredicates) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({3, 4, 5}, 31, -0.95f, 0.95f);
   for (const char* op : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Atanh", "IsNaN"}) {
@@ -35,7 +37,7 @@ TEST(CudaBackendExtra, MathUnaryAndPredicates) {
   compare_node(Op("Not", 1).node, {b});
 }
 
-TEST(CudaBackendExtra, MeanArgHardmax) {
+TEST(CudaOpParity, MeanArgHardmax) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor a = random_tensor({2, 3, 4}, 33), b = random_tensor({3, 1}, 34), c = random_tensor({4}, 35);
   compare_node(Op("Mean", 3).node, {a, b, c});
@@ -51,7 +53,7 @@ TEST(CudaBackendExtra, MeanArgHardmax) {
   compare_node(Op("Hardmax", 1).i("axis", 1).node, {a}, {}, 11);
 }
 
-TEST(CudaBackendExtra, TriluAndCumSum) {
+TEST(CudaOpParity, TriluAndCumSum) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 4, 5}, 36);
   for (int64_t upper : {0, 1})
@@ -72,7 +74,7 @@ TEST(CudaBackendExtra, TriluAndCumSum) {
   compare_node(Op("CumSum", 2).node, {i64({1, 2, 3, 4, 5}, {5}), i64({0}, {})}, {}, 14);
 }
 
-TEST(CudaBackendExtra, GatherScatter) {
+TEST(CudaOpParity, GatherScatter) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor data = random_tensor({3, 4}, 38);
   compare_node(Op("GatherElements", 2).i("axis", 1).node, {data, i64({0, 3, -1, 2, 1, 1}, {3, 2})});
@@ -95,7 +97,7 @@ TEST(CudaBackendExtra, GatherScatter) {
   compare_node(Op("GatherND", 2).i("batch_dims", 1).node, {d3, i64({1, 2, 0, 1}, {4, 1})}, {}, 13);
 }
 
-TEST(CudaBackendExtra, LayoutAndEye) {
+TEST(CudaOpParity, LayoutAndEye) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 8, 3, 2}, 43);
   compare_node(Op("DepthToSpace", 1).i("blocksize", 2).node, {x});
@@ -105,7 +107,7 @@ TEST(CudaBackendExtra, LayoutAndEye) {
   compare_node(Op("EyeLike", 1).i("k", -1).i("dtype", int64_t(DType::kInt64)).node, {random_tensor({4, 3}, 46)});
 }
 
-TEST(CudaBackendExtra, NormalizationAndLrn) {
+TEST(CudaOpParity, NormalizationAndLrn) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 6, 5, 7}, 47, -3.f, 3.f);
   compare_node(Op("InstanceNormalization", 3).f("epsilon", 1e-3f).node,
@@ -118,7 +120,7 @@ TEST(CudaBackendExtra, NormalizationAndLrn) {
   compare_node(Op("LRN", 1).i("size", 4).node, {x}, {}, 17, 1e-5, 1e-4);
 }
 
-TEST(CudaBackendExtra, ConvTranspose) {
+TEST(CudaOpParity, ConvTranspose) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 4, 5, 6}, 54);
   const Tensor w = random_tensor({4, 3, 3, 3}, 55), bias = random_tensor({3}, 56);
@@ -137,7 +139,7 @@ TEST(CudaBackendExtra, ConvTranspose) {
                {random_tensor({1, 2, 7}, 58), random_tensor({2, 3, 4}, 59)}, {}, 17, 1e-4, 1e-4);
 }
 
-TEST(CudaBackendExtra, Losses) {
+TEST(CudaOpParity, Losses) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor scores = random_tensor({3, 5, 2}, 60, -2.f, 2.f);
   const Tensor target = i64({0, 4, 2, 2, 1, 3}, {3, 2}), w = random_tensor({5}, 61, 0.1f, 1.f);
@@ -154,7 +156,7 @@ TEST(CudaBackendExtra, Losses) {
                1e-5, 1e-4);
 }
 
-TEST(CudaBackendExtra, EinsumPadTile) {
+TEST(CudaOpParity, EinsumPadTile) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor a = random_tensor({2, 3, 4}, 63), b = random_tensor({2, 4, 5}, 64);
   compare_node(Op("Einsum", 2).s("equation", "bij,bjk->bik").node, {a, b}, {}, 12, 1e-5, 1e-4);
@@ -181,7 +183,7 @@ TEST(CudaBackendExtra, EinsumPadTile) {
   compare_node(Op("Tile", 2).node, {i64({1, 2, 3}, {3}), i64({4}, {1})}, {false, true}, 13);
 }
 
-TEST(CudaBackendExtra, GridSampleCastLike) {
+TEST(CudaOpParity, GridSampleCastLike) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 3, 5, 6}, 73), grid = random_tensor({2, 4, 7, 2}, 74, -1.2f, 1.2f);
   for (const char* mode : {"bilinear", "nearest", "bicubic"})
@@ -195,7 +197,7 @@ TEST(CudaBackendExtra, GridSampleCastLike) {
   compare_node(Op("CastLike", 2).node, {i64({1, -2, 3}, {3}), f32({0.f}, {1})}, {}, 15);
 }
 
-TEST(CudaBackendExtra, Resize) {
+TEST(CudaOpParity, Resize) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({1, 2, 4, 5}, 76);
   const Tensor up = f32({1.f, 1.f, 2.f, 1.5f}, {4}), down = f32({1.f, 1.f, 0.6f, 0.5f}, {4});
@@ -221,7 +223,7 @@ TEST(CudaBackendExtra, Resize) {
   compare_node(Op("Upsample", 2).s("mode", "nearest").node, {x, f32({1.f, 1.f, 2.f, 3.f}, {4})}, {false, true}, 9);
 }
 
-TEST(CudaBackendExtra, TopK) {
+TEST(CudaOpParity, TopK) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({3, 7, 4}, 77);
   compare_node(Op("TopK", 2, 2).i("axis", 1).node, {x, i64({3}, {1})}, {false, true}, 11);
@@ -231,7 +233,7 @@ TEST(CudaBackendExtra, TopK) {
   compare_node(Op("TopK", 1, 2).i("k", 2).i("axis", 1).node, {x}, {}, 1);
 }
 
-TEST(CudaBackendExtra, QuantizeReverseDet) {
+TEST(CudaOpParity, QuantizeReverseDet) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 3, 4}, 78, -40.f, 40.f);
   Tensor zp_u8 = Tensor::empty(DType::kUInt8, {}), zp_i8 = Tensor::empty(DType::kInt8, {3});
@@ -255,7 +257,7 @@ TEST(CudaBackendExtra, QuantizeReverseDet) {
   compare_node(Op("Det", 1).node, {f32({1, 2, 2, 4}, {2, 2})}, {}, 11);
 }
 
-TEST(CudaBackendExtra, RnnGruLstm) {
+TEST(CudaOpParity, RnnGruLstm) {
   KILNRT_SKIP_WITHOUT_GPU();
   const int64_t seq = 5, batch = 3, in = 4, hid = 6;
   const Tensor x = random_tensor({seq, batch, in}, 82), xb = random_tensor({batch, seq, in}, 83);
@@ -298,7 +300,7 @@ TEST(CudaBackendExtra, RnnGruLstm) {
                {xb, random_tensor({2, 4 * hid, in}, 104), random_tensor({2, 4 * hid, hid}, 105)}, {}, 14, 1e-5, 1e-4);
 }
 
-TEST(CudaBackendExtra, BitShift) {
+TEST(CudaOpParity, BitShift) {
   KILNRT_SKIP_WITHOUT_GPU();
   Tensor a = Tensor::empty(DType::kUInt8, {2, 3}), b = Tensor::empty(DType::kUInt8, {3});
   for (int i = 0; i < 6; ++i) a.data<uint8_t>()[i] = uint8_t(37 * i + 5);
