@@ -1,4 +1,4 @@
-// CUDA vs CPU-reference comparisons for the layers of layers_linatt.cc: LinearAttention (linear /
+// CUDA vs CPU-reference comparisons for the CUDA layers of LinearAttention (linear /
 // gated / delta / gated_delta, per-head and per-dim decay, scalar or per-head beta, GQA / MQA, past_state, explicit
 // scale, T = 0), CausalConvWithState (bias, past_state, silu / swish, K = 1, L = 0), RMSNormalization (every axis,
 // negative axes, broadcast scale, epsilon), LpNormalization (p = 1 / 2, every axis, zero rows) and CumProd
