@@ -1,7 +1,6 @@
-// Host entry points of the CUDA kernels for the last CPU-only ops: signal (DFT, STFT: signal.cu),
-// and the rest (MeanVarianceNormalization, OneHot, MaxUnpool, RoiAlign: misc_more.cu). Plain C++ like kernels.h;
-// each launcher returns the launch status (0 = success). Scales and zero points stay on the device: the kernels
-// read them, so nothing here synchronises or reads device memory on the host (graph-capture safe).
+// Host entry points of the CUDA kernels of MeanVarianceNormalization, OneHot, MaxUnpool and RoiAlign (misc_more.cu).
+// Plain C++ like kernels.h; each launcher returns the launch status (0 = success); nothing here synchronises or
+// reads device memory on the host (graph-capture safe).
 #pragma once
 #include <cstddef>
 #include <cstdint>

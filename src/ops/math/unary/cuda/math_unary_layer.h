@@ -34,7 +34,7 @@ class XUnaryLayer final : public CudaLayer {
       b_ = n.attr_int("detect_negative", 1) != 0 ? 1.f : 0.f;
     }
   }
-  std::string tactic() const override { return "kernel:extra-unary"; }
+  std::string tactic() const override { return "kernel:math-unary"; }
   void enqueue(LayerLaunch& l) override {
     const DType t = l.inputs[0].dtype;
     if (t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat64) {  // IsNaN / IsInf
