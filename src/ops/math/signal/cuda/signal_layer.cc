@@ -46,7 +46,7 @@ class DftLayer final : public CudaLayer {
     }
     const int64_t len = s[static_cast<size_t>(axis)];
     const bool has_n = l.inputs.size() > 1 && l.inputs[1].present;
-    const bool irfft = inverse_ && onesided_;  // the inverse real FFT: kernels/bits_signal.cu
+    const bool irfft = inverse_ && onesided_;  // the inverse real FFT: irfft.cu
     const int64_t n = has_n ? host_scalar(l.inputs[1], name_, "dft_length") : irfft ? 2 * (len - 1) : len;
     KILNRT_CHECK(n > 0, kInvalidArgument, name_, "dft_length must be positive, got " << n);
     const int64_t out_len = onesided_ ? n / 2 + 1 : n;

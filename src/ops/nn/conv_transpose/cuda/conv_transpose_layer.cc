@@ -1,5 +1,5 @@
 // CUDA layer of ConvTranspose, 1-D / 2-D / 3-D, float32, on direct kernels: each output element gathers its
-// contributions, no atomics (1-D / 2-D in the shared extra kernels, 3-D in conv_transpose3d.cu).
+// contributions, no atomics (1-D / 2-D in conv_transpose2d.cu, 3-D in conv_transpose3d.cu).
 #include <algorithm>
 
 #include "ops/cuda/cuda_layer.h"
