@@ -1,6 +1,6 @@
-// Helpers for the tests of the tiled NHWC depthwise kernel (kernels/nhwc_depthwise.h: test_cuda_depthwise_tile.cc,
-// test_cuda_input_activation.cc): the launch geometry, FusedActivation codes in double, the double-precision
-// reference, and one run of the kernel for every rows-per-thread variant compared with it.
+// Helpers for the tests of the tiled NHWC depthwise kernel (ops/nn/conv/cuda/nhwc_depthwise.h: its
+// nhwc_depthwise_tile_test.cc, test_cuda_input_activation.cc): the launch geometry, FusedActivation codes in double,
+// the double-precision reference, and one run of the kernel for every rows-per-thread variant compared with it.
 #pragma once
 #include <gtest/gtest.h>
 

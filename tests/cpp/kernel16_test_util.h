@@ -1,5 +1,5 @@
-// Helpers for the tests that launch one CUDA kernel on 16-bit data (test_cuda_depthwise_tile.cc,
-// test_cuda_depthwise_vec.cc, test_cuda_input_activation.cc, test_cuda_pool_vec.cc): device 0 with a private stream,
+// Helpers for the tests that launch one CUDA kernel on 16-bit data (ops/nn/conv/cuda's
+// nhwc_depthwise_*_test.cc, test_cuda_input_activation.cc, test_cuda_pool_vec.cc): device 0 with a private stream,
 // float16 / bfloat16 conversions by the kernels' dtype code (1 float16, 2 bfloat16) and random 16-bit vectors.
 #pragma once
 #include <cstdint>

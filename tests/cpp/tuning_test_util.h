@@ -1,5 +1,6 @@
 // What a CUDA plan's build-time timing records (ops/nn/conv/cuda/conv_tactics.h: ConvTuningScope), for the tests of
-// timed tactics (src/ops/nn/fused_attention/cuda/cudnn_attention_test.cc, test_cuda_gemm_tactics.cc).
+// timed tactics (src/ops/nn/fused_attention/cuda/cudnn_attention_test.cc,
+// src/ops/nn/gemm/cuda/gemm_tactics_test.cc).
 #pragma once
 #include <map>
 #include <string>

@@ -367,7 +367,7 @@ TEST(CudaConvSmallC, EveryPathLayoutChannelCountAndBatch) {
   }
 }
 
-// The direct tensor-core kernel (kernels/small_c_direct.cu): every K it takes (16..128), C = 1..4, kernel sizes,
+// The direct tensor-core kernel (small_c_direct.cu): every K it takes (16..128), C = 1..4, kernel sizes,
 // strides and pads, tails of the 64-pixel tile, the activations it applies itself, NCHW and NHWC, fp16 and bf16.
 TEST(CudaConvSmallC, DirectKernelShapesActivationsAndLayouts) {
   KILNRT_SKIP_WITHOUT_GPU();
@@ -403,7 +403,7 @@ TEST(CudaConvSmallC, BatchesLargerThanTheWorkspaceRunInChunks) {
   check(conv_graph({12, 3, 224, 224, 4, 7, 7, 2, 3}, true, true, false), "fp16", true, "im2col");
 }
 
-// ---- the stem kernel (kernels/small_c_stem.cu) ---------------------------------------------------------------------
+// ---- the stem kernel (small_c_stem.cu) ---------------------------------------------------------------------
 
 TEST(CudaConvSmallC, StemWeightLayout) {
   // [K, kpad]: per (c, ky) filter row kxp slots, `lead` = pw % 2 zeros, then the KW taps, zeros after them.
@@ -509,7 +509,7 @@ TEST(CudaConvSmallC, StemKernelLoopsOverTiles) {
   check(g, "fp16", true, "stem-mma");
 }
 
-// The stem kernel's host-side rules (kernels/conv_small_c.h): the weight layout per geometry and the launches it
+// The stem kernel's host-side rules (conv_small_c_kernels.h): the weight layout per geometry and the launches it
 // takes (no GPU needed).
 TEST(CudaConvSmallC, StemKernelLayoutAndApplicability) {
   namespace k = kilnrt::cuda::kernels;

@@ -1,4 +1,4 @@
-// The tiled NHWC depthwise kernel with its fused epilogue (kernels/nhwc_depthwise.h) against a CPU
+// The tiled NHWC depthwise kernel with its fused epilogue (nhwc_depthwise.h) against a CPU
 // reference computed here from the same 16-bit inputs (double accumulation): 3x3 / 5x5 / 7x7, stride 1 and 2, even
 // and odd sizes, begin / end padding that differ, batch 1 and 32 shapes of convnext / efficientnet / mobilenet,
 // C = 8..768 (channel counts that do not split into equal CTA chunks), bias, residual and activations, fp16 and

@@ -1,4 +1,4 @@
-// The pointwise-convolution GEMM with fused epilogue (kernels/pointwise_conv.h, conv tactic "pw-mma") against a
+// The pointwise-convolution GEMM with fused epilogue (pointwise_conv.h, conv tactic "pw-mma") against a
 // float64 host reference of the same 16-bit inputs: every tile variant, float16 and bfloat16, row counts that are not
 // multiples of the tile, channel counts from 8 to 1152 (K loops of one stage to 36, partial last stages), bias and
 // residual present or not, the activations of MobileNet / EfficientNet blocks. The host test checks where the kernel

@@ -1,4 +1,4 @@
-// The 8-channel NHWC depthwise kernel (kernels/nhwc_depthwise_vec.cu) against the scalar one (nhwc_depthwise.cu)
+// The 8-channel NHWC depthwise kernel (nhwc_depthwise_vec.cu) against the scalar one (nhwc_depthwise.cu)
 // on the GPU, fp16 and bf16: stride-1 and stride-2 strips (3x3, 5x5, 7x7, widths that are not multiples of the
 // strip), the general path (dilation 2, 1x1, even kernel), padding on every side. Run it with KILNRT_CUDA_DW_TX=1/2/4/8
 // too (the strip width knob; unset, these small layers get strips of 1). Host test: where it applies.
