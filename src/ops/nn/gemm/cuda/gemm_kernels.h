@@ -1,4 +1,5 @@
-// Host entry point of the kernel of Gemm's C operand (gemm_layer.cc). Plain C++ like kernels.h.
+// Host entry point of the kernel of Gemm's C operand (broadcast_scale.cu), run by the Gemm layer (gemm_layer.cc).
+// Plain C++ like kernels.h.
 #pragma once
 #include <cstdint>
 
