@@ -26,10 +26,10 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/attention_mma_ptx.cuh"
-#include "backends/cuda/kernels/launch_common.cuh"
-#include "backends/cuda/kernels/storage16.cuh"
-#include "backends/cuda/kernels/wgmma_common.cuh"
+#include "cuda/kernels/mma_ptx.cuh"
+#include "cuda/kernels/launch_common.cuh"
+#include "cuda/kernels/storage16.cuh"
+#include "cuda/kernels/wgmma_common.cuh"
 #include "wgmma_wide.cuh"
 
 namespace kilnrt::bench_gemm_ln {

@@ -5,7 +5,7 @@
 // graph replay, median of the last replays: the GPU at its power cap). PROBE_ONLY=<name part> picks problems;
 // PROBE_MODES=1 also times the kernel with parts left out (GemmLayerNormArgs::probe_mode).
 // Build: nvcc -std=c++17 -O2 -arch=sm_90a -Isrc -Ibench -o gemm_ln_probe bench/gemm_layernorm_probe.cu
-//        src/backends/cuda/kernels/layernorm.cu -lcublasLt
+//        src/ops/nn/normalization/cuda/layernorm.cu -lcublasLt
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -18,7 +18,7 @@
 #include <functional>
 #include <vector>
 
-#include "backends/cuda/kernels/layernorm.h"
+#include "ops/nn/normalization/cuda/layernorm.h"
 #include "gemm_layernorm_kernel.cuh"
 #include "gemm_probe_common.cuh"
 

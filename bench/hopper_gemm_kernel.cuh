@@ -39,8 +39,8 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/attention_mma_ptx.cuh"
-#include "backends/cuda/kernels/wgmma_common.cuh"
+#include "cuda/kernels/mma_ptx.cuh"
+#include "cuda/kernels/wgmma_common.cuh"
 #include "wgmma_wide.cuh"
 
 namespace kilnrt::bench_hopper_gemm {

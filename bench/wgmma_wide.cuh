@@ -1,13 +1,13 @@
 // Wider Hopper wgmma instructions for the GEMM probe kernels in bench/ (gemm_layernorm_kernel.cuh,
 // hopper_gemm_kernel.cuh): m64n128 / n192 / n256 k16 with both operands in shared memory, and the descriptor of an
 // MN-major operand wider than one swizzle atom. The engine's own wgmma kernel (attention) needs only
-// src/backends/cuda/kernels/wgmma_common.cuh's m64n64k16; the rule written there (no runtime branch between the
+// src/cuda/kernels/wgmma_common.cuh's m64n64k16; the rule written there (no runtime branch between the
 // instructions of one group, ptxas info C7519) holds here too.
 #pragma once
 #include <cstdint>
 #include <type_traits>
 
-#include "backends/cuda/kernels/wgmma_common.cuh"
+#include "cuda/kernels/wgmma_common.cuh"
 
 namespace kilnrt::bench_wgmma {
 
