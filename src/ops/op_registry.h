@@ -67,7 +67,7 @@ struct OpSchema {
   CpuKernelFn cpu;
   std::vector<DType> dtypes;  // dtypes of the main data input the CPU kernel handles (documentation + checks)
   std::string doc;            // one line for docs/operators.md
-  std::string source;         // the registering file relative to src/ (set by KILNRT_REGISTER_OP; "" for custom ops)
+  std::string source = {};    // the registering file relative to src/ (set by KILNRT_REGISTER_OP; "" for custom ops)
 };
 
 // A source file path (__FILE__) relative to the tree's src/ folder ("ops/nn/normalization/normalization.cc").
