@@ -50,8 +50,6 @@
 
 namespace kilnrt::backends::cuda {
 
-constexpr size_t kWorkspaceBytes = size_t(32) << 20;
-
 class CudaPlan {
  public:
   // Throws kUnsupported naming the first node without a CUDA layer. Uploads weights to `device`: `image` (an

@@ -63,6 +63,9 @@ struct LayerOutput {
   int64_t numel() const { return shape_numel(shape); }
 };
 
+// Bytes of the workspace every execution context gives its layers (LayerLaunch::workspace).
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
 struct LibraryHandles;  // cuBLASLt / cuDNN handles of one execution context (cuda_libs.h)
 
 struct LayerLaunch {

@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "cuda/cuda_libs.h"
-#include "backends/cuda/cuda_plan.h"
 #include "ops/nn/conv/cuda/pointwise_conv.h"
 #include "core/check.h"
 #include "core/env_switch.h"
