@@ -277,7 +277,7 @@ TEST(CudaOpParity, RnnGruLstm) {
   rnn.node.attrs["activations"] = acts;
   compare_node(rnn.node, {x, random_tensor({1, hid, in}, 88), random_tensor({1, hid, hid}, 89), random_tensor({1, 2 * hid}, 90), lens},
                {}, 14, 1e-5, 1e-4);
-  // GRU: bidirectional, layout 1, both linear_before_reset values (more in test_cuda_island_gaps.cc).
+  // GRU: bidirectional, layout 1, both linear_before_reset values (more in test_cuda_float32_islands_pool3d_gru.cc).
   for (int64_t lbr : {0, 1}) {
     SCOPED_TRACE(lbr);
     compare_node(Op("GRU", 5, 2).i("hidden_size", hid).s("direction", "bidirectional").i("linear_before_reset", lbr)

@@ -1,10 +1,10 @@
-// CUDA vs CPU-reference comparisons for op cases the main CUDA layers do not cover: the preview.training optimizers
-// (Adagrad, Momentum, Adam), the window functions / MelWeightMatrix with sizes that are graph inputs (sync points),
-// DFT's axis input (opset 20), Dropout's mask, BatchNormalization with device parameters (inference and training),
-// DequantizeLinear on 16-bit integers, QLinearMatMul with float16 scales, CastLike of a value whose dtype is only
-// known at run time, MaxPool's Indices and MaxPool on 8-bit integers. Every layer must be placed on CUDA (tactic
-// "cuda:..."); 16-bit engines (fp16 / bf16) run the float cases too. GPU tests skip with a message without a GPU;
-// the support checks at the end run everywhere.
+// CUDA vs CPU-reference comparisons of op variants beyond the main cases of each CUDA layer: the preview.training
+// optimizers (Adagrad, Momentum, Adam), the window functions / MelWeightMatrix with sizes that are graph inputs (sync
+// points), DFT's axis input (opset 20), Dropout's mask, BatchNormalization with device parameters (inference and
+// training), DequantizeLinear on 16-bit integers, QLinearMatMul with float16 scales, CastLike of a value whose dtype
+// is only known at run time, MaxPool's Indices and MaxPool on 8-bit integers. Every layer must be placed on CUDA
+// (tactic "cuda:..."); 16-bit engines (fp16 / bf16) run the float cases too. GPU tests skip with a message without a
+// GPU; the support checks at the end run everywhere.
 #include <cstring>
 #include <limits>
 #include <random>
@@ -48,7 +48,7 @@ ir::Node training_node(const std::string& op, size_t n_in, size_t n_out) {
 }
 
 // ---- optimizers ---------------------------------------------------------------------------------------------------
-TEST(CudaMiscGaps, Adagrad) {
+TEST(CudaTrainingOptimizers, Adagrad) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor r = f32({0.1f}, {}), t = i64({3}, {});
   const Tensor x = random_tensor({3, 4}, 1), g = random_tensor({3, 4}, 2), h = random_tensor({3, 4}, 3, 0.f, 2.f);
@@ -67,7 +67,7 @@ TEST(CudaMiscGaps, Adagrad) {
                     {}, 1, 1.0);
 }
 
-TEST(CudaMiscGaps, MomentumStandardAndNesterov) {
+TEST(CudaTrainingOptimizers, MomentumStandardAndNesterov) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 7}, 11), g = random_tensor({2, 7}, 12), v = random_tensor({2, 7}, 13);
   for (const char* mode : {"standard", "nesterov"}) {
@@ -90,7 +90,7 @@ TEST(CudaMiscGaps, MomentumStandardAndNesterov) {
       {}, 1);
 }
 
-TEST(CudaMiscGaps, Adam) {
+TEST(CudaTrainingOptimizers, Adam) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({4, 3}, 21), g = random_tensor({4, 3}, 22), v = random_tensor({4, 3}, 23);
   const Tensor h = random_tensor({4, 3}, 24, 0.f, 1.f);
@@ -113,7 +113,7 @@ TEST(CudaMiscGaps, Adam) {
 }
 
 // ---- signal: sizes / axis read at a sync point ----------------------------------------------------------------------
-TEST(CudaMiscGaps, WindowsAndMelWithDeviceSizes) {
+TEST(CudaSignalSizesAtSyncPoint, WindowsAndMelWithDeviceSizes) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
     SCOPED_TRACE(op);
@@ -128,7 +128,7 @@ TEST(CudaMiscGaps, WindowsAndMelWithDeviceSizes) {
                   {false, true, true, true, true}, 17);
 }
 
-TEST(CudaMiscGaps, DftAxisInput) {
+TEST(CudaSignalSizesAtSyncPoint, DftAxisInput) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor real = random_tensor({2, 5, 6, 1}, 31), cplx = random_tensor({2, 5, 6, 2}, 32);
   const Tensor none;
@@ -150,7 +150,7 @@ TEST(CudaMiscGaps, DftAxisInput) {
 }
 
 // ---- Dropout's mask -------------------------------------------------------------------------------------------------
-TEST(CudaMiscGaps, DropoutMask) {
+TEST(CudaDropout, DropoutMask) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({3, 4, 5}, 41);
   auto check_identity = [&](const std::map<std::string, Tensor>& got, const Tensor& in) {
@@ -182,7 +182,7 @@ TEST(CudaMiscGaps, DropoutMask) {
 }
 
 // ---- BatchNormalization with device parameters ------------------------------------------------------------------
-TEST(CudaMiscGaps, BatchNormDeviceParams) {
+TEST(CudaBatchNormalization, BatchNormDeviceParams) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 3, 4, 5}, 51, -3.f, 4.f);
   const Tensor scale = random_tensor({3}, 52, 0.5f, 2.f), bias = random_tensor({3}, 53);
@@ -208,7 +208,7 @@ TEST(CudaMiscGaps, BatchNormDeviceParams) {
 }
 
 // ---- quantization / cast ------------------------------------------------------------------------------------------
-TEST(CudaMiscGaps, DequantizeLinear16BitIntegers) {
+TEST(CudaQuantizationDtypes, DequantizeLinear16BitIntegers) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor s16 = ints<int16_t>(DType::kInt16, {3, 4}, 61, -32768, 32767);
   const Tensor u16 = ints<uint16_t>(DType::kUInt16, {3, 4}, 62, 0, 65535);
@@ -222,7 +222,7 @@ TEST(CudaMiscGaps, DequantizeLinear16BitIntegers) {
                   {false, true, true}, 21);
 }
 
-TEST(CudaMiscGaps, QLinearMatMulFloat16Scales) {
+TEST(CudaQuantizationDtypes, QLinearMatMulFloat16Scales) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (DType t : {DType::kUInt8, DType::kInt8}) {
     SCOPED_TRACE(dtype_name(t));
@@ -257,7 +257,7 @@ OneNode castlike_of_unknown_dtype() {
   return net;
 }
 
-TEST(CudaMiscGaps, CastLikeOfUnknownDtype) {
+TEST(CudaCastLike, CastLikeOfUnknownDtype) {
   KILNRT_SKIP_WITHOUT_GPU();
   OneNode net = castlike_of_unknown_dtype();
   const auto got = run_cuda(net.g, net.feeds);
@@ -271,7 +271,7 @@ TEST(CudaMiscGaps, CastLikeOfUnknownDtype) {
 }
 
 // ---- MaxPool: Indices and 8-bit ------------------------------------------------------------------------------------
-TEST(CudaMiscGaps, MaxPoolIndices) {
+TEST(CudaMaxPool, MaxPoolIndices) {
   KILNRT_SKIP_WITHOUT_GPU();
   Tensor x = random_tensor({2, 3, 7, 6}, 91, -5.f, 5.f);
   x.data<float>()[10] = std::numeric_limits<float>::quiet_NaN();  // NaN propagates with its index
@@ -311,7 +311,7 @@ TEST(CudaMiscGaps, MaxPoolIndices) {
                     {random_tensor({1, 2, 5, 5}, 94)}, {}, 12, 1.0);
 }
 
-TEST(CudaMiscGaps, MaxPool8Bit) {
+TEST(CudaMaxPool, MaxPool8Bit) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor u = ints<uint8_t>(DType::kUInt8, {1, 3, 6, 7}, 101, 0, 255);
   const Tensor s = ints<int8_t>(DType::kInt8, {2, 2, 5, 5}, 102, -128, 127);
@@ -326,7 +326,7 @@ TEST(CudaMiscGaps, MaxPool8Bit) {
 }
 
 // ---- without a GPU: the support check accepts every graph above ------------------------------------------------------
-TEST(CudaMiscGaps, SupportCheckAccepts) {
+TEST(CudaOpVariantsSupport, SupportCheckAccepts) {
   const Tensor x = random_tensor({2, 3, 4, 5}, 111), c3 = random_tensor({3}, 112, 0.5f, 1.f);
   const Tensor none;
   std::vector<OneNode> nets;
@@ -372,7 +372,7 @@ TEST(CudaMiscGaps, SupportCheckAccepts) {
 }
 
 // ... and still refuses what no layer runs, naming the node.
-TEST(CudaMiscGaps, SupportCheckRefuses) {
+TEST(CudaOpVariantsSupport, SupportCheckRefuses) {
   const Tensor xi = ints<int32_t>(DType::kInt32, {1, 1, 4, 4}, 118, -9, 9);
   OneNode pool(Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).node, {xi}, {}, 12);  // Indices of an int32 input
   try {

@@ -1,8 +1,8 @@
-// CUDA layer cases, part 2, each checked against the CPU reference: float16 / bfloat16 tensors meeting a
-// float32-only CUDA layer in a float32 engine (run as float32 islands: float32_island.h), 3-D MaxPool / AveragePool
-// (dilations, ceil_mode, count_include_pad), 3-D ConvTranspose, and GRU with linear_before_reset 0 and 1 (both
-// directions, sequence_lens, initial_h). GPU tests skip with a message without a GPU; the host tests (the float32
-// view of a node, check_supported) run everywhere.
+// CUDA layer cases checked against the CPU reference: float16 / bfloat16 tensors meeting a float32-only CUDA layer
+// in a float32 engine (run as float32 islands: float32_island.h), 3-D MaxPool / AveragePool (dilations, ceil_mode,
+// count_include_pad), 3-D ConvTranspose, and GRU with linear_before_reset 0 and 1 (both directions, sequence_lens,
+// initial_h). GPU tests skip with a message without a GPU; the host tests (the float32 view of a node,
+// check_supported) run everywhere.
 #include <cmath>
 
 #include "backends/cuda/float32_island.h"
@@ -92,7 +92,7 @@ TEST(CudaIslandHost, Float32ViewRetypesConvertsAndDropsPrecision) {
   EXPECT_EQ(why_eye, "eye");
 }
 
-TEST(CudaIslandHost, CheckSupportedAcceptsIslandsAndNewLayers) {
+TEST(CudaIslandHost, CheckSupportedAcceptsIslandsPool3dConvTransposeAndGru) {
   const DType types[] = {DType::kFloat16, DType::kBFloat16};
   for (DType t : types) {
     SCOPED_TRACE(dtype_name(t));
@@ -172,7 +172,7 @@ TEST(CudaIslandHost, CpuReferenceRunsTheIslandCasesAndCheckSupportedAcceptsThem)
 
 // ---- GPU tests ----------------------------------------------------------------------------------------------------
 
-TEST(CudaIslandGaps, Float16AndBFloat16TensorsRunAsFloat32Islands) {
+TEST(CudaFloat32Islands, Float16AndBFloat16TensorsRunAsFloat32Islands) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (DType t : {DType::kFloat16, DType::kBFloat16}) {
     SCOPED_TRACE(dtype_name(t));
@@ -183,7 +183,7 @@ TEST(CudaIslandGaps, Float16AndBFloat16TensorsRunAsFloat32Islands) {
   }
 }
 
-TEST(CudaIslandGaps, UniqueOn16BitValuesIsNative) {
+TEST(CudaFloat32Islands, UniqueOn16BitValuesIsNative) {
   KILNRT_SKIP_WITHOUT_GPU();
   // Repeated values, -0 and 0 (equal), sorted and unsorted, flat and along an axis: the values are copied, not
   // recomputed, so the outputs equal the CPU's bit for bit.
@@ -198,7 +198,7 @@ TEST(CudaIslandGaps, UniqueOn16BitValuesIsNative) {
   }
 }
 
-TEST(CudaIslandGaps, IslandsAndNative16BitMatMulAreReported) {
+TEST(CudaFloat32Islands, IslandsAndNative16BitMatMulAreReported) {
   KILNRT_SKIP_WITHOUT_GPU();
   kilnrt::cuda::ContextGuard guard(0);
   OneNode one(Op("Elu", 1, 1, "elu16").node, {to16(random_tensor({2, 4}, 41), DType::kFloat16)});
@@ -221,7 +221,7 @@ TEST(CudaIslandGaps, IslandsAndNative16BitMatMulAreReported) {
   EXPECT_EQ(plan32.tactics().at(0).second.find("island"), std::string::npos);
 }
 
-TEST(CudaIslandGaps, Pool3d) {
+TEST(CudaPool3d, Pool3d) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 3, 7, 6, 9}, 51, -2.f, 2.f);
   compare_node(Op("MaxPool", 1).ints("kernel_shape", {2, 2, 2}).node, {x});
@@ -248,7 +248,7 @@ TEST(CudaIslandGaps, Pool3d) {
   compare_node(Op("MaxPool", 1).ints("kernel_shape", {2, 2, 1}).node, {nan});
 }
 
-TEST(CudaIslandGaps, ConvTranspose3d) {
+TEST(CudaConvTranspose3d, ConvTranspose3d) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 4, 3, 4, 2}, 61);
   compare_node(Op("ConvTranspose", 2).node, {x, random_tensor({4, 3, 2, 2, 2}, 62)}, {}, 17, 1e-5, 1e-4);
@@ -263,7 +263,7 @@ TEST(CudaIslandGaps, ConvTranspose3d) {
                {x, random_tensor({4, 1, 3, 3, 3}, 68)}, {}, 17, 1e-5, 1e-4);
 }
 
-TEST(CudaIslandGaps, GruBothLinearBeforeResetValues) {
+TEST(CudaGru, GruBothLinearBeforeResetValues) {
   KILNRT_SKIP_WITHOUT_GPU();
   const int64_t seq = 4, batch = 3, in = 5, hid = 6;
   const Tensor x = random_tensor({seq, batch, in}, 71);

@@ -1,7 +1,7 @@
-// Ops added for ONNX conformance, second batch: Resize/Upsample, RNN/GRU/LSTM, NonMaxSuppression, RoiAlign,
-// MaxUnpool, quantization, GridSample, Einsum, Unique, ReverseSequence, signal ops, Det, MVN, training optimizers,
-// BitShift and the int16/uint16/uint32/uint64 dtypes, bfloat16 Cast rounding. One or more edge cases each; ONNX's
-// node cases (tests/python/test_conformance.py) cover the rest.
+// CPU reference edge cases of ops checked against ONNX conformance: Resize/Upsample, RNN/GRU/LSTM, NonMaxSuppression,
+// RoiAlign, MaxUnpool, quantization, GridSample, Einsum, Unique, ReverseSequence, signal ops, Det, MVN, training
+// optimizers, BitShift and the int16/uint16/uint32/uint64 dtypes, bfloat16 Cast rounding. One or more edge cases
+// each; ONNX's node cases (tests/python/test_conformance.py) cover the rest.
 #include <cmath>
 #include <cstring>
 
@@ -14,7 +14,7 @@ Tensor u16(const std::vector<uint16_t>& v, const Shape& s) { return Tensor::from
 Tensor u64(const std::vector<uint64_t>& v, const Shape& s) { return Tensor::from_data(v.data(), DType::kUInt64, s); }
 Tensor i16(const std::vector<int16_t>& v, const Shape& s) { return Tensor::from_data(v.data(), DType::kInt16, s); }
 
-TEST(OpsMoreResize, NearestModesAndAlignCornersLinear) {
+TEST(OpsResizeEdgeCases, NearestModesAndAlignCornersLinear) {
   Tensor x = f32({1, 2, 3, 4}, {1, 1, 1, 4});
   Tensor empty = f32({}, {0});
   Tensor scales = f32({1, 1, 1, 0.5f}, {4});
@@ -33,7 +33,7 @@ TEST(OpsMoreResize, NearestModesAndAlignCornersLinear) {
   expect_error_naming([&] { run1(l.node, {&x, &empty, &scales, &sizes}, 13); }, l.node, ErrorCode::kInvalidModel);
 }
 
-TEST(OpsMoreResize, CubicExcludeOutsideAndExtrapolation) {
+TEST(OpsResizeEdgeCases, CubicExcludeOutsideAndExtrapolation) {
   Tensor x = f32({1, 2, 3, 4}, {4});
   Tensor empty = f32({}, {0});
   Tensor scales = f32({2}, {1});
@@ -53,14 +53,14 @@ TEST(OpsMoreResize, CubicExcludeOutsideAndExtrapolation) {
   expect_values(run1(t.node, {&x, &roi, &empty, &sizes}, 13), {2.5, 4, -7});
 }
 
-TEST(OpsMoreResize, UpsampleNearestRepeats) {
+TEST(OpsResizeEdgeCases, UpsampleNearestRepeats) {
   Tensor x = f32({1, 2}, {1, 2});
   Tensor scales = f32({1, 2}, {2});
   Node n("Upsample", 2);
   expect_values(run1(n.node, {&x, &scales}, 9), {1, 1, 2, 2});
 }
 
-TEST(OpsMoreRnn, GruAndLstmShapesAndSequenceLens) {
+TEST(OpsRnnEdgeCases, GruAndLstmShapesAndSequenceLens) {
   // batch 2, seq 3, input 1, hidden 1; the second entry has length 1: later steps are zero, Y_h is step 0's.
   Tensor x = f32({1, 1, 1, 1, 1, 1}, {3, 2, 1});
   Tensor w = f32({0.5f, 0.5f, 0.5f}, {1, 3, 1});
@@ -94,7 +94,7 @@ TEST(OpsMoreRnn, GruAndLstmShapesAndSequenceLens) {
   expect_error_naming([&] { run(bad.node, {&x1, &w1, &w1}, 14); }, bad.node, ErrorCode::kUnsupported);
 }
 
-TEST(OpsMoreDetection, NmsZeroMaxOutputAndCenterBoxes) {
+TEST(OpsDetectionEdgeCases, NmsZeroMaxOutputAndCenterBoxes) {
   Tensor boxes = f32({0.5f, 0.5f, 1, 1, 0.5f, 0.6f, 1, 1, 5, 5, 1, 1}, {1, 3, 4});
   Tensor scores = f32({0.9f, 0.8f, 0.7f}, {1, 1, 3});
   Tensor zero = i64({0}, {1});
@@ -107,7 +107,7 @@ TEST(OpsMoreDetection, NmsZeroMaxOutputAndCenterBoxes) {
   EXPECT_EQ(ints_of(sel), (std::vector<int64_t>{0, 0, 0, 0, 0, 2}));  // box 1 overlaps box 0
 }
 
-TEST(OpsMoreDetection, RoiAlignConstantImageAndMaxUnpool) {
+TEST(OpsDetectionEdgeCases, RoiAlignConstantImageAndMaxUnpool) {
   Tensor x = f32(std::vector<float>(16, 3.f), {1, 1, 4, 4});
   Tensor rois = f32({0, 0, 3, 3}, {1, 4});
   Tensor idx = i64({0}, {1});
@@ -123,7 +123,7 @@ TEST(OpsMoreDetection, RoiAlignConstantImageAndMaxUnpool) {
   expect_error_naming([&] { run1(u.node, {&v, &bad}, 11); }, u.node, ErrorCode::kInvalidArgument);
 }
 
-TEST(OpsMoreQuant, QuantizeRoundsHalfToEvenAndSaturates) {
+TEST(OpsQuantEdgeCases, QuantizeRoundsHalfToEvenAndSaturates) {
   Tensor x = f32({0.5f, 1.5f, 2.5f, 1000.f, -1000.f}, {5});
   Tensor scale = f32({1}, {});
   Tensor zp = u8({0}, {});
@@ -143,7 +143,7 @@ TEST(OpsMoreQuant, QuantizeRoundsHalfToEvenAndSaturates) {
   expect_values(dq[0], {0, 0});  // a zero range: scale 0, no division by zero
 }
 
-TEST(OpsMoreQuant, IntegerMatMulAndConv) {
+TEST(OpsQuantEdgeCases, IntegerMatMulAndConv) {
   Tensor a = u8({1, 2, 3, 4}, {2, 2});
   Tensor b = u8({1, 0, 0, 1}, {2, 2});
   Tensor azp = u8({1}, {});
@@ -162,7 +162,7 @@ TEST(OpsMoreQuant, IntegerMatMulAndConv) {
 // Fuzz finding (onnx_build, a 1M-input run, at 653,473): MatMulInteger with per-row / per-column zero points
 // of the wrong length read past them (ASan heap-buffer-overflow); input
 // tests/fixtures/fuzz/onnx_build/matmulinteger_zero_point_length.
-TEST(OpsMoreQuant, MatMulIntegerZeroPointLengthsAreChecked) {
+TEST(OpsQuantEdgeCases, MatMulIntegerZeroPointLengthsAreChecked) {
   Tensor a = u8({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor b = u8({1, 0, 0, 1, 1, 1}, {3, 2});
   Tensor bad_azp = u8({1, 2, 3}, {3});  // A has 2 rows
@@ -178,7 +178,7 @@ TEST(OpsMoreQuant, MatMulIntegerZeroPointLengthsAreChecked) {
   expect_values(run1(Node("MatMulInteger", 4).node, {&a, &b, &row_azp, &bzp}, 10), {2, 3, 6, 7});
 }
 
-TEST(OpsMoreGridSample, IdentityGridAndZerosPadding) {
+TEST(OpsGridSampleEdgeCases, IdentityGridAndZerosPadding) {
   Tensor x = f32({1, 2, 3, 4}, {1, 1, 2, 2});
   // align_corners=1: corners map to pixel centres; (x=3, y=0) is outside -> 0 with zeros padding
   Tensor grid = f32({-1, -1, 1, 1, 3, 0}, {1, 1, 3, 2});
@@ -190,7 +190,7 @@ TEST(OpsMoreGridSample, IdentityGridAndZerosPadding) {
   expect_values(run1(b.node, {&x, &grid}, 16), {1, 4, 3});
 }
 
-TEST(OpsMoreEinsum, DiagonalImplicitOutputAndEllipsis) {
+TEST(OpsEinsumEdgeCases, DiagonalImplicitOutputAndEllipsis) {
   Tensor m = f32({1, 2, 3, 4}, {2, 2});
   Node tr("Einsum", 1);
   tr.s("equation", "ii");  // implicit output: trace
@@ -205,7 +205,7 @@ TEST(OpsMoreEinsum, DiagonalImplicitOutputAndEllipsis) {
   expect_values(y, {7, 10, 15, 22, 23, 34, 31, 46});
 }
 
-TEST(OpsMoreUnique, UnsortedFirstOccurrenceAndAxis) {
+TEST(OpsUniqueEdgeCases, UnsortedFirstOccurrenceAndAxis) {
   Tensor x = f32({2, 1, 1, 3, 4, 3}, {6});
   Node u("Unique", 1, 4);
   u.i("sorted", 0);
@@ -222,13 +222,13 @@ TEST(OpsMoreUnique, UnsortedFirstOccurrenceAndAxis) {
   expect_values(y, {0, 1, 1, 0});
 }
 
-TEST(OpsMoreShape, ReverseSequenceZeroLengthKeepsData) {
+TEST(OpsShapeEdgeCases, ReverseSequenceZeroLengthKeepsData) {
   Tensor x = f32({1, 2, 3, 4, 5, 6}, {3, 2});  // time x batch
   Tensor lens = i64({3, 0}, {2});
   expect_values(run1(Node("ReverseSequence", 2).node, {&x, &lens}, 10), {5, 2, 3, 4, 1, 6});
 }
 
-TEST(OpsMoreSignal, WindowsDftAndMel) {
+TEST(OpsSignalEdgeCases, WindowsDftAndMel) {
   Tensor n4 = i64_scalar(4);
   expect_values(run1(Node("HannWindow", 1).node, {&n4}, 17), {0, 0.5, 1, 0.5}, 1e-6);
   Node sym("HannWindow", 1);
@@ -247,7 +247,7 @@ TEST(OpsMoreSignal, WindowsDftAndMel) {
   expect_values(run1(inv.node, {&c}, 17), {1, 0, 1, 0, 1, 0, 1, 0}, 1e-9);
 }
 
-TEST(OpsMoreMath, DetSingularAndPivot) {
+TEST(OpsMathEdgeCases, DetSingularAndPivot) {
   Tensor sing = f32({1, 2, 2, 4}, {2, 2});
   expect_values(run1(Node("Det", 1).node, {&sing}, 11), {0});
   Tensor piv = f32({0, 1, 1, 0, 2, 0, 0, 3}, {2, 2, 2});
@@ -256,7 +256,7 @@ TEST(OpsMoreMath, DetSingularAndPivot) {
   expect_values(run1(Node("MeanVarianceNormalization", 1).node, {&x}, 13), {-1, 1}, 1e-6);
 }
 
-TEST(OpsMoreTraining, MomentumNesterovAndAdagradFirstStep) {
+TEST(OpsTrainingEdgeCases, MomentumNesterovAndAdagradFirstStep) {
   Tensor r = f32({0.1f}, {});
   Tensor t0 = i64_scalar(0);
   Tensor x = f32({1}, {1});
@@ -279,7 +279,7 @@ TEST(OpsMoreTraining, MomentumNesterovAndAdagradFirstStep) {
   expect_error_naming([&] { run(bad.node, {&r, &t0, &x, &g}, 1); }, bad.node, ErrorCode::kInvalidModel);
 }
 
-TEST(OpsMoreDtypes, BitShiftAndNewIntegerTypes) {
+TEST(OpsDtypesEdgeCases, BitShiftAndNewIntegerTypes) {
   Tensor a = u16({1, 0x8000, 7}, {3});
   Tensor s = u16({15, 1, 16}, {3});
   Node l("BitShift", 2);
@@ -306,7 +306,7 @@ TEST(OpsMoreDtypes, BitShiftAndNewIntegerTypes) {
   EXPECT_FALSE(dtype_is_valid(14));
 }
 
-TEST(OpsMoreDtypes, CastToBFloat16TruncatesBeforeOpset19) {
+TEST(OpsDtypesEdgeCases, CastToBFloat16TruncatesBeforeOpset19) {
   // 1 + 2^-8 + 2^-9 rounds up to 1 + 2^-7 (nearest even) but truncates to 1.
   const float v = 1.0f + 1.0f / 256 + 1.0f / 512;
   Tensor x = f32({v}, {1});

@@ -1,11 +1,12 @@
-// CUDA vs CPU-reference one-node comparisons for the layers of layers_signal.cc, nn/quantize/cuda/integer_layer.cc
-// and layers_misc_more.cc (DFT, STFT, MeanVarianceNormalization, OneHot, MaxUnpool, RoiAlign, DynamicQuantizeLinear,
-// MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv); integer outputs must match exactly. The window functions
-// run on the host (constant inputs) inside a CUDA plan. GPU tests skip with a message without a GPU.
+// CUDA vs CPU-reference one-node comparisons of the signal layers (DFT, STFT; the window functions and
+// MelWeightMatrix run on the host from constant inputs inside a CUDA plan) and of the integer quantization layers
+// (DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv; outputs must match exactly).
+// GPU tests skip with a message without a GPU; the support check runs everywhere.
 #include <cstring>
 #include <random>
 
 #include "cuda_backend_test_util.h"
+#include "cuda_exact_compare_util.h"
 #include "ops/nn/nn_test_util.h"
 
 using kilnrt::ops::nn::testing::Op;
@@ -39,79 +40,7 @@ Tensor s8v(const std::vector<int8_t>& v, const Shape& s) {
   return t;
 }
 
-// Runs `node` on both backends and requires every output to be bit-identical (int8 included, which
-// expect_tensors_close does not take).
-void compare_node_exact(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant = {},
-                        int64_t opset = 17) {
-  OneNode one(node, inputs, constant, opset);
-  const auto want = run_cpu(one.g, one.feeds);
-  const auto got = run_cuda(one.g, one.feeds);
-  for (const auto& [name, t] : want) {
-    SCOPED_TRACE(node.op_type + " output " + name);
-    const Tensor& g = got.at(name);
-    ASSERT_EQ(g.dtype(), t.dtype());
-    ASSERT_EQ(g.shape(), t.shape());
-    ASSERT_EQ(g.nbytes(), t.nbytes());
-    const auto* a = static_cast<const uint8_t*>(g.raw());
-    const auto* b = static_cast<const uint8_t*>(t.raw());
-    for (size_t i = 0; i < t.nbytes(); ++i)
-      ASSERT_EQ(a[i], b[i]) << "byte " << i << " of " << t.nbytes() << " differs";
-  }
-}
-
-TEST(CudaMoreLayers, MeanVarianceNormalization) {
-  KILNRT_SKIP_WITHOUT_GPU();
-  const Tensor x = random_tensor({2, 3, 4, 5}, 101, -2.f, 3.f);
-  compare_node(Op("MeanVarianceNormalization", 1).node, {x}, {}, 13, 1e-5, 1e-4);
-  compare_node(Op("MeanVarianceNormalization", 1).ints("axes", {1}).node, {x}, {}, 13, 1e-5, 1e-4);
-  compare_node(Op("MeanVarianceNormalization", 1).ints("axes", {0, 1, 2, 3}).node, {x}, {}, 13, 1e-5, 1e-4);
-  compare_node(Op("MeanVarianceNormalization", 1).ints("axes", {-1}).node, {random_tensor({3, 700}, 102)}, {}, 13,
-               1e-5, 1e-4);
-}
-
-TEST(CudaMoreLayers, OneHot) {
-  KILNRT_SKIP_WITHOUT_GPU();
-  const Tensor idx = i64({0, 4, -1, 7, 2, -6}, {2, 3});  // 7 and -6 are out of range: all "off"
-  const Tensor depth = i64({5}, {});
-  const Tensor vals = f32({-1.5f, 2.f}, {2});
-  compare_node_exact(Op("OneHot", 3).node, {idx, depth, vals}, {false, true, false}, 11);
-  compare_node_exact(Op("OneHot", 3).i("axis", 0).node, {idx, depth, vals}, {false, true, false}, 11);
-  compare_node_exact(Op("OneHot", 3).i("axis", 1).node, {i32({1, 0, 3}, {3}), f32({4.f}, {}), i64({0, 9}, {2})},
-                     {false, true, false}, 11);
-  compare_node_exact(Op("OneHot", 3).node, {f32({0.f, 2.f, 1.f}, {3}), depth, vals}, {false, true, true}, 11);
-}
-
-TEST(CudaMoreLayers, MaxUnpool) {
-  KILNRT_SKIP_WITHOUT_GPU();
-  // Indices as MaxPool(kernel 2, stride 2) of a [1, 2, 4, 4] input would give them (one per window).
-  std::vector<int64_t> idx;
-  for (int64_t c = 0; c < 2; ++c)
-    for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < 2; ++j) idx.push_back(c * 16 + (2 * i + (i + c) % 2) * 4 + 2 * j + (j + c + 1) % 2);
-  const Tensor x = random_tensor({1, 2, 2, 2}, 103);
-  const Tensor ind = i64(idx, {1, 2, 2, 2});
-  compare_node_exact(Op("MaxUnpool", 2).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).node, {x, ind}, {}, 11);
-  compare_node_exact(Op("MaxUnpool", 3).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).node,
-                     {x, ind, i64({1, 2, 5, 6}, {4})}, {false, false, true}, 11);
-}
-
-TEST(CudaMoreLayers, RoiAlign) {
-  KILNRT_SKIP_WITHOUT_GPU();
-  const Tensor x = random_tensor({2, 3, 8, 8}, 104);
-  const Tensor rois = f32({0, 0, 4, 4, 2, 1, 7, 6, 0.5f, 1.5f, 3.2f, 7.9f, -1, -1, 9, 9}, {4, 4});
-  const Tensor bidx = i64({0, 1, 1, 0}, {4});
-  for (const char* mode : {"avg", "max"}) {
-    SCOPED_TRACE(mode);
-    compare_node(Op("RoiAlign", 3).s("mode", mode).i("output_height", 3).i("output_width", 2).node, {x, rois, bidx},
-                 {}, 16, 1e-5, 1e-4);
-    compare_node(Op("RoiAlign", 3).s("mode", mode).i("sampling_ratio", 2).f("spatial_scale", 0.5f).node,
-                 {x, rois, bidx}, {}, 16, 1e-5, 1e-4);
-    compare_node(Op("RoiAlign", 3).s("mode", mode).i("output_height", 2).i("output_width", 4).node, {x, rois, bidx},
-                 {}, 10, 1e-5, 1e-4);
-  }
-}
-
-TEST(CudaMoreLayers, Dft) {
+TEST(CudaSignalLayers, Dft) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor real = random_tensor({2, 8, 1}, 105);
   const Tensor cplx = random_tensor({2, 6, 3, 2}, 106);
@@ -123,7 +52,7 @@ TEST(CudaMoreLayers, Dft) {
   compare_node(Op("DFT", 2).i("onesided", 1).node, {real, i64({5}, {})}, {false, true}, 17, 1e-4, 1e-4);  // cut
 }
 
-TEST(CudaMoreLayers, Stft) {
+TEST(CudaSignalLayers, Stft) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor sig = random_tensor({2, 32, 1}, 107);
   const Tensor window = random_tensor({16}, 108, 0.f, 1.f);
@@ -135,7 +64,7 @@ TEST(CudaMoreLayers, Stft) {
                1e-4, 1e-4);
 }
 
-TEST(CudaMoreLayers, WindowsAndMelRunOnTheHost) {
+TEST(CudaSignalLayers, WindowsAndMelRunOnTheHost) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
     SCOPED_TRACE(op);
@@ -147,7 +76,7 @@ TEST(CudaMoreLayers, WindowsAndMelRunOnTheHost) {
                {true, true, true, true, true}, 17);
 }
 
-TEST(CudaMoreLayers, DynamicQuantizeLinear) {
+TEST(CudaIntegerQuantLayers, DynamicQuantizeLinear) {
   KILNRT_SKIP_WITHOUT_GPU();
   compare_node_exact(Op("DynamicQuantizeLinear", 1, 3).node, {random_tensor({3, 7}, 110, -2.f, 3.f)}, {}, 11);
   compare_node_exact(Op("DynamicQuantizeLinear", 1, 3).node, {random_tensor({4000}, 111, 0.5f, 9.f)}, {}, 11);
@@ -156,7 +85,7 @@ TEST(CudaMoreLayers, DynamicQuantizeLinear) {
                      {random_tensor({5, 5}, 112, -3.f, -1.f)}, {}, 11);
 }
 
-TEST(CudaMoreLayers, MatMulInteger) {
+TEST(CudaIntegerQuantLayers, MatMulInteger) {
   KILNRT_SKIP_WITHOUT_GPU();
   compare_node_exact(Op("MatMulInteger", 2).node, {u8({2, 3, 4}, 113), u8({4, 5}, 114)}, {}, 10);
   compare_node_exact(Op("MatMulInteger", 4).node,
@@ -167,7 +96,7 @@ TEST(CudaMoreLayers, MatMulInteger) {
   compare_node_exact(Op("MatMulInteger", 2).node, {u8({2, 3, 6}, 121), u8({6}, 122)}, {}, 10);  // 1-D b
 }
 
-TEST(CudaMoreLayers, QLinearMatMul) {
+TEST(CudaIntegerQuantLayers, QLinearMatMul) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (bool is_signed : {false, true}) {
     SCOPED_TRACE(is_signed ? "int8" : "uint8");
@@ -185,7 +114,7 @@ TEST(CudaMoreLayers, QLinearMatMul) {
   }
 }
 
-TEST(CudaMoreLayers, ConvInteger) {
+TEST(CudaIntegerQuantLayers, ConvInteger) {
   KILNRT_SKIP_WITHOUT_GPU();
   compare_node_exact(Op("ConvInteger", 2).node, {u8({1, 3, 5, 5}, 125), u8({4, 3, 3, 3}, 126)}, {}, 10);
   compare_node_exact(Op("ConvInteger", 4).i("group", 2).ints("pads", {1, 1, 1, 1}).ints("strides", {2, 1}).node,
@@ -195,7 +124,7 @@ TEST(CudaMoreLayers, ConvInteger) {
                      {s8({1, 2, 11}, 129), s8({3, 2, 3}, 130), s8v({-5}, {}), s8v({7}, {})}, {}, 10);
 }
 
-TEST(CudaMoreLayers, QLinearConv) {
+TEST(CudaIntegerQuantLayers, QLinearConv) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (bool is_signed : {false, true}) {
     SCOPED_TRACE(is_signed ? "int8" : "uint8");
@@ -216,8 +145,8 @@ TEST(CudaMoreLayers, QLinearConv) {
   }
 }
 
-// Without a GPU too: the plan's support check accepts the new layers and still names what it refuses.
-TEST(CudaMoreLayers, SupportCheck) {
+// Without a GPU too: the plan's support check accepts these layers and still names what it refuses.
+TEST(CudaSignalAndIntegerQuantLayers, SupportCheck) {
   {
     OneNode one(Op("DFT", 1).node, {random_tensor({2, 8, 1}, 133)});
     EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(one.g));
@@ -226,7 +155,7 @@ TEST(CudaMoreLayers, SupportCheck) {
     OneNode one(Op("MatMulInteger", 2).node, {u8({2, 3}, 134), u8({3, 4}, 135)});
     EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(one.g));
   }
-  {  // A window whose size is a graph input: accepted, read at a sync point (test_cuda_misc_gaps.cc runs it).
+  {  // A window whose size is a graph input: accepted, read at a sync point (test_cuda_op_variants.cc runs it).
     OneNode one(Op("HannWindow", 1).node, {i64({10}, {})}, {false});
     EXPECT_NO_THROW(backends::cuda::CudaPlan::check_supported(one.g));
   }
