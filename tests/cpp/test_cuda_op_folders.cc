@@ -26,14 +26,6 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 constexpr const char* kExecutorFolder = "backends/cuda/control_flow/";
 
-// CUDA layers not yet in their op folder, by source file. Empty when every op's CUDA code is in its folder.
-const std::set<std::string>& layers_outside_op_folders() {
-  static const std::set<std::string> files = {
-#include "cuda_op_folders_pending.inc"
-  };
-  return files;
-}
-
 }  // namespace
 
 TEST(CudaOpFolders, RegistryHasNoDuplicateKeys) { EXPECT_EQ(kb::LayerRegistry::instance().conflicts(), ""); }
@@ -53,16 +45,11 @@ TEST(CudaOpFolders, CpuSchemasLiveInOpFolders) {
 
 TEST(CudaOpFolders, CudaLayersLiveInTheirSchemaFolder) {
   std::ostringstream bad;
-  std::set<std::string> pending_seen;
   const std::vector<const ko::OpSchema*> schemas = ko::OpRegistry::instance().all();
   int checked = 0;
   for (const kb::LayerEntry* e : kb::LayerRegistry::instance().all()) {
     const std::string key = (e->domain.empty() ? "" : e->domain + ":") + e->op_type;
     if (starts_with(e->source, kExecutorFolder)) continue;  // executor-owned: control flow, sequences
-    if (layers_outside_op_folders().count(e->source)) {
-      pending_seen.insert(e->source);
-      continue;
-    }
     ++checked;
     const std::string folder = folder_of(e->source);
     if (e->domain == kb::kCustomLayerDomain) {
@@ -80,11 +67,6 @@ TEST(CudaOpFolders, CudaLayersLiveInTheirSchemaFolder) {
     }
   }
   EXPECT_EQ(bad.str(), "") << "CUDA layers outside their op's folder:\n" << bad.str();
-  // The allow-list holds only files that still register layers: a moved file leaves it.
-  std::ostringstream stale;
-  for (const std::string& f : layers_outside_op_folders())
-    if (!pending_seen.count(f)) stale << "  " << f << "\n";
-  EXPECT_EQ(stale.str(), "") << "cuda_op_folders_pending.inc names files that register no layer:\n" << stale.str();
-  std::cout << checked << " CUDA layers checked in op folders; " << layers_outside_op_folders().size()
-            << " files still outside\n";
+  EXPECT_GT(checked, 150) << "the CUDA layer registry looks empty";
+  std::cout << checked << " CUDA layers checked in their op folders\n";
 }
