@@ -1,5 +1,5 @@
-// CUDA vs CPU-reference comparisons for the float64 branches of the CUDA Softmax / LogSoftmax layer (layers_nn.cc)
-// and MatMul layer (layers_gemm_conv.cc), on softmax_f64.cu / matmul_f64.cu (the onnx 1.23 expanded
+// CUDA vs CPU-reference comparisons for the float64 branches of the CUDA Softmax / LogSoftmax layer (ops/nn/softmax/cuda)
+// and MatMul layer (ops/nn/gemm/cuda), on softmax_f64.cu / matmul_f64.cu (the onnx 1.23 expanded
 // Attention / FlexAttention cases run these nodes in double). The inputs are random doubles with full 53-bit
 // mantissas, so a float32 path could not meet the 1e-12 tolerances. Every layer must be placed on CUDA with its
 // float64 tactic. GPU tests skip with a message without a GPU; the host tests (support check) run everywhere.
