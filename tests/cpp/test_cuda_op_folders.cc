@@ -4,6 +4,7 @@
 // GPU: only the registries are read.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <string>
