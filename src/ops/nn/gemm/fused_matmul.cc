@@ -5,23 +5,11 @@
 #include "core/check.h"
 #include "ops/nn/fused_attention/fused_attention.h"
 #include "ops/nn/nn_common.h"
+#include "ops/math/unary/gelu_reference.h"
 #include "ops/op_registry.h"
 
 namespace kilnrt::ops::nn {
 namespace {
-
-bool gelu_tanh(const ir::Node& n) {
-  const std::string a = n.attr_string("approximate", std::string("none"));
-  KILNRT_CHECK(a == "none" || a == "tanh", kInvalidModel, n.describe(),
-               "approximate must be 'none' or 'tanh', got '" << a << "'");
-  return a == "tanh";
-}
-
-inline float gelu(float xf, bool tanh_form) {
-  const double x = xf;
-  if (tanh_form) return static_cast<float>(0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))));
-  return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
-}
 
 // ---- FusedMatMul(A [..., K], W [K, N] (trans_b: [N, K]) [, bias [N] [, residual [..., N]]]) -> [..., N] -----------
 // Y = act(A W + bias + residual); the residual (a tensor of Y's shape, e.g. a transformer's skip connection) is the
