@@ -30,6 +30,7 @@ import torch
 import kilnrt
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_vs_torch  # noqa: E402
 import zoo_models  # noqa: E402
 
 UNTIMED = {"KILNRT_CONV_TUNING": "0", "KILNRT_GEMM_TUNING": "0", "KILNRT_CUDA_LAYOUT_TIMING": "0",
@@ -52,20 +53,8 @@ def outputs_sha(outs):
 
 
 def median_ms(fn, iters, rounds):
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    medians = []
-    for _ in range(rounds):
-        times = []
-        for _ in range(iters):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        medians.append(float(np.median(times)))
+    """(median of the round medians, [round medians]): bench_vs_torch.gpu_time `rounds` times."""
+    medians = [bench_vs_torch.gpu_time(fn, iters) for _ in range(rounds)]
     return float(np.median(medians)), medians
 
 
