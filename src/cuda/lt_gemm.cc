@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/cuda/tactic_timing.h"
 #include "core/env_switch.h"
 #include "core/logging.h"
 
@@ -73,6 +73,12 @@ void add_split_k_variants(const CublasLtApi& api, cublasLtHandle_t handle, cubla
 }
 
 }  // namespace
+
+int gemm_candidate_count() {
+  const char* env = std::getenv("KILNRT_GEMM_CANDIDATES");
+  const int n = env ? std::atoi(env) : 0;
+  return n >= 1 && n <= kGemmCandidatesMax ? n : kGemmCandidatesDefault;
+}
 
 void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
   if (g.m == 0 || g.n == 0) return;

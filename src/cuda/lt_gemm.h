@@ -1,14 +1,40 @@
 // Row-major GEMMs on cuBLASLt for the CUDA layers (MatMul, Gemm, and 1x1 convolutions: conv tactic cublaslt:<i>,
 // conv_tactics.h): float32 compute, optional bias / ReLU epilogue, C read with beta from the output or another buffer.
+// Also the algorithm choice of one GEMM layer (GemmTactic) and how many heuristic results the GEMM tactic timing lists.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ops/cuda/cuda_layer.h"
 #include "cuda/cuda_libs.h"
-#include "ops/nn/gemm/cuda/gemm_tactics.h"
 
 namespace kilnrt::backends::cuda {
+
+constexpr int kGemmCandidatesDefault = 12;  // heuristic results timed per GEMM problem
+constexpr int kGemmCandidatesMax = 64;
+// kGemmCandidatesDefault, or KILNRT_GEMM_CANDIDATES=N (1..kGemmCandidatesMax; another count is another timing-cache
+// entry).
+int gemm_candidate_count();
+
+// The cuBLASLt algorithm of one GEMM layer. lt_gemm reads it through GemmArgs::tactic; the GEMM tactic timing
+// (ops/nn/gemm/cuda/gemm_tactics.h) fills it.
+struct GemmTactic {
+  enum class Mode {
+    kRun,    // the stored algorithm when has_algo (checked at every call, heuristic when refused), else heuristic
+    kForce,  // tuning: exactly `algo` (throws when cuBLASLt refuses it)
+    kList,   // tuning: lt_gemm fills `listed` with the heuristic's candidates and runs nothing
+  };
+  Mode mode = Mode::kRun;
+  bool has_algo = false;
+  cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> listed;
+  std::atomic<bool> warned{false};  // the stored algorithm was refused once (warning logged)
+  std::string name;                 // the layer, for the warning
+  // Appended to the layer's tactic(): "|timed-algo" while a stored algorithm is in use.
+  std::string suffix() const { return has_algo ? "|timed-algo" : ""; }
+};
 
 struct GemmArgs {
   bool trans_a = false, trans_b = false;
@@ -28,7 +54,7 @@ struct GemmArgs {
   bool relu = false;           // RELU / RELU_BIAS epilogue (after beta * C and the bias)
   bool gelu = false;           // GELU / GELU_BIAS epilogue (cuBLASLt's tanh form; not with relu)
   int algo_index = 0;          // which of cuBLASLt's heuristic results (conv tactic cublaslt:<i>)
-  GemmTactic* tactic = nullptr;  // a timed / stored algorithm, or the tuner's listing (gemm_tactics.h)
+  GemmTactic* tactic = nullptr;  // a timed / stored algorithm, or the tuner's listing
 };
 
 // Row-major C[m,n] = alpha * op(A) op(B) + beta * C (+ bias) (ReLU), computed as column-major C^T = op(B)^T op(A)^T,

@@ -200,7 +200,7 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
     backends::cuda::embed_fused_pointwise_code(graph, target.device);  // NVRTC now: loading the engine skips it
 #endif
     // Planning on the target GPU checks every node (an unsupported one is an error naming it) and picks tactics.
-    std::map<std::string, std::string> timed;  // conv tactics timed on this GPU (ops/nn/conv/cuda/conv_tactics.h)
+    std::map<std::string, std::string> timed;  // tactics timed on this GPU (ops/cuda/tactic_timing.h)
 #ifdef KILNRT_HAVE_CUDA
     // FusedMatMul weights stored [K, N] or [N, K], whichever cuBLASLt runs faster here (gemm_weight_layout.h).
     KILNRT_LOG(kInfo, backends::cuda::choose_gemm_weight_layouts(graph, target.device).note);

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/cuda/tactic_timing.h"
 #include "backends/cuda/cuda_plan.h"
 #include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
@@ -89,8 +89,8 @@ std::shared_ptr<CudaPlan> make_cuda_plan(const ir::Graph& graph, int device, con
                                          bool record, std::map<std::string, std::string>* timed) {
   CudaPlan::check_supported(graph);  // clear per-node errors before touching the GPU
   kc::ContextGuard guard(device);
-  std::unique_ptr<backends::cuda::ConvTuningScope> tuning;
-  if (timed) tuning = std::make_unique<backends::cuda::ConvTuningScope>(device, timed);
+  std::unique_ptr<backends::cuda::TacticTimingScope> tuning;
+  if (timed) tuning = std::make_unique<backends::cuda::TacticTimingScope>(device, timed);
   return std::make_shared<CudaPlan>(graph, device, image, record);
 }
 

@@ -28,8 +28,8 @@ struct CudaTarget {
 CudaTarget cuda_target(int device);
 // Builds the plan (uploads weights) — throws kUnsupported naming an unsupported node. `image`: the engine's stored
 // device weights (one allocation + one copy); `record`: the builder's plan, for cuda_device_weights(). `timed`
-// (the builder): conv layers time their tactics on the GPU and put node name -> kilnrt_conv_tactic value there
-// (ops/nn/conv/cuda/conv_tactics.h).
+// (the builder): layers time their tactics on the GPU under a TacticTimingScope (ops/cuda/tactic_timing.h) and put
+// node name -> kilnrt_conv_tactic value (other attributes: "node<TAB>attr" -> value) there.
 std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph& graph, int device,
                                                          const DeviceWeightImage* image = nullptr,
                                                          bool record = false,

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/cuda/tactic_timing.h"
 #include "backends/cuda/cuda_plan.h"
 #include "backends/cuda/layout_timing.h"
 #include "conv_fusion_test_util.h"

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/cuda/tactic_timing.h"
 #include "ops/cuda/cuda_layer.h"
 #include "backends/cuda/cuda_plan.h"
 #include "core/logging.h"
@@ -69,8 +69,8 @@ std::unique_ptr<TimedPlan> make_timed_plan(const ir::Graph& graph, int device, c
   auto t = std::make_unique<TimedPlan>();
   t->layout = layout;
   {
-    std::unique_ptr<ConvTuningScope> tuning;
-    if (timed) tuning = std::make_unique<ConvTuningScope>(device, timed);
+    std::unique_ptr<TacticTimingScope> tuning;
+    if (timed) tuning = std::make_unique<TacticTimingScope>(device, timed);
     t->plan = std::make_shared<CudaPlan>(graph, device);
   }
   for (const auto& [node, tactic] : t->plan->tactics()) t->nhwc_layers |= tactic.find("+nhwc") != std::string::npos;

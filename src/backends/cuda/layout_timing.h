@@ -53,8 +53,8 @@ struct LayoutTimingResult {
   std::string note;              // human-readable summary (logged at info level by the builder)
 };
 // Times both layouts of `graph` on `device` and records the faster (set_recorded_layout). `timed`: the builder's
-// conv tactic map (conv_tactics.h), filled as in engine::make_cuda_plan (may be null: no tactic timing). Needs a GPU;
-// the caller holds a ContextGuard or not (one is taken here).
+// map of timed tactics (ops/cuda/tactic_timing.h: TacticTimingScope), filled as in engine::make_cuda_plan (may be
+// null: no tactic timing). Needs a GPU; the caller holds a ContextGuard or not (one is taken here).
 LayoutTimingResult choose_layout_by_timing(ir::Graph& graph, int device, std::map<std::string, std::string>* timed);
 
 }  // namespace kilnrt::backends::cuda

@@ -53,7 +53,7 @@ class ConvLayer final : public CudaLayer {
     small_c_ = SmallCConv::create(a, use_cudnn_);  // C <= 4 (stems, patchify): conv_small_c.h
     // Tactics chosen by timing at build (conv_tactics.h): stored with the node, or timed now under the builder's scope.
     if (use_cudnn_ && a.node.has_attr(kConvTacticAttr)) choices_ = parse_tactic_attr(a.node.attr_string(kConvTacticAttr));
-    else if (use_cudnn_ && !small_c_ && ConvTuningScope::current()) tune(a, *ConvTuningScope::current());
+    else if (use_cudnn_ && !small_c_ && TacticTimingScope::current()) tune(a, *TacticTimingScope::current());
   }
   ~ConvLayer() override { clear_cache(); }
   std::string tactic() const override {
@@ -204,7 +204,7 @@ class ConvLayer final : public CudaLayer {
 
   // Build-time timing of the candidate tactics of each layout (conv_tactics.h); the winners go into the node's
   // kConvTacticAttr (the builder stores them) and choices_.
-  void tune(const LayerCreateArgs& a, ConvTuningScope& scope) {
+  void tune(const LayerCreateArgs& a, TacticTimingScope& scope) {
     ConvTuneInfo info;
     info.storage = !p16_ ? DType::kFloat32 : precision_ == Precision::kBf16 ? DType::kBFloat16 : DType::kFloat16;
     info.nhwc = nhwc_w_ != nullptr;
@@ -213,7 +213,7 @@ class ConvLayer final : public CudaLayer {
     info.act = fused_ ? static_cast<int>(epilogue_.act) : 0;
     info.epilogue = fused_ ? ops::nn::describe_epilogue(epilogue_) : "";
     for (ConvTuneRequest& req : conv_tune_requests(a.node, a.graph, info)) {
-      const ConvChoice best = scope.tune(req, [this](const ConvChoice& c, LayerLaunch& l) {
+      const ConvChoice best = tune_conv_request(scope, req, [this](const ConvChoice& c, LayerLaunch& l) {
         forced_ = c;
         forcing_ = true;
         enqueue(l);

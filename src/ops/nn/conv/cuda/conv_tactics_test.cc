@@ -263,7 +263,7 @@ TEST(CudaConvTactics, TuningRecordsWinnersAndCaches) {
   bc::timing_cache_clear();
   auto tune = [&](std::map<std::string, std::string>* timed) {
     kilnrt::cuda::ContextGuard guard(0);
-    bc::ConvTuningScope scope(0, timed);
+    bc::TacticTimingScope scope(0, timed);
     bc::CudaPlan plan(g, 0);
   };
   const bc::TuningStats s0 = bc::tuning_stats();

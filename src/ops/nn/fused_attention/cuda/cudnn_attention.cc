@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/cuda/tactic_timing.h"
 #include "cuda/cuda_libs.h"
 #include "ops/nn/gemm/cuda/gemm_tactics.h"
 #include "core/logging.h"
@@ -606,7 +606,7 @@ void CudnnAttention::setup(const LayerCreateArgs& a, bool zero_masked_rows,
     }
     return;
   }
-  ConvTuningScope* scope = ConvTuningScope::open_scope();
+  TacticTimingScope* scope = TacticTimingScope::open_scope();
   if (!scope || a.node.inputs.empty()) return;
   DType storage = value_dtype(a.graph, a.node.inputs[0]);
   if (storage == DType::kFloat32) storage = gemm_storage(node_precision(a.node));

@@ -17,8 +17,8 @@
 // Only where cuDNN is known to apply is it tried: 16-bit storage (fp16 / bf16), D == Dv in {64, 128}, unit inner
 // strides, 16-byte aligned operands, a mask with unit key stride. Everything else keeps the kernel.
 //
-// Choice at build: under the builder's tuning scope (conv_tactics.h: same timing machinery, CUDA-graph replays,
-// timing cache) a FusedAttention layer with static shapes and 16-bit storage times the kernel (incumbent) against up
+// Choice at build: under the builder's TacticTimingScope (ops/cuda/tactic_timing.h: CUDA-graph replays, timing
+// cache) a FusedAttention layer with static shapes and 16-bit storage times the kernel (incumbent) against up
 // to kCudnnAttentionMaxConfigs of cuDNN's configurations and stores the winner as the node's string attribute
 // kAttentionTacticAttr = "<GPU>|sm_XY#kernel", "...#cudnn" (configuration 0) or "...#cudnn:<i>"; loading reads it
 // and never times (<i> indexes the heuristic list of the cuDNN the engine runs with: under another cuDNN version it

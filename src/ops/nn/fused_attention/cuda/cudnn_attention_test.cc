@@ -11,7 +11,7 @@
 #include <limits>
 
 #include "attention_test_util.h"
-#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/cuda/tactic_timing.h"
 #include "ops/nn/fused_attention/cuda/cudnn_attention.h"
 #include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/cuda/tactic_timing.h"
 #include "core/env_switch.h"
 #include "core/logging.h"
 
@@ -126,12 +126,6 @@ bool gemm_tuning_enabled() {
   return !env_switched_off("KILNRT_GEMM_TUNING");
 }
 
-int gemm_candidate_count() {
-  const char* env = std::getenv("KILNRT_GEMM_CANDIDATES");
-  const int n = env ? std::atoi(env) : 0;
-  return n >= 1 && n <= kGemmCandidatesMax ? n : kGemmCandidatesDefault;
-}
-
 DType gemm_storage(Precision p) {
   return p == Precision::kFp16 ? DType::kFloat16 : p == Precision::kBf16 ? DType::kBFloat16 : DType::kFloat32;
 }
@@ -157,7 +151,7 @@ void setup_gemm_tactic(const LayerCreateArgs& a, DType storage, GemmTactic& t,
     }
     return;
   }
-  ConvTuningScope* scope = ConvTuningScope::open_scope();
+  TacticTimingScope* scope = TacticTimingScope::open_scope();
   if (!scope || !gemm_tuning_enabled()) return;
   LayerLaunch l;
   const std::string problem = gemm_problem_key(a.node, a.graph, storage, &l);

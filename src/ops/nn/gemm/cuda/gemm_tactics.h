@@ -1,8 +1,9 @@
 // cuBLASLt algorithm timing at build for the GEMM layers of the CUDA backend: FusedMatMul, MatMul, Gemm.
 //
+// The algorithm a layer runs is its GemmTactic (cuda/lt_gemm.h, with the candidate count gemm_candidate_count()).
 // Without a choice a GEMM layer runs the first algorithm of cuBLASLt's heuristic (cublasLtMatmulAlgoGetHeuristic).
-// At build, under the ConvTuningScope the builder opens (conv_tactics.h: same timing machinery, CUDA-graph replays,
-// median, timing cache), a GEMM layer whose shapes are all static asks the heuristic for up to gemm_candidate_count()
+// At build, under the TacticTimingScope the builder opens (ops/cuda/tactic_timing.h: CUDA-graph replays, median,
+// timing cache), a GEMM layer whose shapes are all static asks the heuristic for up to gemm_candidate_count()
 // algorithms for its problem (with the workspace the layer gets), times each, and keeps the heuristic's first unless
 // another is at least 3% faster. The winner, the heuristic's first included (cublasLtMatmulAlgo_t: 8 opaque uint64 words) is stored as the node's
 // string attribute kGemmAlgoAttr = "<device key>#<128 hex digits>", where the device key names the GPU, its SM and
@@ -14,39 +15,16 @@
 // through the timing cache (KILNRT_TIMING_CACHE=FILE keeps it across processes). KILNRT_GEMM_TUNING=0 turns the
 // timing off (the heuristic, as engines built before it); KILNRT_CONV_TUNING does not affect it.
 #pragma once
-#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "cuda/lt_gemm.h"
 #include "ops/cuda/cuda_layer.h"
-#include "cuda/cuda_libs.h"
 
 namespace kilnrt::backends::cuda {
 
 constexpr const char* kGemmAlgoAttr = "kilnrt_gemm_algo";
-constexpr int kGemmCandidatesDefault = 12;  // heuristic results timed per GEMM problem
-constexpr int kGemmCandidatesMax = 64;
-// kGemmCandidatesDefault, or KILNRT_GEMM_CANDIDATES=N (1..kGemmCandidatesMax; another count is another timing-cache
-// entry).
-int gemm_candidate_count();
-
-// The cuBLASLt algorithm of one GEMM layer. lt_gemm (lt_gemm.h) reads it through GemmArgs::tactic.
-struct GemmTactic {
-  enum class Mode {
-    kRun,    // the stored algorithm when has_algo (checked at every call, heuristic when refused), else heuristic
-    kForce,  // tuning: exactly `algo` (throws when cuBLASLt refuses it)
-    kList,   // tuning: lt_gemm fills `listed` with the heuristic's candidates and runs nothing
-  };
-  Mode mode = Mode::kRun;
-  bool has_algo = false;
-  cublasLtMatmulAlgo_t algo{};
-  std::vector<cublasLtMatmulAlgo_t> listed;
-  std::atomic<bool> warned{false};  // the stored algorithm was refused once (warning logged)
-  std::string name;                 // the layer, for the warning
-  // Appended to the layer's tactic(): "|timed-algo" while a stored algorithm is in use.
-  std::string suffix() const { return has_algo ? "|timed-algo" : ""; }
-};
 
 std::string gemm_algo_to_hex(const cublasLtMatmulAlgo_t& a);               // 128 lowercase hex digits
 bool gemm_algo_from_hex(const std::string& hex, cublasLtMatmulAlgo_t* out);  // false when malformed

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "attention_test_util.h"
-#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/cuda/tactic_timing.h"
 #include "ops/nn/gemm/cuda/gemm_tactics.h"
 #include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/cuda/tactic_timing.h"
 #include "ops/nn/gemm/cuda/gemm_tactics.h"
 #include "ops/nn/gemm/cuda/fused_matmul_layer.h"
 #include "core/env_switch.h"
@@ -51,7 +51,7 @@ LayerLaunch flipped_launch(const LayerLaunch& l) {
 
 // True when W stored the other way round is at least kGemmLayoutMargin faster. `l`: the node's shapes (bound to
 // scratch buffers here).
-bool time_flip(ConvTuningScope& scope, const Problem& p, LayerLaunch& l) {
+bool time_flip(TacticTimingScope& scope, const Problem& p, LayerLaunch& l) {
   scope.bind(l);
   LayerLaunch lf = flipped_launch(l);
   GemmTactic t;
@@ -137,7 +137,7 @@ GemmLayoutResult choose_gemm_weight_layouts(ir::Graph& graph, int device) {
   const auto uses = passes::count_value_uses(graph);
   kc::ContextGuard guard(device);
   std::map<std::string, std::string> unused;  // the scope records nothing here
-  std::unique_ptr<ConvTuningScope> scope;
+  std::unique_ptr<TacticTimingScope> scope;
   std::string dev;
   for (ir::Node& n : graph.nodes) {
     if (n.domain != "com.kilnrt" || n.op_type != "FusedMatMul" || n.inputs.size() < 2) continue;
@@ -167,7 +167,7 @@ GemmLayoutResult choose_gemm_weight_layouts(ir::Graph& graph, int device) {
     } else if (timing_cache_find_raw(key, &cached) && (cached == "flip" || cached == "keep")) {
       flip = cached == "flip";
     } else {
-      if (!scope) scope = std::make_unique<ConvTuningScope>(device, &unused);
+      if (!scope) scope = std::make_unique<TacticTimingScope>(device, &unused);
       try {
         flip = time_flip(*scope, p, l);
       } catch (const Error& e) {  // a form cuBLASLt refuses: keep W as it is

@@ -5,8 +5,8 @@
 // everywhere: BERT b32's QKV and out-projection ran 2.6 % faster with W [N, K], its fc2 10 % slower (2026-11-23,
 // bench/gemm_layout_probe.cu). So the builder, before planning, times both forms of each FusedMatMul whose W is a
 // float32 constant read by that node only and whose shapes are static: every cuBLASLt heuristic candidate of each form
-// on scratch operands (the GEMM tuner's timing, conv_tactics.h), then the best of each form again, interleaved. When
-// the other form is at least 1 % faster, W is transposed in the graph and trans_b flipped:
+// on scratch operands (the GEMM tuner's timing, ops/cuda/tactic_timing.h), then the best of each form again,
+// interleaved. When the other form is at least 1 % faster, W is transposed in the graph and trans_b flipped:
 // the engine stores W that way, and the GEMM tuner (gemm_tactics.h) then times that form's algorithms as usual.
 // Decisions are kept in the timing cache ("<device>|wlayout|<problem>" -> "flip" / "keep").
 // KILNRT_GEMM_WEIGHT_LAYOUT=0 or KILNRT_GEMM_TUNING=0 turns it off; KILNRT_GEMM_WEIGHT_LAYOUT=transposed flips every

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "attention_test_util.h"
-#include "ops/nn/conv/cuda/conv_tactics.h"
+#include "ops/cuda/tactic_timing.h"
 #include "ops/nn/gemm/cuda/gemm_weight_layout.h"
 #include "conv_fusion_test_util.h"
 #include "cuda_backend_test_util.h"
