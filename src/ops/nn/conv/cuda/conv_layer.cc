@@ -18,7 +18,7 @@
 #include "ops/nn/conv/cuda/nhwc_depthwise.h"
 #include "ops/nn/conv/cuda/pointwise_conv.h"
 #include "ops/cuda/float32_layer_inputs.h"
-#include "cuda/lt_gemm.h"
+#include "ops/cuda/lt_gemm.h"
 #include "core/logging.h"
 #include "cuda/driver_api.h"
 #include "ops/nn/fused_conv/fused_conv.h"

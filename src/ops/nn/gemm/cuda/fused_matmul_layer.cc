@@ -9,7 +9,7 @@
 #include "ops/math/unary/cuda/unary_kernels.h"
 #include "ops/nn/gemm/cuda/gemm_tactics.h"
 #include "ops/nn/gemm/cuda/fused_matmul_layer.h"
-#include "cuda/lt_gemm.h"
+#include "ops/cuda/lt_gemm.h"
 
 namespace kilnrt::backends::cuda {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "ops/cuda/cuda_layer.h"
-#include "cuda/lt_gemm.h"
+#include "ops/cuda/lt_gemm.h"
 
 namespace kilnrt::backends::cuda {
 

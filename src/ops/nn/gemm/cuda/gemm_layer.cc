@@ -10,7 +10,7 @@
 #include "ops/nn/gemm/cuda/gemm_kernels.h"
 #include "ops/nn/gemm/cuda/matmul_f64.h"
 #include "ops/cuda/float32_layer_inputs.h"
-#include "cuda/lt_gemm.h"
+#include "ops/cuda/lt_gemm.h"
 #include "core/logging.h"
 #include "cuda/driver_api.h"
 

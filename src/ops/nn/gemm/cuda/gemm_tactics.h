@@ -1,6 +1,6 @@
 // cuBLASLt algorithm timing at build for the GEMM layers of the CUDA backend: FusedMatMul, MatMul, Gemm.
 //
-// The algorithm a layer runs is its GemmTactic (cuda/lt_gemm.h, with the candidate count gemm_candidate_count()).
+// The algorithm a layer runs is its GemmTactic (ops/cuda/lt_gemm.h, with the candidate count gemm_candidate_count()).
 // Without a choice a GEMM layer runs the first algorithm of cuBLASLt's heuristic (cublasLtMatmulAlgoGetHeuristic).
 // At build, under the TacticTimingScope the builder opens (ops/cuda/tactic_timing.h: CUDA-graph replays, median,
 // timing cache), a GEMM layer whose shapes are all static asks the heuristic for up to gemm_candidate_count()
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/lt_gemm.h"
+#include "ops/cuda/lt_gemm.h"
 #include "ops/cuda/cuda_layer.h"
 
 namespace kilnrt::backends::cuda {

@@ -1,5 +1,5 @@
 // cuBLASLt GEMM helper (lt_gemm.h).
-#include "cuda/lt_gemm.h"
+#include "ops/cuda/lt_gemm.h"
 
 #include <algorithm>
 #include <cstdlib>
