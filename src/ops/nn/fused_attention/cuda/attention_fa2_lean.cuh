@@ -29,6 +29,7 @@
 
 #include "cuda/kernels/mma_ptx.cuh"
 #include "cuda/kernels/launch_common.cuh"
+#include "ops/nn/fused_attention/cuda/attention.h"
 
 namespace kilnrt::cuda::kernels::attention_mma_detail {
 
