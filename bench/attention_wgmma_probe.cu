@@ -48,8 +48,8 @@ struct Shape {
 
 // Max |got - reference| over heads (0, 0) and (B - 1, H - 1), float64 softmax(0.125 Q K^T + mask) V.
 static double cpu_check(const Shape& sh, const int64_t (&st)[4], const std::vector<uint16_t>& q,
-                        const std::vector<uint16_t>& k, const std::vector<uint16_t>& v,
-                        const std::vector<uint16_t>& m, const std::vector<uint16_t>& got) {
+                        const std::vector<uint16_t>& k, const std::vector<uint16_t>& v, const std::vector<uint16_t>& m,
+                        const std::vector<uint16_t>& got) {
   const int S = sh.s, D = 64;
   double worst = 0;
   for (int which = 0; which < 2; ++which) {
@@ -167,8 +167,9 @@ int main() {
     const bool wgp = wgp_supports(aw);
     if (wgp) {
       for (int cfg = 0; cfg < 3; ++cfg) {
-        const char* cfg_name =
-            cfg == 0 ? "2 stages, blocks that fit" : cfg == 1 ? "2 stages, 1 block/SM" : "3 stages, 1 block/SM";
+        const char* cfg_name = cfg == 0   ? "2 stages, blocks that fit"
+                               : cfg == 1 ? "2 stages, 1 block/SM"
+                                          : "3 stages, 1 block/SM";
         CK(cudaMemset(o_wg, 0, n * 2));
         const int st_launch = cfg == 0   ? launch_wgp<__half, 2>(aw, 0, nullptr)
                               : cfg == 1 ? launch_wgp<__half, 2>(aw, 1, nullptr)
@@ -188,8 +189,8 @@ int main() {
     // Kinds: 0 short4, 1 wg, 2 wg2, then wgp: 3 (2 stages, blocks that fit), 4 (2 stages, 1 block/SM), 5 (3 stages,
     // 1 block/SM); ablations of kind 3: 6 no softmax, 7 no wgmma, 8 no copies, 9 no stores, 10 copies + stores only
     // (no softmax, no wgmma), 11 math only (no copies, no stores), 12 nothing (the persistent loop and barriers).
-    const char* names[] = {"short4", "wg", "wg2", "wgp2", "wgp2x1", "wgp3x1", "-softmax", "-wgmma", "-copies",
-                           "-stores", "copy+store", "math only", "skeleton", "wgs"};
+    const char* names[] = {"short4", "wg",      "wg2",     "wgp2",       "wgp2x1",    "wgp3x1",   "-softmax",
+                           "-wgmma", "-copies", "-stores", "copy+store", "math only", "skeleton", "wgs"};
     // Timed kinds: short4, wg, wg2, wgs, then the wgp kinds where wgp applies.
     std::vector<int> kinds = {0, 1, 2, 13};
     for (int kind = 3; wgp && kind < 13; ++kind) kinds.push_back(kind);

@@ -70,12 +70,11 @@ __device__ __forceinline__ void wgp_load(unsigned char* st, const AttentionArgs&
   short_copy_rows<T, kWgpThreads, kWgpRows>(
       st, static_cast<const T*>(a.q) + u.b0 * a.qs[0] + u.b1 * a.qs[1] + int64_t(u.q0) * a.qs[2], a.qs[2], sq - u.q0,
       wg_swz);
-  short_copy_rows<T, kWgpThreads, Sh::kKeys>(st + Sh::kQBytes,
-                                             static_cast<const T*>(a.k) + u.b0 * a.ks[0] + u.b1 * a.ks[1], a.ks[2],
-                                             sk, wg_swz);
+  short_copy_rows<T, kWgpThreads, Sh::kKeys>(
+      st + Sh::kQBytes, static_cast<const T*>(a.k) + u.b0 * a.ks[0] + u.b1 * a.ks[1], a.ks[2], sk, wg_swz);
   short_copy_rows<T, kWgpThreads, Sh::kKeys>(st + Sh::kQBytes + Sh::kKvBytes,
-                                             static_cast<const T*>(a.v) + u.b0 * a.vs[0] + u.b1 * a.vs[1], a.vs[2],
-                                             sk, wg_swz);
+                                             static_cast<const T*>(a.v) + u.b0 * a.vs[0] + u.b1 * a.vs[1], a.vs[2], sk,
+                                             wg_swz);
   if constexpr (kKeyMask) {
     const T* mrow = static_cast<const T*>(a.mask) + u.b0 * a.ms[0] + u.b1 * a.ms[1];
     const int chunks = (sk * 2 + 15) / 16;
@@ -87,8 +86,8 @@ __device__ __forceinline__ void wgp_load(unsigned char* st, const AttentionArgs&
 // One 64-row tile (rows q0 .. q0 + 63) of a unit whose Q, K, V and bias are in stage `st`, by one warpgroup
 // (`wtid` its thread index 0-127). The wgmma kernel's loop body, with K and V already resident.
 template <class T, int kChunks, bool kKeyMask, int kAblate>
-__device__ __forceinline__ void wgp_tile(unsigned char* st, unsigned char* qt, const AttentionArgs& a,
-                                         const WgpUnit& u, int q0, int wtid) {
+__device__ __forceinline__ void wgp_tile(unsigned char* st, unsigned char* qt, const AttentionArgs& a, const WgpUnit& u,
+                                         int q0, int wtid) {
   using Sh = WgpShape<kChunks>;
   using B = Bits16<T>;
   constexpr int kN = 2 * kChunks;
@@ -155,13 +154,16 @@ __device__ __forceinline__ void wgp_tile(unsigned char* st, unsigned char* qt, c
 // units = qblocks * b1 * b0 (qblocks = ceil(Sq / 128)); grid <= units. Registers: 128 at most for 128 keys (two
 // blocks per SM fit, no spills, as the wgmma kernel's), free for 256 keys (128 made ptxas spill about 1 KB).
 template <class T, int kChunks, bool kKeyMask, int kStages, int kAblate>
-__global__ void __launch_bounds__(kWgpThreads, kChunks <= 8 ? 2 : 1) attention_wgp(AttentionArgs a, int qblocks, int units) {
+__global__ void __launch_bounds__(kWgpThreads, kChunks <= 8 ? 2 : 1)
+    attention_wgp(AttentionArgs a, int qblocks, int units) {
   using Sh = WgpShape<kChunks>;
   static_assert(kStages >= 2, "double buffering at least");
   extern __shared__ __align__(128) unsigned char wgp_smem[];
   unsigned char* base = wgp_smem + ((1024u - (smem_addr(wgp_smem) & 1023u)) & 1023u);
   const int n = (units - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
-  auto unit_of = [&](int i) { return wgp_unit(static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x), qblocks, a.b1); };
+  auto unit_of = [&](int i) {
+    return wgp_unit(static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x), qblocks, a.b1);
+  };
   const int wg = threadIdx.x >> 7, wtid = threadIdx.x & 127;
   const int sk = static_cast<int>(a.sk);
 

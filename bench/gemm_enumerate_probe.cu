@@ -18,7 +18,6 @@
 
 #include "gemm_probe_common.cuh"
 
-
 static cublasLtHandle_t H;
 static void* WS;
 static const size_t WSB = 32 << 20;
@@ -113,7 +112,8 @@ int main(int argc, char** argv) {
       int32_t swz = 0, custom_max = 0;
       size_t w;
       cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swz, sizeof(swz), &w);
-      cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &custom_max, sizeof(custom_max), &w);
+      cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &custom_max, sizeof(custom_max),
+                                        &w);
       custom_max = std::min(custom_max, 3);
       for (uint32_t t : tiles)
         for (uint32_t s : stages)
@@ -169,15 +169,18 @@ int main(int argc, char** argv) {
     time_all(heur);
     time_all(enumerated);
     double best_h = 1e9, best_e = 1e9;
-    for (const Cand& c : heur) if (c.sus_ms > 0) best_h = std::min(best_h, c.sus_ms);
-    for (const Cand& c : enumerated) if (c.sus_ms > 0) best_e = std::min(best_e, c.sus_ms);
+    for (const Cand& c : heur)
+      if (c.sus_ms > 0) best_h = std::min(best_h, c.sus_ms);
+    for (const Cand& c : enumerated)
+      if (c.sus_ms > 0) best_e = std::min(best_e, c.sus_ms);
     const double tflop = 2.0 * M * N * K * 1e-12;
     printf("%-14s %dx%dx%d: heuristic %zu, algo ids %d, configs tried %zu, accepted %zu\n", p.name, M, N, K,
            heur.size(), nids, tried, enumerated.size());
-    printf("   heuristic first sustained %.2f us | best heuristic sustained %.2f us (%.0f TFLOPS) | best enumerated "
-           "sustained %.2f us (%.0f TFLOPS) | gain %.1f%%\n",
-           h0_short * 1e3, best_h * 1e3, tflop / (best_h * 1e-3), best_e * 1e3, tflop / (best_e * 1e-3),
-           100.0 * (best_h - best_e) / best_h);
+    printf(
+        "   heuristic first sustained %.2f us | best heuristic sustained %.2f us (%.0f TFLOPS) | best enumerated "
+        "sustained %.2f us (%.0f TFLOPS) | gain %.1f%%\n",
+        h0_short * 1e3, best_h * 1e3, tflop / (best_h * 1e-3), best_e * 1e3, tflop / (best_e * 1e-3),
+        100.0 * (best_h - best_e) / best_h);
     for (size_t i = 0; i < enumerated.size() && i < 6; ++i) {
       const Cand& c = enumerated[i];
       printf("   enum #%zu id %d tile %d stages %d cluster %d swizzle %d custom %d: short %.2f sustained %.2f us\n", i,

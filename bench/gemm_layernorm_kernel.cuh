@@ -35,8 +35,8 @@
 namespace kilnrt::bench_gemm_ln {
 
 struct GemmLayerNormArgs {
-  int dt = 1;            // 1 float16, 2 bfloat16
-  bool trans_b = false;  // W is [N, K] (else [K, N])
+  int dt = 1;                      // 1 float16, 2 bfloat16
+  bool trans_b = false;            // W is [N, K] (else [K, N])
   const void* a = nullptr;         // [M, K]
   const void* w = nullptr;         // [K, N] or [N, K]
   const void* bias = nullptr;      // [N] or null
@@ -75,7 +75,9 @@ struct Pair {
   static __device__ __forceinline__ float2 load(const void* p) {
     return B::unpack(*static_cast<const typename B::Pair*>(p));
   }
-  static __device__ __forceinline__ void store(void* p, float a, float b) { *static_cast<uint32_t*>(p) = B::pack(a, b); }
+  static __device__ __forceinline__ void store(void* p, float a, float b) {
+    *static_cast<uint32_t*>(p) = B::pack(a, b);
+  }
   static __device__ __forceinline__ float round(float v) {
     return kilnrt::cuda::kernels::storage16::to_f(kilnrt::cuda::kernels::storage16::from_f<T>(v));
   }
@@ -174,7 +176,8 @@ __global__ void __launch_bounds__(128 * kWG, 1) gemm_layernorm_kernel(GemmLayerN
     wgmma::proxy_fence();
     __syncthreads();  // ... everyone's; and every warpgroup is done with the slot refilled below
     const int next = kt + kAhead;
-    if (next < steps && PROBE_MODE != 2) Cp::run(base + (next % kStages) * S::kSlot, a, w, p.m, m0, n, n0, k, next, tid);
+    if (next < steps && PROBE_MODE != 2)
+      Cp::run(base + (next % kStages) * S::kSlot, a, w, p.m, m0, n, n0, k, next, tid);
     cp_async_commit();
     const uint32_t slot = base_u32 + (kt % kStages) * S::kSlot;
     const uint32_t a_sm = slot + wg * 64 * wgmma::kRowBytes, b_sm = slot + S::kABytes;
@@ -183,7 +186,8 @@ __global__ void __launch_bounds__(128 * kWG, 1) gemm_layernorm_kernel(GemmLayerN
     for (int kk = 0; kk < kBK / 16; ++kk) {
       const uint64_t da = wgmma::desc(a_sm + kk * 32);
       // W [N, K]: K-major, N rows of 128 bytes; W [K, N]: MN-major, 16 K rows per step, atoms of 64 columns 8 KB apart.
-      const uint64_t db = kWNK ? wgmma::desc(b_sm + kk * 32) : kilnrt::bench_wgmma::desc_lbo(b_sm + kk * 16 * wgmma::kRowBytes, 8192);
+      const uint64_t db =
+          kWNK ? wgmma::desc(b_sm + kk * 32) : kilnrt::bench_wgmma::desc_lbo(b_sm + kk * 16 * wgmma::kRowBytes, 8192);
       kilnrt::bench_wgmma::mma_ss_wide<T, kWNK ? 0 : 1, kBN>(acc, da, db, 1);
     }
     wgmma::commit();
@@ -202,7 +206,7 @@ __global__ void __launch_bounds__(128 * kWG, 1) gemm_layernorm_kernel(GemmLayerN
 
   // ---- epilogue -------------------------------------------------------------------------------------------------
   // Stage the residual tile and the bias / gamma / beta columns in shared memory (one round of loads in flight).
-  unsigned char* tile_sm = base;                 // residual in, normalized output out (rows padded)
+  unsigned char* tile_sm = base;                // residual in, normalized output out (rows padded)
   unsigned char* vec_sm = base + S::kResBytes;  // bias, gamma, beta: kBN values each
   auto vec_src = [&](int v) { return static_cast<const T*>(v == 0 ? p.bias : v == 1 ? p.gamma : p.beta); };
   if (res && PROBE_MODE != 5)
@@ -300,8 +304,7 @@ __global__ void __launch_bounds__(128 * kWG, 1) gemm_layernorm_kernel(GemmLayerN
     const float2 gv = vec(1, col, 1.f), bv = vec(2, col, 0.f);
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      P::store(tile_sm + (lr0 + 8 * h) * S::kResRow + col * 2,
-               (acc[j][2 * h] - row_mean[h]) * rstd[h] * gv.x + bv.x,
+      P::store(tile_sm + (lr0 + 8 * h) * S::kResRow + col * 2, (acc[j][2 * h] - row_mean[h]) * rstd[h] * gv.x + bv.x,
                (acc[j][2 * h + 1] - row_mean[h]) * rstd[h] * gv.y + bv.y);
   }
   __syncthreads();
@@ -322,8 +325,8 @@ int launch(const GemmLayerNormArgs& p, cudaStream_t stream) {
   constexpr int kStages = kWG == 1 ? 4 : (kBN == 256 ? 4 : 5);
   using S = Shape<kWG, kBN, kStages>;
   auto kernel = gemm_layernorm_kernel<T, kWG, kBN, kStages, kWNK, kDeep>;
-  const cudaError_t attr = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(S::kSmem));
+  const cudaError_t attr = cudaFuncSetAttribute(
+      reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(S::kSmem));
   if (attr != cudaSuccess) return static_cast<int>(attr);
   const int64_t row_blocks = (p.m + S::kBM - 1) / S::kBM;
   if (row_blocks > 65535) return static_cast<int>(cudaErrorInvalidValue);

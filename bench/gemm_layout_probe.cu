@@ -89,13 +89,11 @@ __global__ void max_abs_diff(const half* x, const half* y, size_t n, float* out)
 
 int main() {
   ProbeSetup su = probe_setup();
-  const Problem probs[] = {{"bert out+res", 4096, 768, 768, false, true},
-                           {"bert fc2+res", 4096, 768, 3072, false, true},
-                           {"bert qkv", 4096, 2304, 768, false, false},
-                           {"bert fc1+gelu", 4096, 3072, 768, true, false},
-                           {"vit qkv", 6304, 2304, 768, false, false},
-                           {"vit fc1+gelu", 6304, 3072, 768, true, false},
-                           {"vit fc2+res", 6304, 768, 3072, false, true}};
+  const Problem probs[] = {
+      {"bert out+res", 4096, 768, 768, false, true}, {"bert fc2+res", 4096, 768, 3072, false, true},
+      {"bert qkv", 4096, 2304, 768, false, false},   {"bert fc1+gelu", 4096, 3072, 768, true, false},
+      {"vit qkv", 6304, 2304, 768, false, false},    {"vit fc1+gelu", 6304, 3072, 768, true, false},
+      {"vit fc2+res", 6304, 768, 3072, false, true}};
   const Form forms[] = {{"as engine: W[K,N], col-major", false, false},
                         {"W[N,K] op T, col-major", true, false},
                         {"W[K,N], ORDER_ROW", false, true},
@@ -182,10 +180,11 @@ int main() {
       }
       CK(cudaStreamSynchronize(su.stream));
       if (fi == 0) engine_best = best;
-      printf("   %-30s %2d candidates, first-8 short %.2f us, best sustained %.2f us (%.0f TFLOPS, candidate %d) "
-             "%.3fx engine form, max|diff| %.4f\n",
-             f.name, ret, ts.empty() ? -1.0 : ts[0].short_ms * 1e3, best * 1e3, tflop / (best * 1e-3), best_idx,
-             engine_best > 0 ? best / engine_best : 0.0, diff);
+      printf(
+          "   %-30s %2d candidates, first-8 short %.2f us, best sustained %.2f us (%.0f TFLOPS, candidate %d) "
+          "%.3fx engine form, max|diff| %.4f\n",
+          f.name, ret, ts.empty() ? -1.0 : ts[0].short_ms * 1e3, best * 1e3, tflop / (best * 1e-3), best_idx,
+          engine_best > 0 ? best / engine_best : 0.0, diff);
       cublasLtMatmulPreferenceDestroy(pref);
       cublasLtMatrixLayoutDestroy(g.lw), cublasLtMatrixLayoutDestroy(g.la), cublasLtMatrixLayoutDestroy(g.lc);
       cublasLtMatmulDescDestroy(g.desc);

@@ -35,8 +35,7 @@ inline ProbeGemm make_probe_gemm(int M, int N, int K, bool gelu, const half* bia
   cublasLtMatrixLayoutCreate(&g.lb, CUDA_R_16F, K, M, K);
   cublasLtMatrixLayoutCreate(&g.lc, CUDA_R_16F, N, M, N);
   cublasLtMatmulPreferenceCreate(&g.pref);
-  cublasLtMatmulPreferenceSetAttribute(g.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                       sizeof(workspace));
+  cublasLtMatmulPreferenceSetAttribute(g.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
   return g;
 }
 
@@ -97,16 +96,20 @@ inline double probe_graph_ms(cudaStream_t s, const std::function<bool()>& body, 
 __global__ void fill_rand(half* p, size_t n, uint32_t seed, float scale, float offset) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13; h *= 3266489917u; h ^= h >> 16;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    h *= 3266489917u;
+    h ^= h >> 16;
     uint32_t h2 = h * 747796405u + 2891336453u;
     float u1 = (h & 0xffffff) / 16777216.f + 1e-7f, u2 = (h2 & 0xffffff) / 16777216.f;
     p[i] = __float2half(offset + scale * sqrtf(-2.f * logf(u1)) * cospif(2.f * u2));
   }
 }
 __global__ void transpose(const half* in, half* out, int rows, int cols) {  // out[c, r] = in[r, c]
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < size_t(rows) * cols; i += size_t(gridDim.x) * blockDim.x) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < size_t(rows) * cols;
+       i += size_t(gridDim.x) * blockDim.x) {
     const size_t r = i / cols, c = i % cols;
     out[c * rows + r] = in[i];
   }
 }
-

@@ -49,10 +49,10 @@ namespace wgmma = kilnrt::cuda::kernels::wgmma;
 namespace attention_mma_detail = kilnrt::cuda::kernels::attention_mma_detail;
 
 struct Params {
-  CUtensorMap a;  // A [M, K]: box {64, 128 / kCluster}
-  CUtensorMap w;  // W [N, K]: box {64, kBN}; W [K, N]: box {64, 64}
-  CUtensorMap r;  // residual [M, N]: box {64, 64} (unused without one)
-  CUtensorMap y;  // Y [M, N]: box {64, 64}
+  CUtensorMap a;     // A [M, K]: box {64, 128 / kCluster}
+  CUtensorMap w;     // W [N, K]: box {64, kBN}; W [K, N]: box {64, 64}
+  CUtensorMap r;     // residual [M, N]: box {64, 64} (unused without one)
+  CUtensorMap y;     // Y [M, N]: box {64, 64}
   const void* bias;  // [N] or null
   int m, n, k;
   int has_res, gelu;
@@ -246,7 +246,8 @@ __device__ __forceinline__ void produce_k_steps(const Params& p, const TileWalk&
 template <class T, int kBN, bool kWNK, int kCluster, bool kMc, int kWG>
 __global__ void __launch_bounds__(128 * (kWG + 1), 1) hopper_gemm_kernel(const __grid_constant__ Params p) {
 #if KILNRT_WGMMA
-  constexpr int kG = kMc ? kCluster : 1;  // the blocks sharing (multicasting) the A tile; 1: the cluster is only placement
+  constexpr int kG =
+      kMc ? kCluster : 1;  // the blocks sharing (multicasting) the A tile; 1: the cluster is only placement
   using C = Cfg<kBN, kWG>;
   constexpr int kS = C::kStages, kBoxes = kBN / 64;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -265,7 +266,8 @@ __global__ void __launch_bounds__(128 * (kWG + 1), 1) hopper_gemm_kernel(const _
   const int steps = (p.k + C::kBK - 1) / C::kBK;
   const int row_tiles = (p.m + C::kBM - 1) / C::kBM, col_groups = (p.n + kBN - 1) / kBN / kCluster;
   const uint32_t rank = kCluster > 1 ? ptx::cluster_rank() : 0;
-  const TileWalk walk{int(blockIdx.x) / kCluster, int(gridDim.x) / kCluster, col_groups, row_tiles, kCluster, int(rank)};
+  const TileWalk walk{
+      int(blockIdx.x) / kCluster, int(gridDim.x) / kCluster, col_groups, row_tiles, kCluster, int(rank)};
   if (tid == 0) {
     ptx::prefetch_map(&p.a);
     ptx::prefetch_map(&p.w);
@@ -340,7 +342,8 @@ __global__ void __launch_bounds__(128 * (kWG + 1), 1) hopper_gemm_kernel(const _
           const uint64_t da = wgmma::desc(sa + kk * 32);
           // W [N, K]: K-major, kBN rows of 128 bytes; W [K, N]: MN-major, 16 K rows per k16, 64-column atoms 8 KB
           // apart.
-          const uint64_t db = kWNK ? wgmma::desc(sb + kk * 32) : kilnrt::bench_wgmma::desc_lbo(sb + kk * 16 * 128, 8192);
+          const uint64_t db =
+              kWNK ? wgmma::desc(sb + kk * 32) : kilnrt::bench_wgmma::desc_lbo(sb + kk * 16 * 128, 8192);
           kilnrt::bench_wgmma::mma_ss_wide<T, kWNK ? 0 : 1, kBN>(acc, da, db, 1);
         }
         wgmma::commit();
@@ -397,7 +400,8 @@ struct Problem {
   int bm = 128;     // tile rows: 128 (two consumer warpgroups) or 192 (three; 192 columns only)
   int cluster = 1;  // blocks along N sharing the A tile: 1, 2 or 4 (dividing the column tiles)
   bool pdl = true;
-  bool multicast = true;  // clusters multicast the A tile (false: a cluster only places its blocks together)  // launch with programmatic stream serialization (the prologue overlaps the previous kernel)
+  bool multicast = true;  // clusters multicast the A tile (false: a cluster only places its blocks together)  // launch
+                          // with programmatic stream serialization (the prologue overlaps the previous kernel)
 };
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
@@ -423,7 +427,8 @@ inline const char* unsupported(const Problem& g) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return "empty problem";
   if (g.n % 8 != 0 || g.k % 8 != 0) return "N and K must be multiples of 8";
   if (g.bn != 128 && g.bn != 192 && g.bn != 256) return "tile columns must be 128, 192 or 256";
-  if (g.bm != 128 && !(g.bm == 192 && g.bn == 192 && g.cluster <= 2)) return "192-row tiles: 192 columns, cluster 1 or 2";
+  if (g.bm != 128 && !(g.bm == 192 && g.bn == 192 && g.cluster <= 2))
+    return "192-row tiles: 192 columns, cluster 1 or 2";
   if (g.cluster > 1 && !g.multicast && (g.cluster == 4 || g.bm == 192))
     return "clusters of 4 and 192-row clusters are built with the A multicast only";
   if (g.cluster != 1 && g.cluster != 2 && g.cluster != 4) return "cluster must be 1, 2 or 4";
@@ -459,8 +464,8 @@ inline bool make_params(const Problem& g, EncodeTiledFn enc, uint32_t a_rows, ui
   return true;
 }
 
-// Launches a persistent kernel of `threads` threads: at most `work` clusters of `cluster` blocks, no more than fit on the
-// GPU at once (one block per SM; for clusters, cudaOccupancyMaxActiveClusters). 0 or a cudaError_t; -1 when no
+// Launches a persistent kernel of `threads` threads: at most `work` clusters of `cluster` blocks, no more than fit on
+// the GPU at once (one block per SM; for clusters, cudaOccupancyMaxActiveClusters). 0 or a cudaError_t; -1 when no
 // cluster fits.
 template <class Kernel>
 int launch_persistent(Kernel kernel, int threads, size_t smem, int cluster, long long work, bool pdl, cudaStream_t s,
@@ -503,8 +508,8 @@ int launch_t(const Problem& g, EncodeTiledFn enc, cudaStream_t s) {
   Params p;
   if (!make_params(g, enc, C::kBM / (kMc ? kCluster : 1), kBN, &p)) return -2;
   const long long work = (long long)((g.m + C::kBM - 1) / C::kBM) * ((g.n + kBN - 1) / kBN / kCluster);
-  return launch_persistent(hopper_gemm_kernel<T, kBN, kWNK, kCluster, kMc, kWG>, C::kThreads, C::kSmem, kCluster,
-                           work, g.pdl, s, p);
+  return launch_persistent(hopper_gemm_kernel<T, kBN, kWNK, kCluster, kMc, kWG>, C::kThreads, C::kSmem, kCluster, work,
+                           g.pdl, s, p);
 }
 
 template <class T, int kBN, bool kWNK>

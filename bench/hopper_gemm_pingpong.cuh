@@ -27,8 +27,8 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __gr
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = attention_mma_detail::smem_addr(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
-  const uint32_t epi0 = base + kS * C::kStage;            // warpgroup w's epilogue buffer: epi0 + w * kEpiBytes
-  const uint32_t bias0 = epi0 + 2 * C::kEpiBytes;         // warpgroup w's bias: bias0 + w * kBiasBytes
+  const uint32_t epi0 = base + kS * C::kStage;     // warpgroup w's epilogue buffer: epi0 + w * kEpiBytes
+  const uint32_t bias0 = epi0 + 2 * C::kEpiBytes;  // warpgroup w's bias: bias0 + w * kBiasBytes
   const uint32_t bars = bias0 + 2 * C::kBiasBytes;
   auto full = [&](int s) { return bars + 8u * s; };
   auto empty = [&](int s) { return bars + 8u * (kS + s); };
@@ -77,8 +77,7 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __gr
         if (p.has_res)
           for (int h = 0; h < 2; ++h)
             for (int b = 0; b < 2; ++b)
-              ptx::tma_load(epi0 + w * C::kEpiBytes + (h * 2 + b) * 8192, &p.r, aux_full(w), n0 + b * 64,
-                            m0 + h * 64);
+              ptx::tma_load(epi0 + w * C::kEpiBytes + (h * 2 + b) * 8192, &p.r, aux_full(w), n0 + b * 64, m0 + h * 64);
         if (bias_bytes)
           ptx::bulk_load(bias0 + w * C::kBiasBytes, static_cast<const T*>(p.bias) + n0, bias_bytes, aux_full(w));
       }
@@ -92,13 +91,13 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __gr
     int m0, n0;
 #pragma unroll 1
     for (int j = 0; walk.at(2 * j + w, C::kBM, C::kBN, m0, n0); ++j) {
-      const int i = 2 * j + w;  // this warpgroup's tiles: every other one of the block's
+      const int i = 2 * j + w;         // this warpgroup's tiles: every other one of the block's
       float acc0[16][4], acc1[16][4];  // rows 0-63 and 64-127 of the tile
 #pragma unroll
       for (int q = 0; q < 16; ++q)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc0[q][e] = acc1[q][e] = 0.f;
-      int it = i * steps;  // the ring position of this tile's first step
+      int it = i * steps;                                               // the ring position of this tile's first step
       if (i > 0) ptx::mbar_wait(turn(w), w ? (j & 1) : ((j - 1) & 1));  // the other's previous tile is issued
 #pragma unroll 1
       for (int kt = 0; kt < steps; ++kt, ++it) {
@@ -108,7 +107,8 @@ __global__ void __launch_bounds__(384, 1) hopper_gemm_pingpong_kernel(const __gr
         wgmma::fence();
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-          const uint64_t db = kWNK ? wgmma::desc(sb + kk * 32) : kilnrt::bench_wgmma::desc_lbo(sb + kk * 16 * 128, 8192);
+          const uint64_t db =
+              kWNK ? wgmma::desc(sb + kk * 32) : kilnrt::bench_wgmma::desc_lbo(sb + kk * 16 * 128, 8192);
           kilnrt::bench_wgmma::mma_ss_wide<T, kWNK ? 0 : 1, 128>(acc0, wgmma::desc(sa + kk * 32), db, 1);
           kilnrt::bench_wgmma::mma_ss_wide<T, kWNK ? 0 : 1, 128>(acc1, wgmma::desc(sa + 64 * 128 + kk * 32), db, 1);
         }
@@ -166,7 +166,9 @@ inline int launch_pingpong(const Problem& g, EncodeTiledFn enc, cudaStream_t s) 
   q.bn = 128;
   q.cluster = 1;
   if (*unsupported(q)) return -1;
-  if (g.dt == 2) return g.w_nk ? launch_pingpong_t<__nv_bfloat16, true>(q, enc, s) : launch_pingpong_t<__nv_bfloat16, false>(q, enc, s);
+  if (g.dt == 2)
+    return g.w_nk ? launch_pingpong_t<__nv_bfloat16, true>(q, enc, s)
+                  : launch_pingpong_t<__nv_bfloat16, false>(q, enc, s);
   return g.w_nk ? launch_pingpong_t<__half, true>(q, enc, s) : launch_pingpong_t<__half, false>(q, enc, s);
 }
 

@@ -6,8 +6,8 @@
 // bench/results/launch_overhead_attention_wgs_layernorm_h100_2026-11-23.md, raw output
 // bench/results/layernorm_probe_h100_2026-11-23_raw.txt (whose "pers x2/x3/x4" rows are the persistent kernel with
 // x / y __restrict__ on 2-4 blocks per SM; the probe does not build that form).
-// µs per call: 200 launches back to back, 3 rounds; TB/s counts the bytes read and written. Every variant's output is compared with the dispatch's (exit status 1 on a mismatch).
-// Build:
+// µs per call: 200 launches back to back, 3 rounds; TB/s counts the bytes read and written. Every variant's output is
+// compared with the dispatch's (exit status 1 on a mismatch). Build:
 //   nvcc -std=c++17 -O3 -arch=sm_90 -Isrc -Iinclude -o layernorm_probe bench/layernorm_probe.cu
 #include <cstdio>
 #include <cstdlib>
@@ -76,8 +76,8 @@ int main() {
         worst = std::max(worst, std::fabs(__half2float(ref[i]) - __half2float(got[i])));
       const bool ok = worst <= 2e-3f;
       fails += !ok;
-      std::printf("%lldx%lld %s: max |diff| against the dispatch %.3e %s\n", (long long)rows, (long long)n,
-                  names[kind], worst, ok ? "ok" : "MISMATCH");
+      std::printf("%lldx%lld %s: max |diff| against the dispatch %.3e %s\n", (long long)rows, (long long)n, names[kind],
+                  worst, ok ? "ok" : "MISMATCH");
     }
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));

@@ -37,7 +37,7 @@ inline void put(std::vector<uint8_t>& b, size_t off, int width, uint64_t v) {
 }
 
 struct Section {
-  size_t entry;   // file offset of its table entry
+  size_t entry;  // file offset of its table entry
   uint64_t offset, size;
 };
 
@@ -55,9 +55,33 @@ inline std::vector<Section> sections(const std::vector<uint8_t>& b) {
 }
 
 inline uint64_t interesting(std::mt19937_64& rng, uint64_t current, uint64_t file_size) {
-  static const uint64_t values[] = {0, 1, 2, 3, 4, 7, 8, 16, 63, 64, 255, 256, 257, 4096, 0x7f, 0x80, 0xff,
-                                    0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000, 0xffffffff, 0x100000000ull,
-                                    0x7fffffffffffffffull, 0x8000000000000000ull, 0xffffffffffffffffull};
+  static const uint64_t values[] = {0,
+                                    1,
+                                    2,
+                                    3,
+                                    4,
+                                    7,
+                                    8,
+                                    16,
+                                    63,
+                                    64,
+                                    255,
+                                    256,
+                                    257,
+                                    4096,
+                                    0x7f,
+                                    0x80,
+                                    0xff,
+                                    0x7fff,
+                                    0x8000,
+                                    0xffff,
+                                    0x7fffffff,
+                                    0x80000000,
+                                    0xffffffff,
+                                    0x100000000ull,
+                                    0x7fffffffffffffffull,
+                                    0x8000000000000000ull,
+                                    0xffffffffffffffffull};
   switch (rng() % 4) {
     case 0: return values[rng() % (sizeof(values) / sizeof(values[0]))];
     case 1: return current + 1 + rng() % 8;
@@ -83,8 +107,8 @@ inline size_t mutate_engine_file(uint8_t* data, size_t size, size_t max_size, un
       break;
     }
     case 1: {  // a header field
-      static const std::pair<size_t, int> fields[] = {{8, 4},  {12, 4}, {16, 8}, {24, 8}, {32, 4},
-                                                      {44, 4}, {48, 8}, {56, 4}};
+      static const std::pair<size_t, int> fields[] = {{8, 4},  {12, 4}, {16, 8}, {24, 8},
+                                                      {32, 4}, {44, 4}, {48, 8}, {56, 4}};
       const auto [off, width] = fields[rng() % 8];
       put(b, off, width, interesting(rng, get(b, off, width), b.size()));
       if (off == kOffFileSize) fix_size = false;

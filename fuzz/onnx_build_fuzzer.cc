@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   kilnrt::engine::set_exception_translation(false);
   kilnrt::failure_injection::set_host_allocation_limit(size_t(32) << 20);
   kilnrt::failure_injection::set_loop_iteration_limit(100000);  // a trip count of 2^62 must not hang
-  kilnrt::set_log_level(kilnrt::LogLevel::kError);  // opset / precision warnings would flood the output
+  kilnrt::set_log_level(kilnrt::LogLevel::kError);              // opset / precision warnings would flood the output
   const auto dir = std::filesystem::temp_directory_path() / ("kilnrt-onnx-fuzz-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   model_path = (dir / "model.onnx").string();

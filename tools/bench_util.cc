@@ -60,8 +60,8 @@ std::map<std::string, kilnrt::Tensor> make_bench_inputs(const kilnrt::Engine& en
     if (!shapes.count(p.name)) {
       std::string names;
       for (const auto& info : engine.inputs()) names += (names.empty() ? "" : ", ") + info.name;
-      throw Error(ErrorCode::kInvalidArgument,
-                  "the engine has no input named '" + p.name + "' (inputs: " + names + ")", "--shapes " + spec);
+      throw Error(ErrorCode::kInvalidArgument, "the engine has no input named '" + p.name + "' (inputs: " + names + ")",
+                  "--shapes " + spec);
     }
     shapes[p.name] = p.opt;
   }
@@ -223,8 +223,12 @@ BenchRunner::Sample BenchRunner::run_once() {
 // ---- Progress ---------------------------------------------------------------------------------------------------
 
 Progress::Progress(const std::string& label, int iterations, double seconds)
-    : label_(label), iterations_(std::max(iterations, 0)), seconds_(std::max(seconds, 0.0)),
-      tty_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()), last_draw_(start_) {}
+    : label_(label),
+      iterations_(std::max(iterations, 0)),
+      seconds_(std::max(seconds, 0.0)),
+      tty_(::isatty(STDERR_FILENO) == 1),
+      start_(Clock::now()),
+      last_draw_(start_) {}
 
 double Progress::elapsed_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 

@@ -96,8 +96,8 @@ kilnrt::Tensor random_tensor(kilnrt::DType dtype, const kilnrt::Shape& shape, un
 std::string sanitize_file_name(const std::string& name) {
   std::string out = name;
   for (char& c : out) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
+    const bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) c = '_';
   }
   if (out.empty() || out == "." || out == "..") out = "_" + out;

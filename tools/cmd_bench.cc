@@ -41,8 +41,8 @@ std::string inputs_json(const std::map<std::string, kilnrt::Tensor>& inputs) {
   std::string out = "[";
   bool first = true;
   for (const auto& [name, t] : inputs) {
-    out += std::string(first ? "" : ", ") + "{\"name\": " + json_string(name) + ", \"shape\": " +
-           json_shape(t.shape()) + ", \"dtype\": " + json_string(kilnrt::dtype_name(t.dtype())) + "}";
+    out += std::string(first ? "" : ", ") + "{\"name\": " + json_string(name) +
+           ", \"shape\": " + json_shape(t.shape()) + ", \"dtype\": " + json_string(kilnrt::dtype_name(t.dtype())) + "}";
     first = false;
   }
   return out + "]";
@@ -78,8 +78,8 @@ void bench_engine(const BenchArgs& args) {
   const double seconds = progress.elapsed_s();
   const std::string mode = context->last_execution_mode();
 
-  const LatencyStats st_total = compute_stats(total), st_compute = compute_stats(compute),
-                     st_h2d = compute_stats(h2d), st_d2h = compute_stats(d2h), st_wall = compute_stats(wall);
+  const LatencyStats st_total = compute_stats(total), st_compute = compute_stats(compute), st_h2d = compute_stats(h2d),
+                     st_d2h = compute_stats(d2h), st_wall = compute_stats(wall);
   const double throughput = st_total.mean > 0 ? static_cast<double>(batch) * 1000.0 / st_total.mean : 0.0;
   const kilnrt::EngineHeaderInfo& h = engine->header();
 
@@ -106,29 +106,31 @@ void bench_engine(const BenchArgs& args) {
   os << std::setprecision(1) << "throughput: " << throughput << " inferences/s (batch " << batch << ", mean "
      << std::setprecision(4) << st_total.mean << " ms)\n";
   if (args.device_memory) {
-    os << "memory: weights " << human_bytes(h.weights_bytes) << ", context " << human_bytes(context->device_memory_bytes())
-       << (cuda ? " of device memory (activation arena + workspace)" : " (CPU engine: no device memory)")
-       << ", inputs " << human_bytes(runner.input_bytes()) << ", outputs " << human_bytes(runner.output_bytes())
-       << "\n";
+    os << "memory: weights " << human_bytes(h.weights_bytes) << ", context "
+       << human_bytes(context->device_memory_bytes())
+       << (cuda ? " of device memory (activation arena + workspace)" : " (CPU engine: no device memory)") << ", inputs "
+       << human_bytes(runner.input_bytes()) << ", outputs " << human_bytes(runner.output_bytes()) << "\n";
   }
   std::cout << os.str();
 
   if (!args.json.empty()) {
     std::ostringstream js;
-    js << "{\n  \"engine\": " << json_string(args.engine) << ",\n  \"kilnrt_version\": " << json_string(kilnrt::version())
-       << ",\n  \"target\": " << json_string(h.target) << ",\n  \"device\": "
-       << json_string(cuda ? "cuda:" + std::to_string(engine->device()) : "cpu")
+    js << "{\n  \"engine\": " << json_string(args.engine)
+       << ",\n  \"kilnrt_version\": " << json_string(kilnrt::version()) << ",\n  \"target\": " << json_string(h.target)
+       << ",\n  \"device\": " << json_string(cuda ? "cuda:" + std::to_string(engine->device()) : "cpu")
        << ",\n  \"gpu\": " << json_string(h.gpu_name) << ",\n  \"build_options\": " << json_string(h.build_options)
        << ",\n  \"batch\": " << batch << ",\n  \"inputs\": " << inputs_json(inputs)
        << ",\n  \"warmup\": " << args.warmup << ",\n  \"iterations\": " << done
-       << ",\n  \"duration_s\": " << json_number(seconds) << ",\n  \"transfers\": "
-       << (runner.transfers() ? "true" : "false") << ",\n  \"execution_mode\": " << json_string(mode)
+       << ",\n  \"duration_s\": " << json_number(seconds)
+       << ",\n  \"transfers\": " << (runner.transfers() ? "true" : "false")
+       << ",\n  \"execution_mode\": " << json_string(mode)
        << ",\n  \"timing\": " << json_string(cuda ? "cuda-events" : "wall-clock")
        << ",\n  \"latency_ms\": " << stats_json(st_total) << ",\n  \"compute_ms\": " << stats_json(st_compute);
     if (cuda && runner.transfers())
       js << ",\n  \"h2d_ms\": " << stats_json(st_h2d) << ",\n  \"d2h_ms\": " << stats_json(st_d2h);
-    js << ",\n  \"wall_ms\": " << stats_json(st_wall) << ",\n  \"throughput_inferences_per_s\": "
-       << json_number(throughput) << ",\n  \"memory\": {\"weights_bytes\": " << h.weights_bytes
+    js << ",\n  \"wall_ms\": " << stats_json(st_wall)
+       << ",\n  \"throughput_inferences_per_s\": " << json_number(throughput)
+       << ",\n  \"memory\": {\"weights_bytes\": " << h.weights_bytes
        << ", \"context_device_bytes\": " << context->device_memory_bytes()
        << ", \"input_bytes\": " << runner.input_bytes() << ", \"output_bytes\": " << runner.output_bytes() << "}\n}\n";
     std::ofstream f(args.json);

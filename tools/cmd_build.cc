@@ -44,8 +44,7 @@ void run_build(const BuildArgs& args) {
   const auto size = written ? static_cast<unsigned long long>(written.tellg()) : 0ull;
   std::cout << "built " << args.output << " (" << human_bytes(size) << ", device " << args.device
             << (args.fp16 ? ", fp16" : "") << (args.bf16 ? ", bf16" : "") << (args.tf32 ? ", tf32" : "")
-            << (args.io16 ? ", 16-bit I/O" : "")
-            << ") from " << args.model << " in " << seconds << " s\n";
+            << (args.io16 ? ", 16-bit I/O" : "") << ") from " << args.model << " in " << seconds << " s\n";
 }
 
 }  // namespace

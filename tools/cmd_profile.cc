@@ -50,8 +50,8 @@ void write_trace(const std::string& path, const std::string& engine_path, const 
      << ", \"kilnrt_version\": " << json_string(kilnrt::version()) << "},\n\"traceEvents\": [\n";
   os << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": "
      << json_string("kilnrt " + engine_path) << "}},\n";
-  os << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": "
-     << json_string(track) << "}}";
+  os << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": " << json_string(track)
+     << "}}";
   // Events in time order: viewers draw nested / overlapping slices correctly either way, but sorted is readable.
   struct Ev {
     double start, dur;
@@ -111,7 +111,8 @@ void profile_engine(const ProfileArgs& args) {
   for (const auto& l : layers) sum_mean += l.mean_ms;
   std::vector<size_t> order(layers.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return layers[a].mean_ms > layers[b].mean_ms; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return layers[a].mean_ms > layers[b].mean_ms; });
 
   std::ostringstream os;
   const kilnrt::EngineHeaderInfo& h = engine->header();
@@ -121,8 +122,10 @@ void profile_engine(const ProfileArgs& args) {
        << " (random)\n";
   os << layers.size() << " layers, " << done << " profiled iterations ("
      << (cuda ? "GPU time: CUDA events around each layer, direct launches" : "CPU wall time per node") << ")\n";
-  os << std::setw(4) << "#" << "  " << std::left << std::setw(44) << "layer" << std::setw(22) << "op"
-     << std::setw(34) << "tactic" << std::right << std::setw(11) << "mean ms" << std::setw(8) << "%" << "\n";
+  os << std::setw(4) << "#"
+     << "  " << std::left << std::setw(44) << "layer" << std::setw(22) << "op" << std::setw(34) << "tactic"
+     << std::right << std::setw(11) << "mean ms" << std::setw(8) << "%"
+     << "\n";
   auto pct = [&](double ms) { return sum_mean > 0 ? 100.0 * ms / sum_mean : 0.0; };
   const size_t shown = std::min(order.size(), static_cast<size_t>(args.top));
   os << std::fixed;
@@ -137,9 +140,10 @@ void profile_engine(const ProfileArgs& args) {
   if (order.size() > shown) {
     double rest = 0;
     for (size_t r = shown; r < order.size(); ++r) rest += layers[order[r]].mean_ms;
-    os << std::setw(4) << "" << "  " << std::left << std::setw(100)
-       << ("others (" + std::to_string(order.size() - shown) + " layers)") << std::right << std::setprecision(4)
-       << std::setw(11) << rest << std::setprecision(1) << std::setw(8) << pct(rest) << "\n";
+    os << std::setw(4) << ""
+       << "  " << std::left << std::setw(100) << ("others (" + std::to_string(order.size() - shown) + " layers)")
+       << std::right << std::setprecision(4) << std::setw(11) << rest << std::setprecision(1) << std::setw(8)
+       << pct(rest) << "\n";
   }
   const LatencyStats st_profiled = compute_stats(profiled), st_whole = compute_stats(whole);
   os << std::setprecision(4) << "sum of layer means: " << sum_mean << " ms\n";

@@ -53,8 +53,7 @@ void make_directories(const std::string& dir) {
 
 void run_engine(const RunArgs& args) {
   auto engine = kilnrt::Engine::load(args.engine);
-  if (args.iterations < 1)
-    throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, "--iterations must be at least 1");
+  if (args.iterations < 1) throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, "--iterations must be at least 1");
 
   std::map<std::string, kilnrt::Tensor> feeds;
   for (const std::string& item : args.inputs) {
@@ -81,8 +80,8 @@ void run_engine(const RunArgs& args) {
     }
     kilnrt::Shape shape = random_input_shape(*engine, info);
     feeds[info.name] = random_tensor(info.dtype, shape, seed++);
-    std::cout << "input  " << info.name << " " << kilnrt::shape_to_string(shape) << " " << kilnrt::dtype_name(info.dtype)
-              << " (random)\n";
+    std::cout << "input  " << info.name << " " << kilnrt::shape_to_string(shape) << " "
+              << kilnrt::dtype_name(info.dtype) << " (random)\n";
   }
 
   auto context = engine->create_context();
@@ -93,8 +92,10 @@ void run_engine(const RunArgs& args) {
     const auto start = std::chrono::steady_clock::now();
     outputs = context->run(feeds);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i == 0) first_ms = ms;
-    else total_ms += ms;
+    if (i == 0)
+      first_ms = ms;
+    else
+      total_ms += ms;
   }
 
   if (!args.save_dir.empty()) make_directories(args.save_dir);
@@ -113,8 +114,8 @@ void run_engine(const RunArgs& args) {
   }
   std::cout << std::fixed << std::setprecision(3) << "run time: " << first_ms << " ms (first run, "
             << engine->header().target << ")";
-  if (args.iterations > 1) std::cout << ", mean of the next " << args.iterations - 1 << ": "
-                                     << total_ms / (args.iterations - 1) << " ms";
+  if (args.iterations > 1)
+    std::cout << ", mean of the next " << args.iterations - 1 << ": " << total_ms / (args.iterations - 1) << " ms";
   std::cout << "\n";
 }
 

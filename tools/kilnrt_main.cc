@@ -1,14 +1,18 @@
-// kilnrt command-line tool: `kilnrt build|run|inspect|doctor|ops|bench|profile`. Each command lives in its own file (cmd_*.cc).
+// kilnrt command-line tool: `kilnrt build|run|inspect|doctor|ops|bench|profile`. Each command lives in its own file
+// (cmd_*.cc).
 #include <cstdio>
 #include <exception>
 #include <string>
 
 #include "cli_common.h"
 
-namespace kilnrt_cli { void add_ops_command(CLI::App& app); }  // tools/cmd_ops.cc
+namespace kilnrt_cli {
+void add_ops_command(CLI::App& app);
+}  // namespace kilnrt_cli
 
 int main(int argc, char** argv) {
-  CLI::App app{std::string("kilnrt ") + kilnrt::version() + ": build optimized inference engines from ONNX models and run them"};
+  CLI::App app{std::string("kilnrt ") + kilnrt::version() +
+               ": build optimized inference engines from ONNX models and run them"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kilnrt ") + kilnrt::version());
   kilnrt_cli::add_build_command(app);

@@ -49,7 +49,7 @@ class CustomOpNode {
   const std::string& name() const;
   const std::string& domain() const;
   const std::string& op_type() const;
-  size_t num_inputs() const;   // as written in the model, omitted optional inputs included
+  size_t num_inputs() const;  // as written in the model, omitted optional inputs included
   size_t num_outputs() const;
   bool has_attr(const std::string& key) const;
   // Typed attribute reads; a missing attribute returns the default, a wrong kind throws naming the node.
@@ -71,17 +71,17 @@ class CustomOpNode {
 // A tensor's type during shape inference: dims are -1 where unknown (dynamic) at build time.
 struct CustomTensorType {
   DType dtype = DType::kUndefined;
-  Shape shape;             // rank and dims; -1 = unknown dim
-  bool has_shape = true;   // false: rank unknown
-  bool present = true;     // false: omitted optional input
+  Shape shape;            // rank and dims; -1 = unknown dim
+  bool has_shape = true;  // false: rank unknown
+  bool present = true;    // false: omitted optional input
 };
 
 struct CustomShapeContext {
   CustomOpNode node;
   int64_t opset = 0;
   std::vector<CustomTensorType> inputs;
-  std::vector<const Tensor*> values;     // constant (or host-computed) value of each input, else nullptr
-  std::vector<CustomTensorType> outputs; // to fill, one per node output (pre-sized)
+  std::vector<const Tensor*> values;      // constant (or host-computed) value of each input, else nullptr
+  std::vector<CustomTensorType> outputs;  // to fill, one per node output (pre-sized)
 };
 // Infers output dtypes and shapes. It runs at build time (dims may be -1) and again with concrete input shapes
 // whenever a dynamic engine sees new shapes. An output dim list equal to an input's dims keeps that input's symbolic
@@ -114,24 +114,24 @@ struct CustomDeviceOutput {
 struct CustomCudaContext {
   CustomOpNode node;
   int64_t opset = 0;
-  int device = 0;                // CUDA device ordinal
-  void* stream = nullptr;        // cudaStream_t / CUstream to enqueue on
+  int device = 0;          // CUDA device ordinal
+  void* stream = nullptr;  // cudaStream_t / CUstream to enqueue on
   std::vector<CustomDeviceTensor> inputs;
   std::vector<CustomDeviceOutput> outputs;
 };
 using CustomCudaFn = std::function<void(CustomCudaContext&)>;
 
 struct CustomOp {
-  std::string domain;         // ONNX domain, e.g. "my.domain" (not "" / "ai.onnx": those are ONNX's own ops)
-  std::string name;           // op_type, e.g. "ScaledTanh"
-  int since_version = 1;      // opset range of `domain` this implementation covers (inclusive)
+  std::string domain;     // ONNX domain, e.g. "my.domain" (not "" / "ai.onnx": those are ONNX's own ops)
+  std::string name;       // op_type, e.g. "ScaledTanh"
+  int since_version = 1;  // opset range of `domain` this implementation covers (inclusive)
   int until_version = 1000;
-  CustomShapeFn shape;        // null: one output with input 0's dtype and shape
-  CustomCpuFn cpu;            // required: the reference implementation (CPU engines, constant folding)
-  CustomCudaFn cuda;          // optional: without it, CUDA engines using the op fail to build, naming the node
+  CustomShapeFn shape;  // null: one output with input 0's dtype and shape
+  CustomCpuFn cpu;      // required: the reference implementation (CPU engines, constant folding)
+  CustomCudaFn cuda;    // optional: without it, CUDA engines using the op fail to build, naming the node
   std::function<void(int device)> cuda_prepare;  // optional: called once per engine load on `device`
-  std::vector<DType> dtypes;  // documentation: dtypes of input 0 the CPU function handles
-  std::string doc;            // one line, shown by `kilnrt ops`
+  std::vector<DType> dtypes;                     // documentation: dtypes of input 0 the CPU function handles
+  std::string doc;                               // one line, shown by `kilnrt ops`
 };
 
 // Registers `op`. Throws kInvalidArgument when the domain is ONNX's, a field is missing, or the same

@@ -56,8 +56,7 @@ InputProfile parse_shape_spec(const std::string& spec);
 
 // Builds an engine from an ONNX file (external-data weights are read relative to it).
 std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptions& options = {});
-void build_engine_file(const std::string& onnx_path, const std::string& engine_path,
-                       const BuildOptions& options = {});
+void build_engine_file(const std::string& onnx_path, const std::string& engine_path, const BuildOptions& options = {});
 
 struct TensorInfo {
   std::string name;

@@ -7,14 +7,14 @@
 namespace kilnrt {
 
 enum class ErrorCode {
-  kInvalidArgument,   // bad input from the caller: wrong name, shape, dtype, device
-  kInvalidModel,      // malformed or unsupported ONNX model
-  kUnsupported,       // an op / attribute / dtype kilnrt does not implement
-  kInvalidEngine,     // engine file damaged, truncated, foreign or from a newer format
-  kIo,                // file could not be read or written
-  kCuda,              // CUDA / driver / library error
-  kOutOfMemory,       // allocation failed
-  kInternal,          // a bug in kilnrt
+  kInvalidArgument,  // bad input from the caller: wrong name, shape, dtype, device
+  kInvalidModel,     // malformed or unsupported ONNX model
+  kUnsupported,      // an op / attribute / dtype kilnrt does not implement
+  kInvalidEngine,    // engine file damaged, truncated, foreign or from a newer format
+  kIo,               // file could not be read or written
+  kCuda,             // CUDA / driver / library error
+  kOutOfMemory,      // allocation failed
+  kInternal,         // a bug in kilnrt
 };
 
 const char* error_code_name(ErrorCode code);

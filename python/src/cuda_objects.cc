@@ -43,9 +43,9 @@ std::pair<void*, size_t> host_bytes(const py::object& obj, bool writable, const 
   try {
     info = buf.request(writable);
   } catch (const py::error_already_set&) {
-    throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument,
-                        std::string(what) + " must be a " + (writable ? "writable " : "") +
-                            "C-contiguous numpy array (or another buffer)");
+    throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, std::string(what) + " must be a " +
+                                                                 (writable ? "writable " : "") +
+                                                                 "C-contiguous numpy array (or another buffer)");
   }
   size_t stride = static_cast<size_t>(info.itemsize);
   for (py::ssize_t i = info.ndim; i-- > 0;) {
@@ -86,7 +86,7 @@ struct PinnedHolder {
 void register_cuda_objects(py::module_& m) {
   m.attr("has_cuda_objects") = true;
 
-  py::class_<kc::Stream, std::shared_ptr<kc::Stream>>(m, "_Stream", py::dynamic_attr())
+  py::class_<kc::Stream, std::shared_ptr<kc::Stream> >(m, "_Stream", py::dynamic_attr())
       .def(py::init([](int device, bool non_blocking, int priority) {
              GilRelease no_gil;
              return std::make_shared<kc::Stream>(device, non_blocking, priority);
@@ -99,7 +99,7 @@ void register_cuda_objects(py::module_& m) {
       .def("_wait_event", [](const kc::Stream& s, const kc::Event& e) { s.wait(e.get()); })
       .def("close", &kc::Stream::reset);
 
-  py::class_<kc::Event, std::shared_ptr<kc::Event>>(m, "_Event", py::dynamic_attr())
+  py::class_<kc::Event, std::shared_ptr<kc::Event> >(m, "_Event", py::dynamic_attr())
       .def(py::init([](int device, bool timing, bool blocking_sync) {
              GilRelease no_gil;
              return std::make_shared<kc::Event>(device, timing, blocking_sync);
@@ -110,11 +110,13 @@ void register_cuda_objects(py::module_& m) {
       .def("_record", [](const kc::Event& e, uint64_t stream) { e.record(stream_of(stream)); })
       .def("synchronize", &kc::Event::synchronize, py::call_guard<GilRelease>())
       .def("query", &kc::Event::query)
-      .def("elapsed_time", [](const kc::Event& start, const kc::Event& end) { return kc::Event::elapsed_ms(start, end); },
-           py::arg("end"))
+      .def(
+          "elapsed_time",
+          [](const kc::Event& start, const kc::Event& end) { return kc::Event::elapsed_ms(start, end); },
+          py::arg("end"))
       .def("close", &kc::Event::reset);
 
-  py::class_<kc::DeviceBuffer, std::shared_ptr<kc::DeviceBuffer>>(m, "_DeviceBuffer", py::dynamic_attr())
+  py::class_<kc::DeviceBuffer, std::shared_ptr<kc::DeviceBuffer> >(m, "_DeviceBuffer", py::dynamic_attr())
       .def(py::init([](size_t nbytes, int device) {
              GilRelease no_gil;
              return std::make_shared<kc::DeviceBuffer>(device, nbytes);
@@ -161,7 +163,7 @@ void register_cuda_objects(py::module_& m) {
            })
       .def("close", &kc::DeviceBuffer::reset, py::call_guard<GilRelease>());
 
-  py::class_<PinnedHolder, std::shared_ptr<PinnedHolder>>(m, "_PinnedBuffer", py::dynamic_attr())
+  py::class_<PinnedHolder, std::shared_ptr<PinnedHolder> >(m, "_PinnedBuffer", py::dynamic_attr())
       .def(py::init([](size_t nbytes, int device) {
              auto h = std::make_shared<PinnedHolder>();
              GilRelease no_gil;
@@ -169,9 +171,8 @@ void register_cuda_objects(py::module_& m) {
              return h;
            }),
            py::arg("nbytes"), py::arg("device") = 0)
-      .def_property_readonly("ptr", [](const PinnedHolder& h) {
-        return h.buffer ? handle_value(h.buffer->data()) : uint64_t{0};
-      })
+      .def_property_readonly(
+          "ptr", [](const PinnedHolder& h) { return h.buffer ? handle_value(h.buffer->data()) : uint64_t{0}; })
       .def_property_readonly("size", [](const PinnedHolder& h) { return h.buffer ? h.buffer->size() : size_t{0}; })
       .def_property_readonly("device", [](const PinnedHolder& h) { return h.get().device(); })
       .def_property_readonly("closed", [](const PinnedHolder& h) { return !h.buffer; })
@@ -181,12 +182,12 @@ void register_cuda_objects(py::module_& m) {
              h.get();
              auto* keep = new std::shared_ptr<kc::PinnedBuffer>(h.buffer);
              py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<kc::PinnedBuffer>*>(p); });
-             return py::array(py::dtype("uint8"), {static_cast<py::ssize_t>(h.buffer->size())}, {1},
-                              h.buffer->data(), owner);
+             return py::array(py::dtype("uint8"), {static_cast<py::ssize_t>(h.buffer->size())}, {1}, h.buffer->data(),
+                              owner);
            })
       .def("close", [](PinnedHolder& h) { h.buffer.reset(); });
 
-  py::class_<kc::Kernel, std::shared_ptr<kc::Kernel>>(m, "_Kernel", py::dynamic_attr())
+  py::class_<kc::Kernel, std::shared_ptr<kc::Kernel> >(m, "_Kernel", py::dynamic_attr())
       .def(py::init([](const std::string& source, const std::string& name, const std::vector<std::string>& options,
                        int device, bool disk_cache) {
              kc::KernelCompileOptions opt;
@@ -195,28 +196,26 @@ void register_cuda_objects(py::module_& m) {
              GilRelease no_gil;
              return std::make_shared<kc::Kernel>(kc::Kernel::compile(device, source, name, opt));
            }),
-           py::arg("source"), py::arg("name"), py::arg("options") = std::vector<std::string>{},
-           py::arg("device") = 0, py::arg("disk_cache") = true)
+           py::arg("source"), py::arg("name"), py::arg("options") = std::vector<std::string>{}, py::arg("device") = 0,
+           py::arg("disk_cache") = true)
       .def_property_readonly("name", &kc::Kernel::name)
       .def_property_readonly("device", &kc::Kernel::device)
       .def_property_readonly("target", [](const kc::Kernel& k) { return k.code() ? k.code()->target_name() : ""; })
       // Arguments as the raw bytes of each kernel parameter (packed by kilnrt/cuda.py).
-      .def("_launch",
-           [](const kc::Kernel& k, std::vector<unsigned> grid, std::vector<unsigned> block, unsigned shared_mem,
-              uint64_t stream, const std::vector<py::bytes>& args) {
-             if (grid.size() != 3 || block.size() != 3)
-               throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, "grid and block need 3 dimensions",
-                                   k.name());
-             std::vector<std::string> storage;
-             storage.reserve(args.size());
-             for (const auto& a : args) storage.emplace_back(a);
-             std::vector<void*> params;
-             for (auto& s : storage) params.push_back(s.data());
-             params.push_back(nullptr);
-             GilRelease no_gil;
-             k.launch_raw(kc::Dim3(grid[0], grid[1], grid[2]), kc::Dim3(block[0], block[1], block[2]), shared_mem,
-                          stream_of(stream), params.data());
-           });
+      .def("_launch", [](const kc::Kernel& k, std::vector<unsigned> grid, std::vector<unsigned> block,
+                         unsigned shared_mem, uint64_t stream, const std::vector<py::bytes>& args) {
+        if (grid.size() != 3 || block.size() != 3)
+          throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, "grid and block need 3 dimensions", k.name());
+        std::vector<std::string> storage;
+        storage.reserve(args.size());
+        for (const auto& a : args) storage.emplace_back(a);
+        std::vector<void*> params;
+        for (auto& s : storage) params.push_back(s.data());
+        params.push_back(nullptr);
+        GilRelease no_gil;
+        k.launch_raw(kc::Dim3(grid[0], grid[1], grid[2]), kc::Dim3(block[0], block[1], block[2]), shared_mem,
+                     stream_of(stream), params.data());
+      });
 }
 
 #endif  // KILNRT_PY_WITH_CUDA

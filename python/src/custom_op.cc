@@ -70,12 +70,18 @@ py::dict attributes(const kilnrt::CustomOpNode& node) {
   py::dict d;
   for (const std::string& k : node.attr_names()) {
     const std::string kind = node.attr_kind(k);
-    if (kind == "int") d[k.c_str()] = node.attr_int(k);
-    else if (kind == "float") d[k.c_str()] = node.attr_float(k);
-    else if (kind == "string") d[k.c_str()] = node.attr_string(k);
-    else if (kind == "ints") d[k.c_str()] = node.attr_ints(k);
-    else if (kind == "floats") d[k.c_str()] = node.attr_floats(k);
-    else if (kind == "strings") d[k.c_str()] = node.attr_strings(k);
+    if (kind == "int")
+      d[k.c_str()] = node.attr_int(k);
+    else if (kind == "float")
+      d[k.c_str()] = node.attr_float(k);
+    else if (kind == "string")
+      d[k.c_str()] = node.attr_string(k);
+    else if (kind == "ints")
+      d[k.c_str()] = node.attr_ints(k);
+    else if (kind == "floats")
+      d[k.c_str()] = node.attr_floats(k);
+    else if (kind == "strings")
+      d[k.c_str()] = node.attr_strings(k);
   }
   return d;
 }
@@ -122,8 +128,8 @@ kilnrt::CustomShapeFn shape_fn(PyFn fn) {
       py::list outs = py::list(out);
       if (outs.size() != c.outputs.size())
         throw kilnrt::Error(kilnrt::ErrorCode::kInvalidModel,
-                            "Python shape function returned " + std::to_string(outs.size()) + " outputs, the node has " +
-                                std::to_string(c.outputs.size()));
+                            "Python shape function returned " + std::to_string(outs.size()) +
+                                " outputs, the node has " + std::to_string(c.outputs.size()));
       for (size_t i = 0; i < outs.size(); ++i) {
         py::tuple pair = outs[i].cast<py::tuple>();
         if (pair.size() != 2)
@@ -150,8 +156,8 @@ kilnrt::CustomCpuFn cpu_fn(PyFn fn) {
         py::sequence seq = out.cast<py::sequence>();
         if (seq.size() != c.outputs.size())
           throw kilnrt::Error(kilnrt::ErrorCode::kInvalidModel,
-                              "Python CPU function returned " + std::to_string(seq.size()) +
-                                  " arrays, the node has " + std::to_string(c.outputs.size()) + " outputs");
+                              "Python CPU function returned " + std::to_string(seq.size()) + " arrays, the node has " +
+                                  std::to_string(c.outputs.size()) + " outputs");
         for (size_t i = 0; i < seq.size(); ++i)
           if (!seq[i].is_none()) c.outputs[i] = tensor_from(seq[i], i);
       } else {

@@ -76,9 +76,9 @@ void register_dlpack(py::module_& m) {
   m.def("dlpack_info", [](const py::capsule& capsule) {
     const char* name = capsule.name();
     if (name == nullptr || std::string(name) != "dltensor")
-      throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument,
-                          std::string("expected an unconsumed DLPack capsule named 'dltensor', got '") +
-                              (name ? name : "") + "'");
+      throw kilnrt::Error(
+          kilnrt::ErrorCode::kInvalidArgument,
+          std::string("expected an unconsumed DLPack capsule named 'dltensor', got '") + (name ? name : "") + "'");
     auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), name));
     if (managed == nullptr) throw py::error_already_set();
     const DLTensor& t = managed->dl_tensor;

@@ -91,8 +91,8 @@ kilnrt::Tensor borrow_array(const std::string& name, const py::array& array, kil
   const bool big_endian = have.attr("byteorder").cast<std::string>() == ">" && have.itemsize() > 1;
   if (have.kind() != want.kind() || have.itemsize() != want.itemsize() || big_endian)
     throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument,
-                        "input has numpy dtype " + py::str(array.dtype()).cast<std::string>() + ", the engine expects " +
-                            kilnrt::dtype_name(expected),
+                        "input has numpy dtype " + py::str(array.dtype()).cast<std::string>() +
+                            ", the engine expects " + kilnrt::dtype_name(expected),
                         name);
   if (!(array.flags() & py::array::c_style))
     throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, "input array must be C-contiguous", name);
@@ -379,8 +379,8 @@ class EngineHandle {
 
 void build_engine_file(const std::string& onnx_path, const std::string& engine_path, const std::string& device,
                        bool fp16, bool bf16, bool tf32, const std::vector<std::string>& shape_specs,
-                       const std::vector<std::pair<std::string, std::string>>& layer_precisions,
-                       bool mark_all_outputs, bool io16) {
+                       const std::vector<std::pair<std::string, std::string>>& layer_precisions, bool mark_all_outputs,
+                       bool io16) {
   kilnrt::BuildOptions options;
   options.io16 = io16;
   options.layer_precisions = layer_precisions;
@@ -417,8 +417,8 @@ const char* error_code_id(kilnrt::ErrorCode code) {
 void translate_kilnrt_error(const kilnrt::Error& e) {
   try {
     py::object cls = py::module_::import("kilnrt._errors").attr("Error");
-    py::object exc = cls(py::str(e.what()), py::str(error_code_id(e.code())), py::str(e.where()),
-                         py::str(e.message()), py::str(e.expression()));
+    py::object exc = cls(py::str(e.what()), py::str(error_code_id(e.code())), py::str(e.where()), py::str(e.message()),
+                         py::str(e.expression()));
     PyErr_SetObject(cls.ptr(), exc.ptr());
   } catch (py::error_already_set&) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
@@ -460,28 +460,28 @@ PYBIND11_MODULE(_kilnrt, m) {
     return py::make_tuple(p.name, py::tuple(py::cast(p.min)), py::tuple(py::cast(p.opt)), py::tuple(py::cast(p.max)));
   });
   m.def("describe_onnx_model", &kilnrt::describe_onnx_model, py::arg("onnx_path"));
-  m.def("numpy_dtype_for", [](const std::string& kilnrt_dtype) {
-    return numpy_dtype_name(kilnrt::dtype_from_name(kilnrt_dtype));
-  });
+  m.def("numpy_dtype_for",
+        [](const std::string& kilnrt_dtype) { return numpy_dtype_name(kilnrt::dtype_from_name(kilnrt_dtype)); });
 
   py::class_<EngineHandle, std::shared_ptr<EngineHandle>>(m, "EngineHandle")
-      .def_static("load",
-                  [](const std::string& path, int device) {
-                    std::shared_ptr<kilnrt::Engine> engine;
-                    {
-                      kilnrt_python::GilRelease no_gil;
-                      engine = kilnrt::Engine::load(path, device);
-                    }
-                    return std::make_shared<EngineHandle>(engine);
-                  },
-                  py::arg("path"), py::arg("device") = 0)
-      .def_static("from_bytes",
-                  [](const py::bytes& data, const std::string& label, int device) {
-                    std::string_view view = data;
-                    return std::make_shared<EngineHandle>(
-                        kilnrt::Engine::from_bytes(view.data(), view.size(), label, device));
-                  },
-                  py::arg("data"), py::arg("label"), py::arg("device") = 0)
+      .def_static(
+          "load",
+          [](const std::string& path, int device) {
+            std::shared_ptr<kilnrt::Engine> engine;
+            {
+              kilnrt_python::GilRelease no_gil;
+              engine = kilnrt::Engine::load(path, device);
+            }
+            return std::make_shared<EngineHandle>(engine);
+          },
+          py::arg("path"), py::arg("device") = 0)
+      .def_static(
+          "from_bytes",
+          [](const py::bytes& data, const std::string& label, int device) {
+            std::string_view view = data;
+            return std::make_shared<EngineHandle>(kilnrt::Engine::from_bytes(view.data(), view.size(), label, device));
+          },
+          py::arg("data"), py::arg("label"), py::arg("device") = 0)
       .def_property_readonly("device", [](const EngineHandle& h) { return h.engine().device(); })
       .def_property_readonly("inputs",
                              [](const EngineHandle& h) {
@@ -524,18 +524,19 @@ PYBIND11_MODULE(_kilnrt, m) {
                                d["weights_bytes"] = hd.weights_bytes;
                                return d;
                              })
-      .def_property_readonly("profiles",
-                             [](const EngineHandle& h) {
-                               py::list profiles;
-                               for (const auto& profile : h.engine().profiles()) {
-                                 py::list ranges;
-                                 for (const auto& r : profile)
-                                   ranges.append(py::make_tuple(r.name, py::tuple(py::cast(r.min)),
-                                                                py::tuple(py::cast(r.opt)), py::tuple(py::cast(r.max))));
-                                 profiles.append(ranges);
-                               }
-                               return profiles;
-                             })
+      .def_property_readonly(
+          "profiles",
+          [](const EngineHandle& h) {
+            py::list profiles;
+            for (const auto& profile : h.engine().profiles()) {
+              py::list ranges;
+              for (const auto& r : profile)
+                ranges.append(py::make_tuple(r.name, py::tuple(py::cast(r.min)), py::tuple(py::cast(r.opt)),
+                                             py::tuple(py::cast(r.max))));
+              profiles.append(ranges);
+            }
+            return profiles;
+          })
       .def("describe", [](const EngineHandle& h) { return h.engine().describe(); })
       .def("run", &EngineHandle::run, py::arg("inputs"))
       .def("output_shapes", &EngineHandle::output_shapes, py::arg("input_shapes"), py::arg("stream"))

@@ -45,8 +45,8 @@ uint32_t crc_raw_software(uint32_t crc, const uint8_t* p, size_t n) {
   while (n >= 8) {
     const uint32_t lo = crc ^ load_le32(p);
     const uint32_t hi = load_le32(p + 4);
-    crc = t[7][lo & 0xffu] ^ t[6][(lo >> 8) & 0xffu] ^ t[5][(lo >> 16) & 0xffu] ^ t[4][lo >> 24] ^
-          t[3][hi & 0xffu] ^ t[2][(hi >> 8) & 0xffu] ^ t[1][(hi >> 16) & 0xffu] ^ t[0][hi >> 24];
+    crc = t[7][lo & 0xffu] ^ t[6][(lo >> 8) & 0xffu] ^ t[5][(lo >> 16) & 0xffu] ^ t[4][lo >> 24] ^ t[3][hi & 0xffu] ^
+          t[2][(hi >> 8) & 0xffu] ^ t[1][(hi >> 16) & 0xffu] ^ t[0][hi >> 24];
     p += 8;
     n -= 8;
   }
@@ -109,7 +109,7 @@ const ShiftOperator& short_shift() {
 // chains are then merged: crc(A|B|C) = shift(shift(a, L) ^ b, L) ^ c.
 template <size_t L>
 __attribute__((target("sse4.2"))) inline uint32_t crc_three_streams(uint32_t crc, const uint8_t* p,
-                                                                      const ShiftOperator& shift) {
+                                                                    const ShiftOperator& shift) {
   uint64_t a = crc, b = 0, c = 0;
   for (size_t i = 0; i < L; i += 8) {
     a = _mm_crc32_u64(a, load_u64(p + i));

@@ -6,10 +6,19 @@ namespace kilnrt {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kFloat32: case DType::kInt32: case DType::kUInt32: return 4;
-    case DType::kInt64: case DType::kFloat64: case DType::kUInt64: return 8;
-    case DType::kFloat16: case DType::kBFloat16: case DType::kInt16: case DType::kUInt16: return 2;
-    case DType::kInt8: case DType::kUInt8: case DType::kBool: return 1;
+    case DType::kFloat32:
+    case DType::kInt32:
+    case DType::kUInt32: return 4;
+    case DType::kInt64:
+    case DType::kFloat64:
+    case DType::kUInt64: return 8;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kInt16:
+    case DType::kUInt16: return 2;
+    case DType::kInt8:
+    case DType::kUInt8:
+    case DType::kBool: return 1;
     case DType::kUndefined: return 0;
   }
   return 0;
@@ -36,9 +45,9 @@ const char* dtype_name(DType t) {
 }
 
 DType dtype_from_name(const std::string& name) {
-  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32,
-                  DType::kInt8, DType::kUInt8, DType::kBool, DType::kInt16, DType::kUInt16, DType::kUInt32,
-                  DType::kUInt64})
+  for (DType t :
+       {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32, DType::kInt8,
+        DType::kUInt8, DType::kBool, DType::kInt16, DType::kUInt16, DType::kUInt32, DType::kUInt64})
     if (name == dtype_name(t)) return t;
   if (name == "float") return DType::kFloat32;
   if (name == "half") return DType::kFloat16;
@@ -47,8 +56,19 @@ DType dtype_from_name(const std::string& name) {
 
 bool dtype_is_valid(int32_t v) {
   switch (v) {
-    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 12: case 13: case 16:
-      return true;
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+    case 7:
+    case 9:
+    case 10:
+    case 11:
+    case 12:
+    case 13:
+    case 16: return true;
     default: return false;
   }
 }
@@ -66,7 +86,7 @@ uint16_t float_to_half(float f) {
     return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? (0x200u | ((abs >> 13) & 0x3ffu)) : 0u));
   }
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: overflow to inf
-  if (abs < 0x38800000u) {  // subnormal half or zero: value = abs * 2^24 rounded
+  if (abs < 0x38800000u) {                                      // subnormal half or zero: value = abs * 2^24 rounded
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);  // < 2^-25 rounds to zero
     const uint32_t e = abs >> 23;
     const uint32_t m = (abs & 0x7fffffu) | 0x800000u;
@@ -93,7 +113,10 @@ float half_to_float(uint16_t h) {
       x = sign;
     } else {  // subnormal: normalise
       int shift = 0;
-      while (!(m & 0x400u)) { m <<= 1; ++shift; }
+      while (!(m & 0x400u)) {
+        m <<= 1;
+        ++shift;
+      }
       m &= 0x3ffu;
       x = sign | (static_cast<uint32_t>(113 - shift) << 23) | (m << 13);
     }

@@ -39,8 +39,7 @@ std::string format_error(ErrorCode code, const std::string& message, const std::
 }
 }  // namespace
 
-Error::Error(ErrorCode code, std::string message, std::string where, std::string expression, const char* file,
-             int line)
+Error::Error(ErrorCode code, std::string message, std::string where, std::string expression, const char* file, int line)
     : std::runtime_error(format_error(code, message, where, expression, file, line)),
       code_(code),
       message_(std::move(message)),

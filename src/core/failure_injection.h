@@ -46,7 +46,7 @@ int64_t loop_iteration_limit();
 // Generic countdown for other kinds of calls (the CUDA wrappers use it). `site` names the call site for tests that
 // enumerate sites. Returns true when this call must fail (and disarms).
 bool should_fail_call(const char* site);
-void fail_call_at(int64_t index);        // -1 disarms
+void fail_call_at(int64_t index);                             // -1 disarms
 void fail_site(const std::string& site, int64_t occurrence);  // the occurrence-th call (0-based) of `site` fails
 int64_t calls_seen();
 bool call_failure_fired();

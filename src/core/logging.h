@@ -10,11 +10,11 @@ LogLevel log_level();
 void log_message(LogLevel level, const std::string& msg);
 }  // namespace kilnrt
 
-#define KILNRT_LOG(level, msg)                                            \
-  do {                                                                    \
-    if (::kilnrt::LogLevel::level <= ::kilnrt::log_level()) {             \
-      std::ostringstream kilnrt_log_oss_;                                 \
-      kilnrt_log_oss_ << msg;                                             \
+#define KILNRT_LOG(level, msg)                                                 \
+  do {                                                                         \
+    if (::kilnrt::LogLevel::level <= ::kilnrt::log_level()) {                  \
+      std::ostringstream kilnrt_log_oss_;                                      \
+      kilnrt_log_oss_ << msg;                                                  \
       ::kilnrt::log_message(::kilnrt::LogLevel::level, kilnrt_log_oss_.str()); \
-    }                                                                     \
+    }                                                                          \
   } while (0)

@@ -32,10 +32,22 @@ const char* descr_of(DType t) {
 
 DType dtype_of_descr(const std::string& d) {
   static const std::pair<const char*, DType> table[] = {
-      {"<f4", DType::kFloat32}, {"<f2", DType::kFloat16}, {"<f8", DType::kFloat64}, {"<i8", DType::kInt64},
-      {"<i4", DType::kInt32},   {"|i1", DType::kInt8},    {"|u1", DType::kUInt8},   {"|b1", DType::kBool},
+      {"<f4", DType::kFloat32},
+      {"<f2", DType::kFloat16},
+      {"<f8", DType::kFloat64},
+      {"<i8", DType::kInt64},
+      {"<i4", DType::kInt32},
+      {"|i1", DType::kInt8},
+      {"|u1", DType::kUInt8},
+      {"|b1", DType::kBool},
       // "<u2" (what numpy writes for uint16) is read as bfloat16 bits, kilnrt's bfloat16 convention; "=u2" as uint16.
-      {"<u2", DType::kBFloat16}, {"=u2", DType::kUInt16}, {"<i2", DType::kInt16}, {"<u4", DType::kUInt32}, {"<u8", DType::kUInt64}, {"=f4", DType::kFloat32}, {"=i8", DType::kInt64}};
+      {"<u2", DType::kBFloat16},
+      {"=u2", DType::kUInt16},
+      {"<i2", DType::kInt16},
+      {"<u4", DType::kUInt32},
+      {"<u8", DType::kUInt64},
+      {"=f4", DType::kFloat32},
+      {"=i8", DType::kInt64}};
   for (auto& e : table)
     if (d == e.first) return e.second;
   return DType::kUndefined;
@@ -113,7 +125,8 @@ void save_npy(const std::string& path, const Tensor& t) {
   KILNRT_CHECK(descr != nullptr, kUnsupported, path, "cannot save dtype " << dtype_name(t.dtype()) << " as .npy");
   std::ostringstream h;
   h << "{'descr': '" << descr << "', 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < t.shape().size(); ++i) h << t.shape()[i] << (t.shape().size() == 1 || i + 1 < t.shape().size() ? ", " : "");
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    h << t.shape()[i] << (t.shape().size() == 1 || i + 1 < t.shape().size() ? ", " : "");
   h << "), }";
   std::string header = h.str();
   size_t total = 10 + header.size() + 1;

@@ -8,10 +8,9 @@ bool contains(const char* s, const char* part) { return std::strstr(s, part) != 
 }  // namespace
 
 bool injectable(const char* name) {
-  static const char* const never[] = {"Free",        "Destroy",      "Unload",         "PopCurrent",
-                                      "CtxRelease",  "ErrorName",    "ErrorString",    "cuInit",
-                                      "DriverGetVersion", "GetProcAddress", "nvrtcVersion", "SupportedArchs",
-                                      "ProgramLog"};
+  static const char* const never[] = {
+      "Free",   "Destroy",          "Unload",         "PopCurrent",   "CtxRelease",     "ErrorName", "ErrorString",
+      "cuInit", "DriverGetVersion", "GetProcAddress", "nvrtcVersion", "SupportedArchs", "ProgramLog"};
   for (const char* n : never)
     if (contains(name, n)) return false;
   return true;

@@ -51,7 +51,8 @@ template <typename Tag, typename R, typename... A>
 struct Trampoline<Tag, R (*)(A...)> {
   static inline R (*real)(A...) = nullptr;
   static R call(A... args) {
-    if (failure_injection::should_fail_call(Tag::site_name())) return failure_status(static_cast<R*>(nullptr), Tag::site_name());
+    if (failure_injection::should_fail_call(Tag::site_name()))
+      return failure_status(static_cast<R*>(nullptr), Tag::site_name());
     return real(args...);
   }
 };
@@ -60,13 +61,13 @@ struct Trampoline<Tag, R (*)(A...)> {
 
 // `ptr` wrapped for failure injection (or unchanged when null or not injectable). `site` is a string literal.
 // Each expansion defines its own tag type, so every entry point gets its own trampoline.
-#define KILNRT_INJECTABLE_CALL(site, ptr)                                                        \
-  ([](auto p) {                                                                                  \
-    struct Tag {                                                                                 \
-      static const char* site_name() { return site; }                                            \
-    };                                                                                           \
-    using W = ::kilnrt::cuda::injection::Trampoline<Tag, decltype(p)>;                           \
-    if (!p || !::kilnrt::cuda::injection::injectable(site)) return p;                            \
-    W::real = p;                                                                                 \
-    return static_cast<decltype(p)>(&W::call);                                                   \
+#define KILNRT_INJECTABLE_CALL(site, ptr)                              \
+  ([](auto p) {                                                        \
+    struct Tag {                                                       \
+      static const char* site_name() { return site; }                  \
+    };                                                                 \
+    using W = ::kilnrt::cuda::injection::Trampoline<Tag, decltype(p)>; \
+    if (!p || !::kilnrt::cuda::injection::injectable(site)) return p;  \
+    W::real = p;                                                       \
+    return static_cast<decltype(p)>(&W::call);                         \
   }(ptr))

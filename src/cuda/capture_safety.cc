@@ -67,8 +67,10 @@ CaptureGate::CaptureGate(int device, Kind kind) : kind_(kind) {
 CaptureGate::~CaptureGate() {
   if (slot_ < 0) return;
   if (--t_depth[slot_] > 0) return;
-  if (t_held[slot_] == 2) gates()[slot_].unlock();
-  else gates()[slot_].unlock_shared();
+  if (t_held[slot_] == 2)
+    gates()[slot_].unlock();
+  else
+    gates()[slot_].unlock_shared();
   t_held[slot_] = 0;
 }
 

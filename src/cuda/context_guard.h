@@ -60,7 +60,10 @@ void release_quietly(int device, const char* what, Release&& release) noexcept {
     r = release(guard.api());
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) failure = driver_error_string(guard.api(), r);
   } catch (const std::exception& e) {
-    try { failure = e.what(); } catch (...) {}
+    try {
+      failure = e.what();
+    } catch (...) {
+    }
   } catch (...) {
     failure = "unknown error";
   }

@@ -73,8 +73,7 @@ const char* capture_failure_hint(CUresult r) {
              "(record an event there and make the capture stream wait on it)";
     case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
       return ": the capture was ended from another thread than the one that began it";
-    default:
-      return "";
+    default: return "";
   }
 }
 
@@ -88,12 +87,9 @@ CaptureStatus stream_capture_status(StreamHandle stream, int device) {
   KILNRT_CU_CHECK(api, api.StreamGetCaptureInfo(stream, &status, &id, nullptr, nullptr, nullptr),
                   "stream_capture_status");
   switch (status) {
-    case CU_STREAM_CAPTURE_STATUS_ACTIVE:
-      return CaptureStatus::kActive;
-    case CU_STREAM_CAPTURE_STATUS_INVALIDATED:
-      return CaptureStatus::kInvalidated;
-    default:
-      return CaptureStatus::kNone;
+    case CU_STREAM_CAPTURE_STATUS_ACTIVE: return CaptureStatus::kActive;
+    case CU_STREAM_CAPTURE_STATUS_INVALIDATED: return CaptureStatus::kInvalidated;
+    default: return CaptureStatus::kNone;
   }
 }
 

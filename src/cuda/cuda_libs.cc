@@ -36,8 +36,9 @@ const Api& resolve_once(Library lib, Fill fill) {
 
 const CublasLtApi& cublaslt_api() {
   return resolve_once<CublasLtApi>(Library::kCublasLt, [](CublasLtApi& a) {
-#define KILNRT_RESOLVE(f) \
-  a.f = KILNRT_INJECTABLE_CALL(#f, reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCublasLt, #f)));
+#define KILNRT_RESOLVE(f)       \
+  a.f = KILNRT_INJECTABLE_CALL( \
+      #f, reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCublasLt, #f)));
     KILNRT_CUBLASLT_FUNCTIONS(KILNRT_RESOLVE)
 #undef KILNRT_RESOLVE
   });
@@ -45,8 +46,9 @@ const CublasLtApi& cublaslt_api() {
 
 const CudnnApi& cudnn_api() {
   return resolve_once<CudnnApi>(Library::kCudnn, [](CudnnApi& a) {
-#define KILNRT_RESOLVE(f) \
-  a.f = KILNRT_INJECTABLE_CALL(#f, reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCudnn, #f)));
+#define KILNRT_RESOLVE(f)       \
+  a.f = KILNRT_INJECTABLE_CALL( \
+      #f, reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCudnn, #f)));
     KILNRT_CUDNN_FUNCTIONS(KILNRT_RESOLVE)
 #undef KILNRT_RESOLVE
   });
@@ -54,8 +56,9 @@ const CudnnApi& cudnn_api() {
 
 const CudnnGraphApi& cudnn_graph_api() {
   return resolve_once<CudnnGraphApi>(Library::kCudnn, [](CudnnGraphApi& a) {
-#define KILNRT_RESOLVE(f) \
-  a.f = KILNRT_INJECTABLE_CALL(#f, reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCudnn, #f)));
+#define KILNRT_RESOLVE(f)       \
+  a.f = KILNRT_INJECTABLE_CALL( \
+      #f, reinterpret_cast<decltype(a.f)>(kilnrt::cuda::require_library_symbol(Library::kCudnn, #f)));
     KILNRT_CUDNN_GRAPH_FUNCTIONS(KILNRT_RESOLVE)
 #undef KILNRT_RESOLVE
   });

@@ -11,29 +11,31 @@
 
 namespace kilnrt::backends::cuda {
 
-#define KILNRT_CUBLASLT_FUNCTIONS(X)                                                                    \
-  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)         \
-  X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)        \
-  X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) \
-  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul) \
-  X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoCapGetAttribute) X(cublasLtMatmulAlgoConfigSetAttribute) \
-  X(cublasLtMatmulAlgoConfigGetAttribute)
+#define KILNRT_CUBLASLT_FUNCTIONS(X)                                                                                   \
+  X(cublasLtCreate)                                                                                                    \
+  X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)        \
+      X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                 \
+          X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) \
+              X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul) X(cublasLtMatmulAlgoCheck)                           \
+                  X(cublasLtMatmulAlgoCapGetAttribute) X(cublasLtMatmulAlgoConfigSetAttribute)                         \
+                      X(cublasLtMatmulAlgoConfigGetAttribute)
 
-#define KILNRT_CUDNN_FUNCTIONS(X)                                                                       \
-  X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor) \
-  X(cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnCreateFilterDescriptor)           \
-  X(cudnnDestroyFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)       \
-  X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionGroupCount) \
-  X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardAlgorithm_v7)                                \
-  X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) X(cudnnAddTensor)                   \
-  X(cudnnConvolutionBiasActivationForward) X(cudnnCreateActivationDescriptor)                             \
-  X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)
+#define KILNRT_CUDNN_FUNCTIONS(X)                                                                                      \
+  X(cudnnCreate)                                                                                                       \
+  X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor)                              \
+      X(cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnCreateFilterDescriptor)                     \
+          X(cudnnDestroyFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)            \
+              X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionGroupCount) \
+                  X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardAlgorithm_v7)                             \
+                      X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) X(cudnnAddTensor)          \
+                          X(cudnnConvolutionBiasActivationForward) X(cudnnCreateActivationDescriptor)                  \
+                              X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)
 
 // cuDNN's graph (backend) API: operation graphs, engines, execution plans (cudnn_attention.cc).
-#define KILNRT_CUDNN_GRAPH_FUNCTIONS(X)                                                                 \
-  X(cudnnBackendCreateDescriptor) X(cudnnBackendDestroyDescriptor) X(cudnnBackendSetAttribute)            \
-  X(cudnnBackendGetAttribute) X(cudnnBackendFinalize) X(cudnnBackendExecute) X(cudnnGetLastErrorString)    \
-  X(cudnnGetVersion)
+#define KILNRT_CUDNN_GRAPH_FUNCTIONS(X)                                                                            \
+  X(cudnnBackendCreateDescriptor)                                                                                  \
+  X(cudnnBackendDestroyDescriptor) X(cudnnBackendSetAttribute) X(cudnnBackendGetAttribute) X(cudnnBackendFinalize) \
+      X(cudnnBackendExecute) X(cudnnGetLastErrorString) X(cudnnGetVersion)
 
 struct CublasLtApi {
 #define KILNRT_MEMBER(f) decltype(&::f) f = nullptr;
@@ -76,18 +78,20 @@ struct LibraryHandles {
 }  // namespace kilnrt::backends::cuda
 
 // Status checks naming the node.
-#define KILNRT_CUBLASLT_CHECK(call, where)                                                                   \
-  do {                                                                                                     \
-    cublasStatus_t kilnrt_st_ = (call);                                                                    \
-    if (kilnrt_st_ != CUBLAS_STATUS_SUCCESS)                                                               \
-      throw ::kilnrt::Error(::kilnrt::ErrorCode::kCuda, "cuBLASLt failed with status " + std::to_string(int(kilnrt_st_)), \
-                            (where), #call, __FILE__, __LINE__);                                           \
+#define KILNRT_CUBLASLT_CHECK(call, where)                                                                    \
+  do {                                                                                                        \
+    cublasStatus_t kilnrt_st_ = (call);                                                                       \
+    if (kilnrt_st_ != CUBLAS_STATUS_SUCCESS)                                                                  \
+      throw ::kilnrt::Error(::kilnrt::ErrorCode::kCuda,                                                       \
+                            "cuBLASLt failed with status " + std::to_string(int(kilnrt_st_)), (where), #call, \
+                            __FILE__, __LINE__);                                                              \
   } while (0)
-#define KILNRT_CUDNN_CHECK(api, call, where)                                                                 \
-  do {                                                                                                     \
-    cudnnStatus_t kilnrt_st_ = (call);                                                                     \
-    if (kilnrt_st_ != CUDNN_STATUS_SUCCESS)                                                                \
-      throw ::kilnrt::Error(::kilnrt::ErrorCode::kCuda,                                                    \
-                            std::string("cuDNN failed: ") + ((api).cudnnGetErrorString ? (api).cudnnGetErrorString(kilnrt_st_) : "?"), \
-                            (where), #call, __FILE__, __LINE__);                                           \
+#define KILNRT_CUDNN_CHECK(api, call, where)                                                                         \
+  do {                                                                                                               \
+    cudnnStatus_t kilnrt_st_ = (call);                                                                               \
+    if (kilnrt_st_ != CUDNN_STATUS_SUCCESS)                                                                          \
+      throw ::kilnrt::Error(                                                                                         \
+          ::kilnrt::ErrorCode::kCuda,                                                                                \
+          std::string("cuDNN failed: ") + ((api).cudnnGetErrorString ? (api).cudnnGetErrorString(kilnrt_st_) : "?"), \
+          (where), #call, __FILE__, __LINE__);                                                                       \
   } while (0)

@@ -83,8 +83,9 @@ void report_gpus(std::ostringstream& os, const cuda::DriverApi& api, int count, 
       os << ", free memory unknown (" << e.what() << ")";
     }
     os << "\n";
-    if (major < 7) todo.push_back("GPU " + std::to_string(d) + " (sm_" + std::to_string(major) +
-                                  std::to_string(minor) + ") is older than kilnrt's CUDA kernels support (sm_70+)");
+    if (major < 7)
+      todo.push_back("GPU " + std::to_string(d) + " (sm_" + std::to_string(major) + std::to_string(minor) +
+                     ") is older than kilnrt's CUDA kernels support (sm_70+)");
   }
 }
 
@@ -103,8 +104,8 @@ void report_library(std::ostringstream& os, cuda::Library lib, std::vector<std::
     if (major != runtime_major)
       todo.push_back(std::string(info.name) + " " + info.version_string + " is from CUDA " + std::to_string(major) +
                      " while kilnrt was built with CUDA " + std::to_string(runtime_major) +
-                     ": it works where the driver supports both, but prefer the CUDA " +
-                     std::to_string(runtime_major) + " package");
+                     ": it works where the driver supports both, but prefer the CUDA " + std::to_string(runtime_major) +
+                     " package");
   }
 }
 

@@ -54,35 +54,35 @@ std::string load_real_driver() {
 
   DriverApi api;
   std::string missing;
-#define KILNRT_CUDA_DRIVER_LOAD(member, symbol, type)                                                         \
-  {                                                                                                          \
-    void* fn = nullptr;                                                                                      \
-    cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSymbolNotFound;                              \
-    cudaError_t err = cudaGetDriverEntryPointByVersion(#symbol, &fn, kDriverAbiVersion, cudaEnableLegacyStream, \
-                                                       &query);                                              \
-    if (err == cudaErrorInsufficientDriver) {                                                                \
-      std::ostringstream os;                                                                                 \
-      os << "the CUDA driver (supports CUDA " << version_string(driver_version)                             \
-         << ") is older than the CUDA " << version_string(CUDART_VERSION)                                    \
-         << " runtime kilnrt was built with: update the NVIDIA driver; kilnrt's CPU backend still works";    \
-      return os.str();                                                                                       \
-    }                                                                                                        \
-    if (err != cudaSuccess || query != cudaDriverEntryPointSuccess || fn == nullptr) {                       \
-      if (!missing.empty()) missing += ", ";                                                                 \
-      missing += #symbol;                                                                                    \
-    } else {                                                                                                 \
-      api.member = reinterpret_cast<type>(fn);                                                               \
-    }                                                                                                        \
+#define KILNRT_CUDA_DRIVER_LOAD(member, symbol, type)                                                          \
+  {                                                                                                            \
+    void* fn = nullptr;                                                                                        \
+    cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSymbolNotFound;                                \
+    cudaError_t err =                                                                                          \
+        cudaGetDriverEntryPointByVersion(#symbol, &fn, kDriverAbiVersion, cudaEnableLegacyStream, &query);     \
+    if (err == cudaErrorInsufficientDriver) {                                                                  \
+      std::ostringstream os;                                                                                   \
+      os << "the CUDA driver (supports CUDA " << version_string(driver_version) << ") is older than the CUDA " \
+         << version_string(CUDART_VERSION)                                                                     \
+         << " runtime kilnrt was built with: update the NVIDIA driver; kilnrt's CPU backend still works";      \
+      return os.str();                                                                                         \
+    }                                                                                                          \
+    if (err != cudaSuccess || query != cudaDriverEntryPointSuccess || fn == nullptr) {                         \
+      if (!missing.empty()) missing += ", ";                                                                   \
+      missing += #symbol;                                                                                      \
+    } else {                                                                                                   \
+      api.member = reinterpret_cast<type>(fn);                                                                 \
+    }                                                                                                          \
   }
   KILNRT_CUDA_DRIVER_FUNCTIONS(KILNRT_CUDA_DRIVER_LOAD)
 #undef KILNRT_CUDA_DRIVER_LOAD
-#define KILNRT_CUDA_DRIVER_LOAD_OPTIONAL(member, symbol, type, version)                                         \
-  {                                                                                                          \
-    void* fn = nullptr;                                                                                      \
-    cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSymbolNotFound;                              \
+#define KILNRT_CUDA_DRIVER_LOAD_OPTIONAL(member, symbol, type, version)                                           \
+  {                                                                                                               \
+    void* fn = nullptr;                                                                                           \
+    cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSymbolNotFound;                                   \
     if (cudaGetDriverEntryPointByVersion(#symbol, &fn, version, cudaEnableLegacyStream, &query) == cudaSuccess && \
-        query == cudaDriverEntryPointSuccess)                                                                \
-      api.member = reinterpret_cast<type>(fn);                                                               \
+        query == cudaDriverEntryPointSuccess)                                                                     \
+      api.member = reinterpret_cast<type>(fn);                                                                    \
   }
   KILNRT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(KILNRT_CUDA_DRIVER_LOAD_OPTIONAL)
 #undef KILNRT_CUDA_DRIVER_LOAD_OPTIONAL
@@ -217,14 +217,14 @@ void throw_driver_error(const DriverApi& api, CUresult result, const char* expre
       throw Error(ErrorCode::kOutOfMemory, message, where, expression, file, line);
     case CUDA_ERROR_INVALID_CONTEXT:
     case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-      message += ": the resource belongs to another (or a destroyed) context; use streams and memory of the "
-                 "device's primary context (what the CUDA runtime and PyTorch use)";
+      message +=
+          ": the resource belongs to another (or a destroyed) context; use streams and memory of the "
+          "device's primary context (what the CUDA runtime and PyTorch use)";
       break;
     case CUDA_ERROR_INVALID_HANDLE:
       message += ": a stream, event or module handle is invalid or belongs to another context";
       break;
-    default:
-      break;
+    default: break;
   }
   throw Error(ErrorCode::kCuda, message, where, expression, file, line);
 }

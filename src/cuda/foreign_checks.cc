@@ -30,8 +30,8 @@ std::string describe_foreign_context(const DriverApi& api, CUcontext ctx, int* o
       CUdevice dev = 0;
       unsigned flags = 0;
       int active = 0;
-      if (api.DeviceGet(&dev, d) == CUDA_SUCCESS && api.DevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS &&
-          active) {
+      if (api.DeviceGet(&dev, d) == CUDA_SUCCESS &&
+          api.DevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active) {
         try {
           known = primary_context(d);  // already active: retaining it creates nothing
         } catch (...) {
@@ -57,10 +57,13 @@ bool is_special_stream(StreamHandle h) {
 PointerAttributes query_pointer_attributes(const void* ptr, int device) {
   ContextGuard guard(device);
   const DriverApi& api = guard.api();
-  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_CONTEXT,         CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,  CU_POINTER_ATTRIBUTE_IS_MANAGED,
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_CONTEXT,
+                                 CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CU_POINTER_ATTRIBUTE_IS_MANAGED,
                                  CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
-                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
   CUcontext ctx = nullptr;
   unsigned memory_type = 0;
   int ordinal = -1;
@@ -99,9 +102,9 @@ void validate_pointer_attributes(const void* ptr, const PointerAttributes& a, in
                       << ", e.g. a CUDA array): pass memory from cudaMalloc / a framework tensor");
   }
   KILNRT_CHECK(a.device_ordinal == device, kInvalidArgument, what,
-               what << " (" << hex(ptr) << ") is on cuda:" << a.device_ordinal << " but the engine runs on cuda:"
-                    << device << ". Move the tensor (tensor.to('cuda:" << device << "')) or load the engine on cuda:"
-                    << a.device_ordinal);
+               what << " (" << hex(ptr) << ") is on cuda:" << a.device_ordinal
+                    << " but the engine runs on cuda:" << device << ". Move the tensor (tensor.to('cuda:" << device
+                    << "')) or load the engine on cuda:" << a.device_ordinal);
   // The owning context is NULL for cudaMallocAsync pools and VMM memory: those belong to no context and are fine.
   KILNRT_CHECK(a.context == nullptr || a.context == primary, kInvalidArgument, what,
                what << " (" << hex(ptr) << ") was allocated in a CUDA context that is not the primary context of cuda:"
@@ -135,7 +138,7 @@ ResolvedStream resolve_stream(StreamHandle handle, int device) {
     ResolvedStream r;
     r.handle = handle;
     r.kind = handle == reinterpret_cast<StreamHandle>(CU_STREAM_PER_THREAD) ? StreamKind::kPerThreadDefault
-                                                                           : StreamKind::kLegacyDefault;
+                                                                            : StreamKind::kLegacyDefault;
     if (current == nullptr || current == primary) return r;
     int other = -1;
     std::string desc = describe_foreign_context(api, current, &other);
@@ -161,17 +164,16 @@ ResolvedStream resolve_stream(StreamHandle handle, int device) {
   std::string desc = describe_foreign_context(api, owner, &other);
   if (other >= 0) {
     KILNRT_THROW(kInvalidArgument, "stream " + hex(handle),
-                 "stream belongs to another CUDA context (" << desc << ") but the engine runs on cuda:" << device
-                                                           << ": pass a stream of cuda:" << device
-                                                           << " (torch.cuda.current_stream(" << device
-                                                           << ") / torch.cuda.Stream(device=" << device << "))");
+                 "stream belongs to another CUDA context ("
+                     << desc << ") but the engine runs on cuda:" << device << ": pass a stream of cuda:" << device
+                     << " (torch.cuda.current_stream(" << device << ") / torch.cuda.Stream(device=" << device << "))");
   }
   KILNRT_THROW(kInvalidArgument, "stream " + hex(handle),
                "stream belongs to another CUDA context (" << desc << "), not the primary context of cuda:" << device
-                                                         << " that kilnrt uses: create the stream with the CUDA "
-                                                            "runtime or PyTorch (torch.cuda.Stream()), or in pycuda "
-                                                            "use device.retain_primary_context() instead of "
-                                                            "make_context()");
+                                                          << " that kilnrt uses: create the stream with the CUDA "
+                                                             "runtime or PyTorch (torch.cuda.Stream()), or in pycuda "
+                                                             "use device.retain_primary_context() instead of "
+                                                             "make_context()");
 }
 
 }  // namespace kilnrt::cuda

@@ -37,8 +37,8 @@ void validate_pointer_attributes(const void* ptr, const PointerAttributes& a, in
 void check_device_pointer(const void* ptr, int expected_device, const std::string& what);
 
 // check_device_pointer + check_buffer_range (buffer_checks.h: alignment, allocation size) from one driver query: the
-// per-call check of a bound tensor of `bytes` bytes whose element size is `alignment`. `primary` is expected_device's primary
-// context. Call under the context guard.
+// per-call check of a bound tensor of `bytes` bytes whose element size is `alignment`. `primary` is expected_device's
+// primary context. Call under the context guard.
 void check_device_tensor(const void* ptr, size_t bytes, size_t alignment, int expected_device, CUcontext primary,
                          const std::string& what);
 

@@ -18,7 +18,7 @@ std::atomic<const HandleLibraryApi*> g_lib_override{nullptr};
 std::once_flag g_lib_once;
 HandleLibraryApi* g_real_libs = nullptr;  // leaked
 std::mutex g_pools_mutex;
-HandlePool* g_pools[kMaxPoolDevices];     // leaked, constant-initialised
+HandlePool* g_pools[kMaxPoolDevices];  // leaked, constant-initialised
 
 template <class Fn>
 Fn sym(Library lib, const char* name) {
@@ -31,9 +31,11 @@ void load_real_libs() {
   if (lt.found) {
     a->cublasLtCreate = sym<decltype(a->cublasLtCreate)>(Library::kCublasLt, "cublasLtCreate");
     a->cublasLtDestroy = sym<decltype(a->cublasLtDestroy)>(Library::kCublasLt, "cublasLtDestroy");
-    a->cublasLtGetStatusString = sym<decltype(a->cublasLtGetStatusString)>(Library::kCublasLt, "cublasLtGetStatusString");
+    a->cublasLtGetStatusString =
+        sym<decltype(a->cublasLtGetStatusString)>(Library::kCublasLt, "cublasLtGetStatusString");
     if (!a->cublasLtCreate || !a->cublasLtDestroy)
-      a->cublaslt_missing = (new std::string("cuBLASLt at " + lt.path + " lacks cublasLtCreate / cublasLtDestroy"))->c_str();
+      a->cublaslt_missing =
+          (new std::string("cuBLASLt at " + lt.path + " lacks cublasLtCreate / cublasLtDestroy"))->c_str();
   } else {
     a->cublaslt_missing = (new std::string(lt.why_missing))->c_str();
   }
@@ -262,9 +264,8 @@ void HandlePool::trim() noexcept {
       return libs->cublasLtDestroy(h) == 0 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
     });
   for (CudnnHandle h : dnn)
-    release_quietly(device_, "a cuDNN handle", [&](const DriverApi&) {
-      return libs->cudnnDestroy(h) == 0 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
-    });
+    release_quietly(device_, "a cuDNN handle",
+                    [&](const DriverApi&) { return libs->cudnnDestroy(h) == 0 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN; });
   ws.clear();  // DeviceBuffer frees under the guard
 }
 

@@ -47,8 +47,7 @@ std::string module_load_hint(CUresult r, const CompiledCode& code) {
     case CUDA_ERROR_INVALID_SOURCE:
     case CUDA_ERROR_INVALID_IMAGE:
       return ": the code (" + code.target_name() + ") does not fit this GPU; rebuild it for this GPU";
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -159,13 +158,15 @@ void Kernel::launch_raw(Dim3 grid, Dim3 block, unsigned shared_mem_bytes, Stream
   const DriverApi& api = guard.api();
   if (shared_mem_bytes > 48 * 1024) {
     // Dynamic shared memory above 48 KiB must be opted into per function.
-    KILNRT_CU_CHECK(api, api.FuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                              static_cast<int>(shared_mem_bytes)),
+    KILNRT_CU_CHECK(api,
+                    api.FuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         static_cast<int>(shared_mem_bytes)),
                     "kernel '" + name_ + "'");
   }
   // The launch's own status: never cudaGetLastError, which would clear errors of other libraries.
-  KILNRT_CU_CHECK(api, api.LaunchKernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                        shared_mem_bytes, stream, params, nullptr),
+  KILNRT_CU_CHECK(api,
+                  api.LaunchKernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_mem_bytes,
+                                   stream, params, nullptr),
                   "kernel '" + name_ + "'");
 }
 

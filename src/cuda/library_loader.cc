@@ -26,12 +26,15 @@ struct LibrarySpec {
 const LibrarySpec& spec(Library lib) {
   // Function-local statics built on first use (not at load time); leaked so they outlive static destructors.
   static const LibrarySpec* specs = new LibrarySpec[kNumLibraries]{
-      {"cuDNN", {"libcudnn.so.9"},
+      {"cuDNN",
+       {"libcudnn.so.9"},
        "install cuDNN 9: `pip install nvidia-cudnn-cu13` (or -cu12), or the system package (libcudnn9-cuda-13)"},
-      {"cuBLASLt", {"libcublasLt.so.13", "libcublasLt.so.12"},
+      {"cuBLASLt",
+       {"libcublasLt.so.13", "libcublasLt.so.12"},
        "install cuBLAS: `pip install nvidia-cublas` (CUDA 13; nvidia-cublas-cu12 for CUDA 12), or the CUDA toolkit's "
        "libcublas"},
-      {"NVRTC", {"libnvrtc.so.13", "libnvrtc.so.12"},
+      {"NVRTC",
+       {"libnvrtc.so.13", "libnvrtc.so.12"},
        "install NVRTC: `pip install nvidia-cuda-nvrtc` (CUDA 13; nvidia-cuda-nvrtc-cu12 for CUDA 12), or the CUDA "
        "toolkit's libnvrtc"},
   };
@@ -208,8 +211,8 @@ void load(Library lib, LibraryInfo& info) {
 
   if (info.found) {
     read_version(lib, info);
-    KILNRT_LOG(kDebug, s.name << " " << info.version_string << " loaded from " << info.path << " (" << info.source
-                              << ")");
+    KILNRT_LOG(kDebug,
+               s.name << " " << info.version_string << " loaded from " << info.path << " (" << info.source << ")");
     return;
   }
   std::ostringstream os;
@@ -268,9 +271,7 @@ std::vector<std::string> pip_nvidia_library_dirs() {
 
 const LibraryInfo& library(Library lib) {
   int i = static_cast<int>(lib);
-  std::call_once(g_once[i], [&] {
-    g_info[i] = new LibraryInfo(load_library_uncached(lib));
-  });
+  std::call_once(g_once[i], [&] { g_info[i] = new LibraryInfo(load_library_uncached(lib)); });
   return *g_info[i];
 }
 

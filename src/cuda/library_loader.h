@@ -17,7 +17,7 @@ enum class Library { kCudnn = 0, kCublasLt = 1, kNvrtc = 2 };
 constexpr int kNumLibraries = 3;
 
 struct LibraryInfo {
-  std::string name;            // "cuDNN", "cuBLASLt", "NVRTC"
+  std::string name;  // "cuDNN", "cuBLASLt", "NVRTC"
   bool found = false;
   void* handle = nullptr;      // dlopen handle (kept for the process life)
   std::string soname;          // the soname that matched

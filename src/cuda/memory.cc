@@ -16,9 +16,9 @@ void* from_dptr(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uint
 
 void check_range(const DeviceBuffer& b, size_t offset, size_t bytes, const char* what) {
   KILNRT_CHECK(b.data() != nullptr || bytes == 0, kInvalidArgument, "DeviceBuffer", what << " on an empty buffer");
-  KILNRT_CHECK(offset <= b.size() && bytes <= b.size() - offset, kInvalidArgument, "DeviceBuffer",
-               what << ": offset " << offset << " + " << bytes << " bytes exceeds the buffer's " << b.size()
-                    << " bytes");
+  KILNRT_CHECK(
+      offset <= b.size() && bytes <= b.size() - offset, kInvalidArgument, "DeviceBuffer",
+      what << ": offset " << offset << " + " << bytes << " bytes exceeds the buffer's " << b.size() << " bytes");
 }
 
 }  // namespace

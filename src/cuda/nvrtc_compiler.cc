@@ -24,8 +24,8 @@ namespace kilnrt::cuda {
 namespace {
 
 std::once_flag g_nvrtc_once;
-NvrtcApi* g_nvrtc = nullptr;            // leaked
-std::string* g_nvrtc_error = nullptr;   // leaked; set when loading failed
+NvrtcApi* g_nvrtc = nullptr;           // leaked
+std::string* g_nvrtc_error = nullptr;  // leaked; set when loading failed
 
 std::atomic<long> g_compilations{0}, g_disk_hits{0}, g_disk_writes{0}, g_rejected{0};
 
@@ -41,9 +41,9 @@ void load_nvrtc() {
   }
   auto* api = new NvrtcApi;
   std::string missing;
-#define KILNRT_NVRTC_LOAD(member, symbol, required)                                                 \
+#define KILNRT_NVRTC_LOAD(member, symbol, required)                                                \
   api->member = reinterpret_cast<decltype(api->member)>(library_symbol(Library::kNvrtc, #symbol)); \
-  if (required && !api->member) missing += std::string(missing.empty() ? "" : ", ") + #symbol;  \
+  if (required && !api->member) missing += std::string(missing.empty() ? "" : ", ") + #symbol;     \
   api->member = KILNRT_INJECTABLE_CALL(#symbol, api->member);
   KILNRT_NVRTC_FUNCTIONS(KILNRT_NVRTC_LOAD)
 #undef KILNRT_NVRTC_LOAD
@@ -76,12 +76,12 @@ std::string joined_names(const std::vector<std::string>& names) {
   return s;
 }
 
-#define KILNRT_NVRTC_CHECK(api, call, where)                                                                   \
-  do {                                                                                                         \
-    nvrtcResult kilnrt_nv_result_ = (call);                                                                    \
-    if (kilnrt_nv_result_ != NVRTC_SUCCESS)                                                                    \
-      throw ::kilnrt::Error(::kilnrt::ErrorCode::kCuda, "NVRTC: " + nvrtc_status((api), kilnrt_nv_result_), \
-                            (where), #call, __FILE__, __LINE__);                                               \
+#define KILNRT_NVRTC_CHECK(api, call, where)                                                                         \
+  do {                                                                                                               \
+    nvrtcResult kilnrt_nv_result_ = (call);                                                                          \
+    if (kilnrt_nv_result_ != NVRTC_SUCCESS)                                                                          \
+      throw ::kilnrt::Error(::kilnrt::ErrorCode::kCuda, "NVRTC: " + nvrtc_status((api), kilnrt_nv_result_), (where), \
+                            #call, __FILE__, __LINE__);                                                              \
   } while (0)
 
 // Owns an nvrtcProgram: destroyed on every path.
@@ -108,8 +108,8 @@ std::shared_ptr<CompiledCode> run_nvrtc(const std::string& source, const std::ve
   const NvrtcApi& api = nvrtc_api();
   const std::string where = "kernel " + joined_names(names);
   Program p(api);
-  KILNRT_NVRTC_CHECK(api, api.CreateProgram(&p.prog, source.c_str(), options.program_name.c_str(), 0, nullptr,
-                                            nullptr), where);
+  KILNRT_NVRTC_CHECK(api, api.CreateProgram(&p.prog, source.c_str(), options.program_name.c_str(), 0, nullptr, nullptr),
+                     where);
   for (const auto& n : names) KILNRT_NVRTC_CHECK(api, api.AddNameExpression(p.prog, n.c_str()), where);
   std::vector<std::string> opts = options.nvrtc_options;
   opts.push_back("-arch=" + target.name());
@@ -347,7 +347,8 @@ bool decode_kernel_cache_file(const std::string& bytes, const std::string& key_m
   if (r.u(4) != kCacheFormat) return false;
   CompiledCode c;
   uint64_t kind = r.u(4);
-  if (kind != static_cast<uint32_t>(CompiledCode::Kind::kCubin) && kind != static_cast<uint32_t>(CompiledCode::Kind::kPtx))
+  if (kind != static_cast<uint32_t>(CompiledCode::Kind::kCubin) &&
+      kind != static_cast<uint32_t>(CompiledCode::Kind::kPtx))
     return false;
   c.kind = static_cast<CompiledCode::Kind>(kind);
   c.arch = static_cast<int>(r.u(4));

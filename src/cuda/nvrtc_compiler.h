@@ -12,20 +12,20 @@
 namespace kilnrt::cuda {
 
 // X(member, symbol, required): optional entries may be nullptr (older NVRTC).
-#define KILNRT_NVRTC_FUNCTIONS(X)                          \
-  X(Version, nvrtcVersion, true)                           \
-  X(GetErrorString, nvrtcGetErrorString, true)             \
-  X(CreateProgram, nvrtcCreateProgram, true)               \
-  X(DestroyProgram, nvrtcDestroyProgram, true)             \
-  X(CompileProgram, nvrtcCompileProgram, true)             \
-  X(GetPTXSize, nvrtcGetPTXSize, true)                     \
-  X(GetPTX, nvrtcGetPTX, true)                             \
-  X(GetCUBINSize, nvrtcGetCUBINSize, true)                 \
-  X(GetCUBIN, nvrtcGetCUBIN, true)                         \
-  X(GetProgramLogSize, nvrtcGetProgramLogSize, true)       \
-  X(GetProgramLog, nvrtcGetProgramLog, true)               \
-  X(AddNameExpression, nvrtcAddNameExpression, true)       \
-  X(GetLoweredName, nvrtcGetLoweredName, true)             \
+#define KILNRT_NVRTC_FUNCTIONS(X)                           \
+  X(Version, nvrtcVersion, true)                            \
+  X(GetErrorString, nvrtcGetErrorString, true)              \
+  X(CreateProgram, nvrtcCreateProgram, true)                \
+  X(DestroyProgram, nvrtcDestroyProgram, true)              \
+  X(CompileProgram, nvrtcCompileProgram, true)              \
+  X(GetPTXSize, nvrtcGetPTXSize, true)                      \
+  X(GetPTX, nvrtcGetPTX, true)                              \
+  X(GetCUBINSize, nvrtcGetCUBINSize, true)                  \
+  X(GetCUBIN, nvrtcGetCUBIN, true)                          \
+  X(GetProgramLogSize, nvrtcGetProgramLogSize, true)        \
+  X(GetProgramLog, nvrtcGetProgramLog, true)                \
+  X(AddNameExpression, nvrtcAddNameExpression, true)        \
+  X(GetLoweredName, nvrtcGetLoweredName, true)              \
   X(GetNumSupportedArchs, nvrtcGetNumSupportedArchs, false) \
   X(GetSupportedArchs, nvrtcGetSupportedArchs, false)
 
@@ -33,7 +33,7 @@ struct NvrtcApi {
 #define KILNRT_NVRTC_MEMBER(member, symbol, required) decltype(&::symbol) member = nullptr;
   KILNRT_NVRTC_FUNCTIONS(KILNRT_NVRTC_MEMBER)
 #undef KILNRT_NVRTC_MEMBER
-  int version = 0;                // major * 1000 + minor * 10
+  int version = 0;                   // major * 1000 + minor * 10
   std::vector<int> supported_archs;  // 75, 80, ... (from nvrtcGetSupportedArchs; empty when unknown)
 };
 
@@ -59,8 +59,7 @@ std::string compile_key_material(const std::string& source, const std::vector<st
 // Compiles (or reads from the disk cache) `source` for `target`, lowering every name in `names`. No GPU needed.
 // Errors: kCuda with NVRTC's log and the names; kUnsupported without NVRTC.
 std::shared_ptr<const CompiledCode> compile_cuda(const std::string& source, const std::vector<std::string>& names,
-                                                 const CompileTarget& target,
-                                                 const KernelCompileOptions& options = {});
+                                                 const CompileTarget& target, const KernelCompileOptions& options = {});
 
 // The cache directory in effect now ($KILNRT_CACHE_DIR/kernels, $XDG_CACHE_HOME/kilnrt/kernels,
 // ~/.cache/kilnrt/kernels); empty when none can be determined.
@@ -74,10 +73,10 @@ std::string encode_kernel_cache_file(const CompiledCode& code, const std::string
 bool decode_kernel_cache_file(const std::string& bytes, const std::string& key_material, CompiledCode* out);
 
 struct NvrtcStats {
-  long compilations = 0;   // NVRTC runs
-  long disk_hits = 0;      // codes read from the cache
-  long disk_writes = 0;    // cache files written
-  long rejected_files = 0; // damaged / foreign cache files ignored (then rebuilt)
+  long compilations = 0;    // NVRTC runs
+  long disk_hits = 0;       // codes read from the cache
+  long disk_writes = 0;     // cache files written
+  long rejected_files = 0;  // damaged / foreign cache files ignored (then rebuilt)
 };
 NvrtcStats nvrtc_stats();
 

@@ -14,7 +14,8 @@ MaxShapes profile_max_shapes(const std::vector<TensorInfo>& inputs,
     for (const TensorInfo& info : inputs) {
       const InputProfile* range = nullptr;
       if (!profiles.empty())
-        for (const InputProfile& r : profiles[p]) if (r.name == info.name) range = &r;
+        for (const InputProfile& r : profiles[p])
+          if (r.name == info.name) range = &r;
       Shape s = range ? range->max : info.shape;
       for (int64_t d : s) bounded &= d >= 0;
       shapes.push_back(std::move(s));
@@ -45,8 +46,7 @@ std::vector<int64_t> decode_activation_memory(const std::vector<uint8_t>& blob, 
                "blob '" << kActivationMemoryBlob << "' is " << blob.size() << " bytes, shorter than its count");
   const uint64_t n = get(0);
   KILNRT_CHECK(n <= (blob.size() - 8) / 8 && blob.size() == 8 + 8 * n, kInvalidEngine, label,
-               "blob '" << kActivationMemoryBlob << "' says " << n << " entries but holds " << blob.size()
-                        << " bytes");
+               "blob '" << kActivationMemoryBlob << "' says " << n << " entries but holds " << blob.size() << " bytes");
   std::vector<int64_t> out;
   for (uint64_t i = 0; i < n; ++i) {
     const int64_t v = static_cast<int64_t>(get(8 + 8 * i));

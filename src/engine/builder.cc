@@ -108,8 +108,12 @@ void apply_profiles(ir::Graph& g, const std::vector<std::vector<InputProfile>>& 
       bool all_fixed = true;
       for (const auto& profile : profiles) {
         const InputProfile* r = nullptr;
-        for (const InputProfile& x : profile) if (x.name == in) r = &x;
-        if (!r || r->min[d] != r->max[d] || (fixed >= 0 && fixed != r->min[d])) { all_fixed = false; break; }
+        for (const InputProfile& x : profile)
+          if (x.name == in) r = &x;
+        if (!r || r->min[d] != r->max[d] || (fixed >= 0 && fixed != r->min[d])) {
+          all_fixed = false;
+          break;
+        }
         fixed = r->min[d];
       }
       if (all_fixed && fixed >= 0) t.shape[d] = ir::Dim(fixed);
@@ -214,8 +218,10 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
     std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_node;
     for (const auto& [key, value] : timed) {
       const size_t tab = key.find('\t');
-      if (tab == std::string::npos) by_node[key].emplace_back("kilnrt_conv_tactic", value);
-      else by_node[key.substr(0, tab)].emplace_back(key.substr(tab + 1), value);
+      if (tab == std::string::npos)
+        by_node[key].emplace_back("kilnrt_conv_tactic", value);
+      else
+        by_node[key.substr(0, tab)].emplace_back(key.substr(tab + 1), value);
     }
     for (ir::Node& n : graph.nodes) {
       auto it = by_node.find(n.name);
@@ -238,8 +244,8 @@ static std::vector<uint8_t> build_engine_bytes(const std::string& onnx_path, con
     }
     meta.layer_tactics = engine::cuda_tactics(*plan);
     // Activation memory at each profile's max shapes (host-only layout, the one contexts use).
-    meta.blobs[engine::kActivationMemoryBlob] =
-        engine::encode_activation_memory(engine::cuda_activation_bytes(*plan, meta.inputs, meta.outputs, meta.profiles));
+    meta.blobs[engine::kActivationMemoryBlob] = engine::encode_activation_memory(
+        engine::cuda_activation_bytes(*plan, meta.inputs, meta.outputs, meta.profiles));
     meta.gpu_name = target.gpu_name;
     meta.sm_count = target.sm_count;
     meta.cuda_version = engine::cuda_library_version(0);
@@ -278,8 +284,7 @@ std::string describe_onnx_model(const std::string& onnx_path) {
      << " bytes)\n";
   std::string unsupported;
   for (const ir::Node& n : g.nodes)
-    if (!ops::OpRegistry::instance().find(n.domain, n.op_type, g.opset(n.domain)))
-      unsupported += " " + n.describe();
+    if (!ops::OpRegistry::instance().find(n.domain, n.op_type, g.opset(n.domain))) unsupported += " " + n.describe();
   try {
     passes::infer_shapes(g);
   } catch (const Error& e) {

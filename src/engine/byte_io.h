@@ -119,8 +119,8 @@ class ByteReader {
   // Pointer to the next n bytes (checked), advancing past them.
   const uint8_t* bytes(uint64_t n, const char* what) {
     if (n > remaining())
-      fail(std::string(what) + ": " + std::to_string(n) + " bytes run past the end (" +
-           std::to_string(remaining()) + " bytes left)");
+      fail(std::string(what) + ": " + std::to_string(n) + " bytes run past the end (" + std::to_string(remaining()) +
+           " bytes left)");
     return take(static_cast<size_t>(n), what);
   }
   // A u64 element count whose records take at least `min_record_bytes` (>= 1) each; rejects counts that cannot fit
@@ -128,8 +128,8 @@ class ByteReader {
   uint64_t count(const char* what, size_t min_record_bytes, uint64_t max_count = UINT64_MAX) {
     const uint64_t at = file_offset();
     const uint64_t n = u64(what);
-    if (n > max_count) fail_at(at, std::string(what) + " " + std::to_string(n) + " exceeds the limit " +
-                                       std::to_string(max_count));
+    if (n > max_count)
+      fail_at(at, std::string(what) + " " + std::to_string(n) + " exceeds the limit " + std::to_string(max_count));
     if (min_record_bytes == 0) min_record_bytes = 1;
     if (n > remaining() / min_record_bytes)
       fail_at(at, std::string(what) + " " + std::to_string(n) + " is absurd: " + std::to_string(remaining()) +

@@ -40,9 +40,7 @@ std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph&, int, 
 DeviceWeightImage cuda_device_weights(backends::cuda::CudaPlan&) { no_cuda(); }
 std::vector<std::pair<std::string, std::string>> cuda_tactics(const backends::cuda::CudaPlan&) { no_cuda(); }
 std::string cuda_library_version(int) { return ""; }
-std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine>, const ContextOptions&) {
-  no_cuda();
-}
+std::unique_ptr<ExecutionContext> make_cuda_context(std::shared_ptr<const Engine>, const ContextOptions&) { no_cuda(); }
 std::vector<int64_t> cuda_activation_bytes(const backends::cuda::CudaPlan&, const std::vector<TensorInfo>&,
                                            const std::vector<TensorInfo>&,
                                            const std::vector<std::vector<InputProfile>>&) {
@@ -66,8 +64,10 @@ CudaTarget cuda_target(int device) {
   CUdevice dev = 0;
   KILNRT_CU_CHECK(api, api.DeviceGet(&dev, device), "cuda_target");
   int major = 0, minor = 0, sms = 0;
-  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuda_target");
-  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuda_target");
+  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                  "cuda_target");
+  KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                  "cuda_target");
   KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuda_target");
   char name[256] = {};
   KILNRT_CU_CHECK(api, api.DeviceGetName(name, sizeof(name) - 1, dev), "cuda_target");
@@ -145,8 +145,10 @@ class CudaExecutionContext final : public ExecutionContext {
     // The activation arena for the profiles' max shapes, allocated now in relaxed capture mode (a context may be
     // created while the caller's stream captures a CUDA graph): shapes within the profiles never grow it later.
     // Without allocate_activations the caller's memory comes with set_activation_memory().
-    if (!options.allocate_activations) runner_->set_external_arena(nullptr, 0);
-    else runner_->reserve_arena(engine_->activation_memory_size());
+    if (!options.allocate_activations)
+      runner_->set_external_arena(nullptr, 0);
+    else
+      runner_->reserve_arena(engine_->activation_memory_size());
   }
 
   ~CudaExecutionContext() override {
@@ -191,8 +193,8 @@ class CudaExecutionContext final : public ExecutionContext {
       }
       off += align(t.nbytes());
     }
-    runner_->enqueue(std::vector<const void*>(in_infos.size(), nullptr),
-                     std::vector<void*>(out_infos.size(), nullptr), s);
+    runner_->enqueue(std::vector<const void*>(in_infos.size(), nullptr), std::vector<void*>(out_infos.size(), nullptr),
+                     s);
     if (runner_->data_dependent()) {
       // Data-dependent shapes: the outputs are sized by the run itself, which synchronised the stream at
       // its sync points; the staging grows after the stream's work (the input copies) is done.
@@ -275,8 +277,8 @@ class CudaExecutionContext final : public ExecutionContext {
     const size_t need = engine_->activation_memory_size();
     KILNRT_CHECK(device_ptr, kInvalidArgument, what, "the activation memory pointer is null");
     KILNRT_CHECK(bytes >= need, kInvalidArgument, what,
-                 "activation memory of " << bytes << " bytes is too small: the engine needs "
-                                         << need << " bytes (Engine::activation_memory_size())");
+                 "activation memory of " << bytes << " bytes is too small: the engine needs " << need
+                                         << " bytes (Engine::activation_memory_size())");
     KILNRT_CHECK(reinterpret_cast<uintptr_t>(device_ptr) % 256 == 0, kInvalidArgument, what,
                  "activation memory at " << device_ptr << " is not 256-byte aligned");
     KILNRT_CHECK(bytes > 0, kInvalidArgument, what, "activation memory of 0 bytes");
@@ -372,11 +374,13 @@ class CudaExecutionContext final : public ExecutionContext {
   }
 
   const TensorInfo& find_input(const std::string& name) const {
-    for (const TensorInfo& info : engine_->inputs()) if (info.name == name) return info;
+    for (const TensorInfo& info : engine_->inputs())
+      if (info.name == name) return info;
     KILNRT_THROW(kInvalidArgument, "input '" + name + "'", "the engine has no input named '" << name << "'");
   }
   const TensorInfo& find_output(const std::string& name) const {
-    for (const TensorInfo& info : engine_->outputs()) if (info.name == name) return info;
+    for (const TensorInfo& info : engine_->outputs())
+      if (info.name == name) return info;
     KILNRT_THROW(kInvalidArgument, "output '" + name + "'", "the engine has no output named '" << name << "'");
   }
 

@@ -31,8 +31,7 @@ CudaTarget cuda_target(int device);
 // (the builder): layers time their tactics on the GPU under a TacticTimingScope (ops/cuda/tactic_timing.h) and put
 // node name -> kilnrt_conv_tactic value (other attributes: "node<TAB>attr" -> value) there.
 std::shared_ptr<backends::cuda::CudaPlan> make_cuda_plan(const ir::Graph& graph, int device,
-                                                         const DeviceWeightImage* image = nullptr,
-                                                         bool record = false,
+                                                         const DeviceWeightImage* image = nullptr, bool record = false,
                                                          std::map<std::string, std::string>* timed = nullptr);
 // The device weight image of a recording plan (the builder stores it: engine format v2).
 DeviceWeightImage cuda_device_weights(backends::cuda::CudaPlan& plan);

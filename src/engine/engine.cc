@@ -41,7 +41,8 @@ void validate_input_shape(const TensorInfo& info, const std::vector<std::vector<
       if (r.name != info.name) continue;
       named = true;
       bool fits = true;
-      for (size_t d = 0; d < shape.size() && d < r.min.size(); ++d) fits &= shape[d] >= r.min[d] && shape[d] <= r.max[d];
+      for (size_t d = 0; d < shape.size() && d < r.min.size(); ++d)
+        fits &= shape[d] >= r.min[d] && shape[d] <= r.max[d];
       if (fits) return;
       ranges += " [" + shape_to_string(r.min) + " .. " + shape_to_string(r.max) + "]";
     }
@@ -133,8 +134,8 @@ class CpuExecutionContext final : public ExecutionContext {
       if (info.name == name) return info;
       names += (names.empty() ? "" : ", ") + info.name;
     }
-    KILNRT_THROW(kInvalidArgument, "input '" + name + "'", "the engine has no input named '" << name
-                                                                                        << "' (inputs: " << names << ")");
+    KILNRT_THROW(kInvalidArgument, "input '" + name + "'",
+                 "the engine has no input named '" << name << "' (inputs: " << names << ")");
   }
 
   std::shared_ptr<const Engine> engine_;
@@ -149,10 +150,11 @@ Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
 // Engine::from_bytes without the exception boundary (api_boundary.h).
-static std::shared_ptr<Engine> load_engine_bytes(const void* data, size_t size, const std::string& label,
-                                                 int device) {
+static std::shared_ptr<Engine> load_engine_bytes(const void* data, size_t size, const std::string& label, int device) {
   using clock = std::chrono::steady_clock;
-  const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
+  const auto ms_since = [](clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t).count();
+  };
   const auto t0 = clock::now();
   engine::LoadedEngine loaded = engine::deserialize_engine(data, size, label);
   const double parse_ms = ms_since(t0);
@@ -184,8 +186,8 @@ static std::shared_ptr<Engine> load_engine_bytes(const void* data, size_t size, 
                                            << "): rebuild the engine on this GPU");
       const auto t1 = clock::now();
       impl->cuda_plan = engine::make_cuda_plan(impl->graph, t.device, &loaded.device_weights);
-      KILNRT_LOG(kInfo, "engine load " << label << ": validate + parse " << parse_ms << " ms ("
-                                       << size << " bytes), plan + device weights " << ms_since(t1) << " ms");
+      KILNRT_LOG(kInfo, "engine load " << label << ": validate + parse " << parse_ms << " ms (" << size
+                                       << " bytes), plan + device weights " << ms_since(t1) << " ms");
       impl->cuda_device = t.device;
       // Stored by the builder; engines written before it was are measured now (host only).
       auto blob = impl->meta.blobs.find(engine::kActivationMemoryBlob);
@@ -257,7 +259,8 @@ std::string Engine::describe() const {
   auto print_info = [&](const char* kind, const TensorInfo& t) {
     os << "  " << kind << " " << t.name << ": " << dtype_name(t.dtype) << "[";
     for (size_t d = 0; d < t.shape.size(); ++d)
-      os << (d ? "x" : "") << (t.shape[d] >= 0 ? std::to_string(t.shape[d]) : (t.dim_names[d].empty() ? "?" : t.dim_names[d]));
+      os << (d ? "x" : "")
+         << (t.shape[d] >= 0 ? std::to_string(t.shape[d]) : (t.dim_names[d].empty() ? "?" : t.dim_names[d]));
     os << "]\n";
   };
   for (const TensorInfo& t : inputs()) print_info("input ", t);
@@ -271,11 +274,12 @@ std::string Engine::describe() const {
   }
   const std::vector<int64_t>& act = impl_->activation_bytes;
   for (size_t p = 0; p < act.size(); ++p) {
-    os << "  activation memory at " << (profiles().empty() ? std::string("the input shapes")
-                                                             : "profile " + std::to_string(p) + " max")
-       << ": ";
-    if (act[p] < 0) os << "unbounded (dynamic dims without a profile)\n";
-    else os << act[p] / (1024.0 * 1024.0) << " MiB (" << act[p] << " bytes)\n";
+    os << "  activation memory at "
+       << (profiles().empty() ? std::string("the input shapes") : "profile " + std::to_string(p) + " max") << ": ";
+    if (act[p] < 0)
+      os << "unbounded (dynamic dims without a profile)\n";
+    else
+      os << act[p] / (1024.0 * 1024.0) << " MiB (" << act[p] << " bytes)\n";
   }
   const auto ls = layers();
   os << "  layers: " << ls.size() << "\n";
@@ -290,8 +294,10 @@ std::unique_ptr<ExecutionContext> Engine::create_context() const { return create
 std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& options) const {
   return engine::translate_exceptions("Engine::create_context", [&] {
     std::unique_ptr<ExecutionContext> context;
-    if (impl_->cuda_plan) context = engine::make_cuda_context(shared_from_this(), options);
-    else context = std::make_unique<CpuExecutionContext>(shared_from_this());
+    if (impl_->cuda_plan)
+      context = engine::make_cuda_context(shared_from_this(), options);
+    else
+      context = std::make_unique<CpuExecutionContext>(shared_from_this());
     return engine::with_exception_translation(std::move(context));  // api_boundary.h
   });
 }

@@ -24,7 +24,13 @@ constexpr int kMaxGraphDepth = 16;  // nesting of subgraph attributes
 
 // Attribute kinds on disk (stable numbers, independent of the enum's order in ir/graph.h).
 enum AttrTag : uint8_t {
-  kTagFloat = 1, kTagInt = 2, kTagString = 3, kTagTensor = 4, kTagFloats = 5, kTagInts = 6, kTagStrings = 7,
+  kTagFloat = 1,
+  kTagInt = 2,
+  kTagString = 3,
+  kTagTensor = 4,
+  kTagFloats = 5,
+  kTagInts = 6,
+  kTagStrings = 7,
   kTagGraph = 8
 };
 
@@ -100,10 +106,22 @@ void write_graph(ByteWriter& w, const ir::Graph& g, int depth, bool inline_const
 void write_attribute(ByteWriter& w, const ir::Attribute& a, const std::string& where, int depth) {
   using K = ir::Attribute::Kind;
   switch (a.kind) {
-    case K::kFloat: w.u8(kTagFloat); w.f32(a.f); return;
-    case K::kInt: w.u8(kTagInt); w.i64(a.i); return;
-    case K::kString: w.u8(kTagString); w.str(a.s); return;
-    case K::kTensor: w.u8(kTagTensor); write_tensor_inline(w, a.t, where); return;
+    case K::kFloat:
+      w.u8(kTagFloat);
+      w.f32(a.f);
+      return;
+    case K::kInt:
+      w.u8(kTagInt);
+      w.i64(a.i);
+      return;
+    case K::kString:
+      w.u8(kTagString);
+      w.str(a.s);
+      return;
+    case K::kTensor:
+      w.u8(kTagTensor);
+      write_tensor_inline(w, a.t, where);
+      return;
     case K::kFloats:
       w.u8(kTagFloats);
       w.u64(a.floats.size());
@@ -189,8 +207,7 @@ void write_metadata(ByteWriter& w, const EngineMetadata& m) {
   w.u32(kEngineFormatVersion);
   for (const std::string* s : {&m.kilnrt_version, &m.target, &m.gpu_name}) w.str(*s);
   w.i32(m.sm_count);
-  for (const std::string* s : {&m.cuda_version, &m.cudnn_version, &m.cublaslt_version, &m.build_options,
-                               &m.model_hash})
+  for (const std::string* s : {&m.cuda_version, &m.cudnn_version, &m.cublaslt_version, &m.build_options, &m.model_hash})
     w.str(*s);
   w.u64(m.profiles.size());
   for (const auto& profile : m.profiles) {
@@ -235,7 +252,8 @@ std::string find_structure_problem(const ir::Graph& g, const EngineMetadata& m) 
   for (const ir::Node& n : g.nodes) {
     for (const auto& in : n.inputs)
       if (!in.empty() && !defined.count(in))
-        return "node '" + n.name + "' (" + n.op_type + ") reads '" + in + "', which no earlier node, input or "
+        return "node '" + n.name + "' (" + n.op_type + ") reads '" + in +
+               "', which no earlier node, input or "
                "constant defines";
     for (const auto& out : n.outputs)
       if (!out.empty() && !defined.insert(out).second)
@@ -350,10 +368,22 @@ ir::Attribute read_attribute(ByteReader& r, const std::string& where, int depth)
   const uint64_t at = r.file_offset();
   const uint8_t tag = r.u8("attribute kind");
   switch (tag) {
-    case kTagFloat: a.kind = K::kFloat; a.f = r.f32("float attribute"); break;
-    case kTagInt: a.kind = K::kInt; a.i = r.i64("int attribute"); break;
-    case kTagString: a.kind = K::kString; a.s = r.str("string attribute"); break;
-    case kTagTensor: a.kind = K::kTensor; a.t = read_tensor_inline(r, where); break;
+    case kTagFloat:
+      a.kind = K::kFloat;
+      a.f = r.f32("float attribute");
+      break;
+    case kTagInt:
+      a.kind = K::kInt;
+      a.i = r.i64("int attribute");
+      break;
+    case kTagString:
+      a.kind = K::kString;
+      a.s = r.str("string attribute");
+      break;
+    case kTagTensor:
+      a.kind = K::kTensor;
+      a.t = read_tensor_inline(r, where);
+      break;
     case kTagFloats:
       a.kind = K::kFloats;
       a.floats.resize(static_cast<size_t>(r.count("float list length", 4)));
@@ -364,7 +394,10 @@ ir::Attribute read_attribute(ByteReader& r, const std::string& where, int depth)
       a.ints.resize(static_cast<size_t>(r.count("int list length", 8)));
       for (int64_t& v : a.ints) v = r.i64("int list");
       break;
-    case kTagStrings: a.kind = K::kStrings; a.strings = read_string_list(r, "string list"); break;
+    case kTagStrings:
+      a.kind = K::kStrings;
+      a.strings = read_string_list(r, "string list");
+      break;
     case kTagGraph:
       a.kind = K::kGraph;
       if (depth + 1 >= kMaxGraphDepth)
@@ -447,7 +480,8 @@ void read_weights(ByteReader& r, const ValidatedFile& f, ir::Graph& g, std::set<
     rec.offset = r.u64("weight data offset");
     const uint64_t flag_at = r.file_offset();
     rec.device_only = r.boolean("weight device-only flag");
-    if (rec.device_only && rec.offset != 0) r.fail_at(flag_at, "device-only weight '" + rec.name + "' has a data offset");
+    if (rec.device_only && rec.offset != 0)
+      r.fail_at(flag_at, "device-only weight '" + rec.name + "' has a data offset");
     // Its (untouched) host tensor is allocated: bounded like everything else by the file's size.
     if (rec.device_only && rec.nbytes / 4 > f.size)
       r.fail_at(flag_at, "device-only weight '" + rec.name + "' of " + std::to_string(rec.nbytes) +
@@ -467,7 +501,8 @@ void read_weights(ByteReader& r, const ValidatedFile& f, ir::Graph& g, std::set<
     if (rec.offset % kWeightAlignment != 0 || rec.offset < cursor || rec.offset > section_end ||
         rec.nbytes > section_end - rec.offset)
       r.fail_at(rec.record_at, "weight '" + rec.name + "': data at offset " + std::to_string(rec.offset) + " (" +
-                                   std::to_string(rec.nbytes) + " bytes) is misaligned, out of order or outside "
+                                   std::to_string(rec.nbytes) +
+                                   " bytes) is misaligned, out of order or outside "
                                    "the weights section");
     cursor = rec.offset + rec.nbytes;
     g.constants.emplace(rec.name, Tensor::from_data(f.p + rec.offset, rec.dtype, rec.dims));

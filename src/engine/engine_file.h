@@ -43,7 +43,7 @@ struct EngineMetadata {
   std::vector<std::vector<kilnrt::InputProfile>> profiles;
   std::vector<kilnrt::TensorInfo> inputs, outputs;
   std::vector<std::pair<std::string, std::string>> layer_tactics;  // node name -> placement/tactic, free-form
-  std::map<std::string, std::vector<uint8_t>> blobs;              // named opaque sections (cubins, tactic data)
+  std::map<std::string, std::vector<uint8_t>> blobs;               // named opaque sections (cubins, tactic data)
   // Set on load (ignored when writing): bytes of the weights section (constant data plus alignment padding).
   uint64_t weights_bytes = 0;
 };

@@ -50,7 +50,7 @@ void check_section_crc(const ValidatedFile& f, uint32_t kind, const std::string&
   const uint32_t crc = crc32c(f.p + e.offset, e.size);
   KILNRT_CHECK(crc == e.crc, kInvalidEngine, label,
                "checksum mismatch: file is damaged (" << section_name(kind) << " section: stored crc32c "
-                                                     << hex32(e.crc) << ", computed " << hex32(crc) << ")");
+                                                      << hex32(e.crc) << ", computed " << hex32(crc) << ")");
 }
 
 }  // namespace
@@ -68,8 +68,8 @@ ValidatedFile validate_file(const void* data, size_t size, const std::string& la
   f.size = size;
   f.version = read_le32(p + kOffVersion);
   KILNRT_CHECK(f.version <= kEngineFormatVersion, kInvalidEngine, label,
-               "engine format version " << f.version << " is newer than this kilnrt supports ("
-                                        << kEngineFormatVersion << "): rebuild the engine or upgrade kilnrt");
+               "engine format version " << f.version << " is newer than this kilnrt supports (" << kEngineFormatVersion
+                                        << "): rebuild the engine or upgrade kilnrt");
   KILNRT_CHECK(f.version >= 1, kInvalidEngine, label, "engine format version 0 is invalid: file is damaged");
   KILNRT_CHECK(f.version == kEngineFormatVersion, kInvalidEngine, label,
                "engine format version " << f.version << " is older than this kilnrt supports (" << kEngineFormatVersion
@@ -81,34 +81,31 @@ ValidatedFile validate_file(const void* data, size_t size, const std::string& la
   const uint32_t header_crc = crc32c(p, kOffHeaderCrc);
   const uint32_t stored_header_crc = read_le32(p + kOffHeaderCrc);
   KILNRT_CHECK(header_crc == stored_header_crc, kInvalidEngine, label,
-               "checksum mismatch: file is damaged (engine header: stored crc32c " << hex32(stored_header_crc)
-                                                                                  << ", computed " << hex32(header_crc)
-                                                                                  << ")");
+               "checksum mismatch: file is damaged (engine header: stored crc32c "
+                   << hex32(stored_header_crc) << ", computed " << hex32(header_crc) << ")");
   const uint64_t file_size = read_le64(p + kOffFileSize);
   KILNRT_CHECK(size >= file_size, kInvalidEngine, label,
                "file is " << size << " bytes but header says " << file_size << ": truncated");
   KILNRT_CHECK(size == file_size, kInvalidEngine, label,
                "file is " << size << " bytes but header says " << file_size
                           << ": trailing bytes after the engine (damaged or concatenated file)");
-  KILNRT_CHECK(read_le32(p + kOffFlags) == 0 && read_le64(p + kOffReserved0) == 0 &&
-                   read_le32(p + kOffReserved1) == 0,
+  KILNRT_CHECK(read_le32(p + kOffFlags) == 0 && read_le64(p + kOffReserved0) == 0 && read_le32(p + kOffReserved1) == 0,
                kInvalidEngine, label, "reserved header fields are not zero: file is damaged");
 
   // Section table.
   const uint64_t table_offset = read_le64(p + kOffTableOffset);
   const uint32_t count = read_le32(p + kOffSectionCount);
   KILNRT_CHECK(count <= kMaxSections, kInvalidEngine, label, "section count " << count << " is absurd");
-  KILNRT_CHECK(table_offset >= kEngineHeaderSize && table_offset <= size &&
-                   count * kSectionEntrySize <= size - table_offset,
-               kInvalidEngine, label,
-               "section table (offset " << table_offset << ", " << count << " entries) lies outside the file");
+  KILNRT_CHECK(
+      table_offset >= kEngineHeaderSize && table_offset <= size && count * kSectionEntrySize <= size - table_offset,
+      kInvalidEngine, label,
+      "section table (offset " << table_offset << ", " << count << " entries) lies outside the file");
   const uint64_t table_end = table_offset + count * kSectionEntrySize;
   const uint32_t table_crc = crc32c(p + table_offset, count * kSectionEntrySize);
   const uint32_t stored_table_crc = read_le32(p + kOffTableCrc);
   KILNRT_CHECK(table_crc == stored_table_crc, kInvalidEngine, label,
-               "checksum mismatch: file is damaged (section table: stored crc32c " << hex32(stored_table_crc)
-                                                                                  << ", computed " << hex32(table_crc)
-                                                                                  << ")");
+               "checksum mismatch: file is damaged (section table: stored crc32c "
+                   << hex32(stored_table_crc) << ", computed " << hex32(table_crc) << ")");
   std::vector<SectionEntry> entries;
   for (uint32_t i = 0; i < count; ++i) {
     const uint8_t* e = p + table_offset + i * kSectionEntrySize;
@@ -135,9 +132,9 @@ ValidatedFile validate_file(const void* data, size_t size, const std::string& la
   std::sort(entries.begin(), entries.end(),
             [](const SectionEntry& a, const SectionEntry& b) { return a.offset < b.offset; });
   for (size_t i = 1; i < entries.size(); ++i)
-    KILNRT_CHECK(entries[i - 1].offset + entries[i - 1].size <= entries[i].offset, kInvalidEngine, label,
-                 "sections '" << section_name(entries[i - 1].kind) << "' and '" << section_name(entries[i].kind)
-                              << "' overlap");
+    KILNRT_CHECK(
+        entries[i - 1].offset + entries[i - 1].size <= entries[i].offset, kInvalidEngine, label,
+        "sections '" << section_name(entries[i - 1].kind) << "' and '" << section_name(entries[i].kind) << "' overlap");
   for (uint32_t kind : {uint32_t(kSecWeights), uint32_t(kSecDeviceWeights)})
     KILNRT_CHECK(f.sections[kind].offset % kWeightAlignment == 0, kInvalidEngine, label,
                  section_name(kind) << " section offset " << f.sections[kind].offset << " is not aligned to "

@@ -48,8 +48,10 @@ void assign_layer_precisions(ir::Graph& graph, const BuildOptions& options, bool
     for (ir::Node& n : graph.nodes) {
       const bool gemm_or_conv = n.op_type == "MatMul" || n.op_type == "Gemm" || n.op_type == "Conv" ||
                                 n.op_type == "FusedMatMul" || n.op_type == "FusedConv";  // com.kilnrt fusions
-      if (!engine16.empty()) set_precision(n, engine16);
-      else if (gemm_or_conv && options.tf32) set_precision(n, "tf32");
+      if (!engine16.empty())
+        set_precision(n, engine16);
+      else if (gemm_or_conv && options.tf32)
+        set_precision(n, "tf32");
     }
   }
   for (const auto& [pattern, precision] : options.layer_precisions) {

@@ -12,8 +12,9 @@ namespace kilnrt::engine {
 bool glob_match(const std::string& pattern, const std::string& text);
 
 // Sets kilnrt_precision on the nodes of `graph`. CUDA engines (`cuda`): first the engine-wide default (--fp16 /
-// --bf16: every node; --tf32: MatMul / Gemm / Conv and their com.kilnrt fusions), then options.layer_precisions in order, a later pattern
-// overriding an earlier one for the nodes both match. A pattern matches a node's name or op type.
+// --bf16: every node; --tf32: MatMul / Gemm / Conv and their com.kilnrt fusions), then options.layer_precisions in
+// order, a later pattern overriding an earlier one for the nodes both match. A pattern matches a node's name or op
+// type.
 //   "fp32" in a 16-bit engine: a float32 island (16-bit activations converted around the layer); in a --tf32
 //          engine: strict float32 for that layer.
 //   "fp16" / "bf16" need the engine's own 16-bit type (--fp16 / --bf16): the plan keeps one activation dtype per

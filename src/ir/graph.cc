@@ -191,7 +191,8 @@ void Graph::prune_unused() {
     used.insert(n.outputs.begin(), n.outputs.end());
     for (const std::string& v : outer_scope_reads(n)) used.insert(v);
   }
-  for (auto it = constants.begin(); it != constants.end();) it = used.count(it->first) ? std::next(it) : constants.erase(it);
+  for (auto it = constants.begin(); it != constants.end();)
+    it = used.count(it->first) ? std::next(it) : constants.erase(it);
   for (auto it = types.begin(); it != types.end();) it = used.count(it->first) ? std::next(it) : types.erase(it);
 }
 

@@ -21,15 +21,19 @@ struct Dim {
   std::string param;
   Dim() = default;
   Dim(int64_t v) : value(v) {}  // NOLINT: implicit from a size is convenient in shape functions
-  static Dim symbol(std::string name) { Dim d; d.param = std::move(name); return d; }
+  static Dim symbol(std::string name) {
+    Dim d;
+    d.param = std::move(name);
+    return d;
+  }
   bool known() const { return value >= 0; }
   bool operator==(const Dim& o) const { return value == o.value && (value >= 0 || param == o.param); }
   bool operator!=(const Dim& o) const { return !(*this == o); }
 };
 using SymShape = std::vector<Dim>;
 std::string sym_shape_to_string(const SymShape& s);  // "batchx3x224x224", "?" for an unknown unnamed dim
-bool sym_shape_known(const SymShape& s);                // every dim known
-Shape sym_shape_to_shape(const SymShape& s);           // unknown dims -> -1
+bool sym_shape_known(const SymShape& s);             // every dim known
+Shape sym_shape_to_shape(const SymShape& s);         // unknown dims -> -1
 SymShape shape_to_sym(const Shape& s);
 
 struct TensorType {
@@ -58,9 +62,9 @@ struct Attribute {
 };
 
 struct Node {
-  std::string name;     // unique within the graph (import names unnamed nodes "<op>_<index>")
-  std::string op_type;  // "Conv"
-  std::string domain;   // "" for the default ONNX domain
+  std::string name;                  // unique within the graph (import names unnamed nodes "<op>_<index>")
+  std::string op_type;               // "Conv"
+  std::string domain;                // "" for the default ONNX domain
   std::vector<std::string> inputs;   // "" for an omitted optional input
   std::vector<std::string> outputs;  // "" for an omitted optional output
   std::map<std::string, Attribute> attrs;
@@ -84,13 +88,13 @@ std::vector<std::string> outer_scope_reads(const Node& node);
 
 struct Graph {
   std::string name;
-  std::vector<Node> nodes;                         // topologically sorted after import
+  std::vector<Node> nodes;                            // topologically sorted after import
   std::unordered_map<std::string, TensorType> types;  // value name -> type (inputs, outputs, intermediates)
   std::unordered_map<std::string, Tensor> constants;  // initializers and folded constants
-  std::vector<std::string> inputs;                 // graph inputs, without initializers
+  std::vector<std::string> inputs;                    // graph inputs, without initializers
   std::vector<std::string> outputs;
-  std::map<std::string, int64_t> opsets;           // domain -> version ("" is ai.onnx)
-  std::string producer;                            // "pytorch 1.13.1"
+  std::map<std::string, int64_t> opsets;  // domain -> version ("" is ai.onnx)
+  std::string producer;                   // "pytorch 1.13.1"
 
   int64_t opset(const std::string& domain = "") const;
   bool is_constant(const std::string& value) const { return constants.count(value) != 0; }

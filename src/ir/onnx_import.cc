@@ -38,12 +38,11 @@ enum OnnxOnlyType : int32_t {
 };
 
 const char* onnx_type_name(int32_t code) {
-  static const char* const kNames[] = {"UNDEFINED", "FLOAT",      "UINT8",       "INT8",       "UINT16",
-                                       "INT16",     "INT32",      "INT64",       "STRING",     "BOOL",
-                                       "FLOAT16",   "DOUBLE",     "UINT32",      "UINT64",     "COMPLEX64",
-                                       "COMPLEX128", "BFLOAT16",  "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-                                       "FLOAT8E5M2FNUZ", "UINT4", "INT4",        "FLOAT4E2M1", "FLOAT8E8M0",
-                                       "UINT2"};
+  static const char* const kNames[] = {
+      "UNDEFINED", "FLOAT",      "UINT8",      "INT8",         "UINT16",         "INT16",      "INT32",
+      "INT64",     "STRING",     "BOOL",       "FLOAT16",      "DOUBLE",         "UINT32",     "UINT64",
+      "COMPLEX64", "COMPLEX128", "BFLOAT16",   "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4",     "INT4",       "FLOAT4E2M1", "FLOAT8E8M0",   "UINT2"};
   if (code >= 0 && code < static_cast<int32_t>(sizeof(kNames) / sizeof(kNames[0]))) return kNames[code];
   return "unknown";
 }
@@ -99,9 +98,12 @@ struct TensorFields {
 std::pair<std::string, std::string> read_string_pair(Reader r) {
   std::pair<std::string, std::string> kv;
   while (r.next()) {
-    if (r.field() == 1) kv.first = r.read_string();
-    else if (r.field() == 2) kv.second = r.read_string();
-    else r.skip();
+    if (r.field() == 1)
+      kv.first = r.read_string();
+    else if (r.field() == 2)
+      kv.second = r.read_string();
+    else
+      r.skip();
   }
   return kv;
 }
@@ -113,10 +115,16 @@ TensorFields read_tensor_fields(Reader r) {
     switch (r.field()) {
       case 1: r.read_repeated_varint(&t.dims); break;
       case 2: t.data_type = r.read_int64(); break;
-      case 3: t.has_segment = true; r.skip(); break;
+      case 3:
+        t.has_segment = true;
+        r.skip();
+        break;
       case 4: r.read_repeated_float(&t.float_data); break;
       case 5: r.read_repeated_varint(&t.int32_data); break;
-      case 6: ++t.string_count; r.skip(); break;
+      case 6:
+        ++t.string_count;
+        r.skip();
+        break;
       case 7: r.read_repeated_varint(&t.int64_data); break;
       case 8: t.name = r.read_string(); break;
       case 9:
@@ -164,8 +172,7 @@ std::filesystem::path external_data_path(const std::string& location, const Impo
     start = end + 1;
   }
   KILNRT_CHECK(!ctx.base_dir.empty(), kInvalidArgument, where,
-               "the model uses external data ('" << location
-                                                 << "') but was given as bytes without a base directory");
+               "the model uses external data ('" << location << "') but was given as bytes without a base directory");
   return std::filesystem::path(ctx.base_dir) / location;
 }
 
@@ -174,9 +181,12 @@ Tensor read_external_tensor(const TensorFields& t, DType dtype, const Shape& sha
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& [key, value] : t.external) {
-    if (key == "location") location = value;
-    else if (key == "offset") offset = parse_external_number(value, key, where);
-    else if (key == "length") length = parse_external_number(value, key, where);
+    if (key == "location")
+      location = value;
+    else if (key == "offset")
+      offset = parse_external_number(value, key, where);
+    else if (key == "length")
+      length = parse_external_number(value, key, where);
   }
   const std::filesystem::path file = external_data_path(location, ctx, where);
   std::error_code ec;
@@ -184,9 +194,9 @@ Tensor read_external_tensor(const TensorFields& t, DType dtype, const Shape& sha
   KILNRT_CHECK(regular, kIo, where, "external data file '" << file.string() << "' not found or not a regular file");
   const uintmax_t file_size = std::filesystem::file_size(file, ec);
   KILNRT_CHECK(!ec, kIo, where, "cannot stat external data file '" << file.string() << "': " << ec.message());
-  KILNRT_CHECK(static_cast<uintmax_t>(offset) <= file_size, kInvalidModel, where,
-               "external data offset " << offset << " is past the end of '" << file.string() << "' (" << file_size
-                                       << " bytes)");
+  KILNRT_CHECK(
+      static_cast<uintmax_t>(offset) <= file_size, kInvalidModel, where,
+      "external data offset " << offset << " is past the end of '" << file.string() << "' (" << file_size << " bytes)");
   if (length < 0) length = static_cast<int64_t>(file_size - static_cast<uintmax_t>(offset));
   KILNRT_CHECK(static_cast<uintmax_t>(length) <= file_size - static_cast<uintmax_t>(offset), kInvalidModel, where,
                "external data range [" << offset << ", " << offset << "+" << length << ") runs past the end of '"
@@ -200,8 +210,7 @@ Tensor read_external_tensor(const TensorFields& t, DType dtype, const Shape& sha
   in.seekg(offset);
   if (expected_bytes > 0) in.read(static_cast<char*>(out.raw()), static_cast<std::streamsize>(expected_bytes));
   KILNRT_CHECK(in.good() || (expected_bytes == 0), kIo, where,
-               "reading " << expected_bytes << " bytes at offset " << offset << " of '" << file.string()
-                          << "' failed");
+               "reading " << expected_bytes << " bytes at offset " << offset << " of '" << file.string() << "' failed");
   return out;
 }
 
@@ -264,11 +273,27 @@ Tensor make_tensor(const TensorFields& t, const ImportContext& ctx, const std::s
   const char* field = nullptr;
   size_t count = 0;
   switch (dtype) {
-    case DType::kFloat32: field = "float_data"; count = t.float_data.size(); break;
-    case DType::kInt64: field = "int64_data"; count = t.int64_data.size(); break;
-    case DType::kFloat64: field = "double_data"; count = t.double_data.size(); break;
-    case DType::kUInt32: case DType::kUInt64: field = "uint64_data"; count = t.uint64_data.size(); break;
-    default: field = "int32_data"; count = t.int32_data.size(); break;
+    case DType::kFloat32:
+      field = "float_data";
+      count = t.float_data.size();
+      break;
+    case DType::kInt64:
+      field = "int64_data";
+      count = t.int64_data.size();
+      break;
+    case DType::kFloat64:
+      field = "double_data";
+      count = t.double_data.size();
+      break;
+    case DType::kUInt32:
+    case DType::kUInt64:
+      field = "uint64_data";
+      count = t.uint64_data.size();
+      break;
+    default:
+      field = "int32_data";
+      count = t.int32_data.size();
+      break;
   }
   KILNRT_CHECK(typed_fields == 0 || count > 0, kInvalidModel, where,
                "a " << dtype_name(dtype) << " tensor must keep its values in raw_data or " << field);
@@ -288,18 +313,19 @@ Tensor make_tensor(const TensorFields& t, const ImportContext& ctx, const std::s
     case DType::kUInt16: narrow_ints<uint16_t>(t.int32_data, 0, 65535, &out, where, field); break;
     case DType::kUInt32: narrow_ints<uint32_t>(t.uint64_data, 0, UINT32_MAX, &out, where, field); break;
     case DType::kUInt64:  // varints decoded as int64: reinterpret the bits
-      for (size_t i = 0; i < t.uint64_data.size(); ++i) out.data<uint64_t>()[i] = static_cast<uint64_t>(t.uint64_data[i]);
+      for (size_t i = 0; i < t.uint64_data.size(); ++i)
+        out.data<uint64_t>()[i] = static_cast<uint64_t>(t.uint64_data[i]);
       break;
     case DType::kFloat16:
     case DType::kBFloat16: {
       // The 16-bit pattern; accept it sign-extended too (some writers go through int16).
       std::vector<int64_t> bits(t.int32_data);
-      for (auto& b : bits) if (b < 0 && b >= -32768) b += 65536;
+      for (auto& b : bits)
+        if (b < 0 && b >= -32768) b += 65536;
       narrow_ints<uint16_t>(bits, 0, 65535, &out, where, field);
       break;
     }
-    default:
-      KILNRT_THROW(kUnsupported, where, "typed data for " << dtype_name(dtype) << " tensors is not supported");
+    default: KILNRT_THROW(kUnsupported, where, "typed data for " << dtype_name(dtype) << " tensors is not supported");
   }
   return out;
 }
@@ -321,7 +347,7 @@ std::pair<std::string, Tensor> decode_tensor(Reader r, const ImportContext& ctx)
 struct ValueInfo {
   std::string name;
   bool has_type = false;
-  bool is_tensor = false;  // TypeProto.tensor_type (not sequence / map / optional / sparse)
+  bool is_tensor = false;    // TypeProto.tensor_type (not sequence / map / optional / sparse)
   bool is_sequence = false;  // TypeProto.sequence_type of tensors: elem_type / shape describe the elements
   int64_t elem_type = 0;
   bool has_shape = false;
@@ -332,7 +358,10 @@ void read_shape(Reader r, ValueInfo* vi) {
   vi->has_shape = true;
   int64_t index = 0;
   while (r.next()) {
-    if (r.field() != 1) { r.skip(); continue; }
+    if (r.field() != 1) {
+      r.skip();
+      continue;
+    }
     FieldPath p(r.path(), "dim", index++);
     Reader d = r.read_message(&p);
     Dim dim;
@@ -368,7 +397,10 @@ void read_tensor_type(Reader r, ValueInfo* vi) {
 // TypeProto.Sequence { TypeProto elem_type = 1 }: a sequence of tensors (sequences of maps / sequences are not).
 void read_sequence_type(Reader r, ValueInfo* vi) {
   while (r.next()) {
-    if (r.field() != 1) { r.skip(); continue; }
+    if (r.field() != 1) {
+      r.skip();
+      continue;
+    }
     FieldPath ep(r.path(), "elem_type");
     Reader elem = r.read_message(&ep);
     while (elem.next()) {
@@ -417,9 +449,21 @@ Graph decode_graph(Reader r, const ImportContext& ctx, bool top_level);
 
 // AttributeProto.AttributeType codes.
 enum AttrType : int64_t {
-  kAttrUndefined = 0, kAttrFloat = 1, kAttrInt = 2, kAttrString = 3, kAttrTensor = 4, kAttrGraph = 5,
-  kAttrFloats = 6, kAttrInts = 7, kAttrStrings = 8, kAttrTensors = 9, kAttrGraphs = 10, kAttrSparseTensor = 11,
-  kAttrSparseTensors = 12, kAttrTypeProto = 13, kAttrTypeProtos = 14,
+  kAttrUndefined = 0,
+  kAttrFloat = 1,
+  kAttrInt = 2,
+  kAttrString = 3,
+  kAttrTensor = 4,
+  kAttrGraph = 5,
+  kAttrFloats = 6,
+  kAttrInts = 7,
+  kAttrStrings = 8,
+  kAttrTensors = 9,
+  kAttrGraphs = 10,
+  kAttrSparseTensor = 11,
+  kAttrSparseTensors = 12,
+  kAttrTypeProto = 13,
+  kAttrTypeProtos = 14,
 };
 
 std::pair<std::string, Attribute> decode_attribute(Reader r, const ImportContext& ctx, const std::string& node_where) {
@@ -431,9 +475,18 @@ std::pair<std::string, Attribute> decode_attribute(Reader r, const ImportContext
   while (r.next()) {
     switch (r.field()) {
       case 1: name = r.read_string(); break;
-      case 2: a.f = r.read_float(); seen.push_back(kAttrFloat); break;
-      case 3: a.i = r.read_int64(); seen.push_back(kAttrInt); break;
-      case 4: a.s = r.read_string(); seen.push_back(kAttrString); break;
+      case 2:
+        a.f = r.read_float();
+        seen.push_back(kAttrFloat);
+        break;
+      case 3:
+        a.i = r.read_int64();
+        seen.push_back(kAttrInt);
+        break;
+      case 4:
+        a.s = r.read_string();
+        seen.push_back(kAttrString);
+        break;
       case 5: {
         FieldPath p(r.path(), "t");
         a.t = decode_tensor(r.read_message(&p), ctx).second;
@@ -446,25 +499,52 @@ std::pair<std::string, Attribute> decode_attribute(Reader r, const ImportContext
         seen.push_back(kAttrGraph);
         break;
       }
-      case 7: r.read_repeated_float(&a.floats); seen.push_back(kAttrFloats); break;
-      case 8: r.read_repeated_varint(&a.ints); seen.push_back(kAttrInts); break;
-      case 9: a.strings.push_back(r.read_string()); seen.push_back(kAttrStrings); break;
-      case 10: r.skip(); seen.push_back(kAttrTensors); break;
-      case 11: r.skip(); seen.push_back(kAttrGraphs); break;
-      case 14: r.skip(); seen.push_back(kAttrTypeProto); break;
-      case 15: r.skip(); seen.push_back(kAttrTypeProtos); break;
+      case 7:
+        r.read_repeated_float(&a.floats);
+        seen.push_back(kAttrFloats);
+        break;
+      case 8:
+        r.read_repeated_varint(&a.ints);
+        seen.push_back(kAttrInts);
+        break;
+      case 9:
+        a.strings.push_back(r.read_string());
+        seen.push_back(kAttrStrings);
+        break;
+      case 10:
+        r.skip();
+        seen.push_back(kAttrTensors);
+        break;
+      case 11:
+        r.skip();
+        seen.push_back(kAttrGraphs);
+        break;
+      case 14:
+        r.skip();
+        seen.push_back(kAttrTypeProto);
+        break;
+      case 15:
+        r.skip();
+        seen.push_back(kAttrTypeProtos);
+        break;
       case 20: type = r.read_int64(); break;
       case 21: ref_attr_name = r.read_string(); break;
-      case 22: r.skip(); seen.push_back(kAttrSparseTensor); break;
-      case 23: r.skip(); seen.push_back(kAttrSparseTensors); break;
+      case 22:
+        r.skip();
+        seen.push_back(kAttrSparseTensor);
+        break;
+      case 23:
+        r.skip();
+        seen.push_back(kAttrSparseTensors);
+        break;
       default: r.skip();
     }
   }
   const std::string where = node_where + " attribute '" + name + "' (" + location(ctx, start) + ")";
   KILNRT_CHECK(!name.empty(), kInvalidModel, location(ctx, start), node_where << ": attribute without a name");
-  KILNRT_CHECK(ref_attr_name.empty(), kInvalidModel, where,
-               "attribute refers to '" << ref_attr_name
-                                       << "' (ref_attr_name), which is only valid inside function bodies");
+  KILNRT_CHECK(
+      ref_attr_name.empty(), kInvalidModel, where,
+      "attribute refers to '" << ref_attr_name << "' (ref_attr_name), which is only valid inside function bodies");
   if (type == kAttrUndefined) {
     std::set<int64_t> kinds(seen.begin(), seen.end());
     KILNRT_CHECK(kinds.size() == 1, kInvalidModel, where, "attribute has no type and no single value to infer it from");
@@ -485,10 +565,16 @@ std::pair<std::string, Attribute> decode_attribute(Reader r, const ImportContext
     case kAttrFloats: a.kind = Attribute::Kind::kFloats; break;
     case kAttrInts: a.kind = Attribute::Kind::kInts; break;
     case kAttrStrings: a.kind = Attribute::Kind::kStrings; break;
-    case kAttrTensors: case kAttrGraphs: case kAttrSparseTensor: case kAttrSparseTensors: case kAttrTypeProto:
+    case kAttrTensors:
+    case kAttrGraphs:
+    case kAttrSparseTensor:
+    case kAttrSparseTensors:
+    case kAttrTypeProto:
     case kAttrTypeProtos:
-      KILNRT_THROW(kUnsupported, where, "attributes of type " << type << " (TENSORS, GRAPHS, SPARSE_TENSOR(S), "
-                                        "TYPE_PROTO(S)) are not supported");
+      KILNRT_THROW(kUnsupported, where,
+                   "attributes of type " << type
+                                         << " (TENSORS, GRAPHS, SPARSE_TENSOR(S), "
+                                            "TYPE_PROTO(S)) are not supported");
     default: KILNRT_THROW(kInvalidModel, where, "unknown attribute type " << type);
   }
   return {std::move(name), std::move(a)};
@@ -549,15 +635,17 @@ TensorType tensor_type_of(const Tensor& t) {
 std::optional<TensorType> value_type(const ValueInfo& vi, const std::string& where, const char* what, bool strict) {
   const std::string desc = std::string(what) + " '" + vi.name + "'";
   if (vi.is_sequence && strict)
-    KILNRT_THROW(kUnsupported, where, desc << " is a sequence: not supported as engine I/O (sequences are supported "
-                                              "inside the graph)");
+    KILNRT_THROW(kUnsupported, where,
+                 desc << " is a sequence: not supported as engine I/O (sequences are supported "
+                         "inside the graph)");
   if (!vi.has_type || !(vi.is_tensor || vi.is_sequence)) {
     if (strict && vi.has_type) KILNRT_THROW(kUnsupported, where, desc << " is not a tensor (sequence/map/optional)");
     if (strict) KILNRT_THROW(kInvalidModel, where, desc << " has no type");
     return std::nullopt;
   }
   if (vi.elem_type == 0 && !strict) return std::nullopt;
-  if (!strict && vi.elem_type > 0 && vi.elem_type <= kOnnxLastKnown && !dtype_is_valid(static_cast<int32_t>(vi.elem_type))) {
+  if (!strict && vi.elem_type > 0 && vi.elem_type <= kOnnxLastKnown &&
+      !dtype_is_valid(static_cast<int32_t>(vi.elem_type))) {
     return std::nullopt;  // value_info of an intermediate kilnrt cannot hold: drop it, the op will complain
   }
   TensorType tt;
@@ -589,8 +677,16 @@ Graph decode_graph(Reader r, const ImportContext& ctx, bool top_level) {
         initializers.push_back(decode_tensor(r.read_message(&p), ctx));
         break;
       }
-      case 11: { FieldPath p(r.path(), "input", n_in++); inputs.push_back(read_value_info(r.read_message(&p))); break; }
-      case 12: { FieldPath p(r.path(), "output", n_out++); outputs.push_back(read_value_info(r.read_message(&p))); break; }
+      case 11: {
+        FieldPath p(r.path(), "input", n_in++);
+        inputs.push_back(read_value_info(r.read_message(&p)));
+        break;
+      }
+      case 12: {
+        FieldPath p(r.path(), "output", n_out++);
+        outputs.push_back(read_value_info(r.read_message(&p)));
+        break;
+      }
       case 13: {
         FieldPath p(r.path(), "value_info", n_vi++);
         value_infos.push_back(read_value_info(r.read_message(&p)));
@@ -611,8 +707,9 @@ Graph decode_graph(Reader r, const ImportContext& ctx, bool top_level) {
   std::unordered_map<std::string, std::string> producer_of;
   auto define = [&](const std::string& value, const std::string& by) {
     auto [it, fresh] = producer_of.emplace(value, by);
-    KILNRT_CHECK(fresh, kInvalidModel, value, "value '" << value << "' is produced twice: by " << it->second
-                                                        << " and by " << by << " (" << gwhere << ")");
+    KILNRT_CHECK(
+        fresh, kInvalidModel, value,
+        "value '" << value << "' is produced twice: by " << it->second << " and by " << by << " (" << gwhere << ")");
   };
   for (auto& [name, tensor] : initializers) {
     KILNRT_CHECK(!name.empty(), kInvalidModel, gwhere, "an initializer has no name");
@@ -623,7 +720,8 @@ Graph decode_graph(Reader r, const ImportContext& ctx, bool top_level) {
   std::unordered_set<std::string> input_names;
   for (const ValueInfo& vi : inputs) {
     KILNRT_CHECK(!vi.name.empty(), kInvalidModel, gwhere, "a graph input has no name");
-    KILNRT_CHECK(input_names.insert(vi.name).second, kInvalidModel, vi.name, "graph input '" << vi.name << "' is listed twice");
+    KILNRT_CHECK(input_names.insert(vi.name).second, kInvalidModel, vi.name,
+                 "graph input '" << vi.name << "' is listed twice");
     if (g.constants.count(vi.name)) continue;  // an initializer listed as input (old exporters): a constant
     define(vi.name, "graph input '" + vi.name + "'");
     g.inputs.push_back(vi.name);
@@ -636,7 +734,8 @@ Graph decode_graph(Reader r, const ImportContext& ctx, bool top_level) {
   std::unordered_set<std::string> output_names;
   for (const ValueInfo& vi : outputs) {
     KILNRT_CHECK(!vi.name.empty(), kInvalidModel, gwhere, "a graph output has no name");
-    KILNRT_CHECK(output_names.insert(vi.name).second, kInvalidModel, vi.name, "graph output '" << vi.name << "' is listed twice");
+    KILNRT_CHECK(output_names.insert(vi.name).second, kInvalidModel, vi.name,
+                 "graph output '" << vi.name << "' is listed twice");
     g.outputs.push_back(vi.name);
     if (producer_of.count(vi.name)) continue;  // an input or initializer passed through: keep its type
     if (auto tt = value_type(vi, vi.name, "graph output", top_level)) g.types[vi.name] = *tt;
@@ -654,7 +753,8 @@ Graph decode_graph(Reader r, const ImportContext& ctx, bool top_level) {
     const std::string base = n.name.empty() ? n.op_type + "_" + std::to_string(i) : n.name;
     std::string candidate = base;
     for (int k = 1; used.count(candidate); ++k) candidate = base + "_" + std::to_string(k);
-    if (!n.name.empty()) KILNRT_LOG(kDebug, "onnx import: duplicate node name '" << n.name << "' renamed to '" << candidate << "'");
+    if (!n.name.empty())
+      KILNRT_LOG(kDebug, "onnx import: duplicate node name '" << n.name << "' renamed to '" << candidate << "'");
     n.name = candidate;
     used.insert(candidate);
   }
@@ -703,9 +803,12 @@ Graph decode_model(const pb::Source& src, const std::string& base_dir) {
         std::string domain;
         int64_t version = 0;
         while (o.next()) {
-          if (o.field() == 1) domain = normalize_domain(o.read_string());
-          else if (o.field() == 2) version = o.read_int64();
-          else o.skip();
+          if (o.field() == 1)
+            domain = normalize_domain(o.read_string());
+          else if (o.field() == 2)
+            version = o.read_int64();
+          else
+            o.skip();
         }
         auto [it, fresh] = ctx.opsets.emplace(domain, version);
         if (!fresh && it->second != version) {
@@ -714,7 +817,10 @@ Graph decode_model(const pb::Source& src, const std::string& base_dir) {
         }
         break;
       }
-      case 25: ++n_functions; r.skip(); break;
+      case 25:
+        ++n_functions;
+        r.skip();
+        break;
       default: r.skip();
     }
   }
@@ -736,10 +842,10 @@ Graph decode_model(const pb::Source& src, const std::string& base_dir) {
                             << ") is in the default domain, but the model imports no default-domain opset");
     return g;
   }
-  KILNRT_CHECK(opset >= kMinOnnxOpset, kInvalidModel, src.label,
-               "default-domain opset " << opset << ": opset " << kMinOnnxOpset
-                                       << " or newer required, re-export with opset_version>="
-                                       << kFirstFullySupportedOpset);
+  KILNRT_CHECK(
+      opset >= kMinOnnxOpset, kInvalidModel, src.label,
+      "default-domain opset " << opset << ": opset " << kMinOnnxOpset
+                              << " or newer required, re-export with opset_version>=" << kFirstFullySupportedOpset);
   if (opset < kFirstFullySupportedOpset) {
     KILNRT_LOG(kWarning, src.label << ": default-domain opset " << opset << " is older than "
                                    << kFirstFullySupportedOpset

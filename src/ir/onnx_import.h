@@ -30,8 +30,8 @@ namespace kilnrt::ir {
 // opset 7 the binary ops had a `broadcast`/`axis` pair (unidirectional broadcasting aligned at `axis`): a node with
 // broadcast=1 and an explicit axis is rejected (kUnsupported, its semantics differ from numpy broadcasting); without
 // an axis the legacy rule (trailing alignment) is a special case of numpy broadcasting and is accepted.
-// `consumed_inputs` (opsets 1..5: an in-place hint with no effect on the result) is ignored. Older ir_versions (3..6) only differ in ways the
-// importer already handles (initializers may be listed as graph inputs).
+// `consumed_inputs` (opsets 1..5: an in-place hint with no effect on the result) is ignored. Older ir_versions (3..6)
+// only differ in ways the importer already handles (initializers may be listed as graph inputs).
 constexpr int64_t kMinOnnxIrVersion = 3;
 constexpr int64_t kMinOnnxOpset = 1;
 constexpr int64_t kFirstFullySupportedOpset = 13;

@@ -113,9 +113,9 @@ ir::SymShape broadcast_sym_shapes(const ir::SymShape& a, const ir::SymShape& b, 
     const ir::Dim da = i < r - a.size() ? ir::Dim(1) : a[i - (r - a.size())];
     const ir::Dim db = i < r - b.size() ? ir::Dim(1) : b[i - (r - b.size())];
     if (da.known() && db.known()) {
-      KILNRT_CHECK(da.value == db.value || da.value == 1 || db.value == 1, kInvalidModel, node.describe(),
-                   "shapes " << ir::sym_shape_to_string(a) << " and " << ir::sym_shape_to_string(b)
-                             << " cannot be broadcast");
+      KILNRT_CHECK(
+          da.value == db.value || da.value == 1 || db.value == 1, kInvalidModel, node.describe(),
+          "shapes " << ir::sym_shape_to_string(a) << " and " << ir::sym_shape_to_string(b) << " cannot be broadcast");
       out[i] = da.value == 1 ? db : da;
     } else if (da.known()) {
       out[i] = da.value == 1 ? db : da;

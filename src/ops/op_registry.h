@@ -43,9 +43,9 @@ struct CpuContext {
   const ir::Node& node;
   int64_t opset = 0;
   std::vector<const Tensor*> inputs;
-  std::vector<Tensor> outputs;  // pre-sized to node.outputs.size(); fill every non-omitted output
-  std::vector<const TensorSequence*> seq_inputs{};              // empty, or one per input (nullptr: not a sequence)
-  std::vector<std::optional<TensorSequence>> seq_outputs{};     // empty, or one per output
+  std::vector<Tensor> outputs;                      // pre-sized to node.outputs.size(); fill every non-omitted output
+  std::vector<const TensorSequence*> seq_inputs{};  // empty, or one per input (nullptr: not a sequence)
+  std::vector<std::optional<TensorSequence>> seq_outputs{};  // empty, or one per output
 
   bool has_sequence_input(size_t i) const { return i < seq_inputs.size() && seq_inputs[i] != nullptr; }
   const TensorSequence& sequence_input(size_t i) const;  // throws naming the node if input i is not a sequence
@@ -59,7 +59,7 @@ struct CpuContext {
 using CpuKernelFn = std::function<void(CpuContext&)>;
 
 struct OpSchema {
-  std::string domain;   // "" = ai.onnx
+  std::string domain;  // "" = ai.onnx
   std::string op_type;
   int since_version = 1;     // oldest opset version this schema implements
   int until_version = 1000;  // newest (inclusive)

@@ -31,14 +31,14 @@ std::vector<int64_t> swapped_out(const std::vector<int64_t>& p) {
 }
 
 struct Plan {
-  std::string t1, x;                          // entry Transpose node, its input [B, S, E]
-  std::vector<std::string> matmuls;           // region MatMuls reading the entry
-  std::vector<std::string> reshapes;          // region Reshapes (axes 0 / 1 swap)
-  std::string attention;                      // FusedAttention node
-  std::string r1, gemm, r2, t2;               // exit chain nodes
-  std::string o, t2_out;                      // attention output, exit value
-  std::vector<std::string> values;            // region values whose axes 0 / 1 swap (their types are dropped)
-  int64_t e = 0;                              // attention output's last-axes size (H * D)
+  std::string t1, x;                  // entry Transpose node, its input [B, S, E]
+  std::vector<std::string> matmuls;   // region MatMuls reading the entry
+  std::vector<std::string> reshapes;  // region Reshapes (axes 0 / 1 swap)
+  std::string attention;              // FusedAttention node
+  std::string r1, gemm, r2, t2;       // exit chain nodes
+  std::string o, t2_out;              // attention output, exit value
+  std::vector<std::string> values;    // region values whose axes 0 / 1 swap (their types are dropped)
+  int64_t e = 0;                      // attention output's last-axes size (H * D)
 };
 
 // The region from the entry Transpose: row-wise nodes up to one FusedAttention (all of its q / k / v).
@@ -75,8 +75,10 @@ bool plan_region(const ir::Graph& g, const GraphIndex& ix, const ir::Node& t1, P
       if (!os || os->size() < 3 || !((*os)[0] == s) || !((*os)[1] == b)) return false;  // still [S, B, ...]
       if (is_op(&n, "MatMul") && slot == 0 && n.inputs.size() == 2 && g.is_constant(n.inputs[1]) &&
           g.constants.at(n.inputs[1]).rank() == 2) {
-        if (v == t1.outputs[0]) p->matmuls.push_back(n.name);
-        else return false;  // only the entry feeds GEMMs
+        if (v == t1.outputs[0])
+          p->matmuls.push_back(n.name);
+        else
+          return false;  // only the entry feeds GEMMs
       } else if (is_op(&n, "Add") && n.inputs.size() == 2 && g.is_constant(n.inputs[1 - slot]) &&
                  g.constants.at(n.inputs[1 - slot]).rank() <= 1) {
         // a bias along the last axis

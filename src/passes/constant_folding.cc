@@ -27,8 +27,7 @@ bool fold_shape_node(ir::Graph& graph, const ir::Node& node) {
   end = std::min(std::max<int64_t>(end, 0), rank);
   std::vector<int64_t> dims;
   for (int64_t i = start; i < end; ++i) dims.push_back(t->shape[i].value);
-  graph.constants[node.outputs[0]] =
-      Tensor::from_vector(dims, DType::kInt64, {static_cast<int64_t>(dims.size())});
+  graph.constants[node.outputs[0]] = Tensor::from_vector(dims, DType::kInt64, {static_cast<int64_t>(dims.size())});
   return true;
 }
 

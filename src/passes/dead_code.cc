@@ -17,8 +17,10 @@ size_t eliminate_dead_code(ir::Graph& graph) {
   std::vector<ir::Node> kept;
   size_t removed = 0;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (keep[i]) kept.push_back(std::move(graph.nodes[i]));
-    else ++removed;
+    if (keep[i])
+      kept.push_back(std::move(graph.nodes[i]));
+    else
+      ++removed;
   }
   graph.nodes = std::move(kept);
   graph.prune_unused();

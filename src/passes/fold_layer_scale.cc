@@ -92,7 +92,8 @@ bool match(const ir::Graph& g, const GraphIndex& ix, size_t i, Chain* c) {
   cur = next->outputs[0];
   next = ix.sole_consumer(cur);
   // The skip connection: Add(., R), R a computed value of the scaled value's exact shape (no broadcast).
-  if (!is_op(next, "Add") || next->inputs.size() != 2 || next->outputs.size() != 1 || next->inputs[0] == next->inputs[1])
+  if (!is_op(next, "Add") || next->inputs.size() != 2 || next->outputs.size() != 1 ||
+      next->inputs[0] == next->inputs[1])
     return false;
   c->residual = next->inputs[0] == cur ? next->inputs[1] : next->inputs[0];
   if (g.is_constant(c->residual)) return false;

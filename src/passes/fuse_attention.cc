@@ -70,7 +70,7 @@ std::string swap_last_two_chain(const ir::Graph& g, const GraphIndex& ix, const 
   const auto& ms = mt->shape;
   const auto& os = ot->shape;
   if (!same_dim(ms[rm - 2], xs[r - 2]) || !same_dim(ms[rm - 1], xs[r - 1])) return "";  // r1 keeps [S, D]
-  if (!same_dim(os[r - 2], xs[r - 1]) || !same_dim(os[r - 1], xs[r - 2])) return "";  // r2 gives [D, S]
+  if (!same_dim(os[r - 2], xs[r - 1]) || !same_dim(os[r - 1], xs[r - 2])) return "";    // r2 gives [D, S]
   for (size_t i = 0; i + 2 < r; ++i)
     if (!same_dim(os[i], xs[i])) return "";
   return r1->inputs[0];
@@ -188,7 +188,7 @@ ir::Attribute ints_attr(const std::vector<int64_t>& v) {
 struct Match {
   ir::Node fused;
   std::vector<std::string> erase;
-  std::vector<ir::Node> views;                      // head-split Reshapes the fused node reads (Operand::split_from)
+  std::vector<ir::Node> views;                         // head-split Reshapes the fused node reads (Operand::split_from)
   std::vector<std::pair<std::string, Tensor>> shapes;  // their shape constants
 };
 
@@ -212,8 +212,7 @@ const ir::Node* nan_guard(const ir::Graph& g, const GraphIndex& ix, const std::s
   }
   if (!isnan || !where || isnan->outputs.size() != 1 || where->inputs.size() != 3 || where->outputs.size() != 1)
     return nullptr;
-  if (ix.sole_consumer(isnan->outputs[0]) != where || where->inputs[0] != isnan->outputs[0] ||
-      where->inputs[2] != p)
+  if (ix.sole_consumer(isnan->outputs[0]) != where || where->inputs[0] != isnan->outputs[0] || where->inputs[2] != p)
     return nullptr;
   const std::optional<double> zero = scalar_constant(g, where->inputs[1]);
   if (!zero || *zero != 0.0 || rank_of(g, where->outputs[0]) != rank_of(g, p)) return nullptr;
@@ -354,8 +353,8 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& s, Match* m
   for (const Operand* o : {&q, static_cast<const Operand*>(&k), &v}) {
     if (o->split_from.empty() || (o != &q && o->src == q.src) || (o == &v && v.src == k.src)) continue;
     const std::string shape = o->src + "_shape";
-    m->shapes.emplace_back(shape, Tensor::from_vector(std::vector<int64_t>{0, 0, o->heads, o->head_size},
-                                                      DType::kInt64, {4}));
+    m->shapes.emplace_back(shape,
+                           Tensor::from_vector(std::vector<int64_t>{0, 0, o->heads, o->head_size}, DType::kInt64, {4}));
     ir::Node r;
     r.name = o->src;
     r.op_type = "Reshape";

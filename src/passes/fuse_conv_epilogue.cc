@@ -65,9 +65,12 @@ struct Activation {
 // The single-input activation node `n` reading `x`, or false.
 bool unary_activation(const ir::Graph& g, const ir::Node& n, Activation* a) {
   if (n.outputs.size() != 1 || n.inputs.empty()) return false;
-  if (is_op(n, "Relu")) a->act = FusedActivation::kRelu;
-  else if (is_op(n, "Sigmoid")) a->act = FusedActivation::kSigmoid;
-  else if (is_op(n, "HardSwish")) a->act = FusedActivation::kHardSwish;
+  if (is_op(n, "Relu"))
+    a->act = FusedActivation::kRelu;
+  else if (is_op(n, "Sigmoid"))
+    a->act = FusedActivation::kSigmoid;
+  else if (is_op(n, "HardSwish"))
+    a->act = FusedActivation::kHardSwish;
   else if (is_op(n, "LeakyRelu")) {
     a->act = FusedActivation::kLeakyRelu;
     a->params = {n.attr_float("alpha", 0.01f)};
@@ -214,8 +217,10 @@ size_t fuse_conv_epilogues(ir::Graph& graph) {
   std::vector<ir::Node> out;
   out.reserve(n_nodes);
   for (size_t i = 0; i < n_nodes; ++i) {
-    if (at[i]) out.push_back(std::move(*at[i]));
-    else if (!removed[i]) out.push_back(std::move(graph.nodes[i]));
+    if (at[i])
+      out.push_back(std::move(*at[i]));
+    else if (!removed[i])
+      out.push_back(std::move(graph.nodes[i]));
   }
   graph.nodes = std::move(out);
   graph.opsets[ops::nn::kFusedConvDomain] = 1;

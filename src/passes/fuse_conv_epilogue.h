@@ -1,7 +1,7 @@
 // Conv epilogue fusion: Conv (+ bias) (+ Add of a tensor of exactly the Conv output's shape) (+ activation) becomes
-// one com.kilnrt:FusedConv node (ops/nn/fused_conv/fused_conv.h), Y = act(Conv(X, W, B) + Z). Activations: Relu, Clip (constant
-// bounds), LeakyRelu, HardSigmoid, HardSwish (also as x * HardSigmoid(x) with alpha 1/6, beta 0.5), Sigmoid, SiLU
-// (x * Sigmoid(x)), Gelu (opset 20 op, erf or tanh). Every intermediate value must have exactly one reader (SiLU's
+// one com.kilnrt:FusedConv node (ops/nn/fused_conv/fused_conv.h), Y = act(Conv(X, W, B) + Z). Activations: Relu, Clip
+// (constant bounds), LeakyRelu, HardSigmoid, HardSwish (also as x * HardSigmoid(x) with alpha 1/6, beta 0.5), Sigmoid,
+// SiLU (x * Sigmoid(x)), Gelu (opset 20 op, erf or tanh). Every intermediate value must have exactly one reader (SiLU's
 // x: the Sigmoid and the Mul) and must not be a graph output. An Add whose other operand would broadcast, or whose
 // shape is not known to be equal, is left alone. Run after Conv+BN folding (so that BN is already in the weights).
 #pragma once

@@ -1,5 +1,6 @@
 // Embedding + LayerNorm fusion: the start of BERT-like encoders,
-//   Gather(table [V, H] constant, ids, axis 0) -> Add(., addend constant) -> LayerNormalization(last axis, scale [, bias])
+//   Gather(table [V, H] constant, ids, axis 0) -> Add(., addend constant) -> LayerNormalization(last axis, scale [,
+//   bias])
 // (the Add's operands in either order; ONNX LayerNormalization-17 with only its Y output, or com.kilnrt's), becomes
 // one com.kilnrt:EmbedLayerNorm(ids, table, addend, scale [, bias]) with the LayerNorm's epsilon: one pass over the
 // rows instead of three (a gather, an add and a LayerNorm, each reading and writing the whole [.., H] tensor).

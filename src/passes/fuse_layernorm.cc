@@ -16,8 +16,10 @@ bool mean_over_last(const ir::Graph& g, const ir::Node& n) {
   if (!t || !t->has_shape || t->shape.empty()) return false;
   const int64_t r = static_cast<int64_t>(t->shape.size());
   std::vector<int64_t> axes;
-  if (n.has_attr("axes")) axes = n.attr_ints("axes");
-  else if (n.inputs.size() > 1 && g.is_constant(n.inputs[1])) axes = ops::tensor_to_int64s(g.constants.at(n.inputs[1]));
+  if (n.has_attr("axes"))
+    axes = n.attr_ints("axes");
+  else if (n.inputs.size() > 1 && g.is_constant(n.inputs[1]))
+    axes = ops::tensor_to_int64s(g.constants.at(n.inputs[1]));
   return axes.size() == 1 && (axes[0] == -1 || axes[0] == r - 1);
 }
 
@@ -47,10 +49,14 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& r1, Match* 
     bool reads = false;
     for (const std::string& i : n.inputs) reads |= i == d;
     if (!reads) continue;
-    if (is_op(&n, "Div") && n.inputs[0] == d) div = &n;
-    else if (is_op(&n, "Pow") && n.inputs[0] == d && scalar_constant(g, n.inputs[1]) == 2.0) sq = &n;
-    else if (is_op(&n, "Mul") && n.inputs.size() == 2 && n.inputs[0] == d && n.inputs[1] == d) sq = &n;
-    else return false;
+    if (is_op(&n, "Div") && n.inputs[0] == d)
+      div = &n;
+    else if (is_op(&n, "Pow") && n.inputs[0] == d && scalar_constant(g, n.inputs[1]) == 2.0)
+      sq = &n;
+    else if (is_op(&n, "Mul") && n.inputs.size() == 2 && n.inputs[0] == d && n.inputs[1] == d)
+      sq = &n;
+    else
+      return false;
   }
   if (!sq || !div || ix.uses(d) != (sq->op_type == "Mul" ? 3 : 2)) return false;
   r2 = ix.sole_consumer(sq->outputs[0]);

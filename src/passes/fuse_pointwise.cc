@@ -17,7 +17,7 @@ namespace {
 
 using namespace ops::nn;
 
-constexpr size_t kMaxInputs = 8;   // the CUDA kernel's argument block (ops/nn/fused_pointwise/cuda)
+constexpr size_t kMaxInputs = 8;  // the CUDA kernel's argument block (ops/nn/fused_pointwise/cuda)
 constexpr size_t kMaxNodes = 64;
 constexpr int kMaxRank = 6;
 
@@ -60,14 +60,27 @@ bool lower(const ir::Graph& g, const ir::Node& n, Lowered* l) {
   const bool kilnrt = n.domain == kKilnrtDomain;
   if (!n.domain.empty() && !kilnrt) return false;
   if (kilnrt && op != "Gelu") return false;
-  static const std::map<std::string, int> unary = {
-      {"Neg", kPwNeg},         {"Abs", kPwAbs},         {"Exp", kPwExp},           {"Log", kPwLog},
-      {"Sqrt", kPwSqrt},       {"Reciprocal", kPwReciprocal}, {"Sigmoid", kPwSigmoid}, {"Tanh", kPwTanh},
-      {"Erf", kPwErf},         {"Relu", kPwRelu},       {"Floor", kPwFloor},       {"Ceil", kPwCeil},
-      {"Sin", kPwSin},         {"Cos", kPwCos},         {"Softplus", kPwSoftplus}, {"Softsign", kPwSoftsign},
-      {"HardSwish", kPwHardSwish}, {"Identity", kPwIdentity}, {"Mish", kPwMish}};
-  static const std::map<std::string, int> binary = {{"Add", kPwAdd}, {"Sub", kPwSub}, {"Mul", kPwMul},
-                                                    {"Div", kPwDiv}, {"Max", kPwMax}, {"Min", kPwMin},
+  static const std::map<std::string, int> unary = {{"Neg", kPwNeg},
+                                                   {"Abs", kPwAbs},
+                                                   {"Exp", kPwExp},
+                                                   {"Log", kPwLog},
+                                                   {"Sqrt", kPwSqrt},
+                                                   {"Reciprocal", kPwReciprocal},
+                                                   {"Sigmoid", kPwSigmoid},
+                                                   {"Tanh", kPwTanh},
+                                                   {"Erf", kPwErf},
+                                                   {"Relu", kPwRelu},
+                                                   {"Floor", kPwFloor},
+                                                   {"Ceil", kPwCeil},
+                                                   {"Sin", kPwSin},
+                                                   {"Cos", kPwCos},
+                                                   {"Softplus", kPwSoftplus},
+                                                   {"Softsign", kPwSoftsign},
+                                                   {"HardSwish", kPwHardSwish},
+                                                   {"Identity", kPwIdentity},
+                                                   {"Mish", kPwMish}};
+  static const std::map<std::string, int> binary = {{"Add", kPwAdd}, {"Sub", kPwSub},    {"Mul", kPwMul},
+                                                    {"Div", kPwDiv}, {"Max", kPwMax},    {"Min", kPwMin},
                                                     {"Sum", kPwAdd}, {"PRelu", kPwPRelu}};
   for (const std::string& in : n.inputs)
     if (in.empty() && op != "Clip") return false;
@@ -97,10 +110,26 @@ bool lower(const ir::Graph& g, const ir::Node& n, Lowered* l) {
     return true;
   }
   if (n.inputs.size() != 1 && op != "Clip") return false;
-  if (op == "LeakyRelu") { l->op = kPwLeakyRelu; l->p0 = n.attr_float("alpha", 0.01f); return true; }
-  if (op == "Elu") { l->op = kPwElu; l->p0 = n.attr_float("alpha", 1.f); return true; }
-  if (op == "Celu") { l->op = kPwCelu; l->p0 = n.attr_float("alpha", 1.f); return true; }
-  if (op == "ThresholdedRelu") { l->op = kPwThresholdedRelu; l->p0 = n.attr_float("alpha", 1.f); return true; }
+  if (op == "LeakyRelu") {
+    l->op = kPwLeakyRelu;
+    l->p0 = n.attr_float("alpha", 0.01f);
+    return true;
+  }
+  if (op == "Elu") {
+    l->op = kPwElu;
+    l->p0 = n.attr_float("alpha", 1.f);
+    return true;
+  }
+  if (op == "Celu") {
+    l->op = kPwCelu;
+    l->p0 = n.attr_float("alpha", 1.f);
+    return true;
+  }
+  if (op == "ThresholdedRelu") {
+    l->op = kPwThresholdedRelu;
+    l->p0 = n.attr_float("alpha", 1.f);
+    return true;
+  }
   if (op == "HardSigmoid") {
     l->op = kPwHardSigmoid;
     l->p0 = n.attr_float("alpha", 0.2f);
@@ -132,10 +161,14 @@ bool lower(const ir::Graph& g, const ir::Node& n, Lowered* l) {
   if (op == "Cast") {
     const int64_t to = n.attr_int("to", 0);
     l->op = kPwCast;
-    if (to == 1) l->p0 = 0.f;
-    else if (to == 10) l->p0 = 1.f;
-    else if (to == 16) l->p0 = 2.f;
-    else return false;
+    if (to == 1)
+      l->p0 = 0.f;
+    else if (to == 10)
+      l->p0 = 1.f;
+    else if (to == 16)
+      l->p0 = 2.f;
+    else
+      return false;
     return true;
   }
   if (op == "Where") return false;  // handled below (3 inputs)

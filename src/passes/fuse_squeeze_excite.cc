@@ -79,8 +79,7 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& mean, Fusio
   const ir::Node* fc1 = ix.sole_consumer(mean.outputs[0]);
   if (!pointwise_conv(g, fc1, mean.outputs[0], xt->dtype, &cs, &c_in) || c_in != cdim.value) return false;
   const ir::Node* fc2 = ix.sole_consumer(fc1->outputs[0]);
-  if (!pointwise_conv(g, fc2, fc1->outputs[0], xt->dtype, &c_out, &cs_in) || c_out != c_in || cs_in != cs)
-    return false;
+  if (!pointwise_conv(g, fc2, fc1->outputs[0], xt->dtype, &c_out, &cs_in) || c_out != c_in || cs_in != cs) return false;
   const ir::Node* mul = ix.sole_consumer(fc2->outputs[0]);
   if (!is_op(mul, "Mul") || mul->inputs.size() != 2 || mul->outputs.size() != 1) return false;
   const std::string& s = fc2->outputs[0];

@@ -1,7 +1,7 @@
 // Squeeze-and-excitation fusion: GlobalAveragePool(X) (or ReduceMean over H, W keeping dims) -> FusedConv
 // 1x1 C -> Cs (+ bias, activation) -> FusedConv 1x1 Cs -> C (+ bias, gate activation) -> Mul with X becomes one
-// com.kilnrt:SqueezeExcite node (ops/nn/squeeze_excite/squeeze_excite.h). Runs after the conv epilogue fusion, which made the two
-// FusedConvs. On CUDA the block then takes 2-3 kernel launches instead of 6 or more.
+// com.kilnrt:SqueezeExcite node (ops/nn/squeeze_excite/squeeze_excite.h). Runs after the conv epilogue fusion, which
+// made the two FusedConvs. On CUDA the block then takes 2-3 kernel launches instead of 6 or more.
 #pragma once
 #include <cstddef>
 

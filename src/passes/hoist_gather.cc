@@ -47,17 +47,20 @@ bool read_pick(const ir::Graph& g, const ir::Node& n, Pick* p) {
 // Ops that compute each output element from the same element of their (broadcast) inputs.
 const std::set<std::string>& elementwise_ops() {
   static const std::set<std::string> ops = {
-      "Abs", "Add", "And", "Cast", "Ceil", "Clip", "Cos", "Div", "Elu", "Equal", "Erf", "Exp", "Floor", "Gelu",
-      "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Less", "LessOrEqual", "Log",
-      "Max", "Min", "Mish", "Mod", "Mul", "Neg", "Not", "Or", "Pow", "PRelu", "Reciprocal", "Relu", "Round", "Selu",
-      "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Tanh", "Where", "Xor"};
+      "Abs",         "Add",        "And",      "Cast",      "Ceil",  "Clip",        "Cos",     "Div",
+      "Elu",         "Equal",      "Erf",      "Exp",       "Floor", "Gelu",        "Greater", "GreaterOrEqual",
+      "HardSigmoid", "HardSwish",  "Identity", "LeakyRelu", "Less",  "LessOrEqual", "Log",     "Max",
+      "Min",         "Mish",       "Mod",      "Mul",       "Neg",   "Not",         "Or",      "Pow",
+      "PRelu",       "Reciprocal", "Relu",     "Round",     "Selu",  "Sigmoid",     "Sign",    "Sin",
+      "Softplus",    "Softsign",   "Sqrt",     "Sub",       "Tanh",  "Where",       "Xor"};
   return ops;
 }
 
 // The reduced axes of a keepdims Reduce* node (attribute, or constant second input), normalised; empty when unknown.
 std::vector<int64_t> reduced_axes(const ir::Graph& g, const ir::Node& p, int64_t rank) {
   std::vector<int64_t> axes;
-  if (p.has_attr("axes")) axes = p.attr_ints("axes");
+  if (p.has_attr("axes"))
+    axes = p.attr_ints("axes");
   else if (p.inputs.size() > 1 && !p.inputs[1].empty())
     axes = int_constant(g, p.inputs[1]).value_or(std::vector<int64_t>{});
   for (int64_t& a : axes) a = a < 0 ? a + rank : a;
@@ -132,8 +135,8 @@ bool row_wise(const ir::Graph& g, const GraphIndex& ix, const ir::Node& p, int64
     int64_t a = p.attr_int("axis", -1);
     if (a < 0) a += rank;
     if (a == axis) return false;
-  } else if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" ||
-             op == "ReduceL2" || op == "ReduceSumSquare") {
+  } else if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceL2" ||
+             op == "ReduceSumSquare") {
     if (p.attr_int("keepdims", 1) != 1) return false;
     const std::vector<int64_t> axes = reduced_axes(g, p, rank);
     if (axes.empty()) return false;  // all axes, or not known
@@ -219,8 +222,7 @@ bool hoist_one(ir::Graph& g, const GraphIndex& ix, size_t gi) {
       continue;
     }
     const std::string v = reserve_value(g, moved.inputs[i] + "_rows");
-    ir::Node n = make_node(unique_node_name(g, added, moved.name + "/rows"), "Gather",
-                           {moved.inputs[i], rows}, v);
+    ir::Node n = make_node(unique_node_name(g, added, moved.name + "/rows"), "Gather", {moved.inputs[i], rows}, v);
     n.attrs["axis"] = int_attr(along[i]);
     added.push_back(std::move(n));
     moved.inputs[i] = v;

@@ -1,6 +1,7 @@
 // Input-activation move: a 1x1 FusedConv whose activation its GEMM cannot apply for free (anything but
 // none / Relu: SiLU, HardSwish, GELU, ...) and whose output is read only by a depthwise convolution (group == C ==
-// M, as its input X) gives the activation to that convolution as its `input_activation` (ops/nn/fused_conv/fused_conv.h):
+// M, as its input X) gives the activation to that convolution as its `input_activation`
+// (ops/nn/fused_conv/fused_conv.h):
 //   Y = act2(DwConv(act1(Conv1x1(X)))) -> the 1x1 conv ends at its bias / residual, the depthwise FusedConv applies
 //   act1 to its input (on load in the tiled NHWC depthwise kernel, kernels/nhwc_depthwise.h).
 // efficientnet's / mobilenet's expand convolutions run as one cuBLASLt GEMM (bias epilogue) followed by an

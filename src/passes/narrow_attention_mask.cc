@@ -60,7 +60,8 @@ size_t narrow_attention_masks(ir::Graph& graph) {
       // The scalars must not raise the rank above the old mask's (they were part of its broadcast, so they do not
       // when the ranks are known).
       const size_t mask_rank = rank_or(graph, mask, 0);
-      if (mask_rank == 0 || rank_or(graph, w->inputs[1], 99) > mask_rank || rank_or(graph, w->inputs[2], 99) > mask_rank)
+      if (mask_rank == 0 || rank_or(graph, w->inputs[1], 99) > mask_rank ||
+          rank_or(graph, w->inputs[2], 99) > mask_rank)
         continue;
       ir::Node nw = make_node(w->name + "/key_mask", "Where", {m, w->inputs[1], w->inputs[2]}, mask + "/key_mask");
       narrowed[mask] = nw.outputs[0];

@@ -65,7 +65,8 @@ std::optional<std::vector<int64_t>> int_constant(const ir::Graph& g, const std::
   return out;
 }
 
-ir::Node make_node(const std::string& name, const char* op, std::vector<std::string> inputs, const std::string& output) {
+ir::Node make_node(const std::string& name, const char* op, std::vector<std::string> inputs,
+                   const std::string& output) {
   ir::Node n;
   n.name = name;
   n.op_type = op;

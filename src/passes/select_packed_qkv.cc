@@ -149,8 +149,8 @@ size_t select_packed_qkv(ir::Graph& graph) {
         bool inferred = false;
         for (size_t i = 0; i < os->size() && ok; ++i) {
           const ir::Dim& o = (*os)[i];
-          const bool same = i < bs->size() && static_cast<int64_t>(i) != b_ax && (o.known() || !o.param.empty()) &&
-                            o == (*bs)[i];
+          const bool same =
+              i < bs->size() && static_cast<int64_t>(i) != b_ax && (o.known() || !o.param.empty()) && o == (*bs)[i];
           if (same)
             w.out_shape.push_back(0);
           else if (o.known())

@@ -18,8 +18,7 @@ ir::TensorType merge_types(const ir::TensorType& inferred, const ir::TensorType*
   } else if (out.has_shape && declared->has_shape && declared->shape.size() == out.shape.size()) {
     for (size_t i = 0; i < out.shape.size(); ++i) {
       const ir::Dim& d = declared->shape[i];
-      if (!out.shape[i].known() && (d.known() || (out.shape[i].param.empty() && !d.param.empty())))
-        out.shape[i] = d;
+      if (!out.shape[i].known() && (d.known() || (out.shape[i].param.empty() && !d.param.empty()))) out.shape[i] = d;
     }
   }
   return out;

@@ -123,8 +123,8 @@ size_t combine_constant_adds(ir::Graph& graph) {
         const Tensor& t2 = graph.constants.at(c2);
         if (t1.dtype() != t2.dtype() || !float_type(t1.dtype())) continue;
         const std::string x = inner->inputs[1 - ci];
-        ir::Node sum = make_node(outer.name + "/constant_sum", "Add", {inner->inputs[ci], c2},
-                                 outer.name + "/constant_sum");
+        ir::Node sum =
+            make_node(outer.name + "/constant_sum", "Add", {inner->inputs[ci], c2}, outer.name + "/constant_sum");
         outer.inputs = {x, sum.outputs[0]};
         added.push_back(std::move(sum));
         ++changed;

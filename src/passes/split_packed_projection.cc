@@ -137,8 +137,7 @@ size_t split_packed_projection(ir::Graph& graph) {
       erase.push_back(part.slice);
       const std::string p = part.out + "/part";
       graph.constants[p + "_w"] = columns(graph.constants.at(s.w), part.index * s.e, s.e);
-      graph.constants[p + "_shape"] =
-          Tensor::from_vector(shape, DType::kInt64, {static_cast<int64_t>(shape.size())});
+      graph.constants[p + "_shape"] = Tensor::from_vector(shape, DType::kInt64, {static_cast<int64_t>(shape.size())});
       const std::string mm = s.bias.empty() ? p + "_linear" : p + "_matmul";
       graph.nodes.push_back(make_node(p + "_matmul", "MatMul", {s.a, p + "_w"}, mm));
       if (!s.bias.empty()) {

@@ -23,7 +23,6 @@ using passtest::run_cpu;
 
 inline Tensor scalar(float v) { return Tensor::from_vector(std::vector<float>{v}, DType::kFloat32, {}); }
 
-
 // Graph `graph_name` with one FusedAttention(p, p, p [, mask]) node `node_name`, output y, scale 1 / sqrt(D),
 // reading Q, K, V as parts [0, H), [H, 2H), [2H, 3H) of the graph input p along axis 2: BERT's p [B, S, 3H, D]
 // through perms (0, 2, 1, 3), or (vit) torchvision MHA's p [S, B, 3H, D] through (1, 2, 0, 3), out_perm

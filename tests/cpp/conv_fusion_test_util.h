@@ -53,8 +53,8 @@ struct RandomInitializers {
   uint32_t seed;
   void operator()(const std::string& name, std::vector<int64_t> dims, float lo, float hi) {
     const Tensor t = random_tensor(dims, seed++, lo, hi);
-    g.initializers.push_back(onnx_test::TensorSpec::float_raw(
-        name, dims, std::vector<float>(t.data<float>(), t.data<float>() + t.numel())));
+    g.initializers.push_back(
+        onnx_test::TensorSpec::float_raw(name, dims, std::vector<float>(t.data<float>(), t.data<float>() + t.numel())));
   }
 };
 
@@ -84,8 +84,8 @@ struct GraphBuilder {
     return g.nodes.back();
   }
   // Conv of `x` (C channels) to m channels, k x k kernel, pad k/2, given group, optional bias.
-  ir::Node& conv(const std::string& x, const std::string& y, int64_t c, int64_t m, int64_t k, int64_t group,
-                 bool bias, int64_t stride = 1) {
+  ir::Node& conv(const std::string& x, const std::string& y, int64_t c, int64_t m, int64_t k, int64_t group, bool bias,
+                 int64_t stride = 1) {
     const std::string w = random_constant(y + "_W", {m, c / group, k, k}, -0.5f, 0.5f);
     std::vector<std::string> ins = {x, w};
     if (bias) ins.push_back(random_constant(y + "_B", {m}));

@@ -24,9 +24,9 @@
 
 namespace kilnrt::cudatest {
 
-#define KILNRT_SKIP_WITHOUT_GPU()                                              \
-  do {                                                                         \
-    std::string why_;                                                          \
+#define KILNRT_SKIP_WITHOUT_GPU()                                                         \
+  do {                                                                                    \
+    std::string why_;                                                                     \
     if (!::kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
   } while (0)
 
@@ -40,12 +40,16 @@ struct ScopedEnv {
       had = true;
       old = o;
     }
-    if (v) ::setenv(n, v, 1);
-    else ::unsetenv(n);
+    if (v)
+      ::setenv(n, v, 1);
+    else
+      ::unsetenv(n);
   }
   ~ScopedEnv() {
-    if (had) ::setenv(name.c_str(), old.c_str(), 1);
-    else ::unsetenv(name.c_str());
+    if (had)
+      ::setenv(name.c_str(), old.c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
@@ -119,8 +123,9 @@ struct CudaSession {
     for (size_t i = 0; i < g.outputs.size(); ++i) {
       Tensor t = Tensor::empty(g.type_of(g.outputs[i])->dtype, out_shapes[i]);
       if (t.nbytes())
-        KILNRT_CU_CHECK(api, api.MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(runner.output_device_ptr(i)),
-                                                 t.nbytes(), stream.get()),
+        KILNRT_CU_CHECK(api,
+                        api.MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(runner.output_device_ptr(i)),
+                                            t.nbytes(), stream.get()),
                         "test");
       out[g.outputs[i]] = t;
     }
@@ -170,8 +175,8 @@ inline void expect_tensors_close(const Tensor& got, const Tensor& want, double a
   };
   const std::vector<double> a = doubles(got), b = doubles(want);
   for (size_t i = 0; i < b.size() && failures < 5; ++i) {
-    const bool ok = std::isnan(b[i]) ? std::isnan(a[i])
-                                     : (a[i] == b[i] || std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]));
+    const bool ok =
+        std::isnan(b[i]) ? std::isnan(a[i]) : (a[i] == b[i] || std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]));
     if (!ok) {
       ++failures;
       ADD_FAILURE() << "element " << i << ": got " << a[i] << ", want " << b[i];
@@ -269,8 +274,9 @@ inline void compare16_on_cuda(const ir::Node& node, const std::vector<Tensor>& i
 }
 
 // Runs `node` on both backends and compares every output.
-inline void compare_node(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant = {},
-                         int64_t opset = 17, double atol = 1e-5, double rtol = 1e-5) {
+inline void compare_node(const ir::Node& node, const std::vector<Tensor>& inputs,
+                         const std::vector<bool>& constant = {}, int64_t opset = 17, double atol = 1e-5,
+                         double rtol = 1e-5) {
   OneNode one(node, inputs, constant, opset);
   const auto want = run_cpu(one.g, one.feeds);
   const auto got = run_cuda(one.g, one.feeds);

@@ -12,8 +12,8 @@ namespace kilnrt::cudatest {
 
 // Runs `node` on both backends and requires every output to be bit-identical (int8 included, which
 // expect_tensors_close does not take).
-inline void compare_node_exact(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant = {},
-                        int64_t opset = 17) {
+inline void compare_node_exact(const ir::Node& node, const std::vector<Tensor>& inputs,
+                               const std::vector<bool>& constant = {}, int64_t opset = 17) {
   OneNode one(node, inputs, constant, opset);
   const auto want = run_cpu(one.g, one.feeds);
   const auto got = run_cuda(one.g, one.feeds);
@@ -25,8 +25,7 @@ inline void compare_node_exact(const ir::Node& node, const std::vector<Tensor>& 
     ASSERT_EQ(g.nbytes(), t.nbytes());
     const auto* a = static_cast<const uint8_t*>(g.raw());
     const auto* b = static_cast<const uint8_t*>(t.raw());
-    for (size_t i = 0; i < t.nbytes(); ++i)
-      ASSERT_EQ(a[i], b[i]) << "byte " << i << " of " << t.nbytes() << " differs";
+    for (size_t i = 0; i < t.nbytes(); ++i) ASSERT_EQ(a[i], b[i]) << "byte " << i << " of " << t.nbytes() << " differs";
   }
 }
 

@@ -18,9 +18,12 @@ inline Tensor to_dtype(const Tensor& t, DType dt) {  // float32 -> float64 / flo
   Tensor d = Tensor::empty(dt, t.shape());
   for (int64_t i = 0; i < t.numel(); ++i) {
     const float v = t.data<float>()[i];
-    if (dt == DType::kFloat64) d.data<double>()[i] = v;
-    else if (dt == DType::kFloat16) d.data<uint16_t>()[i] = float_to_half(v);
-    else d.data<uint16_t>()[i] = float_to_bfloat16(v);
+    if (dt == DType::kFloat64)
+      d.data<double>()[i] = v;
+    else if (dt == DType::kFloat16)
+      d.data<uint16_t>()[i] = float_to_half(v);
+    else
+      d.data<uint16_t>()[i] = float_to_bfloat16(v);
   }
   return d;
 }

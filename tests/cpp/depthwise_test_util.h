@@ -16,7 +16,7 @@ namespace kilnrt::cudatest {
 // A depthwise convolution (groups = C = K) of a square ks x ks window, stride s, begin pads `pad`, end pads `pad_end`
 // (-1: the same).
 inline kilnrt::cuda::kernels::Conv2d depthwise_geometry(int64_t n, int64_t c, int64_t h, int64_t w, int ks, int s,
-                                                         int pad, int pad_end = -1) {
+                                                        int pad, int pad_end = -1) {
   if (pad_end < 0) pad_end = pad;
   kilnrt::cuda::kernels::Conv2d p;
   p.n = n;
@@ -104,8 +104,8 @@ inline void expect_tile_kernel_matches(GpuStream& gpu, int dt, const kilnrt::cud
   namespace k = kilnrt::cuda::kernels;
   const size_t ny = ref.size();
   auto& stream = gpu.stream;
-  kilnrt::cuda::DeviceBuffer dx(gpu.dev, o.x.size() * 2), dw(gpu.dev, o.w.size() * 2),
-      db(gpu.dev, o.bias.size() * 2), dz(gpu.dev, ny * 2), dy(gpu.dev, ny * 2);
+  kilnrt::cuda::DeviceBuffer dx(gpu.dev, o.x.size() * 2), dw(gpu.dev, o.w.size() * 2), db(gpu.dev, o.bias.size() * 2),
+      dz(gpu.dev, ny * 2), dy(gpu.dev, ny * 2);
   dx.copy_from_host_async(o.x.data(), o.x.size() * 2, stream.get());
   dw.copy_from_host_async(o.w.data(), o.w.size() * 2, stream.get());
   db.copy_from_host_async(o.bias.data(), o.bias.size() * 2, stream.get());

@@ -15,14 +15,14 @@ struct EmbedCase {
 
 struct EmbedSpec {
   int64_t b = 2, s = 5, h = 64, vocab = 50;
-  Shape addend;                  // default {1, s, h}
-  bool ids32 = false;            // int32 ids (else int64)
-  bool addend_first = false;     // Add(addend, gathered)
+  Shape addend;               // default {1, s, h}
+  bool ids32 = false;         // int32 ids (else int64)
+  bool addend_first = false;  // Add(addend, gathered)
   bool bias = true;
-  bool kilnrt_ln = false;        // com.kilnrt:LayerNormalization instead of ONNX's
+  bool kilnrt_ln = false;  // com.kilnrt:LayerNormalization instead of ONNX's
   int64_t ln_axis = -1;
   bool gather_read_twice = false;  // the gathered rows are also a graph output
-  bool negative_ids = false;     // some ids counted from the end
+  bool negative_ids = false;       // some ids counted from the end
 };
 
 inline EmbedCase make_embed_case(const EmbedSpec& sp) {
@@ -39,8 +39,10 @@ inline EmbedCase make_embed_case(const EmbedSpec& sp) {
   for (int64_t i = 0; i < ids.numel(); ++i) {
     int64_t v = int64_t(rng() % uint32_t(sp.vocab));
     if (sp.negative_ids && i % 3 == 0) v -= sp.vocab;
-    if (sp.ids32) ids.data<int32_t>()[i] = int32_t(v);
-    else ids.data<int64_t>()[i] = v;
+    if (sp.ids32)
+      ids.data<int32_t>()[i] = int32_t(v);
+    else
+      ids.data<int64_t>()[i] = v;
   }
   b.feeds["ids"] = ids;
   b.constant("table", attntest::random_tensor({sp.vocab, sp.h}, 31));
@@ -52,8 +54,10 @@ inline EmbedCase make_embed_case(const EmbedSpec& sp) {
   axis0.kind = ir::Attribute::Kind::kInt;
   axis0.i = 0;
   b.node("Gather", {"table", "ids"}, "emb").attrs["axis"] = axis0;
-  if (sp.addend_first) b.node("Add", {"addend", "emb"}, "x");
-  else b.node("Add", {"emb", "addend"}, "x");
+  if (sp.addend_first)
+    b.node("Add", {"addend", "emb"}, "x");
+  else
+    b.node("Add", {"emb", "addend"}, "x");
   std::vector<std::string> ln_in = {"x", "scale"};
   if (sp.bias) ln_in.push_back("bias");
   ir::Node& ln = b.node("LayerNormalization", ln_in, "y");

@@ -58,8 +58,7 @@ inline Tensor random_input(int64_t batch, int64_t in, uint32_t seed) {
 
 // max |a - b| / (max |b| + 1e-12), over every element; shapes must match (else +inf).
 inline double relative_error(const Tensor& got, const Tensor& want) {
-  if (got.shape() != want.shape() || got.dtype() != DType::kFloat32 || want.dtype() != DType::kFloat32)
-    return INFINITY;
+  if (got.shape() != want.shape() || got.dtype() != DType::kFloat32 || want.dtype() != DType::kFloat32) return INFINITY;
   double diff = 0, scale = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
     diff = std::max(diff, std::fabs(double(got.data<float>()[i]) - double(want.data<float>()[i])));

@@ -56,8 +56,8 @@ inline std::string small_cnn_path() {
   g.nodes.push_back(NodeSpec{"Conv", {"x", "proj"}, {"skip"}});
   g.nodes.push_back(NodeSpec{"Add", {"n1", "skip"}, {"sum"}});
   g.nodes.push_back(NodeSpec{"Relu", {"sum"}, {"r1"}});
-  g.nodes.push_back(NodeSpec{"MaxPool", {"r1"}, {"mp"}, {AttrSpec::Ints("kernel_shape", {2, 2}),
-                                                          AttrSpec::Ints("strides", {2, 2})}});
+  g.nodes.push_back(
+      NodeSpec{"MaxPool", {"r1"}, {"mp"}, {AttrSpec::Ints("kernel_shape", {2, 2}), AttrSpec::Ints("strides", {2, 2})}});
   g.nodes.push_back(NodeSpec{"GlobalAveragePool", {"mp"}, {"gap"}});
   g.nodes.push_back(NodeSpec{"Flatten", {"gap"}, {"flat"}});
   g.nodes.push_back(NodeSpec{"Gemm", {"flat", "fc_w", "fc_b"}, {"y"}, {AttrSpec::Int("transB", 1)}});
@@ -83,7 +83,8 @@ inline std::string mobilenet_path() {
 // Inputs for one of the models above (a batch of 2 for the CNN, the fixture's input for the transformer).
 inline std::map<std::string, Tensor> inputs_for(const std::string& model) {
   if (model == transformer_path())
-    return {{"x", load_npy(std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/transformer_encoder_layer.input.npy")}};
+    return {
+        {"x", load_npy(std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/transformer_encoder_layer.input.npy")}};
   if (model == mobilenet_path())
     return {{"x", load_npy(std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/mobilenet_v3_small.input.npy")}};
   const std::vector<float> x = random_floats(2 * 3 * 12 * 12, 7, 1.0f);

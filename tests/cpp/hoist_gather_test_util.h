@@ -21,9 +21,9 @@ struct TailCase {
   std::vector<int64_t> index = {0};
   bool scalar_index = true;
   int64_t axis = 1;
-  bool normed_output = false;   // LayerNorm(x2) is also a graph output: nothing can move
-  bool softmax_tail = false;    // Softmax over the token axis instead of the last LayerNorm: nothing can move
-  int64_t heads = 0;            // > 0: attn is the attention of `heads` heads over the packed input p
+  bool normed_output = false;  // LayerNorm(x2) is also a graph output: nothing can move
+  bool softmax_tail = false;   // Softmax over the token axis instead of the last LayerNorm: nothing can move
+  int64_t heads = 0;           // > 0: attn is the attention of `heads` heads over the packed input p
 };
 
 // attn [B, S, E] = the heads of FusedAttention over p [B, S, 3H, D] (batch-first physical layouts, as kilnrt's
@@ -46,8 +46,8 @@ inline void packed_attention(attntest::Builder& b, const TailCase& tc) {
     n.attrs[parts[i]].kind = ir::Attribute::Kind::kInts;
     n.attrs[parts[i]].ints = {2, i * h, h};
   }
-  b.node("Reshape", {"heads", b.constant("merge", Tensor::from_vector(std::vector<int64_t>{0, 0, tc.e},
-                                                                      DType::kInt64, {3}))},
+  b.node("Reshape",
+         {"heads", b.constant("merge", Tensor::from_vector(std::vector<int64_t>{0, 0, tc.e}, DType::kInt64, {3}))},
          "attn");
 }
 
@@ -75,8 +75,10 @@ inline std::string linear(attntest::Builder& b, const std::string& x, const std:
 inline ir::Graph tail_graph(const TailCase& tc, std::map<std::string, Tensor>* feeds) {
   attntest::Builder b;
   b.input("x", {tc.b, tc.s, tc.e});
-  if (tc.heads > 0) packed_attention(b, tc);
-  else b.input("attn", {tc.b, tc.s, tc.e});
+  if (tc.heads > 0)
+    packed_attention(b, tc);
+  else
+    b.input("attn", {tc.b, tc.s, tc.e});
   b.node("Add", {"x", b.constant("pos", attntest::random_tensor({1, tc.s, tc.e}, 40))}, "r0");
   b.node("Add", {linear(b, "attn", "proj", tc.e, tc.e), "r0"}, "x1");
   layer_norm(b, "x1", "ln2", tc.e, "h");
@@ -87,8 +89,10 @@ inline ir::Graph tail_graph(const TailCase& tc, std::map<std::string, Tensor>* f
   b.node("Mul", {"fc1", "gelu_u"}, "gelu_m");
   b.scal("Mul", "gelu_m", 0.5f, "gelu");
   b.node("Add", {"x1", linear(b, "gelu", "fc2", tc.f, tc.e)}, "x2");
-  if (tc.softmax_tail) b.softmax("x2", "y", 1);
-  else layer_norm(b, "x2", "ln", tc.e, "y");
+  if (tc.softmax_tail)
+    b.softmax("x2", "y", 1);
+  else
+    layer_norm(b, "x2", "ln", tc.e, "y");
   const Shape index_shape = tc.scalar_index ? Shape{} : Shape{static_cast<int64_t>(tc.index.size())};
   ir::Node& gather =
       b.node("Gather", {"y", b.constant("index", Tensor::from_vector(tc.index, DType::kInt64, index_shape))}, "cls");

@@ -20,10 +20,10 @@ inline Tensor scalar(float v) { return Tensor::from_vector(std::vector<float>{v}
 struct BlockCase {
   int64_t n = 2, c = 16, h = 6, w = 5;
   int blocks = 2;
-  bool bias = true;              // the second Linear has a bias
-  Shape gamma_shape;             // empty: [C, 1, 1]
+  bool bias = true;   // the second Linear has a bias
+  Shape gamma_shape;  // empty: [C, 1, 1]
   float gamma_lo = 0.25f, gamma_hi = 1.5f;
-  bool residual_broadcast = false;  // the skip connection is a [1, C, H, W] graph input (broadcast over N)
+  bool residual_broadcast = false;       // the skip connection is a [1, C, H, W] graph input (broadcast over N)
   bool permuted_read_elsewhere = false;  // block 0's permuted Linear output is also a graph output
 };
 
@@ -33,9 +33,9 @@ inline std::string block(GraphBuilder& b, const BlockCase& bc, const std::string
   const int64_t c = bc.c;
   b.conv(x, p + "dw", c, c, 7, c, true);
   b.node("Transpose", {p + "dw"}, {p + "nhwc"}).attrs["perm"] = ints_attr({0, 2, 3, 1});
-  ir::Node& ln = b.node("LayerNormalization",
-                        {p + "nhwc", b.random_constant(p + "ln_s", {c}, 0.5f, 1.5f), b.random_constant(p + "ln_b", {c})},
-                        {p + "ln"});
+  ir::Node& ln = b.node(
+      "LayerNormalization",
+      {p + "nhwc", b.random_constant(p + "ln_s", {c}, 0.5f, 1.5f), b.random_constant(p + "ln_b", {c})}, {p + "ln"});
   ln.attrs["axis"] = testing_conv::int_attr(-1);
   ln.attrs["epsilon"] = testing_conv::float_attr(1e-6f);
   // Weights ~ 1/sqrt(K) so that activations stay around 1.
@@ -78,8 +78,6 @@ inline ir::Graph blocks_graph(const BlockCase& bc) {
 }
 
 // Seeded inputs for every graph input.
-inline std::map<std::string, Tensor> block_feeds(const ir::Graph& g) {
-  return testing_conv::random_feeds(g, 100);
-}
+inline std::map<std::string, Tensor> block_feeds(const ir::Graph& g) { return testing_conv::random_feeds(g, 100); }
 
 }  // namespace kilnrt::layerscaletest

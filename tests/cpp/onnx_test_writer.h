@@ -20,8 +20,19 @@ namespace kilnrt::onnx_test {
 
 // ONNX TensorProto.DataType codes.
 enum ElemType : int32_t {
-  kUndefined = 0, kFloat = 1, kUInt8 = 2, kInt8 = 3, kUInt16 = 4, kInt16 = 5, kInt32 = 6, kInt64 = 7,
-  kString = 8, kBool = 9, kFloat16 = 10, kDouble = 11, kBFloat16 = 16,
+  kUndefined = 0,
+  kFloat = 1,
+  kUInt8 = 2,
+  kInt8 = 3,
+  kUInt16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kString = 8,
+  kBool = 9,
+  kFloat16 = 10,
+  kDouble = 11,
+  kBFloat16 = 16,
 };
 
 // Low-level protobuf encoder.
@@ -35,10 +46,23 @@ class ProtoWriter {
     out_.push_back(static_cast<char>(v));
   }
   void tag(uint32_t field, uint32_t wire) { varint((static_cast<uint64_t>(field) << 3) | wire); }
-  void int_field(uint32_t field, int64_t v) { tag(field, 0); varint(static_cast<uint64_t>(v)); }
-  void float_field(uint32_t field, float v) { tag(field, 5); raw(&v, 4); }
-  void double_field(uint32_t field, double v) { tag(field, 1); raw(&v, 8); }
-  void bytes_field(uint32_t field, const std::string& v) { tag(field, 2); varint(v.size()); out_ += v; }
+  void int_field(uint32_t field, int64_t v) {
+    tag(field, 0);
+    varint(static_cast<uint64_t>(v));
+  }
+  void float_field(uint32_t field, float v) {
+    tag(field, 5);
+    raw(&v, 4);
+  }
+  void double_field(uint32_t field, double v) {
+    tag(field, 1);
+    raw(&v, 8);
+  }
+  void bytes_field(uint32_t field, const std::string& v) {
+    tag(field, 2);
+    varint(v.size());
+    out_ += v;
+  }
   void message_field(uint32_t field, const std::string& serialized) { bytes_field(field, serialized); }
   void packed_varints(uint32_t field, const std::vector<int64_t>& v) {
     ProtoWriter body;
@@ -150,7 +174,11 @@ struct DimSpec {
   int64_t value = -1;
   std::string param;
   DimSpec(int64_t v) : value(v) {}  // NOLINT: {1, 3, DimSpec::named("batch")} reads well
-  static DimSpec named(std::string p) { DimSpec d(-1); d.param = std::move(p); return d; }
+  static DimSpec named(std::string p) {
+    DimSpec d(-1);
+    d.param = std::move(p);
+    return d;
+  }
   static DimSpec unknown() { return DimSpec(-1); }
 };
 
@@ -186,8 +214,10 @@ struct ValueInfoSpec {
         ProtoWriter shp;
         for (const DimSpec& d : shape) {
           ProtoWriter dim;
-          if (d.value >= 0) dim.int_field(1, d.value);
-          else if (!d.param.empty()) dim.bytes_field(2, d.param);
+          if (d.value >= 0)
+            dim.int_field(1, d.value);
+          else if (!d.param.empty())
+            dim.bytes_field(2, d.param);
           shp.message_field(1, dim.bytes());
         }
         tensor_type.message_field(2, shp.bytes());
@@ -217,22 +247,54 @@ struct AttrSpec {
   std::vector<std::string> strings;
   std::string ref_attr_name;
 
-  static AttrSpec Int(std::string n, int64_t v) { AttrSpec a; a.name = std::move(n); a.type = 2; a.i = v; return a; }
-  static AttrSpec Float(std::string n, float v) { AttrSpec a; a.name = std::move(n); a.type = 1; a.f = v; return a; }
+  static AttrSpec Int(std::string n, int64_t v) {
+    AttrSpec a;
+    a.name = std::move(n);
+    a.type = 2;
+    a.i = v;
+    return a;
+  }
+  static AttrSpec Float(std::string n, float v) {
+    AttrSpec a;
+    a.name = std::move(n);
+    a.type = 1;
+    a.f = v;
+    return a;
+  }
   static AttrSpec String(std::string n, std::string v) {
-    AttrSpec a; a.name = std::move(n); a.type = 3; a.s = std::move(v); return a;
+    AttrSpec a;
+    a.name = std::move(n);
+    a.type = 3;
+    a.s = std::move(v);
+    return a;
   }
   static AttrSpec Ints(std::string n, std::vector<int64_t> v) {
-    AttrSpec a; a.name = std::move(n); a.type = 7; a.ints = std::move(v); return a;
+    AttrSpec a;
+    a.name = std::move(n);
+    a.type = 7;
+    a.ints = std::move(v);
+    return a;
   }
   static AttrSpec Floats(std::string n, std::vector<float> v) {
-    AttrSpec a; a.name = std::move(n); a.type = 6; a.floats = std::move(v); return a;
+    AttrSpec a;
+    a.name = std::move(n);
+    a.type = 6;
+    a.floats = std::move(v);
+    return a;
   }
   static AttrSpec Strings(std::string n, std::vector<std::string> v) {
-    AttrSpec a; a.name = std::move(n); a.type = 8; a.strings = std::move(v); return a;
+    AttrSpec a;
+    a.name = std::move(n);
+    a.type = 8;
+    a.strings = std::move(v);
+    return a;
   }
   static AttrSpec Tensor(std::string n, const TensorSpec& t) {
-    AttrSpec a; a.name = std::move(n); a.type = 4; a.tensor_bytes = t.serialize(); return a;
+    AttrSpec a;
+    a.name = std::move(n);
+    a.type = 4;
+    a.tensor_bytes = t.serialize();
+    return a;
   }
   static AttrSpec Graph(std::string n, const GraphSpec& g);  // defined after GraphSpec
 

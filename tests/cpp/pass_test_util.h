@@ -64,5 +64,4 @@ inline double max_rel_diff(const Tensor& a, const Tensor& b) {
   return m;
 }
 
-
 }  // namespace kilnrt::passtest

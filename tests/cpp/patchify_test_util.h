@@ -32,8 +32,8 @@ inline ir::Graph patch_graph(const PatchCase& pc, std::map<std::string, Tensor>*
   conv.attrs["strides"] = ints({pc.stride, pc.stride});
   conv.attrs["pads"] = ints({pc.pad, pc.pad, pc.pad, pc.pad});
   const int64_t hp = (pc.h + 2 * pc.pad - pc.k) / pc.stride + 1, wp = (pc.w + 2 * pc.pad - pc.k) / pc.stride + 1;
-  b.node("Reshape", {"y", b.constant("shape", Tensor::from_vector(std::vector<int64_t>{-1, pc.o, hp * wp},
-                                                                 DType::kInt64, {3}))},
+  b.node("Reshape",
+         {"y", b.constant("shape", Tensor::from_vector(std::vector<int64_t>{-1, pc.o, hp * wp}, DType::kInt64, {3}))},
          "tokens_t");
   b.transpose("tokens_t", pc.perm, "tokens");
   b.output("tokens");

@@ -50,8 +50,9 @@ inline ir::Graph sdpa_dynamo_block(Builder& b, int64_t B, int64_t S, int64_t H, 
     b.node("And", {b.constant("query_true", std::move(t)), "keep4"}, "keep_qs");
     cond = "keep_qs";
   }
-  b.node("Where", {cond, b.constant("mask_zero", scalar(0.f)),
-                   b.constant("mask_ninf", scalar(-std::numeric_limits<float>::infinity()))},
+  b.node("Where",
+         {cond, b.constant("mask_zero", scalar(0.f)),
+          b.constant("mask_ninf", scalar(-std::numeric_limits<float>::infinity()))},
          "mask");
   b.node("MatMul", {"qs", "ks"}, "scores");
   b.node("Add", {"scores", "mask"}, "masked");
@@ -89,7 +90,8 @@ inline ir::Graph mha_dynamo_block(Builder& b, int64_t B, int64_t S, int64_t H, i
   const char* names[3] = {"q", "k", "v"};
   for (int i = 0; i < 3; ++i) {
     const std::string n = names[i];
-    b.node("Gather", {"proj", b.constant(n + "_index", Tensor::from_vector(std::vector<int64_t>{i}, DType::kInt64, {}))},
+    b.node("Gather",
+           {"proj", b.constant(n + "_index", Tensor::from_vector(std::vector<int64_t>{i}, DType::kInt64, {}))},
            n + "_sbe");
     b.node("Reshape", {n + "_sbe", b.constant(n + "_s3", shape_const({S, B * H, D}))}, n + "_3");
     b.transpose(n + "_3", {1, 0, 2}, n + "_t");

@@ -47,11 +47,10 @@ inline ModelSpec list_model() {
   body.nodes.push_back(NodeSpec{"Mul", {"r", "k"}, {"r2"}});
   body.nodes.push_back(NodeSpec{"SequenceInsert", {"acc_in", "r2"}, {"acc_out"}});
   body.nodes.push_back(NodeSpec{"Identity", {"c_in"}, {"c_out"}});
-  body.extra = tensor_value_info(11, ValueInfoSpec::tensor("i", kInt64, {})) +
-               tensor_value_info(11, ValueInfoSpec::tensor("c_in", kBool, {})) +
-               sequence_value_info(11, "acc_in", kFloat) +
-               tensor_value_info(12, ValueInfoSpec::tensor("c_out", kBool, {})) +
-               sequence_value_info(12, "acc_out", kFloat);
+  body.extra =
+      tensor_value_info(11, ValueInfoSpec::tensor("i", kInt64, {})) +
+      tensor_value_info(11, ValueInfoSpec::tensor("c_in", kBool, {})) + sequence_value_info(11, "acc_in", kFloat) +
+      tensor_value_info(12, ValueInfoSpec::tensor("c_out", kBool, {})) + sequence_value_info(12, "acc_out", kFloat);
   m.graph.nodes.push_back(NodeSpec{"Loop", {"n", "", "acc0"}, {"acc"}, {AttrSpec::Graph("body", body)}});
   m.graph.nodes.push_back(NodeSpec{"ConcatFromSequence", {"acc"}, {"y"}, {AttrSpec::Int("axis", 0)}});
   m.graph.extra = sequence_value_info(13, "rows", kFloat);

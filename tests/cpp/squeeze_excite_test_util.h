@@ -11,10 +11,10 @@ namespace kilnrt::testing_conv {
 struct SeBlock {
   Shape x = {2, 16, 8, 8};
   int64_t cs = 4;
-  bool reduce_mean = false;     // ReduceMean(axes 2, 3) instead of GlobalAveragePool
-  bool mobilenet = false;       // Relu + HardSigmoid (alpha 1/6, beta 0.5) instead of SiLU + Sigmoid
-  bool bias = true;             // the two 1x1 convs have biases
-  bool scale_first = true;      // Mul(s, x) (torchvision) instead of Mul(x, s)
+  bool reduce_mean = false;  // ReduceMean(axes 2, 3) instead of GlobalAveragePool
+  bool mobilenet = false;    // Relu + HardSigmoid (alpha 1/6, beta 0.5) instead of SiLU + Sigmoid
+  bool bias = true;          // the two 1x1 convs have biases
+  bool scale_first = true;   // Mul(s, x) (torchvision) instead of Mul(x, s)
 };
 
 // Adds `act`(v) -> out: "silu" as x * Sigmoid(x) (the exporters' form), "relu", "sigmoid", "hardsigmoid".
@@ -48,8 +48,10 @@ inline ir::Graph se_block_graph(const SeBlock& s) {
   se_activation(b, s.mobilenet ? "relu" : "silu", "e1", "h");
   b.conv("h", "e2", s.cs, c, 1, 1, s.bias);
   se_activation(b, s.mobilenet ? "hardsigmoid" : "sigmoid", "e2", "s");
-  if (s.scale_first) b.node("Mul", {"s", "d"}, {"m"});
-  else b.node("Mul", {"d", "s"}, {"m"});
+  if (s.scale_first)
+    b.node("Mul", {"s", "d"}, {"m"});
+  else
+    b.node("Mul", {"d", "s"}, {"m"});
   b.conv("m", "y", c, 8, 1, 1, true);
   b.output("y");
   return b.finish();

@@ -317,8 +317,9 @@ TEST(AttentionFusion, PackedProjectionSelectsBecomeSlices) {
     for (bool other_reader : {true, false}) {
       Builder b;
       packed_projection(b, "p", "x", 5, 2, 8);
-      b.node("Gather", {"x", b.constant("i", Tensor::from_vector(std::vector<int64_t>{1}, DType::kInt64,
-                                                                 other_reader ? Shape{} : Shape{1}))},
+      b.node("Gather",
+             {"x", b.constant("i", Tensor::from_vector(std::vector<int64_t>{1}, DType::kInt64,
+                                                       other_reader ? Shape{} : Shape{1}))},
              "y");
       b.output("y");
       if (other_reader) b.node("Neg", {"x"}, "z"), b.output("z");
@@ -423,7 +424,7 @@ TEST(AttentionFusion, ReferenceFullyMaskedRowIsUniformWithoutNaN) {
   Tensor& m = b.feeds["mask"];
   const float inf = std::numeric_limits<float>::infinity();
   for (int j = 0; j < 5; ++j) m.data<float>()[5 + j] = -inf;  // row 1 fully masked
-  m.data<float>()[10] = -inf;                                // row 2: one key masked
+  m.data<float>()[10] = -inf;                                 // row 2: one key masked
   ir::Node& n = b.node("FusedAttention", {"q", "k", "v", "mask"}, "y");
   n.domain = "com.kilnrt";
   b.g.opsets["com.kilnrt"] = 1;
@@ -465,8 +466,10 @@ TEST(GeluFusion, ErfFormInAllThreeArrangements) {
     SCOPED_TRACE(arrangement);
     Builder b;
     b.input("x", {3, 37}, -4.f, 4.f);
-    if (arrangement == 1) b.scal("Mul", "x", 1.f / std::sqrt(2.f), "d");
-    else b.scal("Div", "x", std::sqrt(2.f), "d");
+    if (arrangement == 1)
+      b.scal("Mul", "x", 1.f / std::sqrt(2.f), "d");
+    else
+      b.scal("Div", "x", std::sqrt(2.f), "d");
     b.node("Erf", {"d"}, "e");
     b.scal("Add", "e", 1.f, "u");
     if (arrangement == 0) {  // (x * u) * 0.5: torch 1.13

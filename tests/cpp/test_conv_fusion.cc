@@ -185,9 +185,7 @@ TEST(ConvEpilogueFusion, SingleOpActivations) {
   for (const char* op : {"Relu", "Sigmoid", "HardSwish", "LeakyRelu", "HardSigmoid", "Gelu"}) {
     for (bool residual : {false, true}) {
       SCOPED_TRACE(std::string(op) + (residual ? " with residual" : ""));
-      ir::Graph g = conv_chain(true, residual, [&](GraphBuilder& b, const std::string& x) {
-        return unary(b, x, op);
-      });
+      ir::Graph g = conv_chain(true, residual, [&](GraphBuilder& b, const std::string& x) { return unary(b, x, op); });
       if (std::string(op) == "LeakyRelu") g.nodes.back().attrs["alpha"] = float_attr(0.1f);
       if (std::string(op) == "HardSigmoid") g.nodes.back().attrs["alpha"] = float_attr(0.3f);
       expect_fused(check_pass(g, fuse, 1), op, residual);
@@ -244,8 +242,8 @@ TEST(ConvEpilogueFusion, MulPatternsSiluAndHardSwish) {
 
 TEST(ConvEpilogueFusion, ConvWithoutBiasAndGroups) {
   for (int64_t group : {1, 2, 4}) {
-    ir::Graph g = conv_chain(false, true, [](GraphBuilder& b, const std::string& x) { return unary(b, x, "Relu"); },
-                             group);
+    ir::Graph g = conv_chain(
+        false, true, [](GraphBuilder& b, const std::string& x) { return unary(b, x, "Relu"); }, group);
     ir::Graph after = check_pass(g, fuse, 1);
     expect_fused(after, "Relu", true);
     EXPECT_TRUE(after.nodes[0].inputs[2].empty()) << "no bias input";
@@ -318,7 +316,13 @@ TEST(ConvEpilogueFusion, FullPipelineResNetBlock) {
   b.node("Relu", {"s"}, {"y"});
   b.output("y");
   const ir::Graph g = b.finish();
-  ir::Graph after = check_pass(g, [](ir::Graph& x) { passes::optimize_graph(x); return size_t(0); }, 0);
+  ir::Graph after = check_pass(
+      g,
+      [](ir::Graph& x) {
+        passes::optimize_graph(x);
+        return size_t(0);
+      },
+      0);
   ASSERT_EQ(after.nodes.size(), 2u) << after.to_string();
   EXPECT_EQ(count_ops(after, "FusedConv"), 2u);
   EXPECT_EQ(after.nodes[1].inputs.at(3), "x");
@@ -385,7 +389,8 @@ std::string write_block_model() {
     add("var" + k, {4}, 0.5f, 2.f);
   }
   g.initializers.push_back(TensorSpec::float_raw("six", {}, {6.f}));
-  const std::vector<AttrSpec> conv_attrs = {AttrSpec::Ints("pads", {1, 1, 1, 1}), AttrSpec::Ints("kernel_shape", {3, 3})};
+  const std::vector<AttrSpec> conv_attrs = {AttrSpec::Ints("pads", {1, 1, 1, 1}),
+                                            AttrSpec::Ints("kernel_shape", {3, 3})};
   g.nodes.push_back(NodeSpec{"Conv", {"x", "w1"}, {"c1"}, conv_attrs, "conv1"});
   g.nodes.push_back(NodeSpec{"BatchNormalization", {"c1", "scale1", "beta1", "mean1", "var1"}, {"b1"}, {}, "bn1"});
   g.nodes.push_back(NodeSpec{"Clip", {"b1", "", "six"}, {"r1"}, {}, "clip1"});

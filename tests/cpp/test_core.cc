@@ -37,8 +37,8 @@ TEST(Core, HalfConversionExactValues) {
   EXPECT_EQ(float_to_half(65520.0f), 0x7c00);  // rounds to inf
   EXPECT_EQ(float_to_half(std::numeric_limits<float>::infinity()), 0x7c00);
   EXPECT_TRUE(std::isnan(half_to_float(float_to_half(std::nanf("")))));
-  EXPECT_EQ(float_to_half(5.960464477539063e-08f), 0x0001);  // smallest subnormal
-  EXPECT_EQ(float_to_half(3.0e-08f), 0x0001);               // above half of it rounds up
+  EXPECT_EQ(float_to_half(5.960464477539063e-08f), 0x0001);   // smallest subnormal
+  EXPECT_EQ(float_to_half(3.0e-08f), 0x0001);                 // above half of it rounds up
   EXPECT_EQ(float_to_half(2.9802322387695312e-08f), 0x0000);  // exactly half: ties to even (0)
   EXPECT_EQ(half_to_float(0x0001), 5.960464477539063e-08f);
   EXPECT_EQ(half_to_float(0x3555), 0.333251953125f);

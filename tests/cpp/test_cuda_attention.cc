@@ -24,7 +24,8 @@ struct Prec {
   DType dt;
   double u;  // unit roundoff of the storage dtype
 };
-const Prec kPrecs[] = {{"", DType::kFloat32, 0.0}, {"fp16", DType::kFloat16, 1.0 / 2048}, {"bf16", DType::kBFloat16, 1.0 / 256}};
+const Prec kPrecs[] = {
+    {"", DType::kFloat32, 0.0}, {"fp16", DType::kFloat16, 1.0 / 2048}, {"bf16", DType::kBFloat16, 1.0 / 256}};
 
 float round_to(float v, DType dt) {
   if (dt == DType::kFloat16) return half_to_float(float_to_half(v));
@@ -54,12 +55,12 @@ double rtol_for(const Prec& p) { return p.u == 0.0 ? 1e-4 : 8.0 * p.u; }
 
 struct AttnCase {
   const char* label;
-  Shape q, k, v;                       // physical input shapes
+  Shape q, k, v;  // physical input shapes
   std::vector<int64_t> q_perm, k_perm, v_perm, out_perm;
-  Shape mask;                          // empty: no mask
-  int masked_rows = 0;                 // rows of the mask set to `mask_value` everywhere
+  Shape mask;           // empty: no mask
+  int masked_rows = 0;  // rows of the mask set to `mask_value` everywhere
   float mask_value = -std::numeric_limits<float>::infinity();
-  bool zero_masked_rows = false;       // the attribute (dynamo's NaN guard): fully masked rows are zeros
+  bool zero_masked_rows = false;  // the attribute (dynamo's NaN guard): fully masked rows are zeros
 };
 
 ir::Attribute ints(const std::vector<int64_t>& v) {
@@ -118,18 +119,52 @@ void run_case(const AttnCase& c, const Prec& p) {
 
 const AttnCase kCases[] = {
     // BERT layout: [B, S, H, D] heads read in place, output [B, S, H, D]; 77 queries = 2 tiles, 77 keys.
-    {"bert d64 mask", {2, 77, 3, 64}, {2, 77, 3, 64}, {2, 77, 3, 64}, {0, 2, 1, 3}, {0, 2, 1, 3}, {0, 2, 1, 3},
-     {0, 2, 1, 3}, {2, 1, 1, 77}},
-    {"bert d64 no mask", {2, 77, 3, 64}, {2, 77, 3, 64}, {2, 77, 3, 64}, {0, 2, 1, 3}, {0, 2, 1, 3}, {0, 2, 1, 3},
-     {0, 2, 1, 3}, {}},
+    {"bert d64 mask",
+     {2, 77, 3, 64},
+     {2, 77, 3, 64},
+     {2, 77, 3, 64},
+     {0, 2, 1, 3},
+     {0, 2, 1, 3},
+     {0, 2, 1, 3},
+     {0, 2, 1, 3},
+     {2, 1, 1, 77}},
+    {"bert d64 no mask",
+     {2, 77, 3, 64},
+     {2, 77, 3, 64},
+     {2, 77, 3, 64},
+     {0, 2, 1, 3},
+     {0, 2, 1, 3},
+     {0, 2, 1, 3},
+     {0, 2, 1, 3},
+     {}},
     // Fully masked query rows (-inf and -1e9) with a per-query mask.
     {"masked rows -inf", {1, 2, 40, 32}, {1, 2, 70, 32}, {1, 2, 70, 32}, {}, {}, {}, {}, {40, 70}, 3},
     {"masked rows -1e9", {1, 2, 40, 32}, {1, 2, 70, 32}, {1, 2, 70, 32}, {}, {}, {}, {}, {40, 70}, 3, -1e9f},
     // zero_masked_rows (dynamo's NaN guard): -inf rows are zeros, on the tensor-core path (D = 32) and off it (D = 40).
-    {"masked rows zero", {1, 2, 40, 32}, {1, 2, 70, 32}, {1, 2, 70, 32}, {}, {}, {}, {}, {40, 70}, 3,
-     -std::numeric_limits<float>::infinity(), true},
-    {"masked rows zero d40", {1, 2, 40, 40}, {1, 2, 70, 40}, {1, 2, 70, 24}, {}, {}, {}, {}, {40, 70}, 3,
-     -std::numeric_limits<float>::infinity(), true},
+    {"masked rows zero",
+     {1, 2, 40, 32},
+     {1, 2, 70, 32},
+     {1, 2, 70, 32},
+     {},
+     {},
+     {},
+     {},
+     {40, 70},
+     3,
+     -std::numeric_limits<float>::infinity(),
+     true},
+    {"masked rows zero d40",
+     {1, 2, 40, 40},
+     {1, 2, 70, 40},
+     {1, 2, 70, 24},
+     {},
+     {},
+     {},
+     {},
+     {40, 70},
+     3,
+     -std::numeric_limits<float>::infinity(),
+     true},
     // ViT layout: [S, B*H, D], rank 3; 197 tokens (partial last tiles).
     {"vit d64", {197, 4, 64}, {197, 4, 64}, {197, 4, 64}, {1, 0, 2}, {1, 0, 2}, {1, 0, 2}, {1, 0, 2}, {}},
     // Off the tensor-core path: D = 40 (not a multiple of 16), Dv = 24; D = 128 (the largest head); Sq = 1.
@@ -164,24 +199,27 @@ TEST(CudaAttention, FusedGraphMatchesUnfusedCpuGraph) {
 
 TEST(CudaAttention, DynamoSdpaAndMhaBlocksFusedMatchUnfusedCpu) {
   // transformers' BertModel (sdpa: boolean mask -> -inf, NaN guard) and torchvision ViT's MultiheadAttention (packed
-  // projection selects as Slices, head split read in place from their [S, B, E] output), exported by dynamo, fused, on the GPU in fp32 / fp16 /
-  // bf16, against the unfused graph on the CPU. In float32 batch entry 1 is all padding: its rows are zeros (the
-  // guard). 16-bit engines clamp constants to the finite range (cuda_plan.cc: the mask's -inf becomes the lowest
-  // finite value, so no row is ever fully -inf and the guard never fires, fused or not), so there every entry keeps
-  // some unmasked key; the kernel's zero rows in 16 bits are checked with a -inf mask input ("masked rows zero").
+  // projection selects as Slices, head split read in place from their [S, B, E] output), exported by dynamo, fused, on
+  // the GPU in fp32 / fp16 / bf16, against the unfused graph on the CPU. In float32 batch entry 1 is all padding: its
+  // rows are zeros (the guard). 16-bit engines clamp constants to the finite range (cuda_plan.cc: the mask's -inf
+  // becomes the lowest finite value, so no row is ever fully -inf and the guard never fires, fused or not), so there
+  // every entry keeps some unmasked key; the kernel's zero rows in 16 bits are checked with a -inf mask input ("masked
+  // rows zero").
   KILNRT_SKIP_WITHOUT_GPU();
   // kind 1: BERT's mask as transformers 4.5x writes it, And(all-true [1, 1, S, 1], key mask), read as a key mask.
   for (int kind : {0, 1, 2})
     for (const Prec& p : kPrecs) {
       const bool bert = kind < 2;
-      SCOPED_TRACE(std::string(kind == 0 ? "bert sdpa " : kind == 1 ? "bert sdpa query-and " : "vit mha ") +
+      SCOPED_TRACE(std::string(kind == 0   ? "bert sdpa "
+                               : kind == 1 ? "bert sdpa query-and "
+                                           : "vit mha ") +
                    (*p.name ? p.name : "fp32"));
       attntest::Builder b;
       const bool padded = bert && p.u == 0.0;
-      const ir::Graph unfused =
-          bert ? attntest::sdpa_dynamo_block(b, 3, 128, 4, 64, padded ? std::vector<int64_t>{1} : std::vector<int64_t>{},
-                                             /*query_and=*/kind == 1)
-               : attntest::mha_dynamo_block(b, 2, 197, 4, 64, /*packed=*/true);
+      const ir::Graph unfused = bert ? attntest::sdpa_dynamo_block(
+                                           b, 3, 128, 4, 64, padded ? std::vector<int64_t>{1} : std::vector<int64_t>{},
+                                           /*query_and=*/kind == 1)
+                                     : attntest::mha_dynamo_block(b, 2, 197, 4, 64, /*packed=*/true);
       ir::Graph fused = unfused;
       ASSERT_EQ(passes::fuse_attention(fused), 1u);
       passes::infer_shapes(fused);
@@ -271,7 +309,8 @@ TEST(CudaAttention, FusedMatMulResidualMatchesCpu) {
       b.output("y");
       ir::Graph g = b.finish();
       set_precision(g, p);
-      std::map<std::string, Tensor> feeds = {{"a", rounded(b.feeds["a"], p.dt)}, {"res", rounded(b.feeds["res"], p.dt)}};
+      std::map<std::string, Tensor> feeds = {{"a", rounded(b.feeds["a"], p.dt)},
+                                             {"res", rounded(b.feeds["res"], p.dt)}};
       const double tol = p.u == 0 ? 2e-5 : 8 * p.u;
       const Tensor y = run_cuda(g, feeds).at("y");
       expect_tensors_close(y, run_cpu(g, feeds).at("y"), tol, tol);
@@ -327,7 +366,8 @@ TEST(CudaAttention, EncoderFixtureEnginesDirectCaptureReplay) {
     bool fused = false;
     for (const LayerInfo& l : engine->layers()) fused |= l.tactic.find("fused-attention") != std::string::npos;
     // float32 CUDA engines keep MatMul + Softmax (faster there than the fused kernel's float32 path).
-    EXPECT_EQ(fused, std::string(prec) != "fp32") << "the encoder's attention runs as one fused layer in 16-bit engines";
+    EXPECT_EQ(fused, std::string(prec) != "fp32")
+        << "the encoder's attention runs as one fused layer in 16-bit engines";
     auto ctx = engine->create_context();
     const double tol = std::string(prec) == "fp32" ? 1e-4 : std::string(prec) == "fp16" ? 2e-2 : 8e-2;
     for (int call = 0; call < 3; ++call) {  // direct, graph capture, graph replay

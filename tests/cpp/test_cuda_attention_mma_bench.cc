@@ -48,13 +48,17 @@ bool selected(const char* var, const std::string& name) {
 TEST(CudaAttentionMmaBench, DISABLED_KernelTimes) {
   KILNRT_SKIP_WITHOUT_GPU();
   using L = Layout;
-  const BenchShape shapes[] = {
-      {"bert-b32", 32, 12, 128, 64, true, L::kBSHD},          {"bert-b8", 8, 12, 128, 64, true, L::kBSHD},
-      {"bert-b1", 1, 12, 128, 64, true, L::kBSHD},            {"vit-b32", 32, 12, 197, 64, false, L::kSBHD},
-      {"vit-b8", 8, 12, 197, 64, false, L::kSBHD},            {"vit-b1", 1, 12, 197, 64, false, L::kSBHD},
-      {"d128-b8-h16-s512", 8, 16, 512, 128, false, L::kSBHD}, {"bert-b32-bhsd", 32, 12, 128, 64, true, L::kBHSD},
-      {"vit-b32-bhsd", 32, 12, 197, 64, false, L::kBHSD},   {"bert-b32-rowmask", 32, 12, 128, 64, true, L::kBSHD, true},
-      {"bert-b1-rowmask", 1, 12, 128, 64, true, L::kBSHD, true}};
+  const BenchShape shapes[] = {{"bert-b32", 32, 12, 128, 64, true, L::kBSHD},
+                               {"bert-b8", 8, 12, 128, 64, true, L::kBSHD},
+                               {"bert-b1", 1, 12, 128, 64, true, L::kBSHD},
+                               {"vit-b32", 32, 12, 197, 64, false, L::kSBHD},
+                               {"vit-b8", 8, 12, 197, 64, false, L::kSBHD},
+                               {"vit-b1", 1, 12, 197, 64, false, L::kSBHD},
+                               {"d128-b8-h16-s512", 8, 16, 512, 128, false, L::kSBHD},
+                               {"bert-b32-bhsd", 32, 12, 128, 64, true, L::kBHSD},
+                               {"vit-b32-bhsd", 32, 12, 197, 64, false, L::kBHSD},
+                               {"bert-b32-rowmask", 32, 12, 128, 64, true, L::kBSHD, true},
+                               {"bert-b1-rowmask", 1, 12, 128, 64, true, L::kBSHD, true}};
   kilnrt::cuda::ContextGuard guard(0);
   kilnrt::cuda::Stream stream(0);
   kilnrt::cuda::Event e0(0, true), e1(0, true);

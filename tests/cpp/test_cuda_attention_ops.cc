@@ -69,7 +69,8 @@ const Tensor kNone;
 // ---- Attention ------------------------------------------------------------------------------------------------------
 TEST(CudaAttentionOps, Attention4dGqaDiffHeadSizes) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const Tensor q = random_tensor({2, 4, 3, 8}, 1), k = random_tensor({2, 2, 5, 8}, 2), v = random_tensor({2, 2, 5, 6}, 3);
+  const Tensor q = random_tensor({2, 4, 3, 8}, 1), k = random_tensor({2, 2, 5, 8}, 2),
+               v = random_tensor({2, 2, 5, 6}, 3);
   compare(attention(1, {}).node, {q, k, v}, 23);
   compare(attention(1, {}).f("scale", 0.7f).node, {q, k, v}, 23);
   compare(attention(1, {}).f("softcap", 0.5f).i("is_causal", 1).node, {q, k, v}, 23);
@@ -94,7 +95,8 @@ TEST(CudaAttentionOps, Attention3dHeadsAttributes) {
 
 TEST(CudaAttentionOps, AttentionPastPresentAndQkModes) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const Tensor q = random_tensor({1, 4, 3, 8}, 21), k = random_tensor({1, 2, 3, 8}, 22), v = random_tensor({1, 2, 3, 8}, 23);
+  const Tensor q = random_tensor({1, 4, 3, 8}, 21), k = random_tensor({1, 2, 3, 8}, 22),
+               v = random_tensor({1, 2, 3, 8}, 23);
   const Tensor pk = random_tensor({1, 2, 4, 8}, 24), pv = random_tensor({1, 2, 4, 8}, 25);
   // A float mask shorter than the 7 keys (padded with -inf) plus causal: bias and scores differ.
   const Tensor mask = random_tensor({3, 5}, 26, -1.f, 1.f);
@@ -109,15 +111,16 @@ TEST(CudaAttentionOps, AttentionPastPresentAndQkModes) {
   // 3-D new K/V with a past cache; only present_value and qk wanted.
   Op three = attention(4, {false, false, false, false, true, true});
   three.i("q_num_heads", 4).i("kv_num_heads", 2).i("qk_matmul_output_mode", 2).omit_output(1);
-  compare(three.node, {random_tensor({1, 3, 32}, 27), random_tensor({1, 3, 16}, 28), random_tensor({1, 3, 16}, 29),
-                       kNone, pk, pv},
+  compare(three.node,
+          {random_tensor({1, 3, 32}, 27), random_tensor({1, 3, 16}, 28), random_tensor({1, 3, 16}, 29), kNone, pk, pv},
           23);
   compare16(attention(3, {false, false, false, false, true, true}).node, {q, k, v, kNone, pk, pv}, 23);
 }
 
 TEST(CudaAttentionOps, AttentionBoolMasksAndFullyMaskedRows) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const Tensor q = random_tensor({2, 2, 4, 8}, 31), k = random_tensor({2, 2, 6, 8}, 32), v = random_tensor({2, 2, 6, 8}, 33);
+  const Tensor q = random_tensor({2, 2, 4, 8}, 31), k = random_tensor({2, 2, 6, 8}, 32),
+               v = random_tensor({2, 2, 6, 8}, 33);
   // 4-D bool mask [B, 1, Sq, T], rank-1 [T] and rank-3 [Hq, Sq, T] masks.
   for (const Shape& s : {Shape{2, 1, 4, 6}, Shape{6}, Shape{2, 4, 6}, Shape{4, 3}}) {
     SCOPED_TRACE(shape_to_string(s));
@@ -139,7 +142,8 @@ TEST(CudaAttentionOps, AttentionBoolMasksAndFullyMaskedRows) {
 
 TEST(CudaAttentionOps, AttentionWindowsAndNonpad) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const Tensor q = random_tensor({2, 2, 5, 4}, 41), k = random_tensor({2, 2, 5, 4}, 42), v = random_tensor({2, 2, 5, 4}, 43);
+  const Tensor q = random_tensor({2, 2, 5, 4}, 41), k = random_tensor({2, 2, 5, 4}, 42),
+               v = random_tensor({2, 2, 5, 4}, 43);
   const Tensor pk = random_tensor({2, 2, 3, 4}, 44), pv = random_tensor({2, 2, 3, 4}, 45);
   for (int64_t left : {-1, 0, 2})
     for (int64_t right : {-1, 0, 1}) {
@@ -174,7 +178,8 @@ TEST(CudaAttentionOps, AttentionFloat16Model) {
 TEST(CudaAttentionOps, AttentionEmptyNewKeys) {
   KILNRT_SKIP_WITHOUT_GPU();
   // No new key / value (sequence 0): every key comes from the past cache; present = past.
-  const Tensor q = random_tensor({1, 2, 2, 4}, 61), k = random_tensor({1, 2, 0, 4}, 62), v = random_tensor({1, 2, 0, 4}, 63);
+  const Tensor q = random_tensor({1, 2, 2, 4}, 61), k = random_tensor({1, 2, 0, 4}, 62),
+               v = random_tensor({1, 2, 0, 4}, 63);
   compare(attention(3, {false, false, false, false, true, true}).node,
           {q, k, v, kNone, random_tensor({1, 2, 3, 4}, 64), random_tensor({1, 2, 3, 4}, 65)}, 23);
 }
@@ -183,8 +188,8 @@ TEST(CudaAttentionOps, AttentionBadInputNamesTheNode) {
   KILNRT_SKIP_WITHOUT_GPU();
   // past_key without past_value: a clear kilnrt::Error naming the node, on the CPU and on CUDA.
   const Tensor q = random_tensor({1, 2, 2, 4}, 66), k = random_tensor({1, 2, 3, 4}, 67);
-  Net net(attention(1, {false, false, false, false, true, false}).node, {q, k, k, kNone, random_tensor({1, 2, 1, 4}, 68)},
-          23);
+  Net net(attention(1, {false, false, false, false, true, false}).node,
+          {q, k, k, kNone, random_tensor({1, 2, 1, 4}, 68)}, 23);
   for (const bool cuda : {false, true}) {
     SCOPED_TRACE(cuda ? "cuda" : "cpu");
     try {
@@ -200,10 +205,12 @@ TEST(CudaAttentionOps, AttentionBadInputNamesTheNode) {
   }
 }
 
-// ---- FlexAttention ---------------------------------------------------------------------------------------------------
+// ---- FlexAttention
+// ---------------------------------------------------------------------------------------------------
 TEST(CudaAttentionOps, FlexAttention) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const Tensor q = random_tensor({2, 4, 3, 8}, 71), k = random_tensor({2, 2, 6, 8}, 72), v = random_tensor({2, 2, 6, 5}, 73);
+  const Tensor q = random_tensor({2, 4, 3, 8}, 71), k = random_tensor({2, 2, 6, 8}, 72),
+               v = random_tensor({2, 2, 6, 5}, 73);
   Op op("FlexAttention", 3);
   op.node.domain = kPreview;
   compare(op.node, {q, k, v}, 1);
@@ -213,7 +220,8 @@ TEST(CudaAttentionOps, FlexAttention) {
   compare(op.node, {q, k, v}, 1);
 }
 
-// ---- RotaryEmbedding -------------------------------------------------------------------------------------------------
+// ---- RotaryEmbedding
+// -------------------------------------------------------------------------------------------------
 TEST(CudaAttentionOps, RotaryEmbedding) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 3, 4, 8}, 81);
@@ -234,7 +242,8 @@ TEST(CudaAttentionOps, RotaryEmbedding) {
   compare16(Op("RotaryEmbedding", 4).node, {x, cos, sin, pos}, 23);
 }
 
-// ---- Swish / SwiGLU --------------------------------------------------------------------------------------------------
+// ---- Swish / SwiGLU
+// --------------------------------------------------------------------------------------------------
 TEST(CudaAttentionOps, SwishAndSwiGlu) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor a = random_tensor({3, 5, 7}, 91, -8.f, 8.f), b = random_tensor({3, 5, 7}, 92, -2.f, 2.f);
@@ -250,7 +259,8 @@ TEST(CudaAttentionOps, SwishAndSwiGlu) {
 
 // ---- support checks (host) ------------------------------------------------------------------------------------------
 TEST(CudaAttentionOps, SupportCheckAccepts) {
-  const Tensor q = random_tensor({1, 2, 3, 4}, 101), kv = random_tensor({1, 1, 5, 4}, 102), pk = random_tensor({1, 1, 2, 4}, 103);
+  const Tensor q = random_tensor({1, 2, 3, 4}, 101), kv = random_tensor({1, 1, 5, 4}, 102),
+               pk = random_tensor({1, 1, 2, 4}, 103);
   std::vector<Net> nets;
   Op full = attention(4, {false, false, false, true, true, true});
   full.i("is_causal", 1).i("qk_matmul_output_mode", 3).i("left_window_size", 2);
@@ -262,9 +272,9 @@ TEST(CudaAttentionOps, SupportCheckAccepts) {
   flex.node.domain = kPreview;
   nets.emplace_back(flex.node, std::vector<Tensor>{q, kv, kv}, 1);
   nets.emplace_back(flex.node, std::vector<Tensor>{f64_of(q), f64_of(kv), f64_of(kv)}, 1);
-  nets.emplace_back(Op("RotaryEmbedding", 4).node,
-                    std::vector<Tensor>{q, random_tensor({8, 2}, 105), random_tensor({8, 2}, 106), i64({0, 1, 2}, {1, 3})},
-                    23);
+  nets.emplace_back(
+      Op("RotaryEmbedding", 4).node,
+      std::vector<Tensor>{q, random_tensor({8, 2}, 105), random_tensor({8, 2}, 106), i64({0, 1, 2}, {1, 3})}, 23);
   nets.emplace_back(Op("Swish", 1).node, std::vector<Tensor>{q}, 24);
   nets.emplace_back(Op("SwiGLU", 2).node, std::vector<Tensor>{f16_of(q), f16_of(q)}, 28);
   for (const Net& net : nets) {

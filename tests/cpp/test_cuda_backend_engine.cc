@@ -32,14 +32,15 @@ namespace {
 
 void expect_close(const Tensor& got, const Tensor& want) { testing_util::expect_close(got, want, 1e-4, 0.99999, true); }
 
-#define SKIP_WITHOUT_GPU()                                                                 \
-  do {                                                                                     \
-    std::string why_;                                                                      \
-    if (!cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_;            \
+#define SKIP_WITHOUT_GPU()                                                      \
+  do {                                                                          \
+    std::string why_;                                                           \
+    if (!cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
   } while (0)
 
-std::string fixture(const std::string& name) { return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/" + name; }
-
+std::string fixture(const std::string& name) {
+  return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/" + name;
+}
 
 Tensor batch_of(const Tensor& x, int64_t b) {  // repeats x's samples to batch b
   Shape s = x.shape();
@@ -285,8 +286,7 @@ TEST(CudaBackendEngine, CallerStreamCaptureRecordsTheEngine) {
   const kc::DriverApi& api = kc::driver_api();
   {
     kc::ContextGuard guard(0);
-    ASSERT_EQ(api.MemsetD8Async(reinterpret_cast<CUdeviceptr>(dout.data()), 0, out_bytes, caller.get()),
-              CUDA_SUCCESS);
+    ASSERT_EQ(api.MemsetD8Async(reinterpret_cast<CUdeviceptr>(dout.data()), 0, out_bytes, caller.get()), CUDA_SUCCESS);
     ASSERT_EQ(api.StreamSynchronize(caller.get()), CUDA_SUCCESS);
     // torch.cuda.graph captures in global mode by default.
     ASSERT_EQ(api.StreamBeginCapture(caller.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
@@ -491,7 +491,8 @@ TEST(CudaBackendEngine, GraphLatencyReport) {
         ctx->enqueue({{"x", DeviceTensor{din.data(), DType::kFloat32, x.shape(), 0}}},
                      {{"y", DeviceTensor{dout.data(), DType::kFloat32, out_shape, 0}}}, stream.get());
         stream.synchronize();
-        if (i >= 20) us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        if (i >= 20)
+          us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       }
       std::sort(us.begin(), us.end());
       std::printf("    %s graphs=%d (%s): median enqueue+sync %.1f us over %zu runs\n", name, int(graphs),

@@ -80,7 +80,8 @@ TEST(CudaBackendOps, DataMovement) {
   const Tensor x = random_tensor({2, 3, 4, 5}, 14);
   compare_node(Op("Transpose", 1).ints("perm", {0, 2, 3, 1}).node, {x});
   compare_node(Op("Transpose", 1).node, {x});
-  compare_node(Op("Concat", 3).i("axis", 1).node, {x, random_tensor({2, 1, 4, 5}, 15), random_tensor({2, 2, 4, 5}, 16)});
+  compare_node(Op("Concat", 3).i("axis", 1).node,
+               {x, random_tensor({2, 1, 4, 5}, 15), random_tensor({2, 2, 4, 5}, 16)});
   compare_node(Op("Concat", 2).i("axis", -1).node, {i64({1, 2, 3, 4}, {2, 2}), i64({5, 6}, {2, 1})});
   compare_node(Op("Split", 2, 3).i("axis", 2).node, {x, i64({1, 2, 1}, {3})}, {false, true});
   compare_node(Op("Slice", 5).node, {x, i64({-1, 1}, {2}), i64({-100, 4}, {2}), i64({3, 1}, {2}), i64({-2, 2}, {2})},
@@ -119,18 +120,18 @@ TEST(CudaBackendOps, MatMulAndGemmInReducedPrecision) {
   for (const char* p : {"fp16", "bf16", "tf32"}) {
     SCOPED_TRACE(p);
     const double tol = std::string(p) == "bf16" ? 0.1 : 0.02;
-    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node, {random_tensor({37, 129}, 32), random_tensor({129, 65}, 33)},
-                 {false, true}, 17, tol, tol);
-    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node, {random_tensor({3, 4, 50}, 30), random_tensor({3, 50, 6}, 31)},
-                 {}, 17, tol, tol);
-    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node, {random_tensor({2, 1, 4, 50}, 26), random_tensor({3, 50, 6}, 27)},
-                 {}, 17, tol, tol);
+    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node,
+                 {random_tensor({37, 129}, 32), random_tensor({129, 65}, 33)}, {false, true}, 17, tol, tol);
+    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node,
+                 {random_tensor({3, 4, 50}, 30), random_tensor({3, 50, 6}, 31)}, {}, 17, tol, tol);
+    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node,
+                 {random_tensor({2, 1, 4, 50}, 26), random_tensor({3, 50, 6}, 27)}, {}, 17, tol, tol);
     compare_node(Op("Gemm", 3).s("kilnrt_precision", p).i("transB", 1).node,
-                 {random_tensor({7, 90}, 34), random_tensor({11, 90}, 37), random_tensor({11}, 38)}, {false, true, true},
-                 17, tol, tol);
+                 {random_tensor({7, 90}, 34), random_tensor({11, 90}, 37), random_tensor({11}, 38)},
+                 {false, true, true}, 17, tol, tol);
     // NaN in an operand propagates to every output it reaches.
-    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node, {with_nans(random_tensor({9, 16}, 40)), random_tensor({16, 5}, 41)},
-                 {false, true}, 17, tol, tol);
+    compare_node(Op("MatMul", 2).s("kilnrt_precision", p).node,
+                 {with_nans(random_tensor({9, 16}, 40)), random_tensor({16, 5}, 41)}, {false, true}, 17, tol, tol);
   }
 }
 
@@ -158,7 +159,8 @@ TEST(CudaBackendOps, PoolingReductionsNormalization) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = with_nans(random_tensor({2, 3, 9, 8}, 52));
   const Tensor y = random_tensor({2, 3, 9, 8}, 53);
-  compare_node(Op("MaxPool", 1).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).node, {x});
+  compare_node(Op("MaxPool", 1).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).node,
+               {x});
   compare_node(Op("MaxPool", 1).ints("kernel_shape", {2, 3}).i("ceil_mode", 1).ints("strides", {2, 2}).node, {y});
   compare_node(Op("AveragePool", 1).ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1, 1}).node, {y});
   compare_node(Op("AveragePool", 1)
@@ -185,10 +187,10 @@ TEST(CudaBackendOps, PoolingReductionsNormalization) {
                {random_tensor({2, 16, 64}, 55, -3.f, 3.f), random_tensor({64}, 56), random_tensor({64}, 57)},
                {false, true, true});
   compare_node(Op("LayerNormalization", 2).i("axis", 1).node, {y, random_tensor({3, 9, 8}, 58)}, {false, true});
-  compare_node(Op("BatchNormalization", 5).node,
-               {y, random_tensor({3}, 59), random_tensor({3}, 60), random_tensor({3}, 61),
-                random_tensor({3}, 62, 0.5f, 2.f)},
-               {false, true, true, true, true});
+  compare_node(
+      Op("BatchNormalization", 5).node,
+      {y, random_tensor({3}, 59), random_tensor({3}, 60), random_tensor({3}, 61), random_tensor({3}, 62, 0.5f, 2.f)},
+      {false, true, true, true, true});
 }
 
 TEST(CudaBackendOps, UnsupportedNodeIsANamedError) {

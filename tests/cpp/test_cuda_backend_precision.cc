@@ -52,9 +52,12 @@ Tensor i64(const std::vector<int64_t>& v, const Shape& s) { return Tensor::from_
 Tensor with_specials(Tensor t, bool infs) {  // NaN every 7th element; +inf / -inf at other positions
   float* p = t.data<float>();
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (i % 7 == 0) p[i] = kNaN;
-    else if (infs && i % 11 == 3) p[i] = kInf;
-    else if (infs && i % 13 == 5) p[i] = -kInf;
+    if (i % 7 == 0)
+      p[i] = kNaN;
+    else if (infs && i % 11 == 3)
+      p[i] = kInf;
+    else if (infs && i % 13 == 5)
+      p[i] = -kInf;
   }
   return t;
 }
@@ -181,8 +184,10 @@ TEST(CudaBackendPrecision, NaNAndInfPropagation) {
     const auto got = compare16(p, Op("Relu", 1).node, {x}, {}, 17, tol_for(p, 4.0)).at("out0");
     for (int64_t i = 0; i < x.numel(); ++i) {
       const float in = x.data<float>()[i], out = got.data<float>()[i];
-      if (std::isnan(in)) EXPECT_TRUE(std::isnan(out)) << i;
-      else EXPECT_FALSE(std::isnan(out)) << i;
+      if (std::isnan(in))
+        EXPECT_TRUE(std::isnan(out)) << i;
+      else
+        EXPECT_FALSE(std::isnan(out)) << i;
       if (in == kInf) EXPECT_EQ(out, kInf) << i;
       if (in == -kInf) EXPECT_EQ(out, 0.f) << i;
     }
@@ -203,10 +208,10 @@ TEST(CudaBackendPrecision, BinaryBroadcasting) {
     cases.push_back({op, Op(op, 2), {a, c}, {false, true}, scale});  // constant operand: converted at load
     if (std::string(op) != "Div") cases.push_back({op, Op(op, 2), {a, full}, {}, scale});
   }
-  cases.push_back({"Pow", Op("Pow", 2), {random_tensor({4, 5}, 10, 0.1f, 3.f), random_tensor({5}, 11, -2.f, 2.f)}, {},
-                   10.0});
-  cases.push_back({"Pow const", Op("Pow", 2), {random_tensor({3, 7}, 12, -3.f, 3.f), f32({2.f}, {})}, {false, true},
-                   9.0});
+  cases.push_back(
+      {"Pow", Op("Pow", 2), {random_tensor({4, 5}, 10, 0.1f, 3.f), random_tensor({5}, 11, -2.f, 2.f)}, {}, 10.0});
+  cases.push_back(
+      {"Pow const", Op("Pow", 2), {random_tensor({3, 7}, 12, -3.f, 3.f), f32({2.f}, {})}, {false, true}, 9.0});
   cases.push_back({"Max3", Op("Max", 3), {a, b, c}, {}, 3.0});
   run_cases(cases);
 }
@@ -229,13 +234,19 @@ TEST(CudaBackendPrecision, ComparisonsWhereCast) {
   for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
     cases.push_back({op, Op(op, 2), {a, b}, {}});
   cases.push_back({"Where", Op("Where", 3), {cond, random_tensor({2, 3, 1, 4}, 16), random_tensor({4}, 17)}, {}});
-  cases.push_back({"Where const", Op("Where", 3), {cond, with_specials(random_tensor({2, 3, 1, 4}, 16), false), f32({-1e9f}, {})},
-                   {false, false, true}, 65504.0});
+  cases.push_back({"Where const",
+                   Op("Where", 3),
+                   {cond, with_specials(random_tensor({2, 3, 1, 4}, 16), false), f32({-1e9f}, {})},
+                   {false, false, true},
+                   65504.0});
   cases.push_back({"Cast->int64", Op("Cast", 1).i("to", int64_t(DType::kInt64)), {big}, {}});
   cases.push_back({"Cast->int32", Op("Cast", 1).i("to", int64_t(DType::kInt32)), {big}, {}});
   cases.push_back({"Cast->bool", Op("Cast", 1).i("to", int64_t(DType::kBool)), {a}, {}});
-  cases.push_back({"Cast int64->float", Op("Cast", 1).i("to", int64_t(DType::kFloat32)),
-                   {i64({1, -2, 3, 255, 2048, -7}, {6})}, {}, 2048.0});
+  cases.push_back({"Cast int64->float",
+                   Op("Cast", 1).i("to", int64_t(DType::kFloat32)),
+                   {i64({1, -2, 3, 255, 2048, -7}, {6})},
+                   {},
+                   2048.0});
   cases.push_back({"Cast bool->float", Op("Cast", 1).i("to", int64_t(DType::kFloat32)), {flags}, {}});
   cases.push_back({"Cast float->float", Op("Cast", 1).i("to", int64_t(DType::kFloat32)), {big}, {}, 50.0});
   for (const Prec& p : kPrecs) {
@@ -254,14 +265,26 @@ TEST(CudaBackendPrecision, PoolingAndReductions) {
   const Tensor y = random_tensor({2, 3, 9, 8}, 19);
   const Tensor big = random_tensor({2, 3, 9, 8}, 20, -100.f, 100.f);  // sums up to ~1e3, mean ~10
   std::vector<Case> cases = {
-      {"MaxPool NaN", Op("MaxPool", 1).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}),
-       {x}, {}},
-      {"MaxPool ceil", Op("MaxPool", 1).ints("kernel_shape", {2, 3}).i("ceil_mode", 1).ints("strides", {2, 2}), {y}, {}},
+      {"MaxPool NaN",
+       Op("MaxPool", 1).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}),
+       {x},
+       {}},
+      {"MaxPool ceil",
+       Op("MaxPool", 1).ints("kernel_shape", {2, 3}).i("ceil_mode", 1).ints("strides", {2, 2}),
+       {y},
+       {}},
       {"AveragePool", Op("AveragePool", 1).ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1, 1}), {y}, {}, 1.0, 9},
       {"AveragePool incl pad",
-       Op("AveragePool", 1).ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1, 1}).i("count_include_pad", 1)
-           .i("ceil_mode", 1).ints("strides", {2, 2}),
-       {y}, {}, 1.0, 9},
+       Op("AveragePool", 1)
+           .ints("kernel_shape", {3, 3})
+           .ints("pads", {1, 1, 1, 1})
+           .i("count_include_pad", 1)
+           .i("ceil_mode", 1)
+           .ints("strides", {2, 2}),
+       {y},
+       {},
+       1.0,
+       9},
       {"GlobalAveragePool", Op("GlobalAveragePool", 1), {y}, {}, 1.0, 72},
       {"GlobalAveragePool big", Op("GlobalAveragePool", 1), {big}, {}, 10.0, 72},
       {"GlobalMaxPool NaN", Op("GlobalMaxPool", 1), {x}, {}},
@@ -365,17 +388,27 @@ TEST(CudaBackendPrecision, LayerNormAndBatchNorm) {
   const Tensor y = random_tensor({2, 3, 9, 8}, 26);
   const Tensor gamma = random_tensor({64}, 27, 0.5f, 1.5f), beta = random_tensor({64}, 28);
   std::vector<Case> cases = {
-      {"LayerNorm", Op("LayerNormalization", 3).i("axis", -1).f("epsilon", 1e-5f),
-       {random_tensor({2, 16, 64}, 29, -3.f, 3.f), gamma, beta}, {false, true, true}, 3.0},
-      {"LayerNorm axis 1", Op("LayerNormalization", 2).i("axis", 1), {y, random_tensor({3, 9, 8}, 30)}, {false, true},
+      {"LayerNorm",
+       Op("LayerNormalization", 3).i("axis", -1).f("epsilon", 1e-5f),
+       {random_tensor({2, 16, 64}, 29, -3.f, 3.f), gamma, beta},
+       {false, true, true},
+       3.0},
+      {"LayerNorm axis 1",
+       Op("LayerNormalization", 2).i("axis", 1),
+       {y, random_tensor({3, 9, 8}, 30)},
+       {false, true},
        2.0},
-      {"BatchNorm", Op("BatchNormalization", 5),
+      {"BatchNorm",
+       Op("BatchNormalization", 5),
        {y, random_tensor({3}, 31), random_tensor({3}, 32), random_tensor({3}, 33), random_tensor({3}, 34, 0.5f, 2.f)},
-       {false, true, true, true, true}, 3.0},
-      {"BatchNorm big", Op("BatchNormalization", 5),
+       {false, true, true, true, true},
+       3.0},
+      {"BatchNorm big",
+       Op("BatchNormalization", 5),
        {random_tensor({2, 3, 5, 5}, 35, 200.f, 400.f), random_tensor({3}, 36), random_tensor({3}, 37, -5.f, 5.f),
         f32({300.f, 250.f, 350.f}, {3}), f32({3000.f, 900.f, 2500.f}, {3})},
-       {false, true, true, true, true}, 3.0},
+       {false, true, true, true, true},
+       3.0},
   };
   run_cases(cases);
 }
@@ -415,7 +448,8 @@ TEST(CudaBackendPrecision, ConvolutionCudnn16) {
   };
   std::vector<Case> cases = {
       conv("3x3 pad", Op("Conv", 3).ints("pads", {1, 1, 1, 1}), random_tensor({6, 4, 3, 3}, 45), true),
-      conv("stride dilation", Op("Conv", 3).ints("strides", {2, 2}).ints("dilations", {2, 1}).ints("pads", {2, 1, 2, 1}),
+      conv("stride dilation",
+           Op("Conv", 3).ints("strides", {2, 2}).ints("dilations", {2, 1}).ints("pads", {2, 1, 2, 1}),
            random_tensor({8, 4, 3, 3}, 46), true),
       conv("grouped", Op("Conv", 3).i("group", 2).ints("strides", {2, 1}), random_tensor({6, 2, 3, 1}, 47), true, 2),
       conv("depthwise", Op("Conv", 3).i("group", 4).ints("pads", {2, 2, 2, 2}), random_tensor({4, 1, 5, 5}, 48), true,
@@ -423,11 +457,18 @@ TEST(CudaBackendPrecision, ConvolutionCudnn16) {
       conv("asymmetric (direct)", Op("Conv", 2).ints("pads", {0, 1, 1, 0}), random_tensor({3, 4, 2, 2}, 49), false),
       conv("SAME_UPPER", Op("Conv", 2).s("auto_pad", "SAME_UPPER").ints("strides", {2, 2}),
            random_tensor({3, 4, 3, 3}, 50), false),
-      {"1-D", Op("Conv", 3).ints("pads", {1, 1}), {random_tensor({2, 3, 17}, 51), random_tensor({5, 3, 3}, 52),
-       random_tensor({5}, 53)}, {false, true, true}, 1.0, 9},
-      {"wide K", Op("Conv", 3).ints("pads", {1, 1, 1, 1}),
+      {"1-D",
+       Op("Conv", 3).ints("pads", {1, 1}),
+       {random_tensor({2, 3, 17}, 51), random_tensor({5, 3, 3}, 52), random_tensor({5}, 53)},
+       {false, true, true},
+       1.0,
+       9},
+      {"wide K",
+       Op("Conv", 3).ints("pads", {1, 1, 1, 1}),
        {random_tensor({1, 64, 8, 8}, 54), random_tensor({16, 64, 3, 3}, 55), random_tensor({16}, 56)},
-       {false, true, true}, 1.0, 576},
+       {false, true, true},
+       1.0,
+       576},
   };
   run_cases(cases);
 }
@@ -437,17 +478,33 @@ TEST(CudaBackendPrecision, MatMulAndGemm) {
   const Tensor a = random_tensor({7, 90}, 57), at = random_tensor({90, 7}, 58);
   const Tensor b = random_tensor({90, 11}, 59), bt = random_tensor({11, 90}, 60);
   std::vector<Case> cases = {
-      {"MatMul const B", Op("MatMul", 2), {random_tensor({37, 129}, 61), random_tensor({129, 65}, 62)}, {false, true},
-       1.0, 129},
+      {"MatMul const B",
+       Op("MatMul", 2),
+       {random_tensor({37, 129}, 61), random_tensor({129, 65}, 62)},
+       {false, true},
+       1.0,
+       129},
       {"MatMul batched", Op("MatMul", 2), {random_tensor({3, 4, 50}, 63), random_tensor({3, 50, 6}, 64)}, {}, 1.0, 50},
-      {"MatMul broadcast", Op("MatMul", 2), {random_tensor({2, 1, 4, 50}, 65), random_tensor({3, 50, 6}, 66)}, {}, 1.0,
+      {"MatMul broadcast",
+       Op("MatMul", 2),
+       {random_tensor({2, 1, 4, 50}, 65), random_tensor({3, 50, 6}, 66)},
+       {},
+       1.0,
        50},
       {"MatMul vec", Op("MatMul", 2), {random_tensor({40}, 67), random_tensor({40, 6}, 68)}, {}, 1.0, 40},
-      {"MatMul NaN", Op("MatMul", 2), {with_specials(random_tensor({9, 16}, 69), false), random_tensor({16, 5}, 70)},
-       {false, true}, 1.0, 16},
+      {"MatMul NaN",
+       Op("MatMul", 2),
+       {with_specials(random_tensor({9, 16}, 69), false), random_tensor({16, 5}, 70)},
+       {false, true},
+       1.0,
+       16},
       {"Gemm bias", Op("Gemm", 3), {a, b, random_tensor({11}, 71)}, {false, true, true}, 1.0, 90},
-      {"Gemm trans alpha beta", Op("Gemm", 3).i("transA", 1).i("transB", 1).f("alpha", 0.5f).f("beta", 2.f),
-       {at, bt, random_tensor({7, 1}, 72)}, {false, true, true}, 2.0, 90},
+      {"Gemm trans alpha beta",
+       Op("Gemm", 3).i("transA", 1).i("transB", 1).f("alpha", 0.5f).f("beta", 2.f),
+       {at, bt, random_tensor({7, 1}, 72)},
+       {false, true, true},
+       2.0,
+       90},
       {"Gemm full C", Op("Gemm", 3).i("transB", 1), {a, bt, random_tensor({7, 11}, 73)}, {}, 1.0, 90},
       {"Gemm no C", Op("Gemm", 2).i("transA", 1), {at, b}, {}, 1.0, 90},
   };

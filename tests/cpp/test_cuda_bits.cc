@@ -120,28 +120,33 @@ void BitCastSameWidthDtypesCases() {
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(dtype_name(c.from)) + " -> " + dtype_name(c.to));
     Tensor x;
-    if (c.from == DType::kFloat32) x = random_tensor(c.shape, seed++, -100.f, 100.f);
+    if (c.from == DType::kFloat32)
+      x = random_tensor(c.shape, seed++, -100.f, 100.f);
     else if (c.from == DType::kFloat64 || c.from == DType::kFloat16) {
       // Finite values of the float type: from float32 values.
       const Tensor f = random_tensor(c.shape, seed++, -100.f, 100.f);
       x = ops::tensor_from_doubles(ops::tensor_to_doubles(f, Op("BitCast", 1).node), c.from, c.shape);
-    } else if (c.from == DType::kBool) x = bools(c.shape, seed++, 0.5);
+    } else if (c.from == DType::kBool)
+      x = bools(c.shape, seed++, 0.5);
     else if (c.to == DType::kFloat32 || c.to == DType::kFloat64)
       // Bit patterns of finite floats (exponent below all ones): small magnitudes.
       x = ints(c.from, c.shape, seed++, -(int64_t{1} << 29), int64_t{1} << 29);
-    else x = ints(c.from, c.shape, seed++, -70000, 70000);
+    else
+      x = ints(c.from, c.shape, seed++, -70000, 70000);
     compare(Op("BitCast", 1).i("to", static_cast<int64_t>(c.to)).node, {x}, {}, 26);
   }
 }
 
-// ---- Optional* on plain tensors ---------------------------------------------------------------------------------------
+// ---- Optional* on plain tensors
+// ---------------------------------------------------------------------------------------
 void OptionalGetAndHasElementCases() {
   compare(Op("OptionalGetElement", 1).node, {random_tensor({2, 3}, 400)}, {}, 18);
   compare(Op("OptionalGetElement", 1).node, {i64({4, -5, 6}, {3})}, {}, 18);
   compare(Op("OptionalHasElement", 1).node, {random_tensor({4}, 401)}, {}, 18);
 }
 
-// ---- ReduceMax / ReduceMin of bool ------------------------------------------------------------------------------------
+// ---- ReduceMax / ReduceMin of bool
+// ------------------------------------------------------------------------------------
 void ReduceMaxMinBoolCases() {
   uint32_t seed = 500;
   for (const char* op : {"ReduceMax", "ReduceMin"})
@@ -151,19 +156,20 @@ void ReduceMaxMinBoolCases() {
       for (int64_t keep : {0, 1}) {
         compare(Op(op, 2).i("keepdims", keep).node, {x, i64({1}, {1})}, {false, true}, 20);
         compare(Op(op, 2).i("keepdims", keep).node, {x, i64({-1, 0}, {2})}, {false, true}, 20);  // negative axis
-        compare(Op(op, 1).i("keepdims", keep).node, {x}, {}, 20);                                 // every axis
-        compare(Op(op, 1).i("keepdims", keep).ints("axes", {2}).node, {x}, {}, 13);               // axes attribute
+        compare(Op(op, 1).i("keepdims", keep).node, {x}, {}, 20);                                // every axis
+        compare(Op(op, 1).i("keepdims", keep).ints("axes", {2}).node, {x}, {}, 13);              // axes attribute
       }
       compare(Op(op, 2).i("noop_with_empty_axes", 1).node, {x, i64({}, {0})}, {false, true}, 20);  // identity
     }
 }
 
-// ---- QuantizeLinear / DequantizeLinear -------------------------------------------------------------------------------
+// ---- QuantizeLinear / DequantizeLinear
+// -------------------------------------------------------------------------------
 void QuantizeBlockedAnd16BitCases() {
   // x values at the rounding ties of the scale (0.5 steps) and beyond the saturation limits.
   Tensor x = random_tensor({3, 6}, 600, -300.f, 300.f);
   for (int64_t i = 0; i < 6; ++i) x.data<float>()[i] = 0.5f * static_cast<float>(2 * i - 5);
-  const Tensor scale_blk = random_tensor({3, 2}, 601, 0.5f, 2.f);  // axis 1, block 3
+  const Tensor scale_blk = random_tensor({3, 2}, 601, 0.5f, 2.f);   // axis 1, block 3
   const Tensor scale_blk4 = random_tensor({3, 2}, 602, 0.5f, 2.f);  // axis 1, block 4: ceil(6 / 4) = 2
   Op blk("QuantizeLinear", 3);
   blk.i("axis", 1).i("block_size", 3);
@@ -180,12 +186,13 @@ void QuantizeBlockedAnd16BitCases() {
     SCOPED_TRACE(dtype_name(dt));
     const Tensor xs = random_tensor({3, 6}, 607, -40000.f, 40000.f);
     compare(Op("QuantizeLinear", 3).node, {xs, f32({0.75f}, {}), ints(dt, {}, 608, 0, 1000)}, {}, 21);
-    compare(Op("QuantizeLinear", 3).i("axis", 1).node, {xs, random_tensor({6}, 609, 0.2f, 2.f), ints(dt, {}, 610, 0, 99)},
-            {}, 21);  // per-axis scale, scalar zero point
+    compare(Op("QuantizeLinear", 3).i("axis", 1).node,
+            {xs, random_tensor({6}, 609, 0.2f, 2.f), ints(dt, {}, 610, 0, 99)}, {},
+            21);  // per-axis scale, scalar zero point
     compare(Op("QuantizeLinear", 2).i("output_dtype", static_cast<int64_t>(dt)).node, {xs, f32({0.5f}, {})}, {}, 21);
   }
-  compare(Op("QuantizeLinear", 2).i("output_dtype", static_cast<int64_t>(DType::kInt8)).node,
-          {x, f32({0.5f}, {})}, {}, 21);
+  compare(Op("QuantizeLinear", 2).i("output_dtype", static_cast<int64_t>(DType::kInt8)).node, {x, f32({0.5f}, {})}, {},
+          21);
 }
 
 void DequantizeBlockedCases() {
@@ -218,13 +225,14 @@ void DftInverseRealFftCases() {
           1e-5, 1e-5);
 }
 
-// ---- Resize half_pixel_symmetric --------------------------------------------------------------------------------------
+// ---- Resize half_pixel_symmetric
+// --------------------------------------------------------------------------------------
 void ResizeHalfPixelSymmetricCases() {
   const Tensor x = random_tensor({1, 2, 4, 5}, 900);
   const Tensor none = Tensor::empty(DType::kFloat32, {0});
   for (const char* mode : {"nearest", "linear", "cubic"})
-    for (const std::vector<float>& sc :
-         {std::vector<float>{1, 1, 0.6f, 0.6f}, std::vector<float>{1, 1, 2.3f, 1.7f}, std::vector<float>{1, 1, 1.f, 0.5f}}) {
+    for (const std::vector<float>& sc : {std::vector<float>{1, 1, 0.6f, 0.6f}, std::vector<float>{1, 1, 2.3f, 1.7f},
+                                         std::vector<float>{1, 1, 1.f, 0.5f}}) {
       SCOPED_TRACE(std::string(mode) + " scales " + std::to_string(sc[2]) + "x" + std::to_string(sc[3]));
       Op op("Resize", 3);
       op.s("mode", mode).s("coordinate_transformation_mode", "half_pixel_symmetric").omit_input(1);
@@ -235,16 +243,18 @@ void ResizeHalfPixelSymmetricCases() {
   compare(sizes.node, {x, none, none, i64({1, 2, 3, 7}, {4})}, {false, true, true, true}, 19, 1e-5, 1e-5);
 }
 
-// ---- empty tensors (where the CPU reference accepts them) -------------------------------------------------------------
+// ---- empty tensors (where the CPU reference accepts them)
+// -------------------------------------------------------------
 void EmptyTensorsCases() {
   for (DType dt : {DType::kInt8, DType::kUInt64}) {
     SCOPED_TRACE(dtype_name(dt));
     compare(Op("BitwiseXor", 2).node, {ints(dt, {0, 3}, 560, -9, 9), ints(dt, {3}, 561, -9, 9)}, {}, 18);
     compare(Op("BitwiseNot", 1).node, {ints(dt, {2, 0, 3}, 562, -9, 9)}, {}, 18);
-    compare(Op("BitShift", 2).s("direction", "LEFT").node, {ints(dt, {0}, 563, 0, 3), ints(dt, {0}, 564, 0, 3)}, {}, 28);
+    compare(Op("BitShift", 2).s("direction", "LEFT").node, {ints(dt, {0}, 563, 0, 3), ints(dt, {0}, 564, 0, 3)}, {},
+            28);
   }
-  compare(Op("BitCast", 1).i("to", static_cast<int64_t>(DType::kFloat32)).node, {ints(DType::kInt32, {0, 2}, 565, 0, 9)},
-          {}, 26);
+  compare(Op("BitCast", 1).i("to", static_cast<int64_t>(DType::kFloat32)).node,
+          {ints(DType::kInt32, {0, 2}, 565, 0, 9)}, {}, 26);
   // An empty reduced axis (test_reduce_max_empty_set_bool): max (any) is false, min (all) is true.
   for (const char* op : {"ReduceMax", "ReduceMin"}) {
     SCOPED_TRACE(std::string(op) + " empty set");
@@ -253,11 +263,13 @@ void EmptyTensorsCases() {
   }
   Op blk("QuantizeLinear", 3);
   blk.i("axis", 1).i("block_size", 3);
-  compare(blk.node, {random_tensor({0, 6}, 611), random_tensor({0, 2}, 612, 0.5f, 1.f), ints(DType::kInt8, {0, 2}, 613, 0, 1)},
+  compare(blk.node,
+          {random_tensor({0, 6}, 611), random_tensor({0, 2}, 612, 0.5f, 1.f), ints(DType::kInt8, {0, 2}, 613, 0, 1)},
           {}, 21);
 }
 
-// ---- Resize antialias=1 (linear / cubic) ------------------------------------------------------------------------------
+// ---- Resize antialias=1 (linear / cubic)
+// ------------------------------------------------------------------------------
 void ResizeAntialiasCases() {
   const Tensor x = random_tensor({1, 2, 9, 11}, 950);
   const Tensor none = Tensor::empty(DType::kFloat32, {0});
@@ -283,9 +295,10 @@ void ResizeAntialiasCases() {
           1e-5, 1e-5);
 }
 
-// ---- 16-bit engines: the float layers run as float32 islands ---------------------------------------------------------
-// The node as a --fp16 / --bf16 engine builds it (kilnrt_precision), inputs pre-rounded to the 16-bit type; compared
-// with the float32 CPU reference on the same inputs: |got - want| <= 16u * (scale + |want|).
+// ---- 16-bit engines: the float layers run as float32 islands
+// --------------------------------------------------------- The node as a --fp16 / --bf16 engine builds it
+// (kilnrt_precision), inputs pre-rounded to the 16-bit type; compared with the float32 CPU reference on the same
+// inputs: |got - want| <= 16u * (scale + |want|).
 void compare16(const ir::Node& node, const std::vector<Tensor>& inputs, const std::vector<bool>& constant,
                int64_t opset, double scale) {
   struct Prec {
@@ -309,8 +322,8 @@ void compare16(const ir::Node& node, const std::vector<Tensor>& inputs, const st
       Tensor r = Tensor::from_data(t.raw(), t.dtype(), t.shape());
       for (int64_t i = 0; i < r.numel(); ++i) {
         const float v = r.data<float>()[i];
-        r.data<float>()[i] = p.dt == DType::kFloat16 ? half_to_float(float_to_half(v))
-                                                     : bfloat16_to_float(float_to_bfloat16(v));
+        r.data<float>()[i] =
+            p.dt == DType::kFloat16 ? half_to_float(float_to_half(v)) : bfloat16_to_float(float_to_bfloat16(v));
       }
       ins.push_back(r);
     }
@@ -466,7 +479,8 @@ TEST(CudaBits, HostEveryCaseRunsOnCpuAndIsSupported) {
   g_host_mode = false;
 }
 
-// ---- support checks (run everywhere) ---------------------------------------------------------------------------------
+// ---- support checks (run everywhere)
+// ---------------------------------------------------------------------------------
 std::vector<OneNode> supported_nets() {
   std::vector<OneNode> nets;
   const Tensor a = ints(DType::kInt16, {2, 3}, 1000, -9, 9), b = ints(DType::kInt16, {3}, 1001, -9, 9);

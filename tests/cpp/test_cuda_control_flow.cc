@@ -1,9 +1,10 @@
 // If / Loop / Scan on the CUDA backend (layers_control_flow.cc). Host tests (no GPU needed): the
 // placement of control-flow graphs (check_supported, a plan whose bodies upload nothing), refusals naming the body
-// node, mismatched body signatures, --fp16 engines accepted (control flow as a float32 island). GPU tests against the CPU engine: If taking each branch with outer-scope reads,
-// Loop with a trip count only / a condition only / both / zero iterations, scan outputs, Scan with reversed
-// directions and other axes, the opset-8 batch form, an If nested in a Loop, and one runner reused across runs with
-// different trip counts (sync counts as documented). GPU tests skip with a message without a GPU.
+// node, mismatched body signatures, --fp16 engines accepted (control flow as a float32 island). GPU tests against the
+// CPU engine: If taking each branch with outer-scope reads, Loop with a trip count only / a condition only / both /
+// zero iterations, scan outputs, Scan with reversed directions and other axes, the opset-8 batch form, an If nested in
+// a Loop, and one runner reused across runs with different trip counts (sync counts as documented). GPU tests skip with
+// a message without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -355,7 +356,7 @@ TEST(CudaControlFlow, IfTakesEachBranchAndReadsOuterScope) {
       expect_matches_cpu(s, feeds);
     }
     const auto y = s.run(feeds).at("y");
-    EXPECT_EQ(y.data<float>()[2], 16.f);  // 3 + 3 + 10: the then branch
+    EXPECT_EQ(y.data<float>()[2], 16.f);   // 3 + 3 + 10: the then branch
     EXPECT_EQ(s.runner.sync_count(), 4u);  // one host read of the device condition per run
   }
 }
@@ -476,8 +477,8 @@ TEST(CudaControlFlow, Float16LoopWithFloat32IslandInASegmentedRun) {
   CudaSession s(g);
   for (int64_t m : {3, 1, 4}) {
     SCOPED_TRACE("M " + std::to_string(m));
-    const std::map<std::string, Tensor> feeds{{"M", i64(m)}, {"v0", half({-2.5f, 0.25f, 1.5f})},
-                                              {"x", half({0.5f, -0.75f, 0.125f})}};
+    const std::map<std::string, Tensor> feeds{
+        {"M", i64(m)}, {"v0", half({-2.5f, 0.25f, 1.5f})}, {"x", half({0.5f, -0.75f, 0.125f})}};
     const auto want = run_cpu(g, feeds);
     const auto got = s.run(feeds);
     for (const char* name : {"v_final", "y"}) {
@@ -494,8 +495,8 @@ TEST(CudaControlFlow, Float16LoopWithFloat32IslandInASegmentedRun) {
 TEST(CudaControlFlow, LoopOverAnExternalWorkspace) {
   KILNRT_SKIP_WITHOUT_GPU();
   const ir::Graph g = loop_graph(true, true);
-  const std::map<std::string, Tensor> feeds{{"M", i64(5)}, {"c", boolean(true)}, {"lim", i64(3)},
-                                            {"v0", ramp({3}, 1, 1)}, {"x", ramp({3}, -1, 0.5f)}};
+  const std::map<std::string, Tensor> feeds{
+      {"M", i64(5)}, {"c", boolean(true)}, {"lim", i64(3)}, {"v0", ramp({3}, 1, 1)}, {"x", ramp({3}, -1, 0.5f)}};
   size_t own = 0;
   {
     CudaSession s(g);

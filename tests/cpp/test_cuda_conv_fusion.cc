@@ -25,9 +25,7 @@ void set_precision(ir::Graph& g, const char* p) {
   for (ir::Node& n : g.nodes) n.attrs["kilnrt_precision"] = string_attr(p);
 }
 
-std::map<std::string, Tensor> feeds_for(const ir::Graph& g) {
-  return random_feeds(g, 7, -2.f, 2.f);
-}
+std::map<std::string, Tensor> feeds_for(const ir::Graph& g) { return random_feeds(g, 7, -2.f, 2.f); }
 
 // The tactic strings of the plan's layers, joined.
 std::string tactics_of(const ir::Graph& g) {
@@ -290,8 +288,8 @@ TEST(CudaConvFusion, NhwcPoolingReductionsSqueezeExciteAndTransposesMatchCpu) {
 
 namespace {
 
-// Spatial reductions of a wide NHWC value (40 channels, 16 x 16): the [N, H*W, C] kernel of ops/reduce/reductions/cuda/reduce_nhwc.cu
-// (mean, max, sum), 40 channels leaving a partial 32-channel tile.
+// Spatial reductions of a wide NHWC value (40 channels, 16 x 16): the [N, H*W, C] kernel of
+// ops/reduce/reductions/cuda/reduce_nhwc.cu (mean, max, sum), 40 channels leaving a partial 32-channel tile.
 ir::Graph nhwc_reduction_model() {
   GraphBuilder b;
   b.input("x", {3, 8, 16, 16});

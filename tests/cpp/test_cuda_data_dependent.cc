@@ -65,7 +65,7 @@ TEST(CudaDataDependent, NonZeroMatchesCpu) {
   compare_node(Op("NonZero", 1).node, {sparse({4, 5, 6}, 2, 2, 1)});
   compare_node(Op("NonZero", 1).node, {i64({0, 3, 0, -1, 0, 0, 9}, {7})});
   compare_node(Op("NonZero", 1).node, {boolean({1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 1, 1}, {3, 4})});
-  compare_node(Op("NonZero", 1).node, {f32({2.5f}, {})});        // scalar: [1, 1]
+  compare_node(Op("NonZero", 1).node, {f32({2.5f}, {})});                      // scalar: [1, 1]
   compare_node(Op("NonZero", 1).node, {Tensor::zeros(DType::kFloat32, {8})});  // no hit: [1, 0]
 }
 
@@ -99,8 +99,8 @@ TEST(CudaDataDependent, UniqueMatchesCpu) {
 TEST(CudaDataDependent, NonMaxSuppressionMatchesCpu) {
   KILNRT_SKIP_WITHOUT_GPU();
   // The ONNX documentation's example: boxes 3, 0, 5 are kept (corner format).
-  const Tensor boxes = f32({0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f,
-                            0, 100, 1, 101}, {1, 6, 4});
+  const Tensor boxes = f32(
+      {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100, 1, 101}, {1, 6, 4});
   const Tensor scores = f32({0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f}, {1, 1, 6});
   const std::vector<bool> consts = {false, false, true, true, true};
   const ir::Node nms = Op("NonMaxSuppression", 5).node;
@@ -112,12 +112,13 @@ TEST(CudaDataDependent, NonMaxSuppressionMatchesCpu) {
     const std::vector<int64_t> want = {0, 0, 3, 0, 0, 0, 0, 0, 5};
     EXPECT_EQ(std::vector<int64_t>(got.data<int64_t>(), got.data<int64_t>() + 9), want);
   }
-  compare_node(nms, {boxes, scores, i64({2}, {1}), f32({0.5f}, {1}), f32({0.f}, {1})}, consts, 11);   // max 2
-  compare_node(nms, {boxes, scores, i64({0}, {1}), f32({0.5f}, {1}), f32({0.f}, {1})}, consts, 11);   // none
-  compare_node(nms, {boxes, scores, i64({10}, {1}), f32({0.5f}, {1}), f32({0.4f}, {1})}, consts, 11); // threshold
+  compare_node(nms, {boxes, scores, i64({2}, {1}), f32({0.5f}, {1}), f32({0.f}, {1})}, consts, 11);    // max 2
+  compare_node(nms, {boxes, scores, i64({0}, {1}), f32({0.5f}, {1}), f32({0.f}, {1})}, consts, 11);    // none
+  compare_node(nms, {boxes, scores, i64({10}, {1}), f32({0.5f}, {1}), f32({0.4f}, {1})}, consts, 11);  // threshold
   // center_point_box 1: the same boxes as (x_center, y_center, width, height).
-  const Tensor centers = f32({0.5f, 0.5f, 1, 1, 0.5f, 0.6f, 1, 1, 0.5f, 0.4f, 1, 1, 0.5f, 10.5f, 1, 1,
-                              0.5f, 10.6f, 1, 1, 0.5f, 100.5f, 1, 1}, {1, 6, 4});
+  const Tensor centers = f32(
+      {0.5f, 0.5f, 1, 1, 0.5f, 0.6f, 1, 1, 0.5f, 0.4f, 1, 1, 0.5f, 10.5f, 1, 1, 0.5f, 10.6f, 1, 1, 0.5f, 100.5f, 1, 1},
+      {1, 6, 4});
   compare_node(Op("NonMaxSuppression", 5).i("center_point_box", 1).node,
                {centers, scores, i64({3}, {1}), f32({0.5f}, {1}), f32({0.f}, {1})}, consts, 11);
   // Two batches, three classes, random boxes with overlaps.
@@ -158,7 +159,7 @@ TEST(CudaDataDependent, OneRunnerWithDifferentCounts) {
   Net net = nonzero_chain(sparse({6, 7}, 5, 2, 0));
   CudaSession s(net.g);
   const Tensor dense = sparse({6, 7}, 6, 1000, 999);  // no zero
-  const Tensor few = sparse({6, 7}, 7, 1, 0) ;        // all zero but what we set below
+  const Tensor few = sparse({6, 7}, 7, 1, 0);         // all zero but what we set below
   Tensor some = few.clone();
   some.data<float>()[3] = 1.5f;
   some.data<float>()[40] = -2.f;

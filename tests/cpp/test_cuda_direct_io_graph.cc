@@ -39,10 +39,10 @@ struct Driver {
   }
   Tensor download(const kilnrt::cuda::DeviceBuffer& buf, const Shape& shape) {
     Tensor t = Tensor::empty(DType::kFloat32, shape);
-    KILNRT_CU_CHECK(guard.api(),
-                    guard.api().MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(buf.data()), t.nbytes(),
-                                                stream.get()),
-                    "test");
+    KILNRT_CU_CHECK(
+        guard.api(),
+        guard.api().MemcpyDtoHAsync(t.raw(), reinterpret_cast<CUdeviceptr>(buf.data()), t.nbytes(), stream.get()),
+        "test");
     stream.synchronize();
     return t;
   }
@@ -112,10 +112,11 @@ TEST(CudaDirectIoGraph, OutputsLeftToTheArenaAndTheSwitchOff) {
     d.upload(a0, a);
     d.enqueue({a0.data()}, {nullptr}, {as});
     Tensor got = Tensor::empty(DType::kFloat32, ys);
-    KILNRT_CU_CHECK(d.guard.api(),
-                    d.guard.api().MemcpyDtoHAsync(got.raw(), reinterpret_cast<CUdeviceptr>(d.runner.output_device_ptr(0)),
-                                                  got.nbytes(), d.stream.get()),
-                    "test");
+    KILNRT_CU_CHECK(
+        d.guard.api(),
+        d.guard.api().MemcpyDtoHAsync(got.raw(), reinterpret_cast<CUdeviceptr>(d.runner.output_device_ptr(0)),
+                                      got.nbytes(), d.stream.get()),
+        "test");
     d.stream.synchronize();
     expect_close(got, cudatest::run_cpu(one.g, {{"a", a}}).at("y"), "call " + std::to_string(call));
   }

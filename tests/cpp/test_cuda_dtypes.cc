@@ -21,7 +21,8 @@ Tensor pattern(DType dt, const Shape& s, int seed, bool nonzero, bool small = fa
   std::vector<T> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     int64_t k = (i * 7 + seed * 13) % 23 - (std::is_signed<T>::value ? 11 : 0);
-    if (!small && !std::is_floating_point<T>::value && i % 5 == 3) k = static_cast<int64_t>(std::numeric_limits<T>::max() / 3) + i;  // wraps on Add / Mul
+    if (!small && !std::is_floating_point<T>::value && i % 5 == 3)
+      k = static_cast<int64_t>(std::numeric_limits<T>::max() / 3) + i;  // wraps on Add / Mul
     if (small) k = (i + seed) % 4 + (std::is_signed<T>::value && !nonzero && i % 3 == 1 ? -1 : 0);
     if (nonzero && k == 0) k = 3;
     v[static_cast<size_t>(i)] = std::is_floating_point<T>::value ? static_cast<T>(k) * T(0.75) : static_cast<T>(k);
@@ -77,8 +78,8 @@ template <typename T>
 void binary_ops_for(DType dt) {
   SCOPED_TRACE(dtype_name(dt));
   const Tensor a = pattern<T>(dt, {2, 3, 5}, 1, false), b = pattern<T>(dt, {3, 1}, 2, true);
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual",
-                         "GreaterOrEqual"}) {
+  for (const char* op :
+       {"Add", "Sub", "Mul", "Div", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
     SCOPED_TRACE(op);
     compare(Op(op, 2).node, {a, b});
     compare(Op(op, 2).node, {b, pattern<T>(dt, {3, 3}, 4, true)});
@@ -89,7 +90,8 @@ void binary_ops_for(DType dt) {
     compare(Op("Mod", 2).i("fmod", fmod).node, {a, b});
   }
   compare(Op("Max", 3).node, {a, b, pattern<T>(dt, {5}, 3, false)});
-  compare(Op("Pow", 2).node, {pattern<T>(dt, {4, 3}, 5, false, true), pattern<T>(dt, {3}, 6, true, true)});  // exponents 1..3
+  compare(Op("Pow", 2).node,
+          {pattern<T>(dt, {4, 3}, 5, false, true), pattern<T>(dt, {3}, 6, true, true)});  // exponents 1..3
 }
 
 void binary_all() {
@@ -108,7 +110,8 @@ void float_mod() {
   const Tensor a = Tensor::from_vector(std::vector<float>{-4.5f, 7.f, -3.f, 5.25f, 0.f, -1.f}, DType::kFloat32, {6});
   const Tensor b = Tensor::from_vector(std::vector<float>{2.f, -3.f, -2.f, 2.5f, 3.f, 4.f}, DType::kFloat32, {6});
   compare(Op("Mod", 2).i("fmod", 1).node, {a, b});
-  const Tensor ad = pattern<double>(DType::kFloat64, {2, 6}, 3, false), bd = pattern<double>(DType::kFloat64, {6}, 4, true);
+  const Tensor ad = pattern<double>(DType::kFloat64, {2, 6}, 3, false),
+               bd = pattern<double>(DType::kFloat64, {6}, 4, true);
   compare(Op("Mod", 2).i("fmod", 1).node, {ad, bd});
 }
 
@@ -133,16 +136,17 @@ void clip_int() {
   compare(Op("Clip", 3).omit_input(1).node, {x, Tensor(), hi}, 13);
   compare(Op("Clip", 2).node, {x, lo}, 13);
   compare(Op("Clip", 1).node, {x}, 13);
-  compare(Op("Clip", 3).node, {pattern<uint32_t>(DType::kUInt32, {7}, 2, false),
-                               Tensor::from_vector(std::vector<uint32_t>{2}, DType::kUInt32, {}),
-                               Tensor::from_vector(std::vector<uint32_t>{9}, DType::kUInt32, {})},
+  compare(Op("Clip", 3).node,
+          {pattern<uint32_t>(DType::kUInt32, {7}, 2, false),
+           Tensor::from_vector(std::vector<uint32_t>{2}, DType::kUInt32, {}),
+           Tensor::from_vector(std::vector<uint32_t>{9}, DType::kUInt32, {})},
           13);
 }
 
-
 void float64_reductions_and_unary() {
   std::vector<double> v(60);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.37 * double(i % 11) - 1.5 + (i % 7 == 2 ? 600.0 : 0.0);  // exp overflow
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = 0.37 * double(i % 11) - 1.5 + (i % 7 == 2 ? 600.0 : 0.0);  // exp overflow
   const Tensor x = f64(v, {3, 4, 5});
   {  // the axes attribute is honoured (so the comparisons below reduce what they say)
     OneNode one(Op("ReduceSum", 1).ints("axes", {1}).node, {x}, {}, 11);
@@ -163,16 +167,17 @@ void float64_reductions_and_unary() {
 // TopK on integers, many equal values (the lower index first), both directions, along a middle axis too.
 void topk_int() {
   const Tensor k3 = Tensor::from_vector(std::vector<int64_t>{3}, DType::kInt64, {1});
-  const Tensor same = Tensor::from_vector(std::vector<int64_t>{0, 0, 1, 1, 1, 0, 2, 2, 1, 1, 0, 0}, DType::kInt64,
-                                          {3, 4});
+  const Tensor same =
+      Tensor::from_vector(std::vector<int64_t>{0, 0, 1, 1, 1, 0, 2, 2, 1, 1, 0, 0}, DType::kInt64, {3, 4});
   for (int largest : {0, 1}) {
     SCOPED_TRACE(largest ? "largest" : "smallest");
     compare(Op("TopK", 2, 2).i("largest", largest).node, {same, k3}, 11, {false, true});
     compare(Op("TopK", 2, 2).i("axis", 0).i("largest", largest).node,
             {same, Tensor::from_vector(std::vector<int64_t>{2}, DType::kInt64, {1})}, 11, {false, true});
-    compare(Op("TopK", 2, 2).i("largest", largest).node,
-            {Tensor::from_vector(std::vector<uint64_t>{0, ~0ull, 5, 5, 1ull << 63, 7, 7, 2}, DType::kUInt64, {2, 4}), k3},
-            11, {false, true});
+    compare(
+        Op("TopK", 2, 2).i("largest", largest).node,
+        {Tensor::from_vector(std::vector<uint64_t>{0, ~0ull, 5, 5, 1ull << 63, 7, 7, 2}, DType::kUInt64, {2, 4}), k3},
+        11, {false, true});
     compare(Op("TopK", 2, 2).i("largest", largest).node,
             {Tensor::from_vector(std::vector<int32_t>{-5, 3, 3, -5, 9, 0, 3, 3}, DType::kInt32, {2, 4}), k3}, 11,
             {false, true});
@@ -181,10 +186,10 @@ void topk_int() {
 
 // IsNaN / IsInf on float16 (bit patterns: NaN, +inf, -inf, 1, -2, 0), bfloat16 and float64.
 void nan_inf_16_64() {
-  const Tensor h = Tensor::from_vector(std::vector<uint16_t>{0x7E00, 0x7C00, 0xFC00, 0x3C00, 0xC000, 0}, DType::kFloat16,
-                                       {2, 3});
-  const Tensor bf = Tensor::from_vector(std::vector<uint16_t>{0x7FC0, 0x7F80, 0xFF80, 0x3F80, 0xC000, 0},
-                                        DType::kBFloat16, {6});
+  const Tensor h =
+      Tensor::from_vector(std::vector<uint16_t>{0x7E00, 0x7C00, 0xFC00, 0x3C00, 0xC000, 0}, DType::kFloat16, {2, 3});
+  const Tensor bf =
+      Tensor::from_vector(std::vector<uint16_t>{0x7FC0, 0x7F80, 0xFF80, 0x3F80, 0xC000, 0}, DType::kBFloat16, {6});
   const double inf = std::numeric_limits<double>::infinity();
   const Tensor d = f64({std::nan(""), inf, -inf, 1.0, -2.0, 0.0}, {3, 2});
   for (const Tensor& x : {h, bf, d}) {

@@ -36,7 +36,9 @@ namespace {
 constexpr int64_t kIn = 64, kHidden = 256, kOut = 32;
 
 std::string temp(const std::string& name) { return testing::TempDir() + "/kilnrt_cuda_engine_features_" + name; }
-std::string fixture(const std::string& name) { return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/" + name;
+}
 
 std::string mlp_file() { return write_model(temp("mlp.onnx"), mlp_model(kIn, kHidden, kOut, {"y"})); }
 
@@ -166,7 +168,10 @@ TEST(CudaEngineFeatures, MarkAllOutputsCudaVsCpu) {
       const double err = relative_error(a.at(t.name), b.at(t.name));
       ++compared;
       if (err > 1e-2 && first_bad.empty()) first_bad = t.name + " (" + std::to_string(err) + ")";
-      if (err > worst) { worst = err; worst_name = t.name; }
+      if (err > worst) {
+        worst = err;
+        worst_name = t.name;
+      }
     }
     std::printf("    %s fp16 vs CPU: %zu float tensors, first above 1e-2: %s, worst %.3g at %s, output y %.3g\n",
                 name.c_str(), compared, first_bad.empty() ? "none" : first_bad.c_str(), worst, worst_name.c_str(),
@@ -220,8 +225,8 @@ TEST(CudaEngineFeatures, ActivationMemoryAtProfileMax) {
     std::printf("    %s: activation memory batch %lld..32: fp32 %.2f MiB, fp16 %.2f MiB; without profile: %lld\n",
                 name.c_str(), static_cast<long long>(s1[0]), bounded->activation_memory_size() / 1048576.0,
                 half->activation_memory_size() / 1048576.0,
-                static_cast<long long>(dynamic->activation_memory_sizes().empty() ? -2
-                                                                                  : dynamic->activation_memory_sizes()[0]));
+                static_cast<long long>(
+                    dynamic->activation_memory_sizes().empty() ? -2 : dynamic->activation_memory_sizes()[0]));
     if (dynamic->inputs()[0].shape[0] < 0) EXPECT_EQ(dynamic->activation_memory_sizes(), std::vector<int64_t>{-1});
     EXPECT_GT(bounded->activation_memory_size(), 0u);
     EXPECT_GT(half->activation_memory_size(), 0u);
@@ -247,7 +252,8 @@ TEST(CudaEngineFeatures, CallerProvidedActivationMemory) {
                ErrorCode::kInvalidArgument, "256-byte aligned");
   std::vector<char> host(size + 256);
   void* host_aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(host.data()) + 255) / 256 * 256);
-  expect_error([&] { ctx->set_activation_memory(host_aligned, size); }, ErrorCode::kInvalidArgument, "activation memory");
+  expect_error([&] { ctx->set_activation_memory(host_aligned, size); }, ErrorCode::kInvalidArgument,
+               "activation memory");
   ctx->set_activation_memory(memory.data(), size);
   EXPECT_LE(relative_error(ctx->run({{"x", x}}).at("y"), want), 1e-5);
   kc::Stream stream(0);

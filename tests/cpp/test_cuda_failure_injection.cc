@@ -29,10 +29,10 @@ namespace fi = kilnrt::failure_injection;
 
 namespace {
 
-#define KILNRT_FI_SKIP_WITHOUT_GPU()                                                         \
-  do {                                                                                        \
-    std::string why_;                                                                         \
-    if (!::kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_;    \
+#define KILNRT_FI_SKIP_WITHOUT_GPU()                                                      \
+  do {                                                                                    \
+    std::string why_;                                                                     \
+    if (!::kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
   } while (0)
 
 struct InjectionReset {
@@ -48,17 +48,26 @@ size_t free_device_memory() {
 
 bool close_outputs(const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& want,
                    std::string* why) {
-  if (got.size() != want.size()) { *why = "output count"; return false; }
+  if (got.size() != want.size()) {
+    *why = "output count";
+    return false;
+  }
   for (const auto& [name, w] : want) {
     auto it = got.find(name);
-    if (it == got.end() || it->second.shape() != w.shape()) { *why = "output " + name + " shape"; return false; }
+    if (it == got.end() || it->second.shape() != w.shape()) {
+      *why = "output " + name + " shape";
+      return false;
+    }
     const float* a = it->second.data<float>();
     const float* b = w.data<float>();
     double max_ref = 0, max_err = 0;
     for (int64_t i = 0; i < w.numel(); ++i) {
       max_ref = std::max(max_ref, std::fabs(double(b[i])));
       max_err = std::max(max_err, std::fabs(double(a[i]) - double(b[i])));
-      if (std::isnan(a[i]) != std::isnan(b[i])) { *why = "output " + name + " NaN"; return false; }
+      if (std::isnan(a[i]) != std::isnan(b[i])) {
+        *why = "output " + name + " NaN";
+        return false;
+      }
     }
     if (max_err > 1e-4 * std::max(max_ref, 1.0)) {
       *why = "output " + name + " max error " + std::to_string(max_err);
@@ -237,7 +246,8 @@ TEST_P(CudaFailureInjection, EveryEntryPointOfEveryPhaseFailsCleanly) {
   std::shared_ptr<Engine> engine;
   std::unique_ptr<ExecutionContext> ctx;
   const Outcome l = fail_each_site(
-      GetParam() + " load", [&] {
+      GetParam() + " load",
+      [&] {
         ctx.reset();
         engine.reset();
         engine = Engine::from_bytes(bytes.data(), bytes.size(), "<fi>", 0);
@@ -251,7 +261,8 @@ TEST_P(CudaFailureInjection, EveryEntryPointOfEveryPhaseFailsCleanly) {
       });
   // Inference: three runs per phase (direct, graph capture, graph replay) on a fresh context each time.
   const Outcome r = fail_each_site(
-      GetParam() + " run x3", [&] {
+      GetParam() + " run x3",
+      [&] {
         ctx = engine->create_context();
         for (int k = 0; k < 3; ++k) check(ctx->run(inputs), "run " + std::to_string(k));
       },
@@ -300,11 +311,12 @@ TEST_P(CudaFailureInjection, EveryEntryPointOfEveryPhaseFailsCleanly) {
   const size_t after = free_device_memory();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const long long drift = static_cast<long long>(baseline) - static_cast<long long>(after);
-  std::printf("[ fi-cuda  ] %s: build %d errors / %d survived / %d not reached; load %d / %d / %d; run %d / %d / %d; "
-              "every call index of a steady run: %lld calls, %d errors, %d left the context unusable; device "
-              "memory drift %lld bytes; %.1f s\n",
-              GetParam().c_str(), b.errors, b.survived, b.not_reached, l.errors, l.survived, l.not_reached, r.errors,
-              r.survived, r.not_reached, static_cast<long long>(per_run), index_errors, unusable, drift, secs);
+  std::printf(
+      "[ fi-cuda  ] %s: build %d errors / %d survived / %d not reached; load %d / %d / %d; run %d / %d / %d; "
+      "every call index of a steady run: %lld calls, %d errors, %d left the context unusable; device "
+      "memory drift %lld bytes; %.1f s\n",
+      GetParam().c_str(), b.errors, b.survived, b.not_reached, l.errors, l.survived, l.not_reached, r.errors,
+      r.survived, r.not_reached, static_cast<long long>(per_run), index_errors, unusable, drift, secs);
   std::fflush(stdout);
   EXPECT_EQ(b.other + l.other + r.other, 0);
   // A context left unusable must fail cleanly (kilnrt::Error, counted above) — allowed, and reported.

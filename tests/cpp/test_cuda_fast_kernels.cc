@@ -174,9 +174,12 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   for (size_t i = 0; i < want.size() && bad < 5; ++i) {
     const float a = got[i], b = want[i];
     bool ok;
-    if (std::isnan(b)) ok = std::isnan(a);
-    else if (std::isinf(b)) ok = a == b;
-    else ok = std::fabs(double(a) - b) <= atol + rtol * std::fabs(double(b));
+    if (std::isnan(b))
+      ok = std::isnan(a);
+    else if (std::isinf(b))
+      ok = a == b;
+    else
+      ok = std::fabs(double(a) - b) <= atol + rtol * std::fabs(double(b));
     if (!ok) {
       ++bad;
       ADD_FAILURE() << label << ": element " << i << " got " << a << ", want " << b;
@@ -210,9 +213,9 @@ TEST_F(CudaFastKernels, BinaryMatchesHostReference) {
       {{1000}, {1000}, {1000}, 0, 0, 4},                // misaligned output
       {{64, 32}, {64, 32}, {32}, 0, 8, 0},              // misaligned bias
   };
-  const k::BinaryOp ops[] = {k::BinaryOp::kAdd, k::BinaryOp::kSub, k::BinaryOp::kMul, k::BinaryOp::kDiv,
-                             k::BinaryOp::kMax, k::BinaryOp::kMin, k::BinaryOp::kPow, k::BinaryOp::kMod,
-                             k::BinaryOp::kPRelu};
+  const k::BinaryOp ops[] = {k::BinaryOp::kAdd, k::BinaryOp::kSub, k::BinaryOp::kMul,
+                             k::BinaryOp::kDiv, k::BinaryOp::kMax, k::BinaryOp::kMin,
+                             k::BinaryOp::kPow, k::BinaryOp::kMod, k::BinaryOp::kPRelu};
   for (int dt = 0; dt < 3; ++dt)
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       const BinCase& c = cases[ci];
@@ -224,15 +227,14 @@ TEST_F(CudaFastKernels, BinaryMatchesHostReference) {
       Dev dy(n * fsize(dt), c.y_off);
       const k::Broadcast3 bc = broadcast3(c.out, {c.out, c.a, c.b});
       for (k::BinaryOp op : ops) {
-        const std::string label = std::string(fname(dt)) + " case " + std::to_string(ci) + " op " +
-                                  std::to_string(static_cast<int>(op));
+        const std::string label =
+            std::string(fname(dt)) + " case " + std::to_string(ci) + " op " + std::to_string(static_cast<int>(op));
         ASSERT_EQ(k::binary(op, binary_code(dt), da.ptr(), db.ptr(), dy.ptr(), n, bc, st()), 0) << label;
         std::vector<float> want(n);
         for (int64_t i = 0; i < n; ++i)
           want[i] = round_to(dt, host_binary(op, a[bcast_offset(c.out, c.a, i)], b[bcast_offset(c.out, c.b, i)]));
         const bool exact = op != k::BinaryOp::kPow;
-        expect_close(decode(dt, down(dy)), want, exact ? (dt == 0 ? 1e-7 : 0.0) : rtol_of(dt), exact ? 0 : 1e-6,
-                     label);
+        expect_close(decode(dt, down(dy)), want, exact ? (dt == 0 ? 1e-7 : 0.0) : rtol_of(dt), exact ? 0 : 1e-6, label);
         if (HasFailure()) return;
       }
     }
@@ -282,10 +284,10 @@ TEST_F(CudaFastKernels, WhereMatchesHostReference) {
   };
   const std::vector<W> cases = {
       {{2, 3, 16, 16}, {2, 3, 16, 16}, {1}, {2, 3, 16, 16}, 0},  // BERT: Where(isnan(p), 0, p)
-      {{2, 3, 16, 16}, {2, 1, 1, 16}, {2, 3, 16, 16}, {1}, 0},    // mask broadcast
-      {{1001}, {1001}, {1001}, {1001}, 0},                        // tail
-      {{1001}, {1001}, {1001}, {1001}, 3},                        // misaligned condition
-      {{5, 6, 7}, {5, 1, 7}, {1, 6, 1}, {5, 6, 7}, 0},            // generic
+      {{2, 3, 16, 16}, {2, 1, 1, 16}, {2, 3, 16, 16}, {1}, 0},   // mask broadcast
+      {{1001}, {1001}, {1001}, {1001}, 0},                       // tail
+      {{1001}, {1001}, {1001}, {1001}, 3},                       // misaligned condition
+      {{5, 6, 7}, {5, 1, 7}, {1, 6, 1}, {5, 6, 7}, 0},           // generic
   };
   for (size_t es : {size_t(1), size_t(2), size_t(4), size_t(8)})
     for (size_t ci = 0; ci < cases.size(); ++ci) {
@@ -314,12 +316,12 @@ TEST_F(CudaFastKernels, StridedCopyTransposesAndSlices) {
     std::vector<int> perm;
   };
   const std::vector<T> cases = {
-      {{3, 17, 5, 64}, {0, 2, 1, 3}},   // head split: rows of D as vectors
-      {{3, 5, 40, 72}, {0, 1, 3, 2}},   // K^T: tiled, partial tiles
-      {{2, 24, 9, 11}, {0, 2, 3, 1}},   // NCHW -> NHWC
-      {{2, 9, 11, 24}, {0, 3, 1, 2}},   // NHWC -> NCHW
-      {{33, 65}, {1, 0}},               // plain 2-D
-      {{70, 3, 40}, {2, 1, 0}},         // tiled with a batch dim in the middle
+      {{3, 17, 5, 64}, {0, 2, 1, 3}},  // head split: rows of D as vectors
+      {{3, 5, 40, 72}, {0, 1, 3, 2}},  // K^T: tiled, partial tiles
+      {{2, 24, 9, 11}, {0, 2, 3, 1}},  // NCHW -> NHWC
+      {{2, 9, 11, 24}, {0, 3, 1, 2}},  // NHWC -> NCHW
+      {{33, 65}, {1, 0}},              // plain 2-D
+      {{70, 3, 40}, {2, 1, 0}},        // tiled with a batch dim in the middle
   };
   for (size_t es : {size_t(1), size_t(2), size_t(4), size_t(8)})
     for (size_t ci = 0; ci < cases.size(); ++ci) {
@@ -406,9 +408,8 @@ TEST_F(CudaFastKernels, GatherRowsAndElements) {
       std::vector<uint8_t> idx_bytes(idx_host.size() * 8);
       std::memcpy(idx_bytes.data(), idx_host.data(), idx_bytes.size());
       Dev dx = up(x), di = up(idx_bytes), dy(outer * n_idx * inner * es, 0);
-      ASSERT_EQ(k::gather(dx.ptr(), static_cast<const int64_t*>(di.ptr()), dy.ptr(), outer, axis, n_idx, inner, es,
-                          st()),
-                0);
+      ASSERT_EQ(
+          k::gather(dx.ptr(), static_cast<const int64_t*>(di.ptr()), dy.ptr(), outer, axis, n_idx, inner, es, st()), 0);
       const std::vector<uint8_t> got = down(dy);
       const std::vector<uint8_t> zero(es, 0);
       for (int64_t o = 0; o < outer; ++o)
@@ -432,8 +433,8 @@ TEST_F(CudaFastKernels, Float32To16AndBack) {
       for (size_t offset : {size_t(0), size_t(4)}) {
         std::vector<float> v = random_values(static_cast<size_t>(n), rng, true);
         if (n > 16) v[5] = 1e6f;  // float16 overflow -> inf
-        const std::string what = std::string(fname(dt)) + " n " + std::to_string(n) + " offset " +
-                                 std::to_string(offset);
+        const std::string what =
+            std::string(fname(dt)) + " n " + std::to_string(n) + " offset " + std::to_string(offset);
         Dev x = up(encode(0, v), offset), y(static_cast<size_t>(n) * 2, offset / 2);
         ASSERT_EQ(k::f32_to_16(static_cast<const float*>(x.ptr()), y.ptr(), n, dt == 2, st()), 0) << what;
         const std::vector<uint8_t> got = down(y), want = encode(dt, v);
@@ -443,15 +444,19 @@ TEST_F(CudaFastKernels, Float32To16AndBack) {
           uint16_t g, w;
           std::memcpy(&g, &got[i * 2], 2);
           std::memcpy(&w, &want[i * 2], 2);
-          if (std::isnan(v[i])) ASSERT_TRUE(std::isnan(got_values[i])) << what << " at " << i;
-          else ASSERT_EQ(g, w) << what << " at " << i << " value " << v[i];
+          if (std::isnan(v[i]))
+            ASSERT_TRUE(std::isnan(got_values[i])) << what << " at " << i;
+          else
+            ASSERT_EQ(g, w) << what << " at " << i << " value " << v[i];
         }
         Dev back(static_cast<size_t>(n) * 4, offset);
         ASSERT_EQ(k::f16_to_32(y.ptr(), static_cast<float*>(back.ptr()), n, dt == 2, st()), 0) << what;
         const std::vector<float> b = decode(0, down(back)), half = decode(dt, want);
         for (int64_t i = 0; i < n; ++i) {
-          if (std::isnan(half[i])) ASSERT_TRUE(std::isnan(b[i])) << what << " back at " << i;
-          else ASSERT_EQ(b[i], half[i]) << what << " back at " << i;
+          if (std::isnan(half[i]))
+            ASSERT_TRUE(std::isnan(b[i])) << what << " back at " << i;
+          else
+            ASSERT_EQ(b[i], half[i]) << what << " back at " << i;
         }
       }
 }

@@ -20,7 +20,8 @@ Tensor i32(const std::vector<int32_t>& v, const Shape& s) { return Tensor::from_
 Tensor to16(const Tensor& f, DType t) {
   Tensor h = Tensor::empty(t, f.shape());
   for (int64_t i = 0; i < f.numel(); ++i)
-    h.data<uint16_t>()[i] = t == DType::kFloat16 ? float_to_half(f.data<float>()[i]) : float_to_bfloat16(f.data<float>()[i]);
+    h.data<uint16_t>()[i] =
+        t == DType::kFloat16 ? float_to_half(f.data<float>()[i]) : float_to_bfloat16(f.data<float>()[i]);
   return h;
 }
 double value16(const Tensor& t, int64_t i) {
@@ -52,8 +53,10 @@ void compare16(const ir::Node& node, const std::vector<Tensor>& inputs, const st
   const auto got = run_cuda(one.g, one.feeds);
   for (const auto& [name, t] : want) {
     SCOPED_TRACE(node.op_type + " output " + name);
-    if (backends::cuda::is_16bit_float(t.dtype())) expect16_close(got.at(name), t);
-    else expect_tensors_close(got.at(name), t);
+    if (backends::cuda::is_16bit_float(t.dtype()))
+      expect16_close(got.at(name), t);
+    else
+      expect_tensors_close(got.at(name), t);
   }
 }
 
@@ -139,20 +142,22 @@ std::vector<Case16> island_cases(DType t) {
   c.push_back({Op("MatMul", 2).node,
                {to16(random_tensor({2, 1, 4, 8}, 17), t), to16(random_tensor({1, 2, 8, 8}, 18), t)}});  // broadcast
   // Weights as a 16-bit constant (uploaded 16-bit as they are).
-  c.push_back({Op("MatMul", 2).node, {to16(random_tensor({4, 8}, 23), t), to16(random_tensor({8, 6}, 24), t)},
-               {false, true}});
+  c.push_back(
+      {Op("MatMul", 2).node, {to16(random_tensor({4, 8}, 23), t), to16(random_tensor({8, 6}, 24), t)}, {false, true}});
   c.push_back({Op("Elu", 1).f("alpha", 0.7f).node, {to16(random_tensor({3, 7}, 25, -3.f, 3.f), t)}});
   c.push_back({Op("Celu", 1).f("alpha", 1.5f).node, {to16(random_tensor({3, 7}, 26, -3.f, 3.f), t)}, {}, 12});
   c.push_back({Op("Einsum", 2).s("equation", "ij,jk->ik").node,
-               {to16(random_tensor({3, 4}, 27), t), to16(random_tensor({4, 2}, 28), t)}, {}, 12});
+               {to16(random_tensor({3, 4}, 27), t), to16(random_tensor({4, 2}, 28), t)},
+               {},
+               12});
   c.push_back({Op("Einsum", 1).s("equation", "ij->ji").node, {to16(random_tensor({3, 4}, 29), t)}, {}, 12});
   // Conv with 16-bit weights and bias (test_causal_conv_with_state_fp16_expanded's Conv).
-  c.push_back({Op("Conv", 3).ints("pads", {1, 1}).node,
-               {to16(random_tensor({1, 2, 7}, 30), t), to16(random_tensor({4, 2, 3}, 31), t),
-                to16(random_tensor({4}, 32), t)},
-               {false, true, true}});
-  c.push_back({Op("AveragePool", 1).ints("kernel_shape", {2, 2, 2}).node,
-               {to16(random_tensor({1, 2, 3, 4, 5}, 33), t)}});
+  c.push_back(
+      {Op("Conv", 3).ints("pads", {1, 1}).node,
+       {to16(random_tensor({1, 2, 7}, 30), t), to16(random_tensor({4, 2, 3}, 31), t), to16(random_tensor({4}, 32), t)},
+       {false, true, true}});
+  c.push_back(
+      {Op("AveragePool", 1).ints("kernel_shape", {2, 2, 2}).node, {to16(random_tensor({1, 2, 3, 4, 5}, 33), t)}});
   return c;
 }
 
@@ -225,21 +230,30 @@ TEST(CudaPool3d, Pool3d) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 3, 7, 6, 9}, 51, -2.f, 2.f);
   compare_node(Op("MaxPool", 1).ints("kernel_shape", {2, 2, 2}).node, {x});
-  compare_node(Op("MaxPool", 1).ints("kernel_shape", {2, 3, 2}).ints("strides", {2, 1, 3}).ints("dilations", {2, 2, 1})
-                   .ints("pads", {1, 0, 1, 0, 1, 1}).node,
+  compare_node(Op("MaxPool", 1)
+                   .ints("kernel_shape", {2, 3, 2})
+                   .ints("strides", {2, 1, 3})
+                   .ints("dilations", {2, 2, 1})
+                   .ints("pads", {1, 0, 1, 0, 1, 1})
+                   .node,
                {x}, {}, 12);
   compare_node(Op("MaxPool", 1).ints("kernel_shape", {3, 3, 3}).ints("strides", {2, 2, 2}).i("ceil_mode", 1).node, {x},
                {}, 12);
-  compare_node(Op("MaxPool", 1).ints("kernel_shape", {3, 2, 3}).s("auto_pad", "SAME_UPPER").ints("strides", {2, 2, 2})
-                   .node,
-               {x}, {}, 12);
+  compare_node(
+      Op("MaxPool", 1).ints("kernel_shape", {3, 2, 3}).s("auto_pad", "SAME_UPPER").ints("strides", {2, 2, 2}).node, {x},
+      {}, 12);
   for (int64_t include : {0, 1})
     for (int64_t ceil : {0, 1}) {
       SCOPED_TRACE("count_include_pad " + std::to_string(include) + " ceil_mode " + std::to_string(ceil));
       compare_node(Op("AveragePool", 1).ints("kernel_shape", {2, 2, 2}).node, {x}, {}, 19);
-      compare_node(Op("AveragePool", 1).ints("kernel_shape", {3, 3, 2}).ints("strides", {2, 2, 3})
-                       .ints("dilations", {2, 1, 2}).ints("pads", {1, 1, 0, 1, 0, 1})
-                       .i("count_include_pad", include).i("ceil_mode", ceil).node,
+      compare_node(Op("AveragePool", 1)
+                       .ints("kernel_shape", {3, 3, 2})
+                       .ints("strides", {2, 2, 3})
+                       .ints("dilations", {2, 1, 2})
+                       .ints("pads", {1, 1, 0, 1, 0, 1})
+                       .i("count_include_pad", include)
+                       .i("ceil_mode", ceil)
+                       .node,
                    {x}, {}, 19, 1e-5, 1e-5);
     }
   // NaN propagates through MaxPool as on the CPU.
@@ -252,8 +266,12 @@ TEST(CudaConvTranspose3d, ConvTranspose3d) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({2, 4, 3, 4, 2}, 61);
   compare_node(Op("ConvTranspose", 2).node, {x, random_tensor({4, 3, 2, 2, 2}, 62)}, {}, 17, 1e-5, 1e-4);
-  compare_node(Op("ConvTranspose", 3).ints("strides", {2, 1, 3}).ints("pads", {1, 0, 1, 0, 1, 1})
-                   .ints("dilations", {1, 2, 1}).ints("output_padding", {1, 0, 2}).node,
+  compare_node(Op("ConvTranspose", 3)
+                   .ints("strides", {2, 1, 3})
+                   .ints("pads", {1, 0, 1, 0, 1, 1})
+                   .ints("dilations", {1, 2, 1})
+                   .ints("output_padding", {1, 0, 2})
+                   .node,
                {x, random_tensor({4, 2, 3, 2, 3}, 63), random_tensor({2}, 64)}, {false, true, true}, 17, 1e-5, 1e-4);
   compare_node(Op("ConvTranspose", 3).i("group", 2).ints("strides", {2, 2, 2}).node,
                {x, random_tensor({4, 3, 2, 3, 2}, 65), random_tensor({6}, 66)}, {}, 17, 1e-5, 1e-4);
@@ -279,10 +297,10 @@ TEST(CudaGru, GruBothLinearBeforeResetValues) {
                    {x, random_tensor({dirs, 3 * hid, in}, 73), random_tensor({dirs, 3 * hid, hid}, 74, -1.5f, 1.5f),
                     random_tensor({dirs, 6 * hid}, 75), lens, random_tensor({dirs, batch, hid}, 76)},
                    {}, 14, 1e-5, 1e-4);
-      compare_node(Op("GRU", 3, 2).i("hidden_size", hid).s("direction", dir).i("layout", 1)
-                       .i("linear_before_reset", lbr).node,
-                   {xb, random_tensor({dirs, 3 * hid, in}, 77), random_tensor({dirs, 3 * hid, hid}, 78, -1.5f, 1.5f)},
-                   {}, 14, 1e-5, 1e-4);
+      compare_node(
+          Op("GRU", 3, 2).i("hidden_size", hid).s("direction", dir).i("layout", 1).i("linear_before_reset", lbr).node,
+          {xb, random_tensor({dirs, 3 * hid, in}, 77), random_tensor({dirs, 3 * hid, hid}, 78, -1.5f, 1.5f)}, {}, 14,
+          1e-5, 1e-4);
     }
   }
 }

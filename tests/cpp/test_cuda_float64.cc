@@ -1,5 +1,5 @@
-// CUDA vs CPU-reference comparisons for the float64 branches of the CUDA Softmax / LogSoftmax layer (ops/nn/softmax/cuda)
-// and MatMul layer (ops/nn/gemm/cuda), on softmax_f64.cu / matmul_f64.cu (the onnx 1.23 expanded
+// CUDA vs CPU-reference comparisons for the float64 branches of the CUDA Softmax / LogSoftmax layer
+// (ops/nn/softmax/cuda) and MatMul layer (ops/nn/gemm/cuda), on softmax_f64.cu / matmul_f64.cu (the onnx 1.23 expanded
 // Attention / FlexAttention cases run these nodes in double). The inputs are random doubles with full 53-bit
 // mantissas, so a float32 path could not meet the 1e-12 tolerances. Every layer must be placed on CUDA with its
 // float64 tactic. GPU tests skip with a message without a GPU; the host tests (support check) run everywhere.
@@ -63,7 +63,7 @@ TEST(CudaFloat64, SoftmaxAndLogSoftmaxMatchTheCpuReference) {
   };
   // Rows (axis -1: one block per row, short and longer than the block), columns (axis 1 with trailing dims), and
   // opset 11's flattening from axis 1 on.
-  const Case cases[] = {{{3, 7}, -1, 13},     {{4, 1500}, -1, 13}, {{1, 1}, -1, 13}, {{2, 5, 3}, 1, 13},
+  const Case cases[] = {{{3, 7}, -1, 13},     {{4, 1500}, -1, 13}, {{1, 1}, -1, 13},  {{2, 5, 3}, 1, 13},
                         {{2, 300, 4}, 1, 13}, {{6, 2}, 1, 13},     {{2, 3, 4}, 1, 11}};
   uint32_t seed = 1;
   for (const char* op : {"Softmax", "LogSoftmax"})
@@ -79,7 +79,7 @@ TEST(CudaFloat64, SoftmaxAndLogSoftmaxMatchTheCpuReference) {
 TEST(CudaFloat64, SoftmaxMaskedAndSpecialRows) {
   KILNRT_SKIP_WITHOUT_GPU();
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  const Tensor x = Tensor::from_vector(std::vector<double>{0.5, -inf, 1.25, -inf,  //
+  const Tensor x = Tensor::from_vector(std::vector<double>{0.5, -inf, 1.25, -inf,   //
                                                            -inf, -inf, -inf, -inf,  //
                                                            1.0, nan, 2.0, 3.0,      //
                                                            900.0, 899.0, -900.0, 901.5},
@@ -94,12 +94,19 @@ TEST(CudaFloat64, SoftmaxMaskedAndSpecialRows) {
 TEST(CudaFloat64, MatMulMatchesTheCpuReference) {
   KILNRT_SKIP_WITHOUT_GPU();
   // 2-D (one tile, several partial tiles), batched with every broadcasting form, 1-D operands, K = 1.
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{5, 7}, {7, 3}},      {{70, 33}, {33, 129}},     {{3, 4, 6}, {3, 6, 5}},
-      {{3, 4, 6}, {6, 5}},   {{4, 6}, {2, 6, 5}},       {{2, 1, 4, 6}, {3, 6, 5}},
-      {{6}, {6, 4}},         {{4, 6}, {6}},             {{2, 4, 6}, {6}},
-      {{6}, {3, 6, 2}},      {{9}, {9}},                {{65, 1}, {1, 70}},
-      {{2, 3, 1, 7, 8}, {1, 3, 4, 8, 2}}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{5, 7}, {7, 3}},
+                                                       {{70, 33}, {33, 129}},
+                                                       {{3, 4, 6}, {3, 6, 5}},
+                                                       {{3, 4, 6}, {6, 5}},
+                                                       {{4, 6}, {2, 6, 5}},
+                                                       {{2, 1, 4, 6}, {3, 6, 5}},
+                                                       {{6}, {6, 4}},
+                                                       {{4, 6}, {6}},
+                                                       {{2, 4, 6}, {6}},
+                                                       {{6}, {3, 6, 2}},
+                                                       {{9}, {9}},
+                                                       {{65, 1}, {1, 70}},
+                                                       {{2, 3, 1, 7, 8}, {1, 3, 4, 8, 2}}};
   uint32_t seed = 100;
   for (const auto& [sa, sb] : shapes) {
     SCOPED_TRACE(shape_to_string(sa) + " x " + shape_to_string(sb));
@@ -109,20 +116,20 @@ TEST(CudaFloat64, MatMulMatchesTheCpuReference) {
   }
 }
 
-// ---- support checks (run everywhere) ---------------------------------------------------------------------------------
+// ---- support checks (run everywhere)
+// ---------------------------------------------------------------------------------
 
 std::vector<OneNode> float64_graphs() {
   std::vector<OneNode> nets;
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     nets.emplace_back(Op(op, 1).node, std::vector<Tensor>{doubles({2, 3}, 1)}, std::vector<bool>{}, 13);
-    nets.emplace_back(Op(op, 1).i("axis", 1).node, std::vector<Tensor>{doubles({2, 3, 4}, 2)}, std::vector<bool>{},
-                      13);
+    nets.emplace_back(Op(op, 1).i("axis", 1).node, std::vector<Tensor>{doubles({2, 3, 4}, 2)}, std::vector<bool>{}, 13);
     nets.emplace_back(Op(op, 1).node, std::vector<Tensor>{doubles({2, 3, 4}, 3)}, std::vector<bool>{}, 11);
   }
   nets.emplace_back(Op("MatMul", 2).node, std::vector<Tensor>{doubles({2, 1, 4, 6}, 4), doubles({3, 6, 5}, 5)},
                     std::vector<bool>{}, 13);
-  nets.emplace_back(Op("MatMul", 2).node, std::vector<Tensor>{doubles({6}, 6), doubles({6, 4}, 7)},
-                    std::vector<bool>{}, 13);
+  nets.emplace_back(Op("MatMul", 2).node, std::vector<Tensor>{doubles({6}, 6), doubles({6, 4}, 7)}, std::vector<bool>{},
+                    13);
   return nets;
 }
 

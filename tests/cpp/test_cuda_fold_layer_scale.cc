@@ -29,7 +29,9 @@ TEST(CudaFoldLayerScale, FusedMatMulResidualAtConvNextShapesMatchesCpu) {
   KILNRT_SKIP_WITHOUT_GPU();
   // convnext_tiny's second Linear at stage 1 (56 x 56 x 384 -> 96) and stage 4 (7 x 7 x 3072 -> 768), batch 2, with
   // its bias and the block input (channels last) as C; gamma already folded into W.
-  struct Geo { int64_t hw, k, n; };
+  struct Geo {
+    int64_t hw, k, n;
+  };
   for (const Geo& geo : {Geo{56, 384, 96}, Geo{7, 3072, 768}}) {
     for (const Precision16& p : kPrecisions16) {
       SCOPED_TRACE(std::to_string(geo.k) + "->" + std::to_string(geo.n) + " " + p.name);
@@ -62,7 +64,9 @@ TEST(CudaFoldLayerScale, FusedMatMulResidualAtConvNextShapesMatchesCpu) {
 TEST(CudaFoldLayerScale, ConvNextBlocksMatchCpuNhwcAndNchw) {
   KILNRT_SKIP_WITHOUT_GPU();
   // Two stage-1 blocks (96 channels, 28 x 28: the GEMMs at M = 1568) and two stage-4-like blocks (8 x 8, 256 ch).
-  struct Geo { int64_t c, hw; };
+  struct Geo {
+    int64_t c, hw;
+  };
   for (const Geo& geo : {Geo{96, 28}, Geo{256, 8}}) {
     layerscaletest::BlockCase bc;
     bc.c = geo.c;

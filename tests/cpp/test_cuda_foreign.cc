@@ -354,10 +354,10 @@ TEST_F(CudaForeignFake, MissingLibraryIsNamedInTheError) {
 // ---- on the GPU --------------------------------------------------------------------------------------------
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                                    \
-  do {                                                                                        \
-    std::string why_;                                                                         \
-    if (!kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_;       \
+#define SKIP_WITHOUT_GPU()                                                              \
+  do {                                                                                  \
+    std::string why_;                                                                   \
+    if (!kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
   } while (0)
 
 using CtxCreateFn = CUresult (*)(CUcontext*, unsigned, CUdevice);

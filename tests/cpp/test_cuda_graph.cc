@@ -27,12 +27,12 @@ extern "C" __global__ void axpy(float a, const float* x, float* y, int n) {
 }
 )";
 
-#define SKIP_WITHOUT_GPU_AND_NVRTC()                                                          \
-  do {                                                                                        \
-    std::string why_;                                                                         \
-    if (!kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_;       \
-    const kc::LibraryInfo& nv_ = kc::library(kc::Library::kNvrtc);                            \
-    if (!nv_.found) GTEST_SKIP() << "NVRTC missing: " << nv_.why_missing;                     \
+#define SKIP_WITHOUT_GPU_AND_NVRTC()                                                    \
+  do {                                                                                  \
+    std::string why_;                                                                   \
+    if (!kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
+    const kc::LibraryInfo& nv_ = kc::library(kc::Library::kNvrtc);                      \
+    if (!nv_.found) GTEST_SKIP() << "NVRTC missing: " << nv_.why_missing;               \
   } while (0)
 
 constexpr int kN = 4096;
@@ -129,7 +129,8 @@ TEST(CudaGraph, FailingWorkEndsTheCaptureAndKeepsTheOldGraph) {
   kc::Stream stream(0);
   Vectors v(stream, 1.f, 0.f);
   kc::CudaGraph graph(0);
-  graph.capture([&](kc::StreamHandle s) { k.launch(kc::Dim3(kN / 256), kc::Dim3(256), 0, s, 1.f, v.xp(), v.yp(), kN); });
+  graph.capture(
+      [&](kc::StreamHandle s) { k.launch(kc::Dim3(kN / 256), kc::Dim3(256), 0, s, 1.f, v.xp(), v.yp(), kN); });
   EXPECT_THROW(graph.capture([&](kc::StreamHandle) { throw std::runtime_error("work failed"); }), std::runtime_error);
   EXPECT_FALSE(kc::stream_is_capturing(graph.capture_stream(), 0));
   // An unsupported call inside the capture (a synchronisation of the capturing stream) is a clear error.

@@ -45,9 +45,9 @@ CUcontext current() { return t_stack.empty() ? nullptr : t_stack.back(); }
 
 CUresult fInit(unsigned) { return CUDA_SUCCESS; }
 CUresult fGetErrorName(CUresult r, const char** s) {
-  *s = r == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY"
+  *s = r == CUDA_ERROR_OUT_OF_MEMORY     ? "CUDA_ERROR_OUT_OF_MEMORY"
        : r == CUDA_ERROR_INVALID_CONTEXT ? "CUDA_ERROR_INVALID_CONTEXT"
-                                          : "CUDA_ERROR_FAKE";
+                                         : "CUDA_ERROR_FAKE";
   return CUDA_SUCCESS;
 }
 CUresult fGetErrorString(CUresult, const char** s) {
@@ -448,7 +448,7 @@ TEST_F(CudaGuardFake, ChildForkedAfterInitRefusesGpuEntry) {
 }
 
 TEST_F(CudaGuardFake, ChildForkedBeforeInitIsFine) {
-  kc::note_cuda_initialised();                  // make sure the handler is installed...
+  kc::note_cuda_initialised();                   // make sure the handler is installed...
   kc::set_cuda_state_for_testing(false, false);  // ...but model a parent that never initialised CUDA
   pid_t pid = fork();
   ASSERT_GE(pid, 0);

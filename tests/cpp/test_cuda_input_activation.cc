@@ -60,8 +60,8 @@ TEST(CudaInputActivation, TiledDepthwiseKernelActivatesTheInputOnLoad) {
         xa[i] = to_f(to_16(static_cast<float>(activate(cs.in_act, to_f(o.x[i]), cs.in_a, cs.in_b))));
       // The reference pads with 0, not in_act(0).
       const std::vector<double> bias_d = doubles_16bit(dt, o.bias), z_d = doubles_16bit(dt, o.z);
-      const std::vector<double> ref = depthwise_reference(p, xa, doubles_16bit(dt, o.w), &bias_d,
-                                                          cs.residual ? &z_d : nullptr, cs.act, 0, 0);
+      const std::vector<double> ref =
+          depthwise_reference(p, xa, doubles_16bit(dt, o.w), &bias_d, cs.residual ? &z_d : nullptr, cs.act, 0, 0);
       k::DepthwiseEpilogue e;
       e.act = cs.act;
       e.in_act = cs.in_act;
@@ -83,8 +83,10 @@ TEST(CudaInputActivation, TiledDepthwiseKernelActivatesTheInputOnLoad) {
 struct EnvVar {
   const char* name;
   EnvVar(const char* n, const char* v) : name(n) {
-    if (v) setenv(n, v, 1);
-    else unsetenv(n);
+    if (v)
+      setenv(n, v, 1);
+    else
+      unsetenv(n);
   }
   ~EnvVar() { unsetenv(name); }
 };

@@ -38,16 +38,16 @@ template <typename T> __global__ void scale(T* p, T s, int n) {
 }
 )";
 
-#define SKIP_WITHOUT_NVRTC()                                                                  \
-  do {                                                                                        \
-    const kc::LibraryInfo& nv_ = kc::library(kc::Library::kNvrtc);                            \
-    if (!nv_.found) GTEST_SKIP() << "NVRTC missing: " << nv_.why_missing;                     \
+#define SKIP_WITHOUT_NVRTC()                                              \
+  do {                                                                    \
+    const kc::LibraryInfo& nv_ = kc::library(kc::Library::kNvrtc);        \
+    if (!nv_.found) GTEST_SKIP() << "NVRTC missing: " << nv_.why_missing; \
   } while (0)
 
-#define SKIP_WITHOUT_GPU()                                                                    \
-  do {                                                                                        \
-    std::string why_;                                                                         \
-    if (!kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_;       \
+#define SKIP_WITHOUT_GPU()                                                              \
+  do {                                                                                  \
+    std::string why_;                                                                   \
+    if (!kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
   } while (0)
 
 // Points KILNRT_CACHE_DIR at a fresh temporary directory for the test and removes it afterwards.
@@ -126,7 +126,8 @@ TEST(CudaKernelNvrtc, CompilesPtxAndCubinForExplicitArchWithoutGpu) {
   auto cubin = kc::compile_cuda(kSaxpy, {"saxpy"}, kc::CompileTarget{80, true}, opt);
   EXPECT_EQ(cubin->kind, kc::CompiledCode::Kind::kCubin);
   ASSERT_GE(cubin->image.size(), 4u);
-  EXPECT_EQ(cubin->image.substr(0, 4), std::string("\x7f" "ELF"));
+  EXPECT_EQ(cubin->image.substr(0, 4), std::string("\x7f"
+                                                   "ELF"));
 }
 
 TEST(CudaKernelNvrtc, TemplateNameExpressionIsLowered) {

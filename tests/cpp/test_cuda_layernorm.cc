@@ -19,9 +19,10 @@ using attntest::random_tensor;
 struct Prec {
   const char* name;  // "" = float32
   DType dt;
-  double u;          // unit roundoff of the storage dtype
+  double u;  // unit roundoff of the storage dtype
 };
-const Prec kPrecs[] = {{"", DType::kFloat32, 0.0}, {"fp16", DType::kFloat16, 1.0 / 2048}, {"bf16", DType::kBFloat16, 1.0 / 256}};
+const Prec kPrecs[] = {
+    {"", DType::kFloat32, 0.0}, {"fp16", DType::kFloat16, 1.0 / 2048}, {"bf16", DType::kBFloat16, 1.0 / 256}};
 
 float round_to(float v, DType dt) {
   if (dt == DType::kFloat16) return half_to_float(float_to_half(v));
@@ -35,8 +36,8 @@ Tensor rounded(const Tensor& t, DType dt) {
 }
 
 void run_graph_case(const Prec& p, const Shape& xs, int axis, bool bias, bool kilnrt_domain) {
-  SCOPED_TRACE(std::string(*p.name ? p.name : "fp32") + " x " + shape_to_string(xs) + " axis " +
-               std::to_string(axis) + (bias ? " bias" : "") + (kilnrt_domain ? " com.kilnrt" : " onnx"));
+  SCOPED_TRACE(std::string(*p.name ? p.name : "fp32") + " x " + shape_to_string(xs) + " axis " + std::to_string(axis) +
+               (bias ? " bias" : "") + (kilnrt_domain ? " com.kilnrt" : " onnx"));
   Shape norm(xs.begin() + (axis < 0 ? static_cast<int64_t>(xs.size()) + axis : axis), xs.end());
   attntest::Builder b;
   // An offset mean (3) makes a wrong mean or a one-pass variance visible.
@@ -117,9 +118,9 @@ TEST(CudaLayerNorm, VectorKernelTakesAlignedRowsAndRefusesTheRest) {
   // Row counts leave part of the last block's groups without a row (they must still join the shuffles). 16-bit rows
   // of 768 / 1024 values without statistics outputs run on persistent warps: 4000+ rows give each warp several (an
   // H100 runs 2 x 132 blocks of 8); those cases also run that way below.
-  const Case cases[] = {{DType::kFloat16, 1001, 96},  {DType::kFloat16, 77, 768},   {DType::kBFloat16, 33, 192},
-                        {DType::kFloat16, 5, 2048},   {DType::kFloat32, 19, 1024},  {DType::kFloat32, 300, 4},
-                        {DType::kBFloat16, 9, 8},     {DType::kFloat32, 3, 640},    {DType::kFloat16, 5003, 768},
+  const Case cases[] = {{DType::kFloat16, 1001, 96},    {DType::kFloat16, 77, 768},  {DType::kBFloat16, 33, 192},
+                        {DType::kFloat16, 5, 2048},     {DType::kFloat32, 19, 1024}, {DType::kFloat32, 300, 4},
+                        {DType::kBFloat16, 9, 8},       {DType::kFloat32, 3, 640},   {DType::kFloat16, 5003, 768},
                         {DType::kBFloat16, 4401, 1024}, {DType::kFloat32, 4099, 512}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(dtype_name(c.dt)) + " rows " + std::to_string(c.rows) + " n " + std::to_string(c.n));
@@ -181,8 +182,7 @@ TEST(CudaLayerNorm, VectorKernelTakesAlignedRowsAndRefusesTheRest) {
     for (size_t r = 0; r < hm.size() && bad < 5; ++r) {
       if (!(std::fabs(hm[r] - wm[r]) <= 1e-5 + 1e-5 * std::fabs(wm[r])) ||
           !(std::fabs(hi[r] - wi[r]) <= 1e-4 * std::fabs(wi[r]))) {
-        ADD_FAILURE() << "row " << r << ": mean " << hm[r] << " / " << wm[r] << ", inv_std " << hi[r] << " / "
-                      << wi[r];
+        ADD_FAILURE() << "row " << r << ": mean " << hm[r] << " / " << wm[r] << ", inv_std " << hi[r] << " / " << wi[r];
         ++bad;
       }
     }
@@ -198,8 +198,8 @@ TEST(CudaLayerNorm, VectorKernelTakesAlignedRowsAndRefusesTheRest) {
       check_y(plain);
       {  // KILNRT_LAYERNORM_ROWS=0: the one-row-per-warp kernel, the same results within the tolerance
         kilnrt::cudatest::ScopedEnv off("KILNRT_LAYERNORM_ROWS", "0");
-        ASSERT_EQ(k::layernorm_vec(dt, dx.data(), dg.data(), db.data(), dy.data(), nullptr, nullptr, c.rows, c.n,
-                                   1e-5f, stream.get()),
+        ASSERT_EQ(k::layernorm_vec(dt, dx.data(), dg.data(), db.data(), dy.data(), nullptr, nullptr, c.rows, c.n, 1e-5f,
+                                   stream.get()),
                   0);
         std::vector<unsigned char> switched(count * es);
         dy.copy_to_host_async(switched.data(), switched.size(), stream.get());
@@ -215,9 +215,9 @@ TEST(CudaLayerNorm, VectorKernelTakesAlignedRowsAndRefusesTheRest) {
     }
     // Refusals: nothing launched, -1 (the caller then takes the older kernels).
     char* ox = static_cast<char*>(dx.data()) + es;  // one element off 16-byte alignment
-    EXPECT_EQ(k::layernorm_vec(dt, ox, dg.data(), db.data(), dy.data(), nullptr, nullptr, c.rows, c.n, 1e-5f,
-                               stream.get()),
-              -1);
+    EXPECT_EQ(
+        k::layernorm_vec(dt, ox, dg.data(), db.data(), dy.data(), nullptr, nullptr, c.rows, c.n, 1e-5f, stream.get()),
+        -1);
     EXPECT_EQ(k::layernorm_vec(dt, dx.data(), dg.data(), db.data(), dy.data(), nullptr, nullptr, c.rows, c.n - 1, 1e-5f,
                                stream.get()),
               -1);
@@ -225,12 +225,12 @@ TEST(CudaLayerNorm, VectorKernelTakesAlignedRowsAndRefusesTheRest) {
   stream.synchronize();
   // Rows above the limit (2048 halves / 1024 floats) go to the older kernels.
   kilnrt::cuda::DeviceBuffer big(dev, 4 * 2064);
-  EXPECT_EQ(k::layernorm_vec(1, big.data(), nullptr, nullptr, big.data(), nullptr, nullptr, 1, 2056, 1e-5f,
-                             stream.get()),
-            -1);
-  EXPECT_EQ(k::layernorm_vec(0, big.data(), nullptr, nullptr, big.data(), nullptr, nullptr, 1, 1028, 1e-5f,
-                             stream.get()),
-            -1);
+  EXPECT_EQ(
+      k::layernorm_vec(1, big.data(), nullptr, nullptr, big.data(), nullptr, nullptr, 1, 2056, 1e-5f, stream.get()),
+      -1);
+  EXPECT_EQ(
+      k::layernorm_vec(0, big.data(), nullptr, nullptr, big.data(), nullptr, nullptr, 1, 1028, 1e-5f, stream.get()),
+      -1);
 }
 
 }  // namespace

@@ -55,10 +55,10 @@ TEST(CudaLayoutPlan, ResNetStemBlockAndHead) {
   EXPECT_EQ(d.nhwc_slot, (std::vector<uint8_t>{0, 1, 0, 1, 1, 0, 0, 0}));
   EXPECT_TRUE(d.step_nhwc[stem] && d.step_nhwc[c2] && d.step_nhwc[c3]);
   EXPECT_FALSE(d.step_nhwc[pool] || d.step_nhwc[gap]);
-  EXPECT_EQ(d.reformat[stem], (std::vector<int8_t>{1, 0}));         // graph input -> NHWC
-  EXPECT_EQ(d.reformat[pool], (std::vector<int8_t>{-1}));           // MaxPool reads NCHW
-  EXPECT_EQ(d.reformat[c2], (std::vector<int8_t>{1, 0}));           // pooled value -> NHWC
-  EXPECT_EQ(d.reformat[c3], (std::vector<int8_t>{0, 0, 0, 1}));     // the residual too; weights never
+  EXPECT_EQ(d.reformat[stem], (std::vector<int8_t>{1, 0}));      // graph input -> NHWC
+  EXPECT_EQ(d.reformat[pool], (std::vector<int8_t>{-1}));        // MaxPool reads NCHW
+  EXPECT_EQ(d.reformat[c2], (std::vector<int8_t>{1, 0}));        // pooled value -> NHWC
+  EXPECT_EQ(d.reformat[c3], (std::vector<int8_t>{0, 0, 0, 1}));  // the residual too; weights never
   EXPECT_EQ(d.reformat[gap], (std::vector<int8_t>{-1}));
   EXPECT_EQ(d.reformats, 5u);
 }
@@ -251,8 +251,8 @@ TEST(CudaLayoutPlan, DepthwiseConvsAreFastInNhwcWithEightChannelGroupsAndAStatic
     int64_t k, batch;  // batch -1: symbolic (a dynamic-batch engine)
     bool fast;
   };
-  for (const Case& c : {Case{16, 8, true}, Case{16, 32, true}, Case{12, 32, false}, Case{16, 1, false},
-                        Case{16, -1, false}}) {
+  for (const Case& c :
+       {Case{16, 8, true}, Case{16, 32, true}, Case{12, 32, false}, Case{16, 1, false}, Case{16, -1, false}}) {
     tc::GraphBuilder b;
     b.input("x", {c.batch < 0 ? 1 : c.batch, c.k, 8, 8});
     if (c.batch < 0) b.g.types["x"].shape[0] = kilnrt::ir::Dim::symbol("N");
@@ -283,10 +283,10 @@ std::vector<int> apply_strided(const kilnrt::cuda::kernels::Strided& s, const st
     for (int64_t b = 0; b < s.dims[1]; ++b)
       for (int64_t c = 0; c < s.dims[2]; ++c)
         for (int64_t d = 0; d < s.dims[3]; ++d) {
-          const int64_t o = s.out_offset + a * s.out_strides[0] + b * s.out_strides[1] + c * s.out_strides[2] +
-                            d * s.out_strides[3];
-          const int64_t i = s.in_offset + a * s.in_strides[0] + b * s.in_strides[1] + c * s.in_strides[2] +
-                            d * s.in_strides[3];
+          const int64_t o =
+              s.out_offset + a * s.out_strides[0] + b * s.out_strides[1] + c * s.out_strides[2] + d * s.out_strides[3];
+          const int64_t i =
+              s.in_offset + a * s.in_strides[0] + b * s.in_strides[1] + c * s.in_strides[2] + d * s.in_strides[3];
           dst.at(o) = src.at(i);
         }
   return dst;

@@ -66,7 +66,8 @@ int conv_nodes(const ir::Graph& g) {
 
 int recorded_nodes(const ir::Graph& g, const std::string& layout) {
   int n = 0;
-  for (const ir::Node& node : g.nodes) n += node.has_attr(bc::kLayoutAttr) && node.attr_string(bc::kLayoutAttr) == layout;
+  for (const ir::Node& node : g.nodes)
+    n += node.has_attr(bc::kLayoutAttr) && node.attr_string(bc::kLayoutAttr) == layout;
   return n;
 }
 
@@ -81,14 +82,14 @@ TEST(CudaLayoutPolicy, EnvBeatsRecordBeatsPrediction) {
     std::string source;
   };
   const Case cases[] = {
-      {nullptr, "", false, true, false, "prediction"},   // engines built before the record
+      {nullptr, "", false, true, false, "prediction"},  // engines built before the record
       {nullptr, "nhwc", false, true, true, "record"},
       {nullptr, "nchw", false, false, false, "record"},
       {nullptr, "junk", false, true, false, "prediction"},  // an unknown record is no record
       {"0", "nhwc", false, false, false, "env"},
       {"1", "nchw", false, true, true, "env"},
       {"1", "", false, true, true, "env"},
-      {"yes", "nchw", false, false, false, "record"},  // only 0 / 1 force
+      {"yes", "nchw", false, false, false, "record"},    // only 0 / 1 force
       {"1", "nhwc", true, false, false, "sync-points"},  // segmented runs stay NCHW whatever is asked
       {nullptr, "nhwc", true, false, false, "sync-points"},
   };
@@ -109,8 +110,7 @@ TEST(CudaLayoutPolicy, RecordLivesOnTheConvNodes) {
   EXPECT_EQ(bc::recorded_layout(g), "nhwc");
   EXPECT_EQ(recorded_nodes(g, "nhwc"), 3);
   EXPECT_EQ(conv_nodes(g), 3);
-  for (const ir::Node& n : g.nodes)
-    EXPECT_EQ(n.has_attr(bc::kLayoutAttr), n.op_type == "Conv") << n.name;
+  for (const ir::Node& n : g.nodes) EXPECT_EQ(n.has_attr(bc::kLayoutAttr), n.op_type == "Conv") << n.name;
   bc::set_recorded_layout(g, "nchw");
   EXPECT_EQ(bc::recorded_layout(g), "nchw");
   bc::set_recorded_layout(g, "");
@@ -261,6 +261,5 @@ TEST(CudaLayoutTiming, EngineFileKeepsChoiceAndOldEnginesPredict) {
   // KILNRT_CUDA_NHWC at build: no timing, no record (the variable decides at load as before).
   EnvVar forced("KILNRT_CUDA_NHWC", "0");
   const std::vector<uint8_t> forced_bytes = build_engine(onnx, o);
-  EXPECT_EQ(bc::recorded_layout(engine::deserialize_engine(forced_bytes.data(), forced_bytes.size(), "gpu").graph),
-            "");
+  EXPECT_EQ(bc::recorded_layout(engine::deserialize_engine(forced_bytes.data(), forced_bytes.size(), "gpu").graph), "");
 }

@@ -66,10 +66,10 @@ TEST(CudaOpParity, TriluAndCumSum) {
   for (int64_t exclusive : {0, 1})
     for (int64_t reverse : {0, 1})
       for (int64_t axis : {0, 1, -1}) {
-        compare_node(Op("CumSum", 2).i("exclusive", exclusive).i("reverse", reverse).node, {y, i64({axis}, {})},
-                     {}, 14);
-        compare_node(Op("CumSum", 2).i("exclusive", exclusive).i("reverse", reverse).node, {y, i32({int32_t(axis)}, {})},
-                     {false, true}, 14);
+        compare_node(Op("CumSum", 2).i("exclusive", exclusive).i("reverse", reverse).node, {y, i64({axis}, {})}, {},
+                     14);
+        compare_node(Op("CumSum", 2).i("exclusive", exclusive).i("reverse", reverse).node,
+                     {y, i32({int32_t(axis)}, {})}, {false, true}, 14);
       }
   compare_node(Op("CumSum", 2).node, {i64({1, 2, 3, 4, 5}, {5}), i64({0}, {})}, {}, 14);
 }
@@ -89,9 +89,8 @@ TEST(CudaOpParity, GatherScatter) {
   }
   const Tensor d3 = random_tensor({4, 3, 2}, 40);
   compare_node(Op("ScatterND", 3).node, {d3, i64({2, 0}, {2, 1}), random_tensor({2, 3, 2}, 41)}, {}, 18);
-  compare_node(Op("ScatterND", 3).s("reduction", "add").node, {d3, i64({1, 2, 1, 2, 3, 0}, {3, 2}),
-                                                                random_tensor({3, 2}, 42)},
-               {}, 18);
+  compare_node(Op("ScatterND", 3).s("reduction", "add").node,
+               {d3, i64({1, 2, 1, 2, 3, 0}, {3, 2}), random_tensor({3, 2}, 42)}, {}, 18);
   compare_node(Op("GatherND", 2).node, {d3, i64({1, 2, 3, 0}, {2, 2})}, {}, 13);
   compare_node(Op("GatherND", 2).node, {d3, i64({3, 1}, {2, 1})}, {}, 13);
   compare_node(Op("GatherND", 2).i("batch_dims", 1).node, {d3, i64({1, 2, 0, 1}, {4, 1})}, {}, 13);
@@ -112,10 +111,10 @@ TEST(CudaOpParity, NormalizationAndLrn) {
   const Tensor x = random_tensor({2, 6, 5, 7}, 47, -3.f, 3.f);
   compare_node(Op("InstanceNormalization", 3).f("epsilon", 1e-3f).node,
                {x, random_tensor({6}, 48), random_tensor({6}, 49)}, {}, 17, 1e-4, 1e-4);
-  compare_node(Op("GroupNormalization", 3).i("num_groups", 3).node,
-               {x, random_tensor({6}, 50), random_tensor({6}, 51)}, {}, 21, 1e-4, 1e-4);
-  compare_node(Op("GroupNormalization", 3).i("num_groups", 2).node,
-               {x, random_tensor({2}, 52), random_tensor({2}, 53)}, {}, 18, 1e-4, 1e-4);
+  compare_node(Op("GroupNormalization", 3).i("num_groups", 3).node, {x, random_tensor({6}, 50), random_tensor({6}, 51)},
+               {}, 21, 1e-4, 1e-4);
+  compare_node(Op("GroupNormalization", 3).i("num_groups", 2).node, {x, random_tensor({2}, 52), random_tensor({2}, 53)},
+               {}, 18, 1e-4, 1e-4);
   compare_node(Op("LRN", 1).i("size", 3).f("alpha", 0.01f).node, {x}, {}, 17, 1e-5, 1e-4);
   compare_node(Op("LRN", 1).i("size", 4).node, {x}, {}, 17, 1e-5, 1e-4);
 }
@@ -127,11 +126,11 @@ TEST(CudaOpParity, ConvTranspose) {
   compare_node(Op("ConvTranspose", 3).node, {x, w, bias}, {false, true, true}, 17, 1e-4, 1e-4);
   compare_node(Op("ConvTranspose", 2).ints("strides", {2, 2}).ints("pads", {1, 0, 1, 1}).node, {x, w}, {}, 17, 1e-4,
                1e-4);
-  compare_node(Op("ConvTranspose", 2).ints("strides", {2, 3}).ints("dilations", {2, 1}).ints("output_padding", {1, 1})
-                   .node,
-               {x, w}, {}, 17, 1e-4, 1e-4);
-  compare_node(Op("ConvTranspose", 2).ints("strides", {2, 2}).ints("output_shape", {11, 13}).node, {x, w}, {}, 17,
-               1e-4, 1e-4);
+  compare_node(
+      Op("ConvTranspose", 2).ints("strides", {2, 3}).ints("dilations", {2, 1}).ints("output_padding", {1, 1}).node,
+      {x, w}, {}, 17, 1e-4, 1e-4);
+  compare_node(Op("ConvTranspose", 2).ints("strides", {2, 2}).ints("output_shape", {11, 13}).node, {x, w}, {}, 17, 1e-4,
+               1e-4);
   compare_node(Op("ConvTranspose", 2).ints("strides", {2, 2}).s("auto_pad", "SAME_UPPER").node, {x, w}, {}, 17, 1e-4,
                1e-4);
   compare_node(Op("ConvTranspose", 2).i("group", 2).node, {x, random_tensor({4, 2, 2, 3}, 57)}, {}, 17, 1e-4, 1e-4);
@@ -146,14 +145,14 @@ TEST(CudaOpParity, Losses) {
   for (const char* red : {"none", "sum", "mean"}) {
     SCOPED_TRACE(red);
     compare_node(Op("NegativeLogLikelihoodLoss", 2).s("reduction", red).node, {scores, target}, {}, 13, 1e-5, 1e-4);
-    compare_node(Op("NegativeLogLikelihoodLoss", 3).s("reduction", red).i("ignore_index", 2).node,
-                 {scores, target, w}, {}, 13, 1e-5, 1e-4);
+    compare_node(Op("NegativeLogLikelihoodLoss", 3).s("reduction", red).i("ignore_index", 2).node, {scores, target, w},
+                 {}, 13, 1e-5, 1e-4);
     compare_node(Op("SoftmaxCrossEntropyLoss", 2).s("reduction", red).node, {scores, target}, {}, 13, 1e-5, 1e-4);
-    compare_node(Op("SoftmaxCrossEntropyLoss", 3, 2).s("reduction", red).i("ignore_index", 4).node,
-                 {scores, target, w}, {}, 13, 1e-5, 1e-4);
+    compare_node(Op("SoftmaxCrossEntropyLoss", 3, 2).s("reduction", red).i("ignore_index", 4).node, {scores, target, w},
+                 {}, 13, 1e-5, 1e-4);
   }
-  compare_node(Op("SoftmaxCrossEntropyLoss", 2).node, {random_tensor({4, 6}, 62), i32({5, 0, 3, 1}, {4})}, {}, 13,
-               1e-5, 1e-4);
+  compare_node(Op("SoftmaxCrossEntropyLoss", 2).node, {random_tensor({4, 6}, 62), i32({5, 0, 3, 1}, {4})}, {}, 13, 1e-5,
+               1e-4);
 }
 
 TEST(CudaOpParity, EinsumPadTile) {
@@ -207,8 +206,8 @@ TEST(CudaOpParity, Resize) {
                               "tf_half_pixel_for_nearest", "half_pixel_symmetric"})
       for (const Tensor* sc : {&up, &down}) {
         SCOPED_TRACE(std::string(mode) + " " + coord);
-        compare_node(Op("Resize", 3).s("mode", mode).s("coordinate_transformation_mode", coord).node,
-                     {x, empty, *sc}, {false, true, true}, 19, 1e-5, 1e-4);
+        compare_node(Op("Resize", 3).s("mode", mode).s("coordinate_transformation_mode", coord).node, {x, empty, *sc},
+                     {false, true, true}, 19, 1e-5, 1e-4);
       }
   for (const char* nm : {"round_prefer_ceil", "floor", "ceil"})
     compare_node(Op("Resize", 3).s("nearest_mode", nm).node, {x, empty, up}, {false, true, true}, 13);
@@ -216,8 +215,11 @@ TEST(CudaOpParity, Resize) {
                {false, true, true, true}, 13, 1e-5, 1e-4);
   compare_node(Op("Resize", 4).s("mode", "cubic").i("exclude_outside", 1).node,
                {x, empty, empty, i64({1, 2, 7, 3}, {4})}, {false, true, true, true}, 13, 1e-5, 1e-4);
-  compare_node(Op("Resize", 4).s("mode", "linear").s("coordinate_transformation_mode", "tf_crop_and_resize")
-                   .f("extrapolation_value", 3.f).node,
+  compare_node(Op("Resize", 4)
+                   .s("mode", "linear")
+                   .s("coordinate_transformation_mode", "tf_crop_and_resize")
+                   .f("extrapolation_value", 3.f)
+                   .node,
                {x, f32({0, 0, 0.2f, -0.3f, 1, 1, 0.9f, 1.2f}, {8}), empty, i64({1, 2, 5, 6}, {4})},
                {false, true, true, true}, 13, 1e-5, 1e-4);
   compare_node(Op("Upsample", 2).s("mode", "nearest").node, {x, f32({1.f, 1.f, 2.f, 3.f}, {4})}, {false, true}, 9);
@@ -250,9 +252,8 @@ TEST(CudaOpParity, QuantizeReverseDet) {
   compare_node(Op("DequantizeLinear", 2).node, {i32({5, -7, 100000}, {3}), f32({0.5f}, {})}, {}, 13);
   const Tensor seq = random_tensor({4, 3, 2}, 79);
   compare_node(Op("ReverseSequence", 2).node, {seq, i64({4, 1, 2}, {3})}, {}, 10);
-  compare_node(Op("ReverseSequence", 2).i("batch_axis", 0).i("time_axis", 1).node, {random_tensor({3, 4}, 80),
-                                                                                      i64({2, 4, 3}, {3})},
-               {}, 10);
+  compare_node(Op("ReverseSequence", 2).i("batch_axis", 0).i("time_axis", 1).node,
+               {random_tensor({3, 4}, 80), i64({2, 4, 3}, {3})}, {}, 10);
   compare_node(Op("Det", 1).node, {random_tensor({2, 3, 4, 4}, 81)}, {}, 11, 1e-5, 1e-4);
   compare_node(Op("Det", 1).node, {f32({1, 2, 2, 4}, {2, 2})}, {}, 11);
 }
@@ -275,25 +276,27 @@ TEST(CudaOpParity, RnnGruLstm) {
   acts.kind = ir::Attribute::Kind::kStrings;
   acts.strings = {"LeakyRelu"};
   rnn.node.attrs["activations"] = acts;
-  compare_node(rnn.node, {x, random_tensor({1, hid, in}, 88), random_tensor({1, hid, hid}, 89), random_tensor({1, 2 * hid}, 90), lens},
-               {}, 14, 1e-5, 1e-4);
+  compare_node(
+      rnn.node,
+      {x, random_tensor({1, hid, in}, 88), random_tensor({1, hid, hid}, 89), random_tensor({1, 2 * hid}, 90), lens}, {},
+      14, 1e-5, 1e-4);
   // GRU: bidirectional, layout 1, both linear_before_reset values (more in test_cuda_float32_islands_pool3d_gru.cc).
   for (int64_t lbr : {0, 1}) {
     SCOPED_TRACE(lbr);
-    compare_node(Op("GRU", 5, 2).i("hidden_size", hid).s("direction", "bidirectional").i("linear_before_reset", lbr)
-                     .node,
-                 {x, random_tensor({2, 3 * hid, in}, 91), random_tensor({2, 3 * hid, hid}, 92),
-                  random_tensor({2, 6 * hid}, 93), lens},
-                 {}, 14, 1e-5, 1e-4);
+    compare_node(
+        Op("GRU", 5, 2).i("hidden_size", hid).s("direction", "bidirectional").i("linear_before_reset", lbr).node,
+        {x, random_tensor({2, 3 * hid, in}, 91), random_tensor({2, 3 * hid, hid}, 92), random_tensor({2, 6 * hid}, 93),
+         lens},
+        {}, 14, 1e-5, 1e-4);
     compare_node(Op("GRU", 3, 2).i("hidden_size", hid).i("layout", 1).i("linear_before_reset", lbr).node,
                  {xb, random_tensor({1, 3 * hid, in}, 94), random_tensor({1, 3 * hid, hid}, 95)}, {}, 14, 1e-5, 1e-4);
   }
   // LSTM: peepholes, initial h / c, sequence_lens, three outputs; input_forget; bidirectional layout 1.
-  compare_node(Op("LSTM", 8, 3).i("hidden_size", hid).node,
-               {x, random_tensor({1, 4 * hid, in}, 96), random_tensor({1, 4 * hid, hid}, 97),
-                random_tensor({1, 8 * hid}, 98), lens, random_tensor({1, batch, hid}, 99),
-                random_tensor({1, batch, hid}, 100), random_tensor({1, 3 * hid}, 101)},
-               {}, 14, 1e-5, 1e-4);
+  compare_node(
+      Op("LSTM", 8, 3).i("hidden_size", hid).node,
+      {x, random_tensor({1, 4 * hid, in}, 96), random_tensor({1, 4 * hid, hid}, 97), random_tensor({1, 8 * hid}, 98),
+       lens, random_tensor({1, batch, hid}, 99), random_tensor({1, batch, hid}, 100), random_tensor({1, 3 * hid}, 101)},
+      {}, 14, 1e-5, 1e-4);
   compare_node(Op("LSTM", 3, 3).i("hidden_size", hid).i("input_forget", 1).node,
                {x, random_tensor({1, 4 * hid, in}, 102), random_tensor({1, 4 * hid, hid}, 103)}, {}, 14, 1e-5, 1e-4);
   compare_node(Op("LSTM", 3, 3).i("hidden_size", hid).i("layout", 1).s("direction", "bidirectional").node,

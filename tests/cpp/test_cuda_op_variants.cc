@@ -31,7 +31,9 @@ Tensor boolean(bool v) {
   t.data<uint8_t>()[0] = v ? 1 : 0;
   return t;
 }
-Tensor half_scalar(float v) { return Tensor::from_vector(std::vector<uint16_t>{float_to_half(v)}, DType::kFloat16, {}); }
+Tensor half_scalar(float v) {
+  return Tensor::from_vector(std::vector<uint16_t>{float_to_half(v)}, DType::kFloat16, {});
+}
 template <typename T>
 Tensor ints(DType dt, const Shape& s, uint32_t seed, int lo, int hi) {
   Tensor t = Tensor::empty(dt, s);
@@ -98,7 +100,10 @@ TEST(CudaTrainingOptimizers, Adam) {
     SCOPED_TRACE("T=" + std::to_string(step));
     Op op("Adam", 6, 3);
     op.node.domain = kTraining;
-    op.f("alpha", 0.85f).f("beta", 0.95f).f("epsilon", 1e-4f).f("norm_coefficient", 0.001f)
+    op.f("alpha", 0.85f)
+        .f("beta", 0.95f)
+        .f("epsilon", 1e-4f)
+        .f("norm_coefficient", 0.001f)
         .f("norm_coefficient_post", 0.02f);
     compare_on_cuda(op.node, {f32({0.1f}, {}), i64({step}, {}), x, g, v, h}, {}, 1, 1e-6, 1e-5);
     compare_on_cuda(op.node, {f32({0.1f}, {}), i64({step}, {}), f64_of(x), f64_of(g), f64_of(v), f64_of(h)}, {}, 1,
@@ -106,8 +111,16 @@ TEST(CudaTrainingOptimizers, Adam) {
   }
   Op two("Adam", 10, 6);  // default attributes, two tensors
   two.node.domain = kTraining;
-  const std::vector<Tensor> ins = {f32({0.1f}, {}), i64({2}, {}), x, random_tensor({2}, 25), g, random_tensor({2}, 26),
-                                   v, random_tensor({2}, 27), h, random_tensor({2}, 28, 0.f, 1.f)};
+  const std::vector<Tensor> ins = {f32({0.1f}, {}),
+                                   i64({2}, {}),
+                                   x,
+                                   random_tensor({2}, 25),
+                                   g,
+                                   random_tensor({2}, 26),
+                                   v,
+                                   random_tensor({2}, 27),
+                                   h,
+                                   random_tensor({2}, 28, 0.f, 1.f)};
   compare_on_cuda(two.node, ins, {}, 1);
   compare16_on_cuda(two.node, ins, {}, 1, 1.0);
 }
@@ -325,7 +338,8 @@ TEST(CudaMaxPool, MaxPool8Bit) {
   }
 }
 
-// ---- without a GPU: the support check accepts every graph above ------------------------------------------------------
+// ---- without a GPU: the support check accepts every graph above
+// ------------------------------------------------------
 TEST(CudaOpVariantsSupport, SupportCheckAccepts) {
   const Tensor x = random_tensor({2, 3, 4, 5}, 111), c3 = random_tensor({3}, 112, 0.5f, 1.f);
   const Tensor none;
@@ -343,13 +357,14 @@ TEST(CudaOpVariantsSupport, SupportCheckAccepts) {
   }
   for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
     nets.emplace_back(Op(op, 1).node, std::vector<Tensor>{i64({10}, {})}, std::vector<bool>{false}, 17);
-  nets.emplace_back(Op("MelWeightMatrix", 5).node,
-                    std::vector<Tensor>{i64({8}, {}), i64({64}, {}), i64({16000}, {}), f32({0.f}, {}), f32({8000.f}, {})},
-                    std::vector<bool>{}, 17);
-  nets.emplace_back(Op("DFT", 3).omit_input(1).node, std::vector<Tensor>{random_tensor({1, 5, 6, 1}, 113), none, i64({1}, {})},
-                    std::vector<bool>{}, 20);
-  nets.emplace_back(Op("Dropout", 3, 2).node, std::vector<Tensor>{x, f32({0.f}, {}), boolean(true)}, std::vector<bool>{},
-                    13);
+  nets.emplace_back(
+      Op("MelWeightMatrix", 5).node,
+      std::vector<Tensor>{i64({8}, {}), i64({64}, {}), i64({16000}, {}), f32({0.f}, {}), f32({8000.f}, {})},
+      std::vector<bool>{}, 17);
+  nets.emplace_back(Op("DFT", 3).omit_input(1).node,
+                    std::vector<Tensor>{random_tensor({1, 5, 6, 1}, 113), none, i64({1}, {})}, std::vector<bool>{}, 20);
+  nets.emplace_back(Op("Dropout", 3, 2).node, std::vector<Tensor>{x, f32({0.f}, {}), boolean(true)},
+                    std::vector<bool>{}, 13);
   nets.emplace_back(Op("BatchNormalization", 5, 3).i("training_mode", 1).node, std::vector<Tensor>{x, c3, c3, c3, c3},
                     std::vector<bool>{}, 15);
   nets.emplace_back(Op("DequantizeLinear", 2).node,
@@ -359,8 +374,8 @@ TEST(CudaOpVariantsSupport, SupportCheckAccepts) {
   nets.emplace_back(Op("QLinearMatMul", 8).node,
                     std::vector<Tensor>{q, half_scalar(0.1f), z, q, half_scalar(0.1f), z, half_scalar(0.2f), z},
                     std::vector<bool>{}, 21);
-  nets.emplace_back(Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).i("storage_order", 1).node,
-                    std::vector<Tensor>{x}, std::vector<bool>{}, 12);
+  nets.emplace_back(Op("MaxPool", 1, 2).ints("kernel_shape", {2, 2}).i("storage_order", 1).node, std::vector<Tensor>{x},
+                    std::vector<bool>{}, 12);
   nets.emplace_back(Op("MaxPool", 1).ints("kernel_shape", {2, 2}).node,
                     std::vector<Tensor>{ints<uint8_t>(DType::kUInt8, {1, 1, 4, 4}, 117, 0, 255)}, std::vector<bool>{},
                     12);

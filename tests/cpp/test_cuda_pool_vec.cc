@@ -93,13 +93,13 @@ TEST(CudaPoolVec, MatchesTheReferenceAndTheScalarKernel) {
     int kern, s, pad, dil;
     bool ceil_mode;
   };
-  const Case cases[] = {{2, 64, 20, 20, 3, 2, 1, 1, false},  // resnet50's max pool, smaller
+  const Case cases[] = {{2, 64, 20, 20, 3, 2, 1, 1, false},    // resnet50's max pool, smaller
                         {1, 64, 112, 112, 3, 2, 1, 1, false},  // ... full size
-                        {3, 16, 9, 11, 3, 2, 1, 1, true},     // ceil_mode, odd sizes
+                        {3, 16, 9, 11, 3, 2, 1, 1, true},      // ceil_mode, odd sizes
                         {1, 8, 8, 8, 2, 2, 0, 1, false},      {2, 24, 7, 13, 3, 1, 1, 1, false},
-                        {1, 32, 10, 10, 3, 1, 2, 2, false},   // dilation 2
-                        {1, 40, 7, 7, 7, 7, 0, 1, false},     // one window over everything
-                        {2, 8, 5, 33, 2, 2, 1, 1, true},      // ceil_mode with padding
+                        {1, 32, 10, 10, 3, 1, 2, 2, false},  // dilation 2
+                        {1, 40, 7, 7, 7, 7, 0, 1, false},    // one window over everything
+                        {2, 8, 5, 33, 2, 2, 1, 1, true},     // ceil_mode with padding
                         {1, 16, 3, 3, 3, 1, 1, 1, false}};
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> dist(-3.f, 3.f);
@@ -107,8 +107,8 @@ TEST(CudaPoolVec, MatchesTheReferenceAndTheScalarKernel) {
   for (int dt : {1, 2}) {
     for (const Case& cs : cases) {
       for (int mode = 0; mode < 3; ++mode) {  // max, average, average with count_include_pad
-        const k::Pool2d p = geometry(cs.n, cs.c, cs.h, cs.w, cs.kern, cs.s, cs.pad, cs.dil, cs.ceil_mode, mode == 0,
-                                     mode == 2);
+        const k::Pool2d p =
+            geometry(cs.n, cs.c, cs.h, cs.w, cs.kern, cs.s, cs.pad, cs.dil, cs.ceil_mode, mode == 0, mode == 2);
         std::vector<float> xf(static_cast<size_t>(p.n * p.h * p.w * p.c));
         std::vector<uint16_t> x(xf.size());
         for (size_t i = 0; i < xf.size(); ++i) {
@@ -126,10 +126,10 @@ TEST(CudaPoolVec, MatchesTheReferenceAndTheScalarKernel) {
         std::vector<uint16_t> ys(ny);
         dys.copy_to_host_async(ys.data(), ny * 2, gpu.stream.get());
         for (int tx : {1, 2, 4}) {
-          SCOPED_TRACE(::testing::Message() << (dt == 1 ? "fp16" : "bf16") << " mode " << mode << " n" << cs.n << " c"
-                                            << cs.c << " " << cs.h << "x" << cs.w << " k" << cs.kern << " s" << cs.s
-                                            << " p" << cs.pad << " d" << cs.dil << (cs.ceil_mode ? " ceil" : "")
-                                            << " tx " << tx << " out " << p.oh << "x" << p.ow);
+          SCOPED_TRACE(::testing::Message()
+                       << (dt == 1 ? "fp16" : "bf16") << " mode " << mode << " n" << cs.n << " c" << cs.c << " " << cs.h
+                       << "x" << cs.w << " k" << cs.kern << " s" << cs.s << " p" << cs.pad << " d" << cs.dil
+                       << (cs.ceil_mode ? " ceil" : "") << " tx " << tx << " out " << p.oh << "x" << p.ow);
           kilnrt::cuda::DeviceBuffer dy(gpu.dev, ny * 2);
           dy.memset_async(0xff, gpu.stream.get());
           ASSERT_TRUE(k::pool2d_nhwc_vec8_applies(dt, dx.data(), dy.data(), p));
@@ -150,8 +150,8 @@ TEST(CudaPoolVec, MatchesTheReferenceAndTheScalarKernel) {
             const bool same_as_scalar = y[i] == ys[i] || (std::isnan(got) && std::isnan(scalar));
             if (!ok || !same_as_scalar) {
               ++bad;
-              ADD_FAILURE() << "element " << i << ": vec8 " << got << ", reference " << ref << ", scalar bits "
-                            << ys[i] << " vs " << y[i];
+              ADD_FAILURE() << "element " << i << ": vec8 " << got << ", reference " << ref << ", scalar bits " << ys[i]
+                            << " vs " << y[i];
             }
           }
           if (mode == 0) EXPECT_GT(nans, 0u);  // the NaN case was exercised

@@ -23,12 +23,12 @@ namespace kc = kilnrt::cuda;
 
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                              \
-  do {                                                                  \
-    std::string why_;                                                   \
-    if (!kilnrt::cuda_available(&why_)) {                               \
-      GTEST_SKIP() << "no usable CUDA GPU: " << why_;                   \
-    }                                                                   \
+#define SKIP_WITHOUT_GPU()                            \
+  do {                                                \
+    std::string why_;                                 \
+    if (!kilnrt::cuda_available(&why_)) {             \
+      GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
+    }                                                 \
   } while (0)
 
 CUcontext current_ctx() {
@@ -70,8 +70,7 @@ void round_trip(int device) {
   stream.synchronize();
   EXPECT_TRUE(stream.query());
   EXPECT_TRUE(end.query());
-  for (size_t i = 0; i < kBytes / 2; ++i)
-    ASSERT_EQ(h[i], static_cast<unsigned char>(i * 7 + 3)) << "byte " << i;
+  for (size_t i = 0; i < kBytes / 2; ++i) ASSERT_EQ(h[i], static_cast<unsigned char>(i * 7 + 3)) << "byte " << i;
   for (size_t i = kBytes / 2; i < kBytes; ++i) ASSERT_EQ(h[i], 0) << "byte " << i;
   EXPECT_GE(kc::Event::elapsed_ms(start, end), 0.f);
 

@@ -35,7 +35,9 @@ using kilnrt::ops::nn::testing::random_tensor;
 namespace kc = kilnrt::cuda;
 
 Tensor i64(const std::vector<int64_t>& v, const Shape& s) { return Tensor::from_vector(v, DType::kInt64, s); }
-Tensor boolean(bool v) { return Tensor::from_vector(std::vector<uint8_t>{v ? uint8_t(1) : uint8_t(0)}, DType::kBool, {}); }
+Tensor boolean(bool v) {
+  return Tensor::from_vector(std::vector<uint8_t>{v ? uint8_t(1) : uint8_t(0)}, DType::kBool, {});
+}
 
 const char* const kPrecisions[] = {"fp16", "bf16"};
 
@@ -192,7 +194,10 @@ TEST(CudaSegments16Host, DeviceShapeReadOnTheHostIsAcceptedAndStaysSegmented) {
 TEST(CudaSegments16Host, ControlFlowIsAcceptedAsFloat32Islands) {
   for (const char* p : kPrecisions) {
     SCOPED_TRACE(p);
-    struct Case { ir::Graph g; std::string cf, layer16; };
+    struct Case {
+      ir::Graph g;
+      std::string cf, layer16;
+    };
     std::vector<Case> cases;
     cases.push_back({marked(loop16_graph(), p), "the_loop", "pre"});
     cases.push_back({marked(if16_graph(), p), "the_if", "square"});
@@ -243,8 +248,8 @@ TEST(CudaSegments16, NonMaxSuppressionModel) {
   KILNRT_SKIP_WITHOUT_GPU();
   // The ONNX documentation's example (corner format): boxes 3, 0, 5 are kept; IoUs far from the threshold, so 16-bit
   // rounding of the coordinates and scores changes no decision.
-  const Tensor boxes = f32({0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f,
-                            0, 100, 1, 101}, {1, 6, 4});
+  const Tensor boxes = f32(
+      {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100, 1, 101}, {1, 6, 4});
   const Tensor scores = f32({0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f}, {1, 1, 6});
   for (const char* p : kPrecisions) {
     SCOPED_TRACE(p);
@@ -267,8 +272,8 @@ TEST(CudaSegments16, ReshapeWithDeviceComputedShape) {
     const Tensor x = random_tensor({2, 6}, 7);
     for (const Tensor& shape : {i64({3, 4}, {2}), i64({4, 3}, {2}), i64({12, 1}, {2}), i64({3, 4}, {2})}) {
       expect_matches_cpu(s, p, {{"x", x}, {"s", shape}});
-      EXPECT_EQ(s.run({{"x", x}, {"s", shape}}).at("y").shape(), (Shape{shape.data<int64_t>()[0],
-                                                                          shape.data<int64_t>()[1]}));
+      EXPECT_EQ(s.run({{"x", x}, {"s", shape}}).at("y").shape(),
+                (Shape{shape.data<int64_t>()[0], shape.data<int64_t>()[1]}));
     }
   }
 }
@@ -312,8 +317,8 @@ TEST(CudaSegments16, ScanOverA16BitActivation) {
     SCOPED_TRACE(p);
     const ir::Graph g = marked(scan16_graph(), p);
     CudaSession s(g);
-    for (uint32_t seed : {3u, 4u}) expect_matches_cpu(s, p, {{"s0", random_tensor({2, 3}, seed)},
-                                                             {"x", random_tensor({2, 4, 3}, seed + 10)}});
+    for (uint32_t seed : {3u, 4u})
+      expect_matches_cpu(s, p, {{"s0", random_tensor({2, 3}, seed)}, {"x", random_tensor({2, 4, 3}, seed + 10)}});
   }
 }
 

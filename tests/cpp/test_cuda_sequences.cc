@@ -1,9 +1,9 @@
-// Sequence values in CUDA engines (src/backends/cuda/control_flow/sequence_steps.h): host tests of the plan (sequence ops and
-// Identity of a sequence are accepted, never host shape computations, make the plan segmented; float32 engines only)
-// and of the build-time check (ops::check_cuda_sequences: sequences through other ops and in Scan bodies are refused
-// naming the node); GPU tests run each op on the CUDA backend and compare with the CPU engine (negative positions,
-// empty sequences, uneven splits, concat with new_axis, errors naming the node), and If / Loop / SequenceMap passing
-// sequences. The GPU tests skip with a message without a usable GPU.
+// Sequence values in CUDA engines (src/backends/cuda/control_flow/sequence_steps.h): host tests of the plan (sequence
+// ops and Identity of a sequence are accepted, never host shape computations, make the plan segmented; float32 engines
+// only) and of the build-time check (ops::check_cuda_sequences: sequences through other ops and in Scan bodies are
+// refused naming the node); GPU tests run each op on the CUDA backend and compare with the CPU engine (negative
+// positions, empty sequences, uneven splits, concat with new_axis, errors naming the node), and If / Loop / SequenceMap
+// passing sequences. The GPU tests skip with a message without a usable GPU.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -76,30 +76,27 @@ void expect_refused(const ir::Graph& g, const std::string& where) {
 
 // a, b, c -> SequenceConstruct -> At(pos), Length; pos a graph input (a device value: a sync point).
 ir::Graph construct_at_graph(const std::map<std::string, Tensor>& feeds) {
-  return make_graph(feeds, {"at", "len"},
-                    {node("make", "SequenceConstruct", {"a", "b", "c"}, {"seq"}),
-                     node("pick", "SequenceAt", {"seq", "pos"}, {"at"}),
-                     node("count", "SequenceLength", {"seq"}, {"len"})});
+  return make_graph(
+      feeds, {"at", "len"},
+      {node("make", "SequenceConstruct", {"a", "b", "c"}, {"seq"}), node("pick", "SequenceAt", {"seq", "pos"}, {"at"}),
+       node("count", "SequenceLength", {"seq"}, {"len"})});
 }
 
 // SequenceEmpty, inserts at the end / front / before the last, erases, concatenations, and a device layer (Mul)
 // reading a SequenceAt view and the length.
 ir::Graph insert_erase_graph(const std::map<std::string, Tensor>& feeds) {
-  return make_graph(feeds, {"all", "erased_last", "erased_front", "n_empty", "scaled", "n_plus"},
-                    {node("empty", "SequenceEmpty", {}, {"s0"}),
-                     node("n0", "SequenceLength", {"s0"}, {"n_empty"}),
-                     node("ins_a", "SequenceInsert", {"s0", "a"}, {"s1"}),
-                     node("ins_b", "SequenceInsert", {"s1", "b", "p0"}, {"s2"}),
-                     node("ins_c", "SequenceInsert", {"s2", "c", "pm1"}, {"s3"}),
-                     with_int(node("cat", "ConcatFromSequence", {"s3"}, {"all"}), "axis", 0),
-                     node("pop", "SequenceErase", {"s3"}, {"s4"}),
-                     with_int(node("cat2", "ConcatFromSequence", {"s4"}, {"erased_last"}), "axis", -1),
-                     node("del0", "SequenceErase", {"s3", "p0"}, {"s5"}),
-                     with_int(node("cat3", "ConcatFromSequence", {"s5"}, {"erased_front"}), "axis", 0),
-                     node("first", "SequenceAt", {"s5", "p0"}, {"c_again"}),
-                     node("mul", "Mul", {"c_again", "c"}, {"scaled"}),
-                     node("n3", "SequenceLength", {"s3"}, {"n3v"}),
-                     node("add", "Add", {"n3v", "p0"}, {"n_plus"})});
+  return make_graph(
+      feeds, {"all", "erased_last", "erased_front", "n_empty", "scaled", "n_plus"},
+      {node("empty", "SequenceEmpty", {}, {"s0"}), node("n0", "SequenceLength", {"s0"}, {"n_empty"}),
+       node("ins_a", "SequenceInsert", {"s0", "a"}, {"s1"}), node("ins_b", "SequenceInsert", {"s1", "b", "p0"}, {"s2"}),
+       node("ins_c", "SequenceInsert", {"s2", "c", "pm1"}, {"s3"}),
+       with_int(node("cat", "ConcatFromSequence", {"s3"}, {"all"}), "axis", 0),
+       node("pop", "SequenceErase", {"s3"}, {"s4"}),
+       with_int(node("cat2", "ConcatFromSequence", {"s4"}, {"erased_last"}), "axis", -1),
+       node("del0", "SequenceErase", {"s3", "p0"}, {"s5"}),
+       with_int(node("cat3", "ConcatFromSequence", {"s5"}, {"erased_front"}), "axis", 0),
+       node("first", "SequenceAt", {"s5", "p0"}, {"c_again"}), node("mul", "Mul", {"c_again", "c"}, {"scaled"}),
+       node("n3", "SequenceLength", {"s3"}, {"n3v"}), node("add", "Add", {"n3v", "p0"}, {"n_plus"})});
 }
 
 // x -> SplitToSequence(split?, axis, keepdims) -> Length, At(-1) (a constant position), Concat back.
@@ -110,10 +107,10 @@ ir::Graph split_graph(const std::map<std::string, Tensor>& feeds, int64_t axis, 
   split = with_int(with_int(split, "axis", axis), "keepdims", keepdims);
   ir::Node cat = with_int(node("cat", "ConcatFromSequence", {"s"}, {"back"}), "axis", axis);
   if (!with_split && keepdims == 0) cat = with_int(cat, "new_axis", 1);
-  return make_graph(feeds, {"n", "last", "back"},
-                    {split, node("len", "SequenceLength", {"s"}, {"n"}),
-                     node("at", "SequenceAt", {"s", "m1"}, {"last"}), cat},
-                    {{"m1", i64(-1)}});
+  return make_graph(
+      feeds, {"n", "last", "back"},
+      {split, node("len", "SequenceLength", {"s"}, {"n"}), node("at", "SequenceAt", {"s", "m1"}, {"last"}), cat},
+      {{"m1", i64(-1)}});
 }
 
 ir::TensorType seq_type(DType dt, ir::SymShape s) {
@@ -140,23 +137,23 @@ ir::Graph if_graph(const std::map<std::string, Tensor>& feeds) {
   else_g.nodes.push_back(with_int(node("pieces", "SplitToSequence", {"x"}, {"es"}), "keepdims", 0));
   else_g.outputs = {"es"};
   else_g.types["es"] = seq_type(DType::kFloat32, {});
-  return make_graph(feeds, {"n", "first"},
-                    {with_graph(with_graph(node("choose", "If", {"c"}, {"s"}), "then_branch", then_g), "else_branch",
-                                else_g),
-                     node("len", "SequenceLength", {"s"}, {"n"}), node("ident", "Identity", {"s"}, {"s_copy"}),
-                     node("at", "SequenceAt", {"s_copy", "zero"}, {"first"})},
-                    {{"zero", i64(0)}});
+  return make_graph(
+      feeds, {"n", "first"},
+      {with_graph(with_graph(node("choose", "If", {"c"}, {"s"}), "then_branch", then_g), "else_branch", else_g),
+       node("len", "SequenceLength", {"s"}, {"n"}), node("ident", "Identity", {"s"}, {"s_copy"}),
+       node("at", "SequenceAt", {"s_copy", "zero"}, {"first"})},
+      {{"zero", i64(0)}});
 }
 
 // ---- host tests --------------------------------------------------------------------------------------------------
 
 TEST(CudaSequencesHost, PlanAcceptsSequenceOpsAsSegmentedSteps) {
-  const std::map<std::string, Tensor> feeds{{"a", f32({1, 2}, {2})}, {"b", f32({3}, {1})}, {"c", f32({4, 5, 6}, {3})},
-                                            {"p0", i64(0)}, {"pm1", i64(-1)}};
+  const std::map<std::string, Tensor> feeds{
+      {"a", f32({1, 2}, {2})}, {"b", f32({3}, {1})}, {"c", f32({4, 5, 6}, {3})}, {"p0", i64(0)}, {"pm1", i64(-1)}};
   const ir::Graph g = insert_erase_graph(feeds);
   EXPECT_NO_THROW(CudaPlan::check_supported(g));
   EXPECT_NO_THROW(ops::check_cuda_sequences(g));
-  CudaPlan plan(g, 0);  // no constant is read on the device: nothing to upload
+  CudaPlan plan(g, 0);                // no constant is read on the device: nothing to upload
   EXPECT_GE(plan.sync_points(), 12);  // one per sequence step
   EXPECT_EQ(tactic_of(plan, "empty"), "cuda:host:sequence-list");  // no inputs, yet not a host shape computation
   EXPECT_EQ(tactic_of(plan, "cat"), "cuda:host:sequence-list");
@@ -196,9 +193,9 @@ TEST(CudaSequencesHost, IdentityOfASequenceIsASequenceStep) {
 
 TEST(CudaSequencesHost, BuildCheckRefusesSequencesThroughOtherOps) {
   // Another op taking a sequence.
-  ir::Graph concat = make_graph({{"a", f32({1}, {1})}}, {"y"},
-                                {node("make", "SequenceConstruct", {"a"}, {"s"}),
-                                 with_int(node("join", "Concat", {"s"}, {"y"}), "axis", 0)});
+  ir::Graph concat = make_graph(
+      {{"a", f32({1}, {1})}}, {"y"},
+      {node("make", "SequenceConstruct", {"a"}, {"s"}), with_int(node("join", "Concat", {"s"}, {"y"}), "axis", 0)});
   ASSERT_TRUE(concat.type_of("s")->is_sequence);
   expect_refused(concat, "join");
 }
@@ -238,8 +235,10 @@ ir::Graph map_graph(const std::map<std::string, Tensor>& feeds) {
                     {{"one", i64(1)}});
 }
 
-const std::map<std::string, Tensor> kMapFeeds{{"a0", f32({1, 2}, {2})},      {"a1", f32({3, 4, 5}, {3})},
-                                              {"b0", f32({10, 20}, {2})},    {"b1", f32({30, 40, 50}, {3})},
+const std::map<std::string, Tensor> kMapFeeds{{"a0", f32({1, 2}, {2})},
+                                              {"a1", f32({3, 4, 5}, {3})},
+                                              {"b0", f32({10, 20}, {2})},
+                                              {"b1", f32({30, 40, 50}, {3})},
                                               {"t", f32({100}, {1})}};
 
 // The body declares neither inputs nor outputs: the element dtypes of SequenceMap's outputs come from inferring the
@@ -309,8 +308,8 @@ void expect_cuda_error(const ir::Graph& g, const std::map<std::string, Tensor>& 
 
 TEST(CudaSequences, ConstructAtLengthWithNegativePositions) {
   KILNRT_SKIP_WITHOUT_GPU();
-  std::map<std::string, Tensor> feeds{{"a", f32({1, 2}, {2})}, {"b", f32({3}, {1})}, {"c", f32({4, 5, 6}, {3})},
-                                      {"pos", i64(1)}};
+  std::map<std::string, Tensor> feeds{
+      {"a", f32({1, 2}, {2})}, {"b", f32({3}, {1})}, {"c", f32({4, 5, 6}, {3})}, {"pos", i64(1)}};
   const ir::Graph g = construct_at_graph(feeds);
   for (int64_t pos : {1, -1, -3, 0, 2}) {
     SCOPED_TRACE("position " + std::to_string(pos));
@@ -325,23 +324,24 @@ TEST(CudaSequences, ConstructAtLengthWithNegativePositions) {
 
 TEST(CudaSequences, OutOfRangePositionsAndDtypesNameTheNode) {
   KILNRT_SKIP_WITHOUT_GPU();
-  std::map<std::string, Tensor> feeds{{"a", f32({1}, {1})}, {"b", f32({2}, {1})}, {"c", f32({3}, {1})},
-                                      {"pos", i64(3)}};
+  std::map<std::string, Tensor> feeds{
+      {"a", f32({1}, {1})}, {"b", f32({2}, {1})}, {"c", f32({3}, {1})}, {"pos", i64(3)}};
   const ir::Graph g = construct_at_graph(feeds);
   expect_cuda_error(g, feeds, "pick", "position 3 is out of range for a sequence of length 3");
   feeds["pos"] = i64(-4);
   expect_cuda_error(g, feeds, "pick", "out of range");
   feeds["pos"] = i64(0);
   feeds["b"] = Tensor::from_vector(std::vector<int32_t>{2}, DType::kInt32, {1});
-  const ir::Graph mixed = make_graph(feeds, {"at"}, {node("make", "SequenceConstruct", {"a", "b", "c"}, {"seq"}),
-                                                     node("pick", "SequenceAt", {"seq", "pos"}, {"at"})});
+  const ir::Graph mixed = make_graph(feeds, {"at"},
+                                     {node("make", "SequenceConstruct", {"a", "b", "c"}, {"seq"}),
+                                      node("pick", "SequenceAt", {"seq", "pos"}, {"at"})});
   expect_cuda_error(mixed, feeds, "make", "cannot join a sequence of float32");
 }
 
 TEST(CudaSequences, InsertEraseConcatAndDeviceLayers) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const std::map<std::string, Tensor> feeds{{"a", f32({1, 2}, {2})}, {"b", f32({3}, {1})},
-                                            {"c", f32({4, 5, 6}, {3})}, {"p0", i64(0)}, {"pm1", i64(-1)}};
+  const std::map<std::string, Tensor> feeds{
+      {"a", f32({1, 2}, {2})}, {"b", f32({3}, {1})}, {"c", f32({4, 5, 6}, {3})}, {"p0", i64(0)}, {"pm1", i64(-1)}};
   const ir::Graph g = insert_erase_graph(feeds);
   compare(g, feeds);
   const auto got = cudatest::run_cuda(g, feeds);
@@ -353,25 +353,26 @@ TEST(CudaSequences, InsertEraseConcatAndDeviceLayers) {
 
 TEST(CudaSequences, EmptySequences) {
   KILNRT_SKIP_WITHOUT_GPU();
-  const ir::Graph at = make_graph({{"p", i64(0)}}, {"y"}, {node("empty", "SequenceEmpty", {}, {"s"}),
-                                                           node("first", "SequenceAt", {"s", "p"}, {"y"})});
+  const ir::Graph at =
+      make_graph({{"p", i64(0)}}, {"y"},
+                 {node("empty", "SequenceEmpty", {}, {"s"}), node("first", "SequenceAt", {"s", "p"}, {"y"})});
   expect_cuda_error(at, {{"p", i64(0)}}, "first", "length 0");
-  const ir::Graph cat = make_graph({{"x", f32({1}, {1})}}, {"y", "x2"},
-                                   {node("empty", "SequenceEmpty", {}, {"s"}),
-                                    with_int(node("cat", "ConcatFromSequence", {"s"}, {"y"}), "axis", 0),
-                                    node("id", "Identity", {"x"}, {"x2"})});
+  const ir::Graph cat = make_graph(
+      {{"x", f32({1}, {1})}}, {"y", "x2"},
+      {node("empty", "SequenceEmpty", {}, {"s"}), with_int(node("cat", "ConcatFromSequence", {"s"}, {"y"}), "axis", 0),
+       node("id", "Identity", {"x"}, {"x2"})});
   expect_cuda_error(cat, {{"x", f32({1}, {1})}}, "cat", "empty sequence");
-  const ir::Graph erase = make_graph({{"x", f32({1}, {1})}}, {"n", "x2"},
-                                     {node("empty", "SequenceEmpty", {}, {"s"}),
-                                      node("pop", "SequenceErase", {"s"}, {"s2"}),
-                                      node("len", "SequenceLength", {"s2"}, {"n"}),
-                                      node("id", "Identity", {"x"}, {"x2"})});
+  const ir::Graph erase =
+      make_graph({{"x", f32({1}, {1})}}, {"n", "x2"},
+                 {node("empty", "SequenceEmpty", {}, {"s"}), node("pop", "SequenceErase", {"s"}, {"s2"}),
+                  node("len", "SequenceLength", {"s2"}, {"n"}), node("id", "Identity", {"x"}, {"x2"})});
   expect_cuda_error(erase, {{"x", f32({1}, {1})}}, "pop", "empty sequence");
   // Insert into an empty sequence: position 0 only.
   std::map<std::string, Tensor> feeds{{"x", f32({1}, {1})}, {"p", i64(0)}};
-  const ir::Graph ins = make_graph(feeds, {"n"}, {node("empty", "SequenceEmpty", {}, {"s"}),
-                                                  node("put", "SequenceInsert", {"s", "x", "p"}, {"s2"}),
-                                                  node("len", "SequenceLength", {"s2"}, {"n"})});
+  const ir::Graph ins =
+      make_graph(feeds, {"n"},
+                 {node("empty", "SequenceEmpty", {}, {"s"}), node("put", "SequenceInsert", {"s", "x", "p"}, {"s2"}),
+                  node("len", "SequenceLength", {"s2"}, {"n"})});
   compare(ins, feeds);
   feeds["p"] = i64(1);
   expect_cuda_error(ins, feeds, "put", "valid: 0 to 0");
@@ -400,8 +401,8 @@ TEST(CudaSequences, SplitToSequenceScalarAndListSplits) {
   compare(gl, list);
   std::map<std::string, Tensor> cols{{"x", kX}, {"split", i64s({1, 1})}};  // along axis 1: strided pieces
   compare(split_graph(cols, 1, 1), cols);
-  const Tensor x3 = f32({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23},
-                        {2, 3, 4});
+  const Tensor x3 =
+      f32({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}, {2, 3, 4});
   std::map<std::string, Tensor> mid{{"x", x3}, {"split", i64s({2, 1})}};  // middle axis of a 3-D tensor
   compare(split_graph(mid, 1, 1), mid);
   list["split"] = i64s({2, 2});
@@ -472,9 +473,10 @@ TEST(CudaSequences, ConcatFromSequenceNewAxisAndMismatch) {
   KILNRT_SKIP_WITHOUT_GPU();
   std::map<std::string, Tensor> feeds{{"a", f32({1, 2, 3}, {3})}, {"b", f32({4, 5, 6}, {3})}};
   auto stack = [&](int64_t axis) {
-    return make_graph(feeds, {"y"}, {node("make", "SequenceConstruct", {"a", "b"}, {"s"}),
-                                     with_int(with_int(node("stack", "ConcatFromSequence", {"s"}, {"y"}), "axis", axis),
-                                              "new_axis", 1)});
+    return make_graph(
+        feeds, {"y"},
+        {node("make", "SequenceConstruct", {"a", "b"}, {"s"}),
+         with_int(with_int(node("stack", "ConcatFromSequence", {"s"}, {"y"}), "axis", axis), "new_axis", 1)});
   };
   compare(stack(-1), feeds);
   compare(stack(0), feeds);

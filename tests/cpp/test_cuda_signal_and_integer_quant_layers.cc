@@ -48,7 +48,7 @@ TEST(CudaSignalLayers, Dft) {
   compare_node(Op("DFT", 1).i("onesided", 1).node, {real}, {}, 17, 1e-4, 1e-4);
   compare_node(Op("DFT", 1).i("inverse", 1).node, {cplx}, {}, 17, 1e-4, 1e-4);
   compare_node(Op("DFT", 1).i("axis", 2).node, {cplx}, {}, 17, 1e-4, 1e-4);
-  compare_node(Op("DFT", 2).node, {cplx, i64({10}, {})}, {false, true}, 17, 1e-4, 1e-4);  // zero padded
+  compare_node(Op("DFT", 2).node, {cplx, i64({10}, {})}, {false, true}, 17, 1e-4, 1e-4);                  // zero padded
   compare_node(Op("DFT", 2).i("onesided", 1).node, {real, i64({5}, {})}, {false, true}, 17, 1e-4, 1e-4);  // cut
 }
 
@@ -118,8 +118,8 @@ TEST(CudaIntegerQuantLayers, ConvInteger) {
   KILNRT_SKIP_WITHOUT_GPU();
   compare_node_exact(Op("ConvInteger", 2).node, {u8({1, 3, 5, 5}, 125), u8({4, 3, 3, 3}, 126)}, {}, 10);
   compare_node_exact(Op("ConvInteger", 4).i("group", 2).ints("pads", {1, 1, 1, 1}).ints("strides", {2, 1}).node,
-                     {u8({2, 4, 6, 7}, 127), u8({6, 2, 3, 3}, 128), u8v({100}, {}), u8v({1, 2, 3, 4, 5, 6}, {6})},
-                     {}, 10);
+                     {u8({2, 4, 6, 7}, 127), u8({6, 2, 3, 3}, 128), u8v({100}, {}), u8v({1, 2, 3, 4, 5, 6}, {6})}, {},
+                     10);
   compare_node_exact(Op("ConvInteger", 4).ints("dilations", {2}).ints("pads", {2, 1}).node,
                      {s8({1, 2, 11}, 129), s8({3, 2, 3}, 130), s8v({-5}, {}), s8v({7}, {})}, {}, 10);
 }

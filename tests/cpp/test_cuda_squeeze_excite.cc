@@ -29,9 +29,7 @@ struct Env {
   const char* key;
 };
 
-std::map<std::string, Tensor> feeds_for(const ir::Graph& g) {
-  return random_feeds(g, 11, -2.f, 2.f);
-}
+std::map<std::string, Tensor> feeds_for(const ir::Graph& g) { return random_feeds(g, 11, -2.f, 2.f); }
 
 std::string se_tactic(const ir::Graph& g) {
   kilnrt::cuda::ContextGuard guard(0);

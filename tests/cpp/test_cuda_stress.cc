@@ -216,9 +216,9 @@ void stress_one_engine(const std::string& model, int threads, int runs, int64_t 
   on_threads(workers, [&](Worker& w) { w.iterate(runs, main_round); });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const size_t free_after_main = free_device_memory();
-  std::printf("    %s: %d threads x %d runs: %ld runs in %.2f s (%.0f runs/s), errors %ld, wrong outputs %ld\n", model.c_str(), threads,
-              runs, main_round.runs.load(), seconds, main_round.runs.load() / seconds, main_round.errors.load(),
-              main_round.wrong.load());
+  std::printf("    %s: %d threads x %d runs: %ld runs in %.2f s (%.0f runs/s), errors %ld, wrong outputs %ld\n",
+              model.c_str(), threads, runs, main_round.runs.load(), seconds, main_round.runs.load() / seconds,
+              main_round.errors.load(), main_round.wrong.load());
   EXPECT_EQ(main_round.runs.load(), long(threads) * runs);
   EXPECT_EQ(main_round.errors.load(), 0) << "first error: " << main_round.first_error;
   EXPECT_EQ(main_round.wrong.load(), 0) << "first wrong output: " << main_round.first_wrong;

@@ -91,8 +91,8 @@ void register_test_ops() {
       for (int64_t j = 0; j < cols; ++j) y.data<float>()[r] += x.data<float>()[r * cols + j];
     c.outputs[0] = y;
   };
-  NvrtcCustomKernel rk = nvrtc_custom_kernel(
-      kRowSumCuda, "row_sum", [](const std::vector<Shape>& in, const std::vector<Shape>& out) {
+  NvrtcCustomKernel rk =
+      nvrtc_custom_kernel(kRowSumCuda, "row_sum", [](const std::vector<Shape>& in, const std::vector<Shape>& out) {
         CustomLaunchDims d;
         d.grid = static_cast<unsigned>(std::max<int64_t>(shape_numel(out[0]), 1));
         d.block = 128;
@@ -178,7 +178,8 @@ TEST(CustomOp, RegistrationIsChecked) {
   dup.since_version = 1;
   dup.until_version = 3;
   dup.cpu = [](CustomCpuContext&) {};
-  expect_error_with([&] { register_custom_op(dup); }, ErrorCode::kInvalidArgument, {"kilnrt.test:ScaledTanh", "already"});
+  expect_error_with([&] { register_custom_op(dup); }, ErrorCode::kInvalidArgument,
+                    {"kilnrt.test:ScaledTanh", "already"});
   dup.domain = "";
   expect_error_with([&] { register_custom_op(dup); }, ErrorCode::kInvalidArgument, {"domain"});
   dup.domain = "ai.onnx";
@@ -230,23 +231,26 @@ TEST(CustomOp, OwnShapeFunctionKeepsDynamicDims) {
 TEST(CustomOp, CallbackErrorsNameTheNode) {
   register_test_ops();
   // The shape function throws for a rank-0 input: the build error names the node and keeps the message.
-  const std::string bad =
-      write_model(tmp("tanh_rowsum_rank0.onnx"), {custom_node("RowSum", {"x"}, {"y"}, {}, "sum_of_scalar")}, "y", {}, {});
+  const std::string bad = write_model(tmp("tanh_rowsum_rank0.onnx"),
+                                      {custom_node("RowSum", {"x"}, {"y"}, {}, "sum_of_scalar")}, "y", {}, {});
   expect_error_with([&] { build_engine(bad, {}); }, ErrorCode::kInvalidModel, {"sum_of_scalar", "RowSum needs rank"});
   // A CPU function throwing std::runtime_error: a kilnrt::Error naming the node, with the exception's message.
-  const std::string throwing = write_model(tmp("throws.onnx"), {custom_node("Throws", {"x"}, {"y"}, {}, "thrower")},
-                                           "y", {2}, {2});
+  const std::string throwing =
+      write_model(tmp("throws.onnx"), {custom_node("Throws", {"x"}, {"y"}, {}, "thrower")}, "y", {2}, {2});
   std::vector<uint8_t> bytes = build_engine(throwing, {});
   auto engine = Engine::from_bytes(bytes.data(), bytes.size(), "throws.engine");
   Tensor x = ramp({2}, 0.f, 1.f);
-  expect_error_with([&] { engine->run({{"x", x}}); }, ErrorCode::kInvalidArgument,
-                    {"thrower", "deliberate failure in the CPU function"});
+  expect_error_with(
+      [&] {
+        engine->run({{"x", x}});
+      },
+      ErrorCode::kInvalidArgument, {"thrower", "deliberate failure in the CPU function"});
 }
 
 TEST(CustomOp, UnregisteredOpIsAClearErrorAtBuildAndLoad) {
   register_test_ops();
-  const std::string model = write_model(tmp("unknown.onnx"), {custom_node("NotRegistered", {"x"}, {"y"}, {}, "mystery")},
-                                        "y", {2, 3}, {2, 3});
+  const std::string model = write_model(
+      tmp("unknown.onnx"), {custom_node("NotRegistered", {"x"}, {"y"}, {}, "mystery")}, "y", {2, 3}, {2, 3});
   expect_error_with([&] { build_engine(model, {}); }, ErrorCode::kUnsupported,
                     {"mystery", "kilnrt.test:NotRegistered", "not registered"});
   // An engine file that records the op by domain/name (as one built in another process would) fails to load.
@@ -287,10 +291,10 @@ TEST(CustomOp, UnregisteredOpIsAClearErrorAtBuildAndLoad) {
 
 // ---- CUDA ------------------------------------------------------------------------------------------------------
 
-#define SKIP_WITHOUT_GPU()                                                                 \
-  do {                                                                                     \
-    std::string why;                                                                       \
-    if (!cuda_available(&why)) GTEST_SKIP() << "no usable CUDA GPU: " << why;              \
+#define SKIP_WITHOUT_GPU()                                                    \
+  do {                                                                        \
+    std::string why;                                                          \
+    if (!cuda_available(&why)) GTEST_SKIP() << "no usable CUDA GPU: " << why; \
   } while (0)
 
 TEST(CustomOpCuda, NvrtcElementwiseOpMatchesCpuAcrossShapesAndReplays) {
@@ -342,8 +346,8 @@ TEST(CustomOpCuda, LaunchFunctionSeesShapes) {
 TEST(CustomOpCuda, OpWithoutCudaImplementationFailsCudaBuild) {
   SKIP_WITHOUT_GPU();
   register_test_ops();
-  const std::string model = write_model(tmp("throws_cuda.onnx"), {custom_node("Throws", {"x"}, {"y"}, {}, "no_cuda_impl")},
-                                        "y", {2}, {2});
+  const std::string model =
+      write_model(tmp("throws_cuda.onnx"), {custom_node("Throws", {"x"}, {"y"}, {}, "no_cuda_impl")}, "y", {2}, {2});
   BuildOptions opt;
   opt.device = "cuda";
   expect_error_with([&] { build_engine(model, opt); }, ErrorCode::kUnsupported,

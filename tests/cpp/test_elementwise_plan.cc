@@ -67,8 +67,8 @@ void expect_mapping(const Case& c, const k::ElementwisePlan& p, const std::strin
         want += (rem % c.out[d]) * st[d];
         rem /= c.out[d];
       }
-      ASSERT_EQ(got[kk][i], want) << label << ": input " << kk << ", element " << i << " (rank " << p.rank
-                                  << ", vec " << p.vec << ", tail " << p.tail << ")";
+      ASSERT_EQ(got[kk][i], want) << label << ": input " << kk << ", element " << i << " (rank " << p.rank << ", vec "
+                                  << p.vec << ", tail " << p.tail << ")";
     }
   }
 }
@@ -87,12 +87,12 @@ TEST(ElementwisePlan, MatchesTheGenericBroadcastMapping) {
     for (int i = 0; i < n_in; ++i) {
       std::vector<int64_t> s = c.out;
       switch (rng() % 4) {
-        case 0: break;                                   // same shape
-        case 1: s = {1}; break;                          // scalar
+        case 0: break;                                             // same shape
+        case 1: s = {1}; break;                                    // scalar
         case 2: s.erase(s.begin(), s.begin() + rng() % r); break;  // trailing dims (bias-like)
         default:
           for (auto& d : s)
-            if (rng() % 2) d = 1;                        // per-channel and friends
+            if (rng() % 2) d = 1;  // per-channel and friends
       }
       c.ins.push_back(s);
     }
@@ -141,8 +141,8 @@ TEST(ElementwisePlan, ProfiledShapesTakeTheVectorisedLowRankPath) {
   ASSERT_TRUE(plan_case({{32, 96, 56, 56}, {{32, 96, 56, 56}, {1, 96, 1, 1}}}, {4096, 4096}, 2, &p));
   EXPECT_EQ(p.rank, 3);
   // Where(cond [32,12,128,128], 0 scalar, x): flat, the condition read 8 bytes at a time.
-  ASSERT_TRUE(plan_case({{32, 12, 128, 128}, {{32, 12, 128, 128}, {1}, {32, 12, 128, 128}}}, {4096, 4096, 4096}, 2,
-                        &p));
+  ASSERT_TRUE(
+      plan_case({{32, 12, 128, 128}, {{32, 12, 128, 128}, {1}, {32, 12, 128, 128}}}, {4096, 4096, 4096}, 2, &p));
   EXPECT_EQ(p.rank, 1);
   EXPECT_EQ(p.vec, 8);
   EXPECT_EQ(p.strides[1][0], 0);

@@ -15,7 +15,9 @@ using kilnrt::testing_util::expect_close;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(KILNRT_SOURCE_DIR) + "/tests/fixtures/dynamo/" + name;
+}
 
 Tensor slice_batch(const Tensor& t, int64_t begin, int64_t count) {
   Shape s = t.shape();
@@ -46,7 +48,11 @@ TEST_P(DynamoFixture, MatchesTorchThroughEngineBytes) {
   auto ctx = engine->create_context();
   auto one = ctx->run({{"x", slice_batch(x, 1, 1)}});
   expect_close(one.at("y"), slice_batch(y, 1, 1));
-  Tensor x4 = Tensor::empty(DType::kFloat32, [&] { Shape s = x.shape(); s[0] = 4; return s; }());
+  Tensor x4 = Tensor::empty(DType::kFloat32, [&] {
+    Shape s = x.shape();
+    s[0] = 4;
+    return s;
+  }());
   std::memcpy(x4.raw(), x.raw(), x.nbytes());
   std::memcpy(static_cast<char*>(x4.raw()) + x.nbytes(), x.raw(), x.nbytes());
   auto four = ctx->run({{"x", x4}});
@@ -126,7 +132,10 @@ TEST(EndToEnd, UnsupportedOpNamesTheNode) {
   const std::string path = testing::TempDir() + "/kilnrt_unknown_op.onnx";
   // Minimal ModelProto written by hand: ir_version 8, opset 17, graph with one node "FrobnicateOp" named "frob1".
   auto varint = [](std::string& s, uint64_t v) {
-    while (v >= 0x80) { s += char((v & 0x7f) | 0x80); v >>= 7; }
+    while (v >= 0x80) {
+      s += char((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
     s += char(v);
   };
   auto field = [&](std::string& s, int num, const std::string& payload) {
@@ -136,11 +145,13 @@ TEST(EndToEnd, UnsupportedOpNamesTheNode) {
   };
   auto tensor_type_vi = [&](const std::string& name) {
     std::string dim, shape, tt, type, vi;
-    varint(dim, (1 << 3) | 0); varint(dim, 4);        // dim_value 4
-    field(shape, 1, dim);                              // TensorShapeProto.dim
-    varint(tt, (1 << 3) | 0); varint(tt, 1);           // elem_type FLOAT
+    varint(dim, (1 << 3) | 0);
+    varint(dim, 4);        // dim_value 4
+    field(shape, 1, dim);  // TensorShapeProto.dim
+    varint(tt, (1 << 3) | 0);
+    varint(tt, 1);  // elem_type FLOAT
     field(tt, 2, shape);
-    field(type, 1, tt);                                // TypeProto.tensor_type
+    field(type, 1, tt);  // TypeProto.tensor_type
     field(vi, 1, name);
     field(vi, 2, type);
     return vi;
@@ -154,8 +165,10 @@ TEST(EndToEnd, UnsupportedOpNamesTheNode) {
   field(graph, 2, "g");
   field(graph, 11, tensor_type_vi("a"));
   field(graph, 12, tensor_type_vi("b"));
-  varint(opset, (2 << 3) | 0); varint(opset, 17);
-  varint(model, (1 << 3) | 0); varint(model, 8);
+  varint(opset, (2 << 3) | 0);
+  varint(opset, 17);
+  varint(model, (1 << 3) | 0);
+  varint(model, 8);
   field(model, 7, graph);
   field(model, 8, opset);
   std::ofstream(path, std::ios::binary) << model;

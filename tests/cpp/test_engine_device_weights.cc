@@ -278,7 +278,8 @@ TEST(DeviceWeightImageMutation, FlipsTruncationsAndResealedEditsEndInErrors) {
   std::mt19937 rng(11);
   for (int round = 0; round < 200; ++round) {
     std::vector<uint8_t> bad = good;
-    for (int k = 0, n = 1 + static_cast<int>(rng() % 6); k < n; ++k) bad[rng() % bad.size()] = static_cast<uint8_t>(rng());
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 6); k < n; ++k)
+      bad[rng() % bad.size()] = static_cast<uint8_t>(rng());
     reseal_engine_checksum(bad);
     loads(bad, "random mutation round " + std::to_string(round));
   }

@@ -23,9 +23,7 @@ namespace {
 
 std::string temp(const std::string& name) { return testing::TempDir() + "/kilnrt_engine_features_" + name; }
 
-std::string mlp_file() {
-  return write_model(temp("mlp.onnx"), mlp_model(8, 16, 4, {"y"}));
-}
+std::string mlp_file() { return write_model(temp("mlp.onnx"), mlp_model(8, 16, 4, {"y"})); }
 
 ir::Graph mlp_graph() {
   const std::string bytes = mlp_model(8, 16, 4, {"y"});
@@ -64,7 +62,7 @@ TEST(EngineFeatures, CudaPrecisionDefaultsAndOverrides) {
   EXPECT_EQ(precision_of(g, "softmax"), "fp32");  // by op type
   EXPECT_EQ(precision_of(g, "relu"), "fp16");     // the engine default
   EXPECT_EQ(precision_of(g, "mm"), "fp16");
-  EXPECT_EQ(precision_of(g, "mm2"), "fp32");      // a later pattern wins
+  EXPECT_EQ(precision_of(g, "mm2"), "fp32");  // a later pattern wins
 
   // "*=fp32" then a 16-bit layer: a float32 engine apart from that layer, built as a 16-bit one.
   ir::Graph g2 = mlp_graph();
@@ -88,21 +86,41 @@ TEST(EngineFeatures, CudaPrecisionDefaultsAndOverrides) {
 TEST(EngineFeatures, PrecisionErrors) {
   BuildOptions o;
   o.layer_precisions = {{"relu", "fp16"}};
-  expect_error([&] { ir::Graph g = mlp_graph(); engine::assign_layer_precisions(g, o, true); },
-               ErrorCode::kInvalidArgument, "inside a float32 engine is not supported");
+  expect_error(
+      [&] {
+        ir::Graph g = mlp_graph();
+        engine::assign_layer_precisions(g, o, true);
+      },
+      ErrorCode::kInvalidArgument, "inside a float32 engine is not supported");
   o.fp16 = true;
   o.layer_precisions = {{"relu", "bf16"}};
-  expect_error([&] { ir::Graph g = mlp_graph(); engine::assign_layer_precisions(g, o, true); },
-               ErrorCode::kInvalidArgument, "mixing fp16 and bf16");
+  expect_error(
+      [&] {
+        ir::Graph g = mlp_graph();
+        engine::assign_layer_precisions(g, o, true);
+      },
+      ErrorCode::kInvalidArgument, "mixing fp16 and bf16");
   o.layer_precisions = {{"no_such_layer*", "fp32"}};
-  expect_error([&] { ir::Graph g = mlp_graph(); engine::assign_layer_precisions(g, o, true); },
-               ErrorCode::kInvalidArgument, "matches no layer");
+  expect_error(
+      [&] {
+        ir::Graph g = mlp_graph();
+        engine::assign_layer_precisions(g, o, true);
+      },
+      ErrorCode::kInvalidArgument, "matches no layer");
   o.layer_precisions = {{"relu", "fp8"}};
-  expect_error([&] { ir::Graph g = mlp_graph(); engine::assign_layer_precisions(g, o, false); },
-               ErrorCode::kInvalidArgument, "unknown precision 'fp8'");
+  expect_error(
+      [&] {
+        ir::Graph g = mlp_graph();
+        engine::assign_layer_precisions(g, o, false);
+      },
+      ErrorCode::kInvalidArgument, "unknown precision 'fp8'");
   o.layer_precisions = {{"", "fp32"}};
-  expect_error([&] { ir::Graph g = mlp_graph(); engine::assign_layer_precisions(g, o, false); },
-               ErrorCode::kInvalidArgument, "empty layer pattern");
+  expect_error(
+      [&] {
+        ir::Graph g = mlp_graph();
+        engine::assign_layer_precisions(g, o, false);
+      },
+      ErrorCode::kInvalidArgument, "empty layer pattern");
   // The error names the pattern.
   o.layer_precisions = {{"nothing", "fp32"}};
   try {
@@ -187,10 +205,12 @@ TEST(EngineFeatures, MarkAllOutputsFollowsOuterScopeReads) {
   ModelSpec m;
   m.graph.inputs.push_back(ValueInfoSpec::tensor("x", kFloat, {DimSpec::named("batch"), 4}));
   m.graph.initializers.push_back(TensorSpec::raw("c", kBool, {}, std::string(1, '\1')));
-  m.graph.nodes.push_back(NodeSpec{"If", {"c"}, {"o"},
-                                   {AttrSpec::Graph("then_branch", branch("Identity", "t")),
-                                    AttrSpec::Graph("else_branch", branch("Neg", "e"))},
-                                   "if"});
+  m.graph.nodes.push_back(NodeSpec{
+      "If",
+      {"c"},
+      {"o"},
+      {AttrSpec::Graph("then_branch", branch("Identity", "t")), AttrSpec::Graph("else_branch", branch("Neg", "e"))},
+      "if"});
   m.graph.nodes.push_back(NodeSpec{"Relu", {"o"}, {"y"}, {}, "relu"});
   m.graph.outputs.push_back(ValueInfoSpec::tensor("y", kFloat, {DimSpec::named("batch"), 4}));
   const std::string bytes = m.serialize();

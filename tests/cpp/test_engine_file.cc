@@ -82,12 +82,30 @@ TEST(Crc32c, Hash64) {
 }
 
 // ---- a graph exercising every feature --------------------------------------------------------------------------
-ir::Attribute attr_float(float f) { ir::Attribute a; a.kind = ir::Attribute::Kind::kFloat; a.f = f; return a; }
-ir::Attribute attr_int(int64_t i) { ir::Attribute a; a.kind = ir::Attribute::Kind::kInt; a.i = i; return a; }
-ir::Attribute attr_string(std::string s) {
-  ir::Attribute a; a.kind = ir::Attribute::Kind::kString; a.s = std::move(s); return a;
+ir::Attribute attr_float(float f) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kFloat;
+  a.f = f;
+  return a;
 }
-ir::Attribute attr_tensor(Tensor t) { ir::Attribute a; a.kind = ir::Attribute::Kind::kTensor; a.t = t; return a; }
+ir::Attribute attr_int(int64_t i) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kInt;
+  a.i = i;
+  return a;
+}
+ir::Attribute attr_string(std::string s) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kString;
+  a.s = std::move(s);
+  return a;
+}
+ir::Attribute attr_tensor(Tensor t) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::kTensor;
+  a.t = t;
+  return a;
+}
 
 Tensor float_tensor(const Shape& shape, float start) {
   Tensor t = Tensor::empty(DType::kFloat32, shape);
@@ -122,8 +140,7 @@ ir::Graph make_graph() {
   g.types["flag"] = ir::TensorType{DType::kBool, true, {}, std::nullopt};
   g.types["h"] = ir::TensorType{DType::kFloat32, true, {ir::Dim::symbol("batch"), ir::Dim()}, std::nullopt};
   g.types["y"] = ir::TensorType{DType::kFloat32, false, {}, std::nullopt};
-  g.types["shape_out"] =
-      ir::TensorType{DType::kInt64, true, {2}, ir::SymShape{ir::Dim::symbol("batch"), ir::Dim(5)}};
+  g.types["shape_out"] = ir::TensorType{DType::kInt64, true, {2}, ir::SymShape{ir::Dim::symbol("batch"), ir::Dim(5)}};
 
   ir::Node mm;
   mm.name = "unique_matmul_node_name";
@@ -334,7 +351,9 @@ size_t find_bytes(const std::vector<uint8_t>& hay, const void* needle, size_t n)
   auto it = std::search(hay.begin(), hay.end(), p, p + n);
   return it == hay.end() ? std::string::npos : static_cast<size_t>(it - hay.begin());
 }
-size_t find_string(const std::vector<uint8_t>& hay, const std::string& s) { return find_bytes(hay, s.data(), s.size()); }
+size_t find_string(const std::vector<uint8_t>& hay, const std::string& s) {
+  return find_bytes(hay, s.data(), s.size());
+}
 
 void put_u32(std::vector<uint8_t>& b, size_t pos, uint32_t v) {
   for (int i = 0; i < 4; ++i) b[pos + i] = static_cast<uint8_t>(v >> (8 * i));
@@ -466,9 +485,8 @@ TEST_F(EngineFileTest, WrongMagicIsNotAnEngine) {
 TEST_F(EngineFileTest, NewerFormatVersionSaysWhatToDo) {
   std::vector<uint8_t> bad = bytes_;
   put_u32(bad, 8, 7);
-  const std::string expected =
-      "engine format version 7 is newer than this kilnrt supports (" + std::to_string(kEngineFormatVersion) +
-      "): rebuild the engine or upgrade kilnrt";
+  const std::string expected = "engine format version 7 is newer than this kilnrt supports (" +
+                               std::to_string(kEngineFormatVersion) + "): rebuild the engine or upgrade kilnrt";
   EXPECT_EQ(load_error(bad), expected);
   reseal_engine_checksum(bad);
   EXPECT_EQ(load_error(bad), expected);
@@ -533,8 +551,7 @@ TEST_F(EngineFileTest, ResealedInconsistenciesAreNamed) {
     std::vector<uint8_t> bad = bytes_;
     put_u64(bad, pos + producer.size(), uint64_t(1) << 61);
     reseal_engine_checksum(bad);
-    EXPECT_NE(load_error(bad).find("opset count 2305843009213693952 is absurd"), std::string::npos)
-        << load_error(bad);
+    EXPECT_NE(load_error(bad).find("opset count 2305843009213693952 is absurd"), std::string::npos) << load_error(bad);
   }
   {  // absurd section offset
     std::vector<uint8_t> bad = bytes_;
@@ -544,8 +561,9 @@ TEST_F(EngineFileTest, ResealedInconsistenciesAreNamed) {
   }
 }
 
-// ---- mutation sweeps --------------------------------------------------------------------------------------------------
-// A smaller engine keeps the sweeps quick.
+// ---- mutation sweeps
+// -------------------------------------------------------------------------------------------------- A smaller engine
+// keeps the sweeps quick.
 std::vector<uint8_t> small_engine() {
   ir::Graph g;
   g.name = "g";

@@ -72,8 +72,8 @@ int64_t fail_each_allocation(const std::string& label, const std::function<void(
     } catch (const Error& e) {
       threw = true;
       EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory) << label << ", allocation #" << i << ": " << e.what();
-      EXPECT_NE(std::string(e.what()).find("injected failure"), std::string::npos) << label << " #" << i << ": "
-                                                                                  << e.what();
+      EXPECT_NE(std::string(e.what()).find("injected failure"), std::string::npos)
+          << label << " #" << i << ": " << e.what();
     } catch (const std::exception& e) {
       threw = true;
       ADD_FAILURE() << label << ", allocation #" << i << ": not a kilnrt::Error: " << e.what();
@@ -147,7 +147,8 @@ TEST_P(FailureInjection, EveryAllocationOfLoadAndCreateContextFailsCleanly) {
   std::shared_ptr<Engine> engine;
   std::unique_ptr<ExecutionContext> ctx;
   const int64_t n = fail_each_allocation(
-      GetParam() + " load", [&] {
+      GetParam() + " load",
+      [&] {
         ctx.reset();
         engine.reset();
         engine = Engine::from_bytes(bytes.data(), bytes.size());

@@ -113,13 +113,31 @@ struct OpCase {
 
 TEST(FusePointwise, EveryLoweredOpMatchesTheUnfusedGraph) {
   const std::vector<OpCase> cases = {
-      {"Neg", -2, 2, {}},        {"Abs", -2, 2, {}},        {"Exp", -2, 2, {}},         {"Log", 0.1f, 3, {}},
-      {"Sqrt", 0.1f, 3, {}},     {"Reciprocal", 0.5f, 3, {}}, {"Sigmoid", -4, 4, {}},    {"Tanh", -2, 2, {}},
-      {"Erf", -2, 2, {}},        {"Relu", -2, 2, {}},       {"Floor", -3, 3, {}},       {"Ceil", -3, 3, {}},
-      {"Sin", -3, 3, {}},        {"Cos", -3, 3, {}},        {"Softplus", -3, 3, {}},    {"Softsign", -3, 3, {}},
-      {"HardSwish", -4, 4, {}},  {"Identity", -2, 2, {}},   {"Mish", -3, 3, {}},        {"LeakyRelu", -2, 2, {{"alpha", 0.3f}}},
-      {"Elu", -2, 2, {{"alpha", 0.7f}}}, {"HardSigmoid", -4, 4, {{"alpha", 0.25f}, {"beta", 0.4f}}},
-      {"Selu", -2, 2, {}},       {"Celu", -2, 2, {{"alpha", 1.5f}}}, {"ThresholdedRelu", -2, 2, {{"alpha", 0.5f}}},
+      {"Neg", -2, 2, {}},
+      {"Abs", -2, 2, {}},
+      {"Exp", -2, 2, {}},
+      {"Log", 0.1f, 3, {}},
+      {"Sqrt", 0.1f, 3, {}},
+      {"Reciprocal", 0.5f, 3, {}},
+      {"Sigmoid", -4, 4, {}},
+      {"Tanh", -2, 2, {}},
+      {"Erf", -2, 2, {}},
+      {"Relu", -2, 2, {}},
+      {"Floor", -3, 3, {}},
+      {"Ceil", -3, 3, {}},
+      {"Sin", -3, 3, {}},
+      {"Cos", -3, 3, {}},
+      {"Softplus", -3, 3, {}},
+      {"Softsign", -3, 3, {}},
+      {"HardSwish", -4, 4, {}},
+      {"Identity", -2, 2, {}},
+      {"Mish", -3, 3, {}},
+      {"LeakyRelu", -2, 2, {{"alpha", 0.3f}}},
+      {"Elu", -2, 2, {{"alpha", 0.7f}}},
+      {"HardSigmoid", -4, 4, {{"alpha", 0.25f}, {"beta", 0.4f}}},
+      {"Selu", -2, 2, {}},
+      {"Celu", -2, 2, {{"alpha", 1.5f}}},
+      {"ThresholdedRelu", -2, 2, {{"alpha", 0.5f}}},
   };
   for (const OpCase& c : cases) {
     SCOPED_TRACE(c.op);
@@ -173,8 +191,8 @@ TEST(FusePointwise, WhereAndCastBetweenFloatTypes) {
   b.node("Mul", {"a", "c"}, {"m"});
   b.node("Neg", {"a"}, {"n"});
   b.node("Where", {"cond", "m", "n"}, {"w"});
-  b.node("Cast", {"w"}, {"h"}).attrs["to"] = int_attr(10);   // float16
-  b.node("Cast", {"h"}, {"f"}).attrs["to"] = int_attr(1);    // back to float32
+  b.node("Cast", {"w"}, {"h"}).attrs["to"] = int_attr(10);  // float16
+  b.node("Cast", {"h"}, {"f"}).attrs["to"] = int_attr(1);   // back to float32
   b.node("Sigmoid", {"f"}, {"y"});
   b.g.outputs = {"y"};
   passes::infer_shapes(b.g);

@@ -79,8 +79,8 @@ TEST(HoistGather, AttentionComputesOnlyThePickedQueries) {
 }
 
 TEST(HoistGather, RowListsAndNegativeIndices) {
-  for (const auto& [index, scalar] : std::vector<std::pair<std::vector<int64_t>, bool>>{
-           {{2, 0}, false}, {{-1}, true}, {{8, 8, 3}, false}}) {
+  for (const auto& [index, scalar] :
+       std::vector<std::pair<std::vector<int64_t>, bool>>{{{2, 0}, false}, {{-1}, true}, {{8, 8, 3}, false}}) {
     SCOPED_TRACE(std::to_string(index[0]) + " ... (" + std::to_string(index.size()) + ")");
     TailCase tc;
     tc.index = index;

@@ -57,7 +57,8 @@ Tensor indices(std::vector<int64_t> v) { return Tensor::from_data(v.data(), DTyp
 
 // Expects fn() to throw kInvalidArgument whose where() contains `where` and whose message contains `needle`.
 template <typename Fn>
-void expect_invalid(Fn fn, const std::string& where, const std::string& needle, ErrorCode code = ErrorCode::kInvalidArgument) {
+void expect_invalid(Fn fn, const std::string& where, const std::string& needle,
+                    ErrorCode code = ErrorCode::kInvalidArgument) {
   try {
     fn();
     ADD_FAILURE() << "no error; expected one at " << where << ": " << needle;
@@ -72,8 +73,7 @@ void expect_correct(const std::map<std::string, Tensor>& out, const Tensor& x, c
   const Tensor& y = out.at("y");
   ASSERT_EQ(y.shape(), (Shape{x.shape()[0], 3}));
   for (int64_t b = 0; b < x.shape()[0]; ++b)
-    for (int64_t j = 0; j < 3; ++j)
-      EXPECT_EQ(y.data<float>()[b * 3 + j], 2.0f * x.data<float>()[b * 4 + idx[j]]);
+    for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(y.data<float>()[b * 3 + j], 2.0f * x.data<float>()[b * 4 + idx[j]]);
 }
 
 }  // namespace
@@ -89,15 +89,29 @@ TEST(HostileInputs, CpuRunRejectsBadCallsNamingTheTensorAndKeepsWorking) {
   expect_invalid([&] { ctx->run({{"x", x}, {"idx", idx}, {"z", x}}); }, "z", "no input named 'z'");
   expect_invalid([&] { ctx->run({{"X", x}, {"idx", idx}}); }, "X", "no input named 'X'");
   // Dtypes: float64 / int32 where float32 / int64 are expected (no silent conversion).
-  expect_invalid([&] { ctx->run({{"x", Tensor::zeros(DType::kFloat64, {2, 4})}, {"idx", idx}}); }, "input 'x'",
-                 "expected dtype float32");
-  expect_invalid([&] { ctx->run({{"x", x}, {"idx", Tensor::zeros(DType::kInt32, {3})}}); }, "input 'idx'",
-                 "expected dtype int64");
+  expect_invalid(
+      [&] {
+        ctx->run({{"x", Tensor::zeros(DType::kFloat64, {2, 4})}, {"idx", idx}});
+      },
+      "input 'x'", "expected dtype float32");
+  expect_invalid(
+      [&] {
+        ctx->run({{"x", x}, {"idx", Tensor::zeros(DType::kInt32, {3})}});
+      },
+      "input 'idx'", "expected dtype int64");
   // Shapes: rank, fixed dims, outside the profile (below min, above max).
   expect_invalid([&] { ctx->run({{"x", floats({2, 4, 1})}, {"idx", idx}}); }, "input 'x'", "expected rank 2");
   expect_invalid([&] { ctx->run({{"x", floats({2, 5})}, {"idx", idx}}); }, "input 'x'", "dimension 1 must be 4");
-  expect_invalid([&] { ctx->run({{"x", floats({5, 4})}, {"idx", idx}}); }, "input 'x'", "outside the engine's profiles");
-  expect_invalid([&] { ctx->run({{"x", floats({0, 4})}, {"idx", idx}}); }, "input 'x'", "outside the engine's profiles");
+  expect_invalid(
+      [&] {
+        ctx->run({{"x", floats({5, 4})}, {"idx", idx}});
+      },
+      "input 'x'", "outside the engine's profiles");
+  expect_invalid(
+      [&] {
+        ctx->run({{"x", floats({0, 4})}, {"idx", idx}});
+      },
+      "input 'x'", "outside the engine's profiles");
   expect_invalid([&] { ctx->run({{"x", x}, {"idx", indices({0, 1})}}); }, "input 'idx'", "dimension 0 must be 3");
   // Undefined tensors and null data.
   expect_invalid([&] { ctx->run({{"x", Tensor()}, {"idx", idx}}); }, "input 'x'", "empty/undefined");
@@ -204,10 +218,10 @@ TEST(HostileInputs, CpuEngineRefusesDeviceCalls) {
 
 #ifdef KILNRT_HAVE_CUDA
 namespace {
-#define KILNRT_HOSTILE_SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                                         \
-    std::string why_;                                                                          \
-    if (!::kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_;     \
+#define KILNRT_HOSTILE_SKIP_WITHOUT_GPU()                                                 \
+  do {                                                                                    \
+    std::string why_;                                                                     \
+    if (!::kilnrt::cuda_available(&why_)) GTEST_SKIP() << "no usable CUDA GPU: " << why_; \
   } while (0)
 }  // namespace
 
@@ -232,17 +246,26 @@ TEST(HostileInputsCuda, EnqueueRejectsBadPointersAndBuffersBeforeLaunching) {
   };
   void* s = stream.get();
   expect_invalid([&] { ctx->enqueue(in(nullptr, idx.data()), out(y.data()), s); }, "input 'x'", "null");
-  expect_invalid([&] { ctx->enqueue(in(static_cast<char*>(x.data()) + 2, idx.data()), out(y.data()), s); },
-                 "input 'x'", "not aligned");
+  expect_invalid([&] { ctx->enqueue(in(static_cast<char*>(x.data()) + 2, idx.data()), out(y.data()), s); }, "input 'x'",
+                 "not aligned");
   std::vector<float> host(8);
   expect_invalid([&] { ctx->enqueue(in(host.data(), idx.data()), out(y.data()), s); }, "input 'x'", "");
-  expect_invalid([&] { ctx->enqueue(in(x.data(), idx.data()), out(y.data(), {2, 2}), s); }, "output 'y'",
-                 "expected shape");
-  expect_invalid([&] { ctx->enqueue(in(x.data(), idx.data()), out(y.data(), {2, 3}, DType::kFloat16), s); },
-                 "output 'y'", "expected dtype");
+  expect_invalid(
+      [&] {
+        ctx->enqueue(in(x.data(), idx.data()), out(y.data(), {2, 2}), s);
+      },
+      "output 'y'", "expected shape");
+  expect_invalid(
+      [&] {
+        ctx->enqueue(in(x.data(), idx.data()), out(y.data(), {2, 3}, DType::kFloat16), s);
+      },
+      "output 'y'", "expected dtype");
   expect_invalid([&] { ctx->enqueue(in(x.data(), idx.data()), {}, s); }, "output 'y'", "missing output");
-  expect_invalid([&] { ctx->enqueue(in(x.data(), idx.data()), {{"z", {y.data(), DType::kFloat32, {2, 3}, 0}}}, s); },
-                 "output 'z'", "no output named");
+  expect_invalid(
+      [&] {
+        ctx->enqueue(in(x.data(), idx.data()), {{"z", {y.data(), DType::kFloat32, {2, 3}, 0}}}, s);
+      },
+      "output 'z'", "no output named");
   // The last 8 bytes of a 1 KiB allocation claimed as a 2x3 float output (24 bytes).
   expect_invalid([&] { ctx->enqueue(in(x.data(), idx.data()), out(static_cast<char*>(tail.data()) + 1016), s); },
                  "output 'y'", "too small");

@@ -279,8 +279,11 @@ std::string write_expand_model() {
   g.nodes.push_back(NodeSpec{"Conv", {"x", "we", "be"}, {"e"}, {}, "expand"});
   g.nodes.push_back(NodeSpec{"Sigmoid", {"e"}, {"es"}, {}, "sig"});
   g.nodes.push_back(NodeSpec{"Mul", {"e", "es"}, {"ea"}, {}, "silu"});
-  g.nodes.push_back(NodeSpec{"Conv", {"ea", "wd", "bd"}, {"d"},
-                             {AttrSpec::Ints("pads", {1, 1, 1, 1}), AttrSpec::Int("group", 32)}, "depthwise"});
+  g.nodes.push_back(NodeSpec{"Conv",
+                             {"ea", "wd", "bd"},
+                             {"d"},
+                             {AttrSpec::Ints("pads", {1, 1, 1, 1}), AttrSpec::Int("group", 32)},
+                             "depthwise"});
   g.nodes.push_back(NodeSpec{"HardSwish", {"d"}, {"da"}, {}, "hswish"});
   g.nodes.push_back(NodeSpec{"Conv", {"da", "wp"}, {"y"}, {}, "project"});
   const std::string path = ::testing::TempDir() + "kilnrt_expand_block.onnx";

@@ -77,7 +77,8 @@ TEST(IslandCpuReference, GridSampleModesOpset16And20Names) {
 std::vector<float> closed_form(int64_t n, double a, double f, double p, bool cosine) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    v[static_cast<size_t>(i)] = static_cast<float>(a * (cosine ? std::cos(f * double(i) + p) : std::sin(f * double(i) + p)));
+    v[static_cast<size_t>(i)] =
+        static_cast<float>(a * (cosine ? std::cos(f * double(i) + p) : std::sin(f * double(i) + p)));
   return v;
 }
 
@@ -87,14 +88,14 @@ TEST(IslandCpuReference, GruLinearBeforeResetZeroUsesPerUnitResetGate) {
   const Tensor w = f32(closed_form(3 * H * I, 0.9, 0.37, 0.0, true), {1, 3 * H, I});
   const Tensor r = f32(closed_form(3 * H * H, 1.1, 0.53, 0.2, false), {1, 3 * H, H});
   const Tensor b = f32(closed_form(6 * H, 0.3, 0.29, 0.4, true), {1, 6 * H});
-  const std::vector<double> forward = {-0.054657198, 0.0607705035, 0.141520965, -0.0733974949, 0.129900101,
-                                       0.32097522,   -0.163065658, -0.0894871042, 0.0030005291, -0.240760269,
+  const std::vector<double> forward = {-0.054657198, 0.0607705035, 0.141520965,   -0.0733974949, 0.129900101,
+                                       0.32097522,   -0.163065658, -0.0894871042, 0.0030005291,  -0.240760269,
                                        -0.315969293, -0.214015796, -0.0767076947, -0.0830314831, -0.168872575,
                                        -0.158626032, 0.120276829,  0.0718824272};
-  const std::vector<double> reverse = {-0.0360590836, 0.043873021, -0.0553695275, -0.178776063, 0.105406133,
-                                       0.0759666964,  -0.0676988655, -0.13827751, -0.216825771, -0.238875691,
-                                       -0.31424451,   -0.214406472, -0.0435313751, -0.111532585, -0.14560455,
-                                       -0.0627541574, 0.137231461,  0.316143884};
+  const std::vector<double> reverse = {-0.0360590836, 0.043873021,   -0.0553695275, -0.178776063, 0.105406133,
+                                       0.0759666964,  -0.0676988655, -0.13827751,   -0.216825771, -0.238875691,
+                                       -0.31424451,   -0.214406472,  -0.0435313751, -0.111532585, -0.14560455,
+                                       -0.0627541574, 0.137231461,   0.316143884};
   for (const char* dir : {"forward", "reverse"}) {
     SCOPED_TRACE(dir);
     Node n("GRU", 4, 2);

@@ -69,7 +69,8 @@ size_t count_op(const Graph& g, const std::string& op) {
 }
 
 const kilnrt::ir::Node* find_node(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes) if (n.name == name) return &n;
+  for (const auto& n : g.nodes)
+    if (n.name == name) return &n;
   return nullptr;
 }
 
@@ -302,10 +303,14 @@ TEST(OnnxImport, Float16AndBFloat16Initializers) {
 TEST(OnnxImport, AttributeKinds) {
   ModelSpec m = small_model();
   NodeSpec& add = m.graph.nodes[0];
-  add.attrs = {AttrSpec::Int("i", -5), AttrSpec::Float("f", 0.25f), AttrSpec::String("s", "hello"),
-               AttrSpec::Ints("is", {1, -2, 1LL << 33}), AttrSpec::Floats("fs", {1.5f, -0.5f}),
+  add.attrs = {AttrSpec::Int("i", -5),
+               AttrSpec::Float("f", 0.25f),
+               AttrSpec::String("s", "hello"),
+               AttrSpec::Ints("is", {1, -2, 1LL << 33}),
+               AttrSpec::Floats("fs", {1.5f, -0.5f}),
                AttrSpec::Strings("ss", {"a", "", "c"}),
-               AttrSpec::Tensor("t", TensorSpec::int64_typed("", {2}, {7, 8})), AttrSpec::Ints("empty_ints", {})};
+               AttrSpec::Tensor("t", TensorSpec::int64_typed("", {2}, {7, 8})),
+               AttrSpec::Ints("empty_ints", {})};
   AttrSpec untyped = AttrSpec::Int("no_type", 9);
   untyped.type = 0;  // older writers omit the type: inferred from the single value present
   add.attrs.push_back(untyped);
@@ -340,15 +345,17 @@ TEST(OnnxImport, SubgraphAttributes) {
   else_g.name = "else";
   else_g.initializers.push_back(TensorSpec::float_typed("k", {1}, {2.f}));
   else_g.nodes.push_back(
-      NodeSpec{"If", {"cond"}, {"else_out"}, {AttrSpec::Graph("then_branch", inner_then),
-                                              AttrSpec::Graph("else_branch", inner_then)}});
+      NodeSpec{"If",
+               {"cond"},
+               {"else_out"},
+               {AttrSpec::Graph("then_branch", inner_then), AttrSpec::Graph("else_branch", inner_then)}});
   else_g.outputs.push_back(ValueInfoSpec::rank_unknown("else_out", kFloat));
 
   ModelSpec m;
   m.graph.inputs.push_back(ValueInfoSpec::tensor("x", kFloat, {DimSpec::named("batch"), 4}));
   m.graph.inputs.push_back(ValueInfoSpec::tensor("cond", kBool, {}));
-  m.graph.nodes.push_back(NodeSpec{"If", {"cond"}, {"y"},
-                                   {AttrSpec::Graph("then_branch", then_g), AttrSpec::Graph("else_branch", else_g)}});
+  m.graph.nodes.push_back(NodeSpec{
+      "If", {"cond"}, {"y"}, {AttrSpec::Graph("then_branch", then_g), AttrSpec::Graph("else_branch", else_g)}});
   m.graph.outputs.push_back(ValueInfoSpec::rank_unknown("y", kFloat));
   Graph g = import_string(m.serialize());
   ASSERT_EQ(g.nodes.size(), 1u);
@@ -423,7 +430,9 @@ TEST_F(OnnxExternalData, RejectsEscapingPaths) {
 }
 
 TEST_F(OnnxExternalData, RejectsWrongSizesAndMissingFiles) {
-  Error e = expect_error([&] { import_with({TensorSpec::external_file("ef", kFloat, {2, 3}, "weights/w.bin", 16, 20)}); });
+  Error e = expect_error([&] {
+    import_with({TensorSpec::external_file("ef", kFloat, {2, 3}, "weights/w.bin", 16, 20)});
+  });
   EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << err_text(e);
   e = expect_error([&] { import_with({TensorSpec::external_file("ef", kFloat, {2, 3}, "weights/w.bin", 40, 24)}); });
   EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << err_text(e);  // runs past the end
@@ -492,7 +501,10 @@ TEST(OnnxImportErrors, ModelLevel) {
 }
 
 TEST(OnnxImportErrors, TensorProblemsNameTheTensor) {
-  struct Case { TensorSpec t; ErrorCode code; };
+  struct Case {
+    TensorSpec t;
+    ErrorCode code;
+  };
   std::vector<Case> cases;
   cases.push_back({TensorSpec::float_raw("bad_size", {2, 3}, {1.f, 2.f}), ErrorCode::kInvalidModel});
   cases.push_back({TensorSpec::float_typed("bad_count", {4}, {1.f}), ErrorCode::kInvalidModel});
@@ -620,7 +632,7 @@ Error wire_error(const std::string& bytes) {
 }
 
 TEST(ProtobufReader, MalformedWireFormat) {
-  EXPECT_NE(wire_error("\x08").message().find("truncated varint"), std::string::npos);       // value missing
+  EXPECT_NE(wire_error("\x08").message().find("truncated varint"), std::string::npos);  // value missing
   EXPECT_NE(wire_error("\x08\x80\x80").message().find("truncated varint"), std::string::npos);
   EXPECT_NE(wire_error(std::string("\x08") + std::string(10, '\xff') + "\x01").message().find("64 bits"),
             std::string::npos);
@@ -663,8 +675,10 @@ TEST(ProtobufReader, GroupsAndPackedScalars) {
   kilnrt::ir::pb::Reader r(src);
   std::vector<int64_t> ints;
   while (r.next()) {
-    if (r.field() == 2) r.read_repeated_varint(&ints);
-    else r.skip();
+    if (r.field() == 2)
+      r.read_repeated_varint(&ints);
+    else
+      r.skip();
   }
   EXPECT_EQ(ints, (std::vector<int64_t>{1, -1, 300, 7}));
   // Nested empty groups are valid and skipped.

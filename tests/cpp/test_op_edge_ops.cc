@@ -104,10 +104,10 @@ struct StftCase {
 
 TEST(OpEdgeSignal, StftFramesWindowsAndComplexInput) {
   const StftCase cases[] = {
-      {{1, 8, 1}, 3, 8, false, true},   // the frame is the whole signal: one frame
-      {{2, 10, 1}, 2, 4, true, true},   // even frame, onesided: 3 bins
-      {{1, 9, 1}, 4, 5, true, false},   // odd frame, both sides
-      {{1, 7, 2}, 1, 3, true, false},   // complex input
+      {{1, 8, 1}, 3, 8, false, true},  // the frame is the whole signal: one frame
+      {{2, 10, 1}, 2, 4, true, true},  // even frame, onesided: 3 bins
+      {{1, 9, 1}, 4, 5, true, false},  // odd frame, both sides
+      {{1, 7, 2}, 1, 3, true, false},  // complex input
   };
   uint32_t seed = 3;
   for (const StftCase& c : cases) {
@@ -291,13 +291,16 @@ struct AdamCase {
 };
 
 TEST(OpEdgeTraining, AdamStepZeroAndDecay) {
-  const AdamCase cases[] = {{0, 0.9f, 0.999f, 1e-6f, 0.f, 0.f},    // t = 0: no bias correction
-                            {1, 0.9f, 0.999f, 1e-6f, 0.f, 0.f},    // first corrected step
+  const AdamCase cases[] = {{0, 0.9f, 0.999f, 1e-6f, 0.f, 0.f},     // t = 0: no bias correction
+                            {1, 0.9f, 0.999f, 1e-6f, 0.f, 0.f},     // first corrected step
                             {5, 0.5f, 0.75f, 1e-2f, 0.1f, 0.25f}};  // L2 term and decay after the step
   for (const AdamCase& c : cases) {
     Node n("Adam", 6, 3);
     n.node.domain = "ai.onnx.preview.training";
-    n.f("alpha", c.alpha).f("beta", c.beta).f("epsilon", c.eps).f("norm_coefficient", c.norm)
+    n.f("alpha", c.alpha)
+        .f("beta", c.beta)
+        .f("epsilon", c.eps)
+        .f("norm_coefficient", c.norm)
         .f("norm_coefficient_post", c.norm_post);
     const std::vector<double> x = {1.0, -2.0, 0.0}, g = {0.5, 0.0, -1e3}, v = {0.1, 0.0, 0.0}, h = {0.01, 0.0, 4.0};
     Tensor r = f32({0.1f}, {}), t = i64_scalar(c.t);

@@ -16,11 +16,27 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
 // ---- empty tensors ---------------------------------------------------------------------------------------------
 TEST(OpEdgeSweep, UnaryOpsKeepEmptyShapes) {
-  const char* float_ops[] = {"Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Celu", "Cos", "Cosh",
-                             "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Identity",
-                             "LeakyRelu", "Log", "Mish", "Neg", "Reciprocal", "Relu", "Round", "Selu", "Shrink",
-                             "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh",
-                             "ThresholdedRelu", "Softmax", "LogSoftmax", "Hardmax"};
+  const char* float_ops[] = {"Abs",         "Acos",
+                             "Acosh",       "Asin",
+                             "Asinh",       "Atan",
+                             "Atanh",       "Ceil",
+                             "Celu",        "Cos",
+                             "Cosh",        "Elu",
+                             "Erf",         "Exp",
+                             "Floor",       "Gelu",
+                             "HardSigmoid", "HardSwish",
+                             "Identity",    "LeakyRelu",
+                             "Log",         "Mish",
+                             "Neg",         "Reciprocal",
+                             "Relu",        "Round",
+                             "Selu",        "Shrink",
+                             "Sigmoid",     "Sign",
+                             "Sin",         "Sinh",
+                             "Softplus",    "Softsign",
+                             "Sqrt",        "Tan",
+                             "Tanh",        "ThresholdedRelu",
+                             "Softmax",     "LogSoftmax",
+                             "Hardmax"};
   Tensor empty = Tensor::empty(DType::kFloat32, {0, 3});
   for (const char* op : float_ops) {
     Node n(op, 1);
@@ -118,7 +134,8 @@ TEST(OpEdgeSweep, BinaryBroadcastCorners) {
       EXPECT_EQ(y.shape(), s.out) << what;
       EXPECT_EQ(y.dtype(), op.to_bool ? DType::kBool : DType::kFloat32) << what;
       expect_values(y, broadcast_ref(a, b, s.out, op.ref), 1e-5, what);
-      ir::TensorType ta = ttype(DType::kFloat32, ir::shape_to_sym(s.a)), tb = ttype(DType::kFloat32, ir::shape_to_sym(s.b));
+      ir::TensorType ta = ttype(DType::kFloat32, ir::shape_to_sym(s.a)),
+                     tb = ttype(DType::kFloat32, ir::shape_to_sym(s.b));
       EXPECT_EQ(ir::sym_shape_to_string(infer(n.node, {&ta, &tb})[0].shape), shape_to_string(s.out)) << what;
     }
     // Incompatible dims are an error naming the node.
@@ -150,15 +167,42 @@ TEST(OpEdgeSweep, NegativeAxisMatchesPositive) {
       {"ArgMax", 1, [&] { return std::vector<Tensor>{x}; }},
       {"ArgMin", 1, [&] { return std::vector<Tensor>{x}; }},
       {"Flatten", 1, [&] { return std::vector<Tensor>{x}; }},
-      {"Concat", 2, [&] { return std::vector<Tensor>{x, x}; }},
-      {"Gather", 2, [&] { return std::vector<Tensor>{x, i64({3, 0, -1}, {3})}; }},
-      {"GatherElements", 2, [&] { return std::vector<Tensor>{x, i64({0, 1, 2, 3, 3, 2, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}, {2, 3, 4})}; }},
-      {"CumSum", 2, [&] { return std::vector<Tensor>{x, i64_scalar(0)}; }, nullptr},
+      {"Concat", 2,
+       [&] {
+         return std::vector<Tensor>{x, x};
+       }},
+      {"Gather", 2,
+       [&] {
+         return std::vector<Tensor>{x, i64({3, 0, -1}, {3})};
+       }},
+      {"GatherElements", 2,
+       [&] {
+         return std::vector<Tensor>{
+             x, i64({0, 1, 2, 3, 3, 2, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}, {2, 3, 4})};
+       }},
+      {"CumSum", 2,
+       [&] {
+         return std::vector<Tensor>{x, i64_scalar(0)};
+       },
+       nullptr},
       {"Split", 1, [&] { return std::vector<Tensor>{x}; }},
-      {"Compress", 2, [&] { return std::vector<Tensor>{x, boolean({1, 0, 1, 1}, {4})}; }},
-      {"TopK", 2, [&] { return std::vector<Tensor>{x, i64({2}, {1})}; }},
-      {"OneHot", 3, [&] { return std::vector<Tensor>{i64({0, 2, 1}, {3}), i64_scalar(3), f32({0, 1}, {2})}; }},
-      {"ReverseSequence", 2, [&] { return std::vector<Tensor>{x, i64({1, 3}, {2})}; }, nullptr},
+      {"Compress", 2,
+       [&] {
+         return std::vector<Tensor>{x, boolean({1, 0, 1, 1}, {4})};
+       }},
+      {"TopK", 2,
+       [&] {
+         return std::vector<Tensor>{x, i64({2}, {1})};
+       }},
+      {"OneHot", 3,
+       [&] {
+         return std::vector<Tensor>{i64({0, 2, 1}, {3}), i64_scalar(3), f32({0, 1}, {2})};
+       }},
+      {"ReverseSequence", 2,
+       [&] {
+         return std::vector<Tensor>{x, i64({1, 3}, {2})};
+       },
+       nullptr},
   };
   for (const AxisCase& c : cases) {
     ASSERT_NE(OpRegistry::instance().find("", c.op, 20), nullptr) << c.op << " is missing from the registry";
@@ -228,7 +272,8 @@ TEST(OpEdgeSweep, Int64ExtremesSurviveExactly) {
   EXPECT_EQ(values(run1(Node("Less", 2).node, {&c, &c})), (std::vector<double>{0, 0}));
   Tensor d = i64({kMax - 1}, {1}), e = i64({kMax}, {1});
   // kMax - 1 and kMax are the same double: a comparison through double would call them equal.
-  EXPECT_EQ(values(run1(Node("Less", 2).node, {&d, &e})), (std::vector<double>{1})) << "Less must compare int64 exactly";
+  EXPECT_EQ(values(run1(Node("Less", 2).node, {&d, &e})), (std::vector<double>{1}))
+      << "Less must compare int64 exactly";
   EXPECT_EQ(values(run1(Node("Equal", 2).node, {&d, &e})), (std::vector<double>{0})) << "Equal must compare exactly";
   EXPECT_EQ(ints_of(run1(Node("Neg", 1).node, {&e})), (std::vector<int64_t>{-kMax}));
   EXPECT_EQ(ints_of(run1(Node("Sign", 1).node, {&a})), (std::vector<int64_t>{-1, 1, -1, 0, 1}));

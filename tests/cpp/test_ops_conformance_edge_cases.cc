@@ -235,7 +235,7 @@ TEST(OpsSignalEdgeCases, WindowsDftAndMel) {
   sym.i("periodic", 0);
   Tensor n1 = i64_scalar(1);
   expect_values(run1(sym.node, {&n1}, 17), {0.0});  // a one-point symmetric window does not divide by zero
-  Tensor x = f32({1, 0, 0, 0}, {1, 4, 1});  // impulse: flat spectrum
+  Tensor x = f32({1, 0, 0, 0}, {1, 4, 1});          // impulse: flat spectrum
   Node d("DFT", 1);
   d.i("onesided", 1);
   Tensor y = run1(d.node, {&x}, 17);

@@ -288,7 +288,8 @@ TEST(OpsControl, Scan8InputsMustShareTheBatchAxis) {
   g.types["x"] = type(DType::kFloat32, {2, 3, 2});
   backends::cpu::CpuPlan plan(g);
   // batch 2: two independent scans of 3 steps
-  auto out = plan.run({{"s0", f32({0, 0, 10, 10}, {2, 2})}, {"x", f32({1, 2, 3, 4, 5, 6, 1, 1, 1, 1, 1, 1}, {2, 3, 2})}});
+  auto out =
+      plan.run({{"s0", f32({0, 0, 10, 10}, {2, 2})}, {"x", f32({1, 2, 3, 4, 5, 6, 1, 1, 1, 1, 1, 1}, {2, 3, 2})}});
   EXPECT_EQ(values(out.at("s_final")), (std::vector<float>{9, 12, 13, 13}));
   EXPECT_EQ(out.at("y").shape(), (Shape{2, 3, 2}));
   try {

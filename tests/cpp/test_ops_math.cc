@@ -13,12 +13,59 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
 TEST(OpsMathRegistry, EveryOpHasKernelAndShapeFunction) {
-  const char* ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Min", "Max", "Sum", "Mean", "Neg", "Abs",
-                       "Reciprocal", "Sqrt", "Exp", "Log", "Erf", "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Elu",
-                       "Selu", "Celu", "Softplus", "Softsign", "HardSigmoid", "HardSwish", "Gelu", "Mish", "Clip",
-                       "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "IsNaN", "IsInf", "PRelu", "ThresholdedRelu",
-                       "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where",
-                       "Cast", "CastLike"};
+  const char* ops[] = {"Add",
+                       "Sub",
+                       "Mul",
+                       "Div",
+                       "Pow",
+                       "Mod",
+                       "Min",
+                       "Max",
+                       "Sum",
+                       "Mean",
+                       "Neg",
+                       "Abs",
+                       "Reciprocal",
+                       "Sqrt",
+                       "Exp",
+                       "Log",
+                       "Erf",
+                       "Tanh",
+                       "Sigmoid",
+                       "Relu",
+                       "LeakyRelu",
+                       "Elu",
+                       "Selu",
+                       "Celu",
+                       "Softplus",
+                       "Softsign",
+                       "HardSigmoid",
+                       "HardSwish",
+                       "Gelu",
+                       "Mish",
+                       "Clip",
+                       "Floor",
+                       "Ceil",
+                       "Round",
+                       "Sign",
+                       "Sin",
+                       "Cos",
+                       "IsNaN",
+                       "IsInf",
+                       "PRelu",
+                       "ThresholdedRelu",
+                       "Equal",
+                       "Less",
+                       "LessOrEqual",
+                       "Greater",
+                       "GreaterOrEqual",
+                       "Not",
+                       "And",
+                       "Or",
+                       "Xor",
+                       "Where",
+                       "Cast",
+                       "CastLike"};
   for (const char* op : ops)
     for (int64_t opset : {13, 17, 18, 20, 21}) {
       const std::string name = op;
@@ -53,7 +100,8 @@ TEST(OpsMathBinary, ScalarAndRankMismatch) {
   // [2,3,4] / [4]
   Tensor d = f32({1, 2, 4, 8});
   Tensor q = run1(Node("Div", 2).node, {&x, &d});
-  for (int64_t k = 0; k < x.numel(); ++k) EXPECT_FLOAT_EQ(q.data<float>()[k], x.data<float>()[k] / d.data<float>()[k % 4]);
+  for (int64_t k = 0; k < x.numel(); ++k)
+    EXPECT_FLOAT_EQ(q.data<float>()[k], x.data<float>()[k] / d.data<float>()[k % 4]);
   // [2,1,4] * [3,1] -> [2,3,4]
   Tensor a = ramp({2, 1, 4}, -1, 1, 3);
   Tensor b = f32({1, 2, 3}, {3, 1});
@@ -101,7 +149,7 @@ TEST(OpsMathBinary, IntegerDivModAndErrors) {
   Tensor a = i64({-7, 7, -7, 7});
   Tensor b = i64({2, -2, -2, 2});
   expect_values(run1(Node("Div", 2).node, {&a, &b}), {-3, -3, 3, 3});
-  expect_values(run1(Node("Mod", 2).node, {&a, &b}), {1, -1, -1, 1});           // sign of divisor
+  expect_values(run1(Node("Mod", 2).node, {&a, &b}), {1, -1, -1, 1});               // sign of divisor
   expect_values(run1(Node("Mod", 2).i("fmod", 1).node, {&a, &b}), {-1, 1, -1, 1});  // sign of dividend
   Tensor fa = f32({-7.5f, 7.5f});
   Tensor fb = f32({2.f, -2.f});
@@ -112,7 +160,8 @@ TEST(OpsMathBinary, IntegerDivModAndErrors) {
   // int64 extremes wrap instead of invoking undefined behaviour.
   Tensor big = i64({std::numeric_limits<int64_t>::max()});
   Tensor one = i64({1});
-  expect_values(run1(Node("Sub", 2).node, {&big, &one}), {static_cast<double>(std::numeric_limits<int64_t>::max() - 1)});
+  expect_values(run1(Node("Sub", 2).node, {&big, &one}),
+                {static_cast<double>(std::numeric_limits<int64_t>::max() - 1)});
   EXPECT_EQ(ints_of(run1(Node("Add", 2).node, {&big, &one}))[0], std::numeric_limits<int64_t>::min());
   // int8 / uint8 arithmetic.
   Tensor c = i8({-100, 50}, {2});
@@ -163,8 +212,8 @@ TEST(OpsMathUnary, ReluAndFriendsPropagateNaN) {
   expect_values(run1(Node("Sign", 1).node, {&x}), {-1, -1, 0, 1, 1, kNaN});
   expect_values(run1(Node("HardSigmoid", 1).f("alpha", 1.f / 6).f("beta", 0.5f).node, {&x}),
                 {1.0 / 6, 5.0 / 12, 0.5, 7.0 / 12, 5.0 / 6, kNaN}, 1e-6);
-  expect_values(run1(Node("HardSwish", 1).node, {&x}),
-                {-2.0 / 6, -0.5 * 5 / 12, 0, 0.5 * 7 / 12, 2.0 * 5 / 6, kNaN}, 1e-6);
+  expect_values(run1(Node("HardSwish", 1).node, {&x}), {-2.0 / 6, -0.5 * 5 / 12, 0, 0.5 * 7 / 12, 2.0 * 5 / 6, kNaN},
+                1e-6);
   expect_values(run1(Node("ThresholdedRelu", 1).f("alpha", 0.4f).node, {&x}), {0, 0, 0, 0.5, 2, kNaN});
   Tensor ix = i32({-3, 0, 5}, {3});
   expect_values(run1(Node("Relu", 1).node, {&ix}), {0, 0, 5});
@@ -189,13 +238,10 @@ TEST(OpsMathUnary, TranscendentalsMatchFormulas) {
   check("Elu", [](double v) { return v < 0 ? std::exp(v) - 1 : v; });
   check("Mish", [](double v) { return v * std::tanh(std::log1p(std::exp(v))); });
   check("Gelu", [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); });
-  check("Selu", [](double v) {
-    return 1.0507009873554805 * (v <= 0 ? 1.6732632423543772 * (std::exp(v) - 1) : v);
-  });
+  check("Selu", [](double v) { return 1.0507009873554805 * (v <= 0 ? 1.6732632423543772 * (std::exp(v) - 1) : v); });
   Tensor g = run1(Node("Gelu", 1).s("approximate", "tanh").node, {&x});
   std::vector<double> exp;
-  for (double v : values(x))
-    exp.push_back(0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+  for (double v : values(x)) exp.push_back(0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
   expect_values(g, exp, 1e-6, "Gelu tanh");
   Tensor pos = f32({0.25f, 4, 0});
   expect_values(run1(Node("Sqrt", 1).node, {&pos}), {0.5, 2, 0});

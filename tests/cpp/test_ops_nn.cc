@@ -9,9 +9,21 @@ namespace kilnrt::ops::nn::testing {
 namespace {
 
 TEST(NnRegistry, EveryOpHasKernelAndShapeFunctionAtOpsets13To21) {
-  const char* ops[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool",
-                       "GlobalMaxPool", "BatchNormalization", "InstanceNormalization", "Softmax", "LogSoftmax",
-                       "Flatten", "Dropout", "LRN"};
+  const char* ops[] = {"Conv",
+                       "ConvTranspose",
+                       "Gemm",
+                       "MatMul",
+                       "MaxPool",
+                       "AveragePool",
+                       "GlobalAveragePool",
+                       "GlobalMaxPool",
+                       "BatchNormalization",
+                       "InstanceNormalization",
+                       "Softmax",
+                       "LogSoftmax",
+                       "Flatten",
+                       "Dropout",
+                       "LRN"};
   for (const char* op : ops) {
     for (int64_t opset = 13; opset <= 21; ++opset) {
       const OpSchema* s = OpRegistry::instance().find("", op, opset);
@@ -113,8 +125,11 @@ TEST(NnDropout, IdentityAndMask) {
   Tensor y = run1(Op("Dropout", 3).node, {&x, &ratio, &train});
   EXPECT_EQ(values(y), values(x));
   train.data<uint8_t>()[0] = 1;
-  expect_error([&] { run1(Op("Dropout", 3, 1, "drop").node, {&x, &ratio, &train}); }, ErrorCode::kUnsupported,
-               "drop", "training_mode");
+  expect_error(
+      [&] {
+        run1(Op("Dropout", 3, 1, "drop").node, {&x, &ratio, &train});
+      },
+      ErrorCode::kUnsupported, "drop", "training_mode");
   auto shapes = infer(Op("Dropout", 1, 2).node, {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), 3})});
   EXPECT_EQ(dims_string(shapes[1].shape), "batchx3");
   EXPECT_EQ(shapes[1].dtype, DType::kBool);

@@ -155,14 +155,13 @@ TEST(OpsOnnx123, ReduceMaxMinOnBool) {
   mn.i("keepdims", 0);
   Tensor y = run1(mx.node, {&x, &axes}, 20);
   EXPECT_EQ(y.dtype(), DType::kBool);
-  expect_values(y, {1, 0, 1});                      // any
+  expect_values(y, {1, 0, 1});                               // any
   expect_values(run1(mn.node, {&x, &axes}, 20), {0, 0, 1});  // all
   // Empty reduced axis: max -> false, min -> true.
   Tensor e = Tensor::empty(DType::kBool, {2, 0});
   expect_values(run1(mx.node, {&e, &axes}, 20), {0, 0});
   expect_values(run1(mn.node, {&e, &axes}, 20), {1, 1});
 }
-
 
 // ---- Attention (opset 23+) ----------------------------------------------------------------------------------------
 // One query row against keys [0, ln 3] (head size 1, default scale 1): scores [0, ln 3] -> softmax [1/4, 3/4];
@@ -293,8 +292,11 @@ TEST(OpsOnnx123, RotaryEmbeddingHalvesInterleavedAndPositions) {
   p.i("num_heads", 1).i("rotary_embedding_dim", 2);
   expect_values(run1(p.node, {&x3, &c2, &s2, &pos}, 23), {-2, 1, 5, 3, 4, 6});
   Tensor far = i64({2, 0}, {1, 2});
-  expect_error_naming([&] { run1(p.node, {&x3, &c2, &s2, &far}, 23); }, p.node, ErrorCode::kInvalidArgument,
-                      "outside the cache");
+  expect_error_naming(
+      [&] {
+        run1(p.node, {&x3, &c2, &s2, &far}, 23);
+      },
+      p.node, ErrorCode::kInvalidArgument, "outside the cache");
 }
 
 // ---- LpPool / CenterCropPad / Col2Im -----------------------------------------------------------------------------
@@ -354,7 +356,8 @@ TEST(OpsOnnx123, Col2ImSumsOverlappingBlocks) {
   expect_error_naming([&] { run1(n.node, {&wrong, &image, &block}, 18); }, n.node, ErrorCode::kInvalidModel);
 }
 
-// ---- CausalConvWithState ---------------------------------------------------------------------------------------------
+// ---- CausalConvWithState
+// ---------------------------------------------------------------------------------------------
 
 TEST(OpsOnnx123, CausalConvWithStateCarriesTheState) {
   // padded = [0, 1, 2, 3] (zero state of K-1 = 1); y[t] = 1 * p[t] + 10 * p[t+1] = 10, 21, 32; present = [3].
@@ -376,8 +379,11 @@ TEST(OpsOnnx123, CausalConvWithStateCarriesTheState) {
   expect_values(out[0], {0.7310585786300049}, 1e-6);
   EXPECT_EQ(out[1].shape(), (Shape{1, 1, 0}));
   Tensor bad_past = f32({5.f, 6.f}, {1, 1, 2});
-  expect_error_naming([&] { run(b.node, {&x, &w, &bias, &bad_past}, 27); }, b.node, ErrorCode::kInvalidModel,
-                      "past_state");
+  expect_error_naming(
+      [&] {
+        run(b.node, {&x, &w, &bias, &bad_past}, 27);
+      },
+      b.node, ErrorCode::kInvalidModel, "past_state");
 }
 
 // ---- LinearAttention -----------------------------------------------------------------------------------------------
@@ -419,7 +425,8 @@ TEST(OpsOnnx123, LinearAttentionGroupedQueryAndPastState) {
   expect_values(run1(p.node, {&q1, &k, &v, &past}, 27), {13, 21}, 1e-6);
 }
 
-// ---- AffineGrid / TensorScatter --------------------------------------------------------------------------------------
+// ---- AffineGrid / TensorScatter
+// --------------------------------------------------------------------------------------
 
 TEST(OpsOnnx123, AffineGrid2DAnd3D) {
   // Identity theta, 2x2 grid, align_corners 0: coordinates -1 + (2i + 1)/2 = -0.5, 0.5; points are (x, y).
@@ -455,8 +462,11 @@ TEST(OpsOnnx123, TensorScatterLinearAndCircular) {
   c.s("mode", "circular");
   expect_values(run1(c.node, {&cache, &update, &idx2}, 24), {2, 0, 1, 3, 4, 0});
   // Linear past the end is a clear error; without write_indices the writes start at 0.
-  expect_error_naming([&] { run1(n.node, {&cache, &update, &idx2}, 24); }, n.node, ErrorCode::kInvalidArgument,
-                      "outside the cache");
+  expect_error_naming(
+      [&] {
+        run1(n.node, {&cache, &update, &idx2}, 24);
+      },
+      n.node, ErrorCode::kInvalidArgument, "outside the cache");
   expect_values(run1(n.node, {&cache, &update}, 24), {1, 2, 0, 3, 4, 0});
 }
 
@@ -489,8 +499,11 @@ TEST(OpsOnnx123, ResizeAntialiasLinearWidensTheFilter) {
   expect_values(run1(ex.node, {&x, nullptr, &scales}, 18), {3 / 1.75, 5.75 / 1.75}, 1e-6);
   Node nearest("Resize", 3);
   nearest.i("antialias", 1);
-  expect_error_naming([&] { run1(nearest.node, {&x, nullptr, &scales}, 18); }, nearest.node,
-                      ErrorCode::kUnsupported, "antialias");
+  expect_error_naming(
+      [&] {
+        run1(nearest.node, {&x, nullptr, &scales}, 18);
+      },
+      nearest.node, ErrorCode::kUnsupported, "antialias");
 }
 
 // ---- QuantizeLinear / DequantizeLinear: 16-bit outputs, blocked parameters ----------------------------------------
@@ -528,8 +541,11 @@ TEST(OpsOnnx123, BlockedQuantizeAndDequantize) {
   expect_values(run1(dq.node, {&y, &scale, &zp}, 21), {1, 2, 4, 6, 4, 8, 16, 24});
   // A scale with the wrong number of blocks is a clear error.
   Tensor bad = f32({1, 2, 3, 4, 5, 6}, {2, 3});
-  expect_error_naming([&] { run1(q.node, {&x, &bad, nullptr}, 21); }, q.node, ErrorCode::kInvalidArgument,
-                      "block_size");
+  expect_error_naming(
+      [&] {
+        run1(q.node, {&x, &bad, nullptr}, 21);
+      },
+      q.node, ErrorCode::kInvalidArgument, "block_size");
 }
 
 // ---- DFT: inverse + onesided (inverse real FFT) ------------------------------------------------------------------

@@ -14,8 +14,9 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
 TEST(OpsReduceRegistry, EveryOpHasKernelAndShapeFunction) {
-  const char* ops[] = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                       "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "CumSum", "TopK"};
+  const char* ops[] = {"ReduceMean", "ReduceSum", "ReduceMax",       "ReduceMin",    "ReduceProd",
+                       "ReduceL1",   "ReduceL2",  "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
+                       "ArgMax",     "ArgMin",    "CumSum",          "TopK"};
   for (const char* op : ops)
     for (int64_t opset : {11, 13, 18, 20, 21}) {
       const OpSchema* s = OpRegistry::instance().find("", op, opset);

@@ -24,9 +24,9 @@ Tensor iota_f32(const Shape& s) {
 }
 
 TEST(OpsShapeRegistry, EveryOpHasKernelAndShapeFunction) {
-  const char* ops[] = {"Identity", "Constant", "ConstantOfShape", "Shape", "Size", "Reshape", "Transpose",
-                       "Unsqueeze", "Squeeze", "Concat", "Split", "Slice", "Gather", "GatherElements", "Expand",
-                       "Tile", "Range", "Pad", "Trilu"};
+  const char* ops[] = {"Identity",  "Constant", "ConstantOfShape", "Shape", "Size",  "Reshape", "Transpose",
+                       "Unsqueeze", "Squeeze",  "Concat",          "Split", "Slice", "Gather",  "GatherElements",
+                       "Expand",    "Tile",     "Range",           "Pad",   "Trilu"};
   for (const char* op : ops)
     for (int64_t opset : {13, 17, 18, 20, 21}) {
       if (std::string(op) == "Trilu" && opset < 14) continue;  // introduced in opset 14
@@ -414,8 +414,7 @@ TEST(OpsShapeSymbolic, ExpandConstantOfShapeRangeTileAndUnknowns) {
             "batchx16");
   EXPECT_FALSE(infer_one(Node("Squeeze", 1).node, {&x}).has_shape);  // batch might be 1
   ir::TensorType x2 = ttype(DType::kFloat32, {sym("batch"), 3, 16});
-  EXPECT_EQ(ir::sym_shape_to_string(infer_one(Node("Concat", 2).i("axis", 1).node, {&x, &x2}).shape),
-            "batchx4x16");
+  EXPECT_EQ(ir::sym_shape_to_string(infer_one(Node("Concat", 2).i("axis", 1).node, {&x, &x2}).shape), "batchx4x16");
   auto parts = infer(Node("Split", 1, 2).i("axis", 2).node, {&x});
   EXPECT_EQ(ir::sym_shape_to_string(parts[1].shape), "batchx1x8");
   Tensor pads = i64({0, 1, 2, 0, 0, 3});
@@ -424,9 +423,9 @@ TEST(OpsShapeSymbolic, ExpandConstantOfShapeRangeTileAndUnknowns) {
             "batchx2x21");
   Tensor idx2 = i64({0, 1}, {2});
   ir::TensorType idx2_t = ttype(DType::kInt64, {2});
-  EXPECT_EQ(ir::sym_shape_to_string(
-                infer_one(Node("Gather", 2).i("axis", 2).node, {&x, &idx2_t}, {nullptr, &idx2}).shape),
-            "batchx1x2");
+  EXPECT_EQ(
+      ir::sym_shape_to_string(infer_one(Node("Gather", 2).i("axis", 2).node, {&x, &idx2_t}, {nullptr, &idx2}).shape),
+      "batchx1x2");
 }
 
 TEST(OpsShapeSymbolic, ErrorsNameTheNode) {

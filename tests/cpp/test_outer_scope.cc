@@ -66,8 +66,8 @@ TEST(OuterScope, ReadsAreDependencies) {
   backends::cpu::CpuPlan plan(g);
   const float xs[3] = {1.f, -2.f, 3.f};
   for (bool c : {true, false}) {
-    auto out = plan.run({{"x", Tensor::from_data(xs, DType::kFloat32, {3})},
-                         {"cond", Tensor::from_data(&c, DType::kBool, {})}});
+    auto out = plan.run(
+        {{"x", Tensor::from_data(xs, DType::kFloat32, {3})}, {"cond", Tensor::from_data(&c, DType::kBool, {})}});
     const Tensor& y = out.at("y");
     ASSERT_EQ(y.numel(), 3);
     for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], (c ? 2.f : -2.f) * xs[i]);

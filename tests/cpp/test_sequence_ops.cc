@@ -50,8 +50,8 @@ ir::Graph graph(std::vector<std::string> inputs, std::vector<std::string> output
 }
 
 // Runs `g` and expects a kilnrt::Error of `code` whose message names `where` and contains `text`.
-void expect_error(const ir::Graph& g, const std::map<std::string, Tensor>& in, ErrorCode code,
-                  const std::string& where, const std::string& text) {
+void expect_error(const ir::Graph& g, const std::map<std::string, Tensor>& in, ErrorCode code, const std::string& where,
+                  const std::string& text) {
   try {
     backends::cpu::CpuPlan(g).run(in);
     FAIL() << "expected an error containing '" << text << "'";
@@ -112,13 +112,13 @@ TEST(SequenceOps, InsertEraseAndConcat) {
   g.nodes.push_back(node("ins_b", "SequenceInsert", {"s1", "b", "p0"}, {"s2"}));   // [b, a]
   g.nodes.push_back(node("ins_c", "SequenceInsert", {"s2", "c", "pm1"}, {"s3"}));  // [b, c, a]
   g.nodes.push_back(with_int(node("cat", "ConcatFromSequence", {"s3"}, {"all"}), "axis", 0));
-  g.nodes.push_back(node("pop", "SequenceErase", {"s3"}, {"s4"}));                 // [b, c]
+  g.nodes.push_back(node("pop", "SequenceErase", {"s3"}, {"s4"}));  // [b, c]
   g.nodes.push_back(with_int(node("cat2", "ConcatFromSequence", {"s4"}, {"erased_last"}), "axis", -1));
-  g.nodes.push_back(node("del0", "SequenceErase", {"s3", "p0"}, {"s5"}));          // [c, a]
+  g.nodes.push_back(node("del0", "SequenceErase", {"s3", "p0"}, {"s5"}));  // [c, a]
   g.nodes.push_back(with_int(node("cat3", "ConcatFromSequence", {"s5"}, {"erased_front"}), "axis", 0));
   backends::cpu::CpuPlan plan(g);
-  auto out = plan.run({{"a", f32({1, 2}, {2})}, {"b", f32({3}, {1})}, {"c", f32({4, 5, 6}, {3})},
-                       {"p0", i64(0)}, {"pm1", i64(-1)}});
+  auto out = plan.run(
+      {{"a", f32({1, 2}, {2})}, {"b", f32({3}, {1})}, {"c", f32({4, 5, 6}, {3})}, {"p0", i64(0)}, {"pm1", i64(-1)}});
   EXPECT_EQ(out.at("n_empty").data<int64_t>()[0], 0);
   EXPECT_EQ(values(out.at("all")), (std::vector<float>{3, 4, 5, 6, 1, 2}));
   EXPECT_EQ(values(out.at("erased_last")), (std::vector<float>{3, 4, 5, 6}));
@@ -150,8 +150,8 @@ TEST(SequenceOps, EmptySequenceErrors) {
 
 // x (5x2) -> SplitToSequence(split?, axis, keepdims) -> Length, At(last), Concat back along the axis.
 ir::Graph split_graph(bool with_split, int64_t axis, int64_t keepdims) {
-  ir::Graph g = graph(with_split ? std::vector<std::string>{"x", "split"} : std::vector<std::string>{"x"},
-                      {"n", "last", "back"});
+  ir::Graph g =
+      graph(with_split ? std::vector<std::string>{"x", "split"} : std::vector<std::string>{"x"}, {"n", "last", "back"});
   ir::Node split = node("split", "SplitToSequence", {"x"}, {"s"});
   if (with_split) split.inputs.push_back("split");
   split = with_int(with_int(split, "axis", axis), "keepdims", keepdims);
@@ -306,8 +306,8 @@ TEST(SequenceOps, IfReturnsASequence) {
   else_g.nodes.push_back(with_int(node("pieces", "SplitToSequence", {"x"}, {"es"}), "keepdims", 0));
   else_g.outputs = {"es"};
   else_g.types["es"] = tensor_type(DType::kFloat32, {}, true);
-  g.nodes.push_back(with_graph(with_graph(node("choose", "If", {"c"}, {"s"}), "then_branch", then_g), "else_branch",
-                               else_g));
+  g.nodes.push_back(
+      with_graph(with_graph(node("choose", "If", {"c"}, {"s"}), "then_branch", then_g), "else_branch", else_g));
   g.nodes.push_back(node("len", "SequenceLength", {"s"}, {"n"}));
   g.nodes.push_back(node("ident", "Identity", {"s"}, {"s_copy"}));  // Identity passes a sequence through
   g.constants["zero"] = i64(0);
@@ -348,16 +348,23 @@ TEST(SequenceOps, SequenceMapRunsTheBodyPerElement) {
   g.constants["one"] = i64(1);
   g.nodes.push_back(node("at", "SequenceAt", {"shapes", "one"}, {"shape1"}));
   backends::cpu::CpuPlan plan(g);
-  auto out = plan.run({{"a0", f32({1, 2}, {2})}, {"a1", f32({3, 4, 5}, {3})}, {"b0", f32({10, 20}, {2})},
-                       {"b1", f32({30, 40, 50}, {3})}, {"t", f32({100}, {1})}});
+  auto out = plan.run({{"a0", f32({1, 2}, {2})},
+                       {"a1", f32({3, 4, 5}, {3})},
+                       {"b0", f32({10, 20}, {2})},
+                       {"b1", f32({30, 40, 50}, {3})},
+                       {"t", f32({100}, {1})}});
   EXPECT_EQ(values(out.at("sum")), (std::vector<float>{111, 122, 133, 144, 155}));
   EXPECT_EQ(out.at("n_shapes").data<int64_t>()[0], 2);
   EXPECT_EQ(out.at("shape1").data<int64_t>()[0], 3);
   // Sequences of different lengths: an error naming the node.
   ir::Graph bad = g;
   bad.nodes[1].inputs = {"b0"};
-  expect_error(bad, {{"a0", f32({1}, {1})}, {"a1", f32({1}, {1})}, {"b0", f32({1}, {1})}, {"b1", f32({1}, {1})},
-                     {"t", f32({1}, {1})}},
+  expect_error(bad,
+               {{"a0", f32({1}, {1})},
+                {"a1", f32({1}, {1})},
+                {"b0", f32({1}, {1})},
+                {"b1", f32({1}, {1})},
+                {"t", f32({1}, {1})}},
                ErrorCode::kInvalidArgument, "map", "sequence input 1 has 1 elements, input_sequence has 2");
 }
 
@@ -409,8 +416,7 @@ TEST(SequenceOps, CheckNoSequencesNamesTheNode) {
     ops::check_no_sequences(g, "CUDA");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("Loop 'the_loop', body node SequenceAt 'row'"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("Loop 'the_loop', body node SequenceAt 'row'"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(ops::is_sequence_op("SplitToSequence"));
   EXPECT_FALSE(ops::is_sequence_op("ReverseSequence"));
@@ -430,7 +436,8 @@ TEST(SequenceOps, ImportsSequenceTypes) {
   EXPECT_EQ(g.type_of("rows")->dtype, DType::kFloat32);
   EXPECT_EQ(g.type_of("rows")->shape.size(), 1u);
   const ir::Node* loop = nullptr;
-  for (const ir::Node& n : g.nodes) if (n.op_type == "Loop") loop = &n;
+  for (const ir::Node& n : g.nodes)
+    if (n.op_type == "Loop") loop = &n;
   ASSERT_NE(loop, nullptr);
   const ir::Graph& body = *loop->attrs.at("body").g;
   EXPECT_TRUE(body.type_of("acc_in")->is_sequence);

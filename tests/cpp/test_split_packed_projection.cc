@@ -1,8 +1,8 @@
 // passes/split_packed_projection on the CPU backend: MultiheadAttention's packed in-projection, once
 // select_packed_qkv has made its q / k / v selects Slices, becomes one GEMM per part (no Slice copies left), inside
 // fuse_attention and through the whole optimizer; the outputs stay equal. And passes/batch_first_attention: the
-// batch_first block's two transposes per layer dropped (the region runs in [B, S, ...] order). Left alone: a projection read elsewhere,
-// a packed view with another reader.
+// batch_first block's two transposes per layer dropped (the region runs in [B, S, ...] order). Left alone: a projection
+// read elsewhere, a packed view with another reader.
 #include <gtest/gtest.h>
 
 #include "passes/dead_code.h"

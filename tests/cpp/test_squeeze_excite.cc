@@ -48,8 +48,8 @@ TEST(SqueezeExciteFusion, EfficientNetAndMobileNetBlocks) {
   for (bool mobilenet : {false, true}) {
     for (bool reduce_mean : {false, true}) {
       for (bool scale_first : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << "mobilenet " << mobilenet << " reduce_mean " << reduce_mean
-                                          << " scale_first " << scale_first);
+        SCOPED_TRACE(::testing::Message()
+                     << "mobilenet " << mobilenet << " reduce_mean " << reduce_mean << " scale_first " << scale_first);
         SeBlock s;
         s.mobilenet = mobilenet;
         s.reduce_mean = reduce_mean;
@@ -122,8 +122,10 @@ TEST(SqueezeExciteFusion, RefusesBlocksThatAreNotSqueezeExcite) {
       ir::Graph g = se_block_graph(s);
       for (ir::Node& n : g.nodes) {
         if (n.op_type != "ReduceMean") continue;
-        if (variant == 0) n.attrs["keepdims"] = int_attr(0);
-        else n.attrs["axes"] = ints_attr({3});
+        if (variant == 0)
+          n.attrs["keepdims"] = int_attr(0);
+        else
+          n.attrs["axes"] = ints_attr({3});
       }
       // keepdims 0 gives [N, C]: the 1x1 conv no longer applies; make the graph valid with a Reshape back.
       if (variant == 0) {

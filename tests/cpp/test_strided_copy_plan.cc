@@ -188,7 +188,8 @@ TEST(GatherPlan, MatchesTheGenericMapping) {
   }
   EXPECT_GT(vectorised, 200) << "the 16-byte path is exercised";
   k::GatherPlan p;
-  EXPECT_FALSE(k::plan_gather(1, int64_t(1) << 20, 1, (int64_t(1) << 12) + 1, 2, 0, 0, &p)) << "source beyond 2^31 units";
+  EXPECT_FALSE(k::plan_gather(1, int64_t(1) << 20, 1, (int64_t(1) << 12) + 1, 2, 0, 0, &p))
+      << "source beyond 2^31 units";
   // ViT's select (q / k / v from [3, S, B, E]): one 16-byte unit per 8 halves, 32-bit.
   ASSERT_TRUE(k::plan_gather(1, 3, 1, 197 * 32 * 768, 2, 4096, 8192, &p));
   EXPECT_EQ(p.unit, 16u);

@@ -88,7 +88,7 @@ class CudaGraph {
 
   int device_ = -1;
   Stream stream_;
-  CUgraph_st* graph_ = nullptr;      // the graph exec_ was instantiated from (its nodes address exec_'s nodes)
+  CUgraph_st* graph_ = nullptr;  // the graph exec_ was instantiated from (its nodes address exec_'s nodes)
   CUgraphExec_st* exec_ = nullptr;
   std::vector<KernelNode> kernels_;
 };

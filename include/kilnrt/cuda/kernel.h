@@ -31,20 +31,20 @@ struct Dim3 {
 struct CompiledCode {
   enum class Kind : uint32_t { kCubin = 1, kPtx = 2 };
   Kind kind = Kind::kCubin;
-  std::string image;                        // cubin bytes, or PTX text
-  int arch = 0;                             // 90 for sm_90 (cubin) / compute_90 (PTX)
-  int nvrtc_version = 0;                    // major * 1000 + minor * 10
-  std::vector<std::string> names;           // the kernel names (name expressions) asked for
-  std::vector<std::string> lowered_names;   // their mangled names in the image, same order
+  std::string image;                       // cubin bytes, or PTX text
+  int arch = 0;                            // 90 for sm_90 (cubin) / compute_90 (PTX)
+  int nvrtc_version = 0;                   // major * 1000 + minor * 10
+  std::vector<std::string> names;          // the kernel names (name expressions) asked for
+  std::vector<std::string> lowered_names;  // their mangled names in the image, same order
   bool from_disk_cache = false;
   // The mangled name of `name` (one of `names`); throws kInvalidArgument when it was not compiled.
   const std::string& lowered_name(const std::string& name) const;
-  std::string target_name() const;          // "sm_90" or "compute_90"
+  std::string target_name() const;  // "sm_90" or "compute_90"
 };
 
 struct KernelCompileOptions {
-  std::vector<std::string> nvrtc_options;   // e.g. "--std=c++17", "--use_fast_math", "-DTILE=16"
-  bool disk_cache = true;                   // read / write the on-disk cache
+  std::vector<std::string> nvrtc_options;         // e.g. "--std=c++17", "--use_fast_math", "-DTILE=16"
+  bool disk_cache = true;                         // read / write the on-disk cache
   std::string program_name = "kilnrt_kernel.cu";  // shown in NVRTC's log
 };
 

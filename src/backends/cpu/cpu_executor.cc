@@ -53,7 +53,10 @@ CpuPlan::CpuPlan(const ir::Graph& graph, const std::vector<std::string>& outer_v
     KILNRT_CHECK(static_cast<bool>(s.schema->cpu), kUnsupported, node.describe(),
                  "op " << node.op_type << " has no CPU kernel");
     for (const std::string& in : node.inputs) {
-      if (in.empty()) { s.inputs.push_back(-1); continue; }
+      if (in.empty()) {
+        s.inputs.push_back(-1);
+        continue;
+      }
       KILNRT_CHECK(slot_of_.count(in), kInvalidModel, node.describe(), "input '" << in << "' is never produced");
       s.inputs.push_back(slot_of_.at(in));
     }
@@ -77,8 +80,10 @@ CpuPlan::CpuPlan(const ir::Graph& graph, const std::vector<std::string>& outer_v
   for (auto& p : output_slots_) pinned.insert(p.second);
   std::vector<int> last_use(num_slots_, -1);
   for (size_t i = 0; i < steps_.size(); ++i) {
-    for (int in : steps_[i].inputs) if (in >= 0) last_use[in] = static_cast<int>(i);
-    for (int out : steps_[i].outputs) if (out >= 0 && last_use[out] < 0) last_use[out] = static_cast<int>(i);
+    for (int in : steps_[i].inputs)
+      if (in >= 0) last_use[in] = static_cast<int>(i);
+    for (int out : steps_[i].outputs)
+      if (out >= 0 && last_use[out] < 0) last_use[out] = static_cast<int>(i);
   }
   for (int s = 0; s < num_slots_; ++s)
     if (last_use[s] >= 0 && !pinned.count(s)) steps_[last_use[s]].release.push_back(s);
@@ -146,9 +151,11 @@ std::map<std::string, PlanValue> CpuPlan::run_values(const std::map<std::string,
       if (e.where().find(step.node->name) != std::string::npos) throw;
       throw e.with_context(step.node->describe());
     } catch (const std::bad_alloc&) {
-      KILNRT_THROW(kOutOfMemory, step.node->describe(), "out of host memory in the CPU kernel of " << step.node->op_type);
+      KILNRT_THROW(kOutOfMemory, step.node->describe(),
+                   "out of host memory in the CPU kernel of " << step.node->op_type);
     } catch (const std::exception& e) {  // a kernel bug must still surface as a kilnrt::Error naming the node
-      KILNRT_THROW(kInternal, step.node->describe(), "the CPU kernel of " << step.node->op_type << " failed: " << e.what());
+      KILNRT_THROW(kInternal, step.node->describe(),
+                   "the CPU kernel of " << step.node->op_type << " failed: " << e.what());
     }
     if (profile) add_timing(profile, si, start, Clock::now());
     for (size_t i = 0; i < step.outputs.size(); ++i) {
@@ -161,7 +168,7 @@ std::map<std::string, PlanValue> CpuPlan::run_values(const std::map<std::string,
       // A node declaring more outputs than its op produces (a malformed model; found by the import+build fuzzer).
       KILNRT_CHECK(ctx.outputs[i].defined(), kInvalidModel, step.node->describe(),
                    "the node declares output " << i << " ('" << step.node->outputs[i] << "'), which "
-                       << step.node->op_type << " does not produce here (too many outputs?)");
+                                               << step.node->op_type << " does not produce here (too many outputs?)");
       slots[step.outputs[i]] = std::move(ctx.outputs[i]);
       seqs[step.outputs[i]].reset();
     }

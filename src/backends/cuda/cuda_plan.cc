@@ -65,7 +65,10 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
     s.schema = &registry.get(node, s.opset);
     bool all_host = true;
     for (const std::string& in : node.inputs) {
-      if (in.empty()) { s.inputs.push_back(-1); continue; }
+      if (in.empty()) {
+        s.inputs.push_back(-1);
+        continue;
+      }
       KILNRT_CHECK(slot_of_.count(in) || graph.is_constant(in), kInvalidModel, node.describe(),
                    "input '" << in << "' is never produced");
       const int is = slot(in);
@@ -83,7 +86,10 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
     }
     s.host = (always_host(node.op_type) || all_host) && !ops::is_sequence_op(node.op_type);  // sequence_steps.h
     for (const std::string& out : node.outputs) {
-      if (out.empty()) { s.outputs.push_back(-1); continue; }
+      if (out.empty()) {
+        s.outputs.push_back(-1);
+        continue;
+      }
       const int os = slot(out);
       s.outputs.push_back(os);
       if (s.host) host_slot_[os] = 1;
@@ -142,8 +148,10 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
     KILNRT_CHECK(slot_of_.count(out), kInvalidModel, out, "graph output '" << out << "' is never produced");
     const int os = slot_of_.at(out);
     output_slots_.push_back(os);
-    if (graph.is_constant(out)) device_constants.insert(out);
-    else if (host_slot_[os]) upload_slot_[os] = 1;
+    if (graph.is_constant(out))
+      device_constants.insert(out);
+    else if (host_slot_[os])
+      upload_slot_[os] = 1;
   }
   // Sequence graph inputs / outputs (If / Loop bodies): segmented runs only (sequence_steps.h).
   for (const std::vector<std::string>* io : {&graph.inputs, &graph.outputs})
@@ -151,7 +159,8 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
       if (graph.type_of(v) && graph.type_of(v)->is_sequence) ++sync_points_;
   for (const Step& st : steps_)
     KILNRT_CHECK(!st.island_view || !st.data_dependent, kUnsupported, st.node->describe(),
-                 "the CUDA backend cannot run this node: " << cuda_supports(*st.node, graph)
+                 "the CUDA backend cannot run this node: "
+                     << cuda_supports(*st.node, graph)
                      << " (a float32 island of its 16-bit tensors cannot have a data-dependent output shape)");
   // --fp16 / --bf16 engines: float activations are stored in 16 bits between layers (the plan's precision).
   for (const Step& st : steps_) {
@@ -170,15 +179,15 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
       // A layer without 16-bit kernels, or one pinned to float32 (kilnrt_precision "fp32"), runs as a float32 island.
       // Never an alias (a view of its input's storage, whatever the dtype): its output would point at the island's
       // float32 scratch while later layers read it as 16-bit storage.
-      st.island = st.island_view != nullptr ||
-                  (!st.layer->is_alias() &&
-                   (!st.layer->supports_16bit() ||
-                    (st.node->has_attr(kPrecisionAttr) && node_precision(*st.node) == Precision::kFp32)));
+      st.island =
+          st.island_view != nullptr ||
+          (!st.layer->is_alias() && (!st.layer->supports_16bit() || (st.node->has_attr(kPrecisionAttr) &&
+                                                                     node_precision(*st.node) == Precision::kFp32)));
       st.host_in = st.layer->host_inputs();
       // Plans with sync points (runner_segments.cc): data-dependent and control-flow layers run as float32 islands
       // there (their float32 outputs rounded to 16 bits once their shapes are known; bodies are float32 plans).
-      KILNRT_CHECK(sync_points_ == 0 || st.island || !(st.data_dependent ||
-                                                       dynamic_cast<const ControlFlowLayer*>(st.layer.get())),
+      KILNRT_CHECK(sync_points_ == 0 || st.island ||
+                       !(st.data_dependent || dynamic_cast<const ControlFlowLayer*>(st.layer.get())),
                    kUnsupported, st.node->describe(),
                    "a data-dependent or control-flow layer with 16-bit kernels is not supported in --fp16 / --bf16 "
                    "engines (it must run as a float32 island)");
@@ -197,8 +206,10 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
     if (weights_->find(name)) continue;  // in the engine's stored device weights (plan_weights.h)
     KILNRT_CHECK(weights_->has_host_data(name), kInvalidEngine, name,
                  "weight '" << name << "' is stored for the GPU only but is missing from the device weights");
-    if (act16_ != DType::kUndefined && t.dtype() == DType::kFloat32) weights_->upload(name, to_16(t, act16_));
-    else weights_->upload(name, t);
+    if (act16_ != DType::kUndefined && t.dtype() == DType::kFloat32)
+      weights_->upload(name, to_16(t, act16_));
+    else
+      weights_->upload(name, t);
   }
   const_ptr_.assign(slot_names_.size(), nullptr);
   for (const std::string& name : device_constants) const_ptr_[slot_of_.at(name)] = weights_->get(name);
@@ -259,7 +270,9 @@ std::vector<std::pair<std::string, std::string>> CudaPlan::tactics() const {
   for (const Step& s : steps_)
     out.emplace_back(s.node->name, s.host ? "host:shape-computation"
                                           : "cuda:" + s.layer->tactic() + (s.island_view ? "+fp32-island" : "") +
-                                                (s.view ? "+nhwc-view" : s.nhwc ? "+nhwc" : "") +
+                                                (s.view   ? "+nhwc-view"
+                                                 : s.nhwc ? "+nhwc"
+                                                          : "") +
                                                 (s.reformat.empty() ? "" : "+reformat"));
   return out;
 }
@@ -369,15 +382,14 @@ void CudaRunner::prepare(const std::vector<Shape>& input_shapes, StreamT stream)
   ensure_resources();
   if (found != states_.end()) {
     current_ = found->second.get();
-    if (!external_arena_ && arena_size() < current_->arena_bytes)
-      grow_arena(current_->arena_bytes, stream, capturing);
+    if (!external_arena_ && arena_size() < current_->arena_bytes) grow_arena(current_->arena_bytes, stream, capturing);
     return;
   }
   finish_prepare(layout_for(input_shapes), input_shapes, stream, capturing);
 }
 
-void CudaRunner::finish_prepare(std::unique_ptr<ShapeState> st, const std::vector<Shape>& input_shapes,
-                                StreamT stream, bool capturing) {
+void CudaRunner::finish_prepare(std::unique_ptr<ShapeState> st, const std::vector<Shape>& input_shapes, StreamT stream,
+                                bool capturing) {
   const size_t nslots = plan_.slot_names_.size();
   // Host values read on the device: one upload per shape tuple.
   st->upload_offset.assign(nslots, -1);
@@ -568,8 +580,8 @@ void CudaRunner::enqueue_with_graph(ShapeState& st, const std::vector<const void
       ++stats_.capture_failures;
       KILNRT_LOG(kWarning, "CUDA graph capture failed for input shapes "
                                << st.label << " (attempt " << st.capture_failures << " of " << kMaxCaptureAttempts
-                               << "); running its layers without a graph"
-                               << (st.graph_failed() ? "" : " this time") << ": " << e.what());
+                               << "); running its layers without a graph" << (st.graph_failed() ? "" : " this time")
+                               << ": " << e.what());
       // Library handles used in a failed capture may keep state bound to it: start over with new ones.
       handles_.reset();
       kilnrt::cuda::CaptureGate gate(plan_.device_, kilnrt::cuda::CaptureGate::Kind::kExclusive);
@@ -680,8 +692,10 @@ void CudaRunner::resolve_pointers(const ShapeState& st, const std::vector<const 
   ptrs_.assign(nslots, nullptr);
   char* arena = arena_data();
   for (size_t s = 0; s < nslots; ++s) {
-    if (st.upload_offset[s] >= 0) ptrs_[s] = static_cast<char*>(st.uploads.data()) + st.upload_offset[s];
-    else if (st.arena_offset[s] >= 0) ptrs_[s] = arena + st.arena_offset[s];
+    if (st.upload_offset[s] >= 0)
+      ptrs_[s] = static_cast<char*>(st.uploads.data()) + st.upload_offset[s];
+    else if (st.arena_offset[s] >= 0)
+      ptrs_[s] = arena + st.arena_offset[s];
   }
   launch_base_ = arena;
   in32_.assign(plan_.input_slots_.size(), nullptr);
@@ -692,8 +706,10 @@ void CudaRunner::resolve_pointers(const ShapeState& st, const std::vector<const 
     if (st.out32_offset[i] >= 0) out32_[i] = arena + st.out32_offset[i];
   for (size_t i = 0; i < plan_.input_slots_.size(); ++i) {
     if (i >= inputs.size() || !inputs[i]) continue;
-    if (in32_[i]) in32_[i] = const_cast<void*>(inputs[i]);  // converted to 16-bit by the first launch
-    else ptrs_[plan_.input_slots_[i]] = const_cast<void*>(inputs[i]);
+    if (in32_[i])
+      in32_[i] = const_cast<void*>(inputs[i]);  // converted to 16-bit by the first launch
+    else
+      ptrs_[plan_.input_slots_[i]] = const_cast<void*>(inputs[i]);
   }
   for (size_t i = 0; i < outputs.size() && i < plan_.output_slots_.size(); ++i) {
     if (!outputs[i]) continue;
@@ -710,8 +726,10 @@ void CudaRunner::resolve_pointers(const ShapeState& st, const std::vector<const 
       ptrs_[s] = outputs[i];
   }
   for (size_t s = 0; s < nslots; ++s) {
-    if (plan_.const_ptr_[s]) ptrs_[s] = const_cast<void*>(plan_.const_ptr_[s]);
-    else if (st.arena_offset[s] <= -2) ptrs_[s] = ptrs_[-2 - st.arena_offset[s]];  // alias of its storage root
+    if (plan_.const_ptr_[s])
+      ptrs_[s] = const_cast<void*>(plan_.const_ptr_[s]);
+    else if (st.arena_offset[s] <= -2)
+      ptrs_[s] = ptrs_[-2 - st.arena_offset[s]];  // alias of its storage root
   }
 }
 
@@ -761,7 +779,7 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
         t.data = copy;
         t.nhwc = to_nhwc;
       }
-      if (step.nhwc_native && (i == 0 || i == 3) && t.shape.size() == 4) t.nhwc = true;  // layout-free ones too
+      if (step.nhwc_native && (i == 0 || i == 3) && t.shape.size() == 4) t.nhwc = true;    // layout-free ones too
       if (step.nhwc_shapes && t.shape.size() <= 4) t.shape = nhwc_logical_shape(t.shape);  // layout_plan.h
       if (step.island && island_converts(st.dtypes[in], st.storage[in], step.island_view != nullptr)) {
         t.dtype = DType::kFloat32;  // the layer sees float32 (float32_island.h)
@@ -813,8 +831,8 @@ void CudaRunner::launch_layers(const ShapeState& st, const std::vector<void*>& o
   for (size_t i = 0; i < out32_.size(); ++i) {
     const int s = plan_.output_slots_[i];
     if (out32_[i])
-      check_launch(kilnrt::cuda::kernels::f16_to_32(ptrs_[s], static_cast<float*>(out32_[i]),
-                                                    shape_numel(st.shapes[s]), bf, stream),
+      check_launch(kilnrt::cuda::kernels::f16_to_32(ptrs_[s], static_cast<float*>(out32_[i]), shape_numel(st.shapes[s]),
+                                                    bf, stream),
                    plan_.slot_names_[s], "f16_to_32");
   }
   for (size_t i = 0; i < plan_.output_slots_.size(); ++i) {

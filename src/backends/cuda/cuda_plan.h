@@ -91,12 +91,12 @@ class CudaPlan {
     bool island = false;               // 16-bit engine, layer runs in float32: converted in / out around it
     // Float32 island of 16-bit model tensors (float32_island.h), any engine: the float32 view the layer was made from.
     std::shared_ptr<ir::Graph> island_view;
-    std::vector<int> host_in;          // inputs the layer reads on the host (never converted)
-    bool nhwc = false;                 // runs with NHWC storage (layout_plan.h)
-    std::vector<int8_t> reformat;      // per input: +1 reformat to NHWC, -1 to NCHW, 0 none (empty: none)
-    bool view = false;                 // a Transpose between NCHW and NHWC that is a view of its input
-    bool nhwc_shapes = false;          // NHWC elementwise step: the layer sees permuted logical shapes
-    bool nhwc_native = false;          // NHWC-capable layer running NHWC (layout-free X / Z / Y flagged NHWC too)
+    std::vector<int> host_in;      // inputs the layer reads on the host (never converted)
+    bool nhwc = false;             // runs with NHWC storage (layout_plan.h)
+    std::vector<int8_t> reformat;  // per input: +1 reformat to NHWC, -1 to NCHW, 0 none (empty: none)
+    bool view = false;             // a Transpose between NCHW and NHWC that is a view of its input
+    bool nhwc_shapes = false;      // NHWC elementwise step: the layer sees permuted logical shapes
+    bool nhwc_native = false;      // NHWC-capable layer running NHWC (layout-free X / Z / Y flagged NHWC too)
     // Sync points (runner_segments.cc): inputs the layer reads on the host that are device values (copied to the
     // host after a stream sync), and layers whose output shapes depend on data (DataDependentLayer).
     std::vector<int> sync_in;
@@ -111,8 +111,8 @@ class CudaPlan {
   std::vector<Step> steps_;
   std::map<std::string, int> slot_of_;
   std::vector<std::string> slot_names_;
-  std::vector<uint8_t> host_slot_;     // 1: value known on the host (constant or host node output)
-  std::vector<uint8_t> upload_slot_;   // 1: host value (non-constant) a device layer or output reads on the device
+  std::vector<uint8_t> host_slot_;    // 1: value known on the host (constant or host node output)
+  std::vector<uint8_t> upload_slot_;  // 1: host value (non-constant) a device layer or output reads on the device
   std::vector<int> input_slots_, output_slots_;
   std::vector<const void*> const_ptr_;  // per slot: device copy of a constant (null: not uploaded / not constant)
   std::vector<uint8_t> nhwc_slot_;      // per slot: stored NHWC (empty: everything NCHW); layout_plan.h
@@ -124,7 +124,7 @@ class CudaPlan {
   int sync_points() const { return sync_points_; }
 };
 
-class LayerProfiler;  // runner_profiling.h
+class LayerProfiler;    // runner_profiling.h
 struct DeviceSequence;  // sequence_steps.h
 
 struct DeviceIo {
@@ -214,9 +214,7 @@ class CudaRunner {
   // Device part of prepare(): uploads host values, grows an own arena when needed, caches the state.
   void finish_prepare(std::unique_ptr<ShapeState> st, const std::vector<Shape>& input_shapes, StreamT stream,
                       bool capturing);
-  char* arena_data() const {
-    return static_cast<char*>(external_arena_ ? external_data_ : arena_.data());
-  }
+  char* arena_data() const { return static_cast<char*>(external_arena_ ? external_data_ : arena_.data()); }
   size_t arena_size() const { return external_arena_ ? external_bytes_ : arena_.size(); }
   void* workspace_data() const { return external_workspace_ ? external_workspace_ : workspace_.data(); }
   size_t workspace_size() const { return external_workspace_ ? external_workspace_bytes_ : workspace_.size(); }
@@ -239,8 +237,8 @@ class CudaRunner {
                           StreamT stream);
   void drop_graphs() noexcept;
   // Graph replay on the caller's I/O pointers when they repeat (ShapeState::direct_graph); false: not applicable.
-  bool launch_direct_io_graph(ShapeState& st, const std::vector<const void*>& inputs,
-                              const std::vector<void*>& outputs, StreamT stream);
+  bool launch_direct_io_graph(ShapeState& st, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                              StreamT stream);
   // Whether st.direct_graph exists and was captured on exactly these I/O pointers.
   static bool direct_graph_matches(const ShapeState& st, const std::vector<const void*>& inputs,
                                    const std::vector<void*>& outputs);
@@ -273,16 +271,16 @@ class CudaRunner {
   const CudaPlan& plan_;
   LibraryHandles handles_;
   kilnrt::cuda::DeviceBuffer arena_, workspace_;
-  bool arena_used_ = false;  // work was enqueued on arena_ since it was allocated
+  bool arena_used_ = false;      // work was enqueued on arena_ since it was allocated
   bool external_arena_ = false;  // the arena is the caller's memory (set_external_arena)
   void* external_data_ = nullptr;
   size_t external_bytes_ = 0;
   void* external_workspace_ = nullptr;  // use_external_workspace
   size_t external_workspace_bytes_ = 0;
-  bool arena_in_caller_capture_ = false;  // a caller's captured graph addresses arena_: it is never freed
-  kilnrt::cuda::Stream aux_;  // private non-blocking stream: uploads and private warm-ups
-  kilnrt::cuda::Event done_;  // recorded after each non-captured enqueue: the arena's last use
-  std::vector<kilnrt::cuda::DeviceBuffer> retained_;                    // arenas a caller's capture may address
+  bool arena_in_caller_capture_ = false;              // a caller's captured graph addresses arena_: it is never freed
+  kilnrt::cuda::Stream aux_;                          // private non-blocking stream: uploads and private warm-ups
+  kilnrt::cuda::Event done_;                          // recorded after each non-captured enqueue: the arena's last use
+  std::vector<kilnrt::cuda::DeviceBuffer> retained_;  // arenas a caller's capture may address
   std::vector<std::unique_ptr<kilnrt::cuda::CudaGraph>> retained_graphs_;  // graphs possibly still in flight
   std::map<std::vector<Shape>, std::unique_ptr<ShapeState>> states_;
   ShapeState* current_ = nullptr;
@@ -292,7 +290,7 @@ class CudaRunner {
   bool graphs_enabled_ = true;
   Mode last_mode_ = Mode::kNone;
   Stats stats_;
-  std::vector<ShapeState*> graph_lru_;  // states holding a graph, most recently used last
+  std::vector<ShapeState*> graph_lru_;       // states holding a graph, most recently used last
   std::unique_ptr<LayerProfiler> profiler_;  // non-null while profiling
 };
 

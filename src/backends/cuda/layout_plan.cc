@@ -71,8 +71,7 @@ LayoutDecision decide_layouts(const LayoutProblem& p) {
           want[0] = 1;
         }
         break;
-      case LayoutKind::kFixed:
-        break;
+      case LayoutKind::kFixed: break;
     }
     d.step_nhwc[i] = run || d.view[i] ? 1 : 0;
     d.nhwc_steps += d.step_nhwc[i];

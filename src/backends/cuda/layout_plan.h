@@ -34,32 +34,32 @@ namespace kilnrt::backends::cuda {
 enum class LayoutKind : uint8_t { kFixed, kProducer, kElementwise, kReader, kToNhwcView, kFromNhwcView };
 
 struct LayoutStep {
-  bool device = false;        // false: a host shape computation (reads host values only)
-  bool nhwc_capable = false;  // CudaLayer::supports_nhwc() (same as kind kProducer)
-  bool alias = false;         // CudaLayer::is_alias()
-  bool island = false;        // float32 island of a 16-bit engine
-  bool depthwise = false;     // a depthwise convolution (group == C == K > 1)
+  bool device = false;          // false: a host shape computation (reads host values only)
+  bool nhwc_capable = false;    // CudaLayer::supports_nhwc() (same as kind kProducer)
+  bool alias = false;           // CudaLayer::is_alias()
+  bool island = false;          // float32 island of a 16-bit engine
+  bool depthwise = false;       // a depthwise convolution (group == C == K > 1)
   bool depthwise_fast = false;  // ... measured faster in NHWC than cuDNN's NCHW (depthwise_nhwc_fast)
   LayoutKind kind = LayoutKind::kFixed;
   std::vector<int> inputs, outputs;  // slots, -1 omitted
 };
 
 struct LayoutProblem {
-  std::vector<uint8_t> rank4;         // per slot: the value is 4-D
-  std::vector<uint8_t> pinned_nchw;   // per slot: graph input / output, constant or host value
-  std::vector<uint8_t> layout_free;   // per slot (may be empty: none): NCHW storage == NHWC storage (see above)
+  std::vector<uint8_t> rank4;        // per slot: the value is 4-D
+  std::vector<uint8_t> pinned_nchw;  // per slot: graph input / output, constant or host value
+  std::vector<uint8_t> layout_free;  // per slot (may be empty: none): NCHW storage == NHWC storage (see above)
   std::vector<LayoutStep> steps;
 };
 
 struct LayoutDecision {
-  std::vector<uint8_t> nhwc_slot;            // per slot: stored NHWC
-  std::vector<uint8_t> step_nhwc;            // per step: runs NHWC (elementwise: on permuted logical shapes)
-  std::vector<uint8_t> view;                 // per step: a Transpose that became a view of its input
+  std::vector<uint8_t> nhwc_slot;             // per slot: stored NHWC
+  std::vector<uint8_t> step_nhwc;             // per step: runs NHWC (elementwise: on permuted logical shapes)
+  std::vector<uint8_t> view;                  // per step: a Transpose that became a view of its input
   std::vector<std::vector<int8_t>> reformat;  // per step, per input: +1 NCHW -> NHWC, -1 NHWC -> NCHW, 0 none
-  size_t reformats = 0;                      // number of reformatted step inputs
-  size_t nhwc_steps = 0;                     // steps that run NHWC (views included)
-  size_t nhwc_depthwise = 0;                 // depthwise convolutions among them
-  size_t nhwc_depthwise_slow = 0;            // ... of those, the ones not depthwise_fast
+  size_t reformats = 0;                       // number of reformatted step inputs
+  size_t nhwc_steps = 0;                      // steps that run NHWC (views included)
+  size_t nhwc_depthwise = 0;                  // depthwise convolutions among them
+  size_t nhwc_depthwise_slow = 0;             // ... of those, the ones not depthwise_fast
 };
 
 LayoutDecision decide_layouts(const LayoutProblem& p);

@@ -16,16 +16,15 @@ namespace {
 // unchanged.
 bool elementwise_op(const std::string& op) {
   static const std::set<std::string> ops = {
-      "Add",  "Sub",      "Mul",       "Div",        "Pow",     "Max",        "Min",         "Sum",   "Relu",
-      "Sigmoid", "Tanh",  "HardSigmoid", "HardSwish", "Erf",    "Exp",        "Log",         "Sqrt",  "Neg",
-      "Abs",  "Reciprocal", "LeakyRelu", "Elu",      "Softplus", "Gelu",      "Clip",        "Mish",  "Selu",
-      "Celu", "Softsign", "FusedPointwise"};
+      "Add",       "Sub",         "Mul",       "Div",  "Pow",  "Max",  "Min",  "Sum",  "Relu",     "Sigmoid",
+      "Tanh",      "HardSigmoid", "HardSwish", "Erf",  "Exp",  "Log",  "Sqrt", "Neg",  "Abs",      "Reciprocal",
+      "LeakyRelu", "Elu",         "Softplus",  "Gelu", "Clip", "Mish", "Selu", "Celu", "Softsign", "FusedPointwise"};
   return ops.count(op) != 0;
 }
 
 bool reduce_op(const std::string& op) {
-  static const std::set<std::string> ops = {"ReduceSum", "ReduceMean", "ReduceMax",      "ReduceMin",
-                                            "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+  static const std::set<std::string> ops = {"ReduceSum",    "ReduceMean",      "ReduceMax", "ReduceMin",
+                                            "ReduceProd",   "ReduceSumSquare", "ReduceL1",  "ReduceL2",
                                             "ReduceLogSum", "ReduceLogSumExp"};
   return ops.count(op) != 0;
 }
@@ -82,8 +81,8 @@ bool depthwise_conv(const ir::Node& n, const ir::Graph& g) {
 bool depthwise_nhwc_fast(const ir::Node& n, const ir::Graph& g) {
   if (!depthwise_conv(n, g) || g.constants.at(n.inputs[1]).dim(0) % 8 != 0) return false;
   const ir::TensorType* x = g.type_of(n.inputs[0]);
-  const bool big_batch = x && x->has_shape && x->shape.size() == 4 && x->shape[0].known() &&
-                         x->shape[0].value >= kFastDepthwiseMinBatch;
+  const bool big_batch =
+      x && x->has_shape && x->shape.size() == 4 && x->shape[0].known() && x->shape[0].value >= kFastDepthwiseMinBatch;
   return big_batch && kilnrt::cuda::kernels::depthwise_nhwc_vec_enabled();
 }
 

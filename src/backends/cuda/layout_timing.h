@@ -30,8 +30,8 @@ constexpr const char* kLayoutAttr = "kilnrt_layout";
 
 // What the plan does with its 4-D activations.
 struct LayoutPolicy {
-  bool plan = false;    // run plan_layouts at all (false: everything NCHW)
-  bool forced = false;  // NHWC wherever possible, without asking the prediction
+  bool plan = false;                  // run plan_layouts at all (false: everything NCHW)
+  bool forced = false;                // NHWC wherever possible, without asking the prediction
   const char* source = "prediction";  // "env", "record", "prediction", "sync-points"
 };
 // `env`: KILNRT_CUDA_NHWC (nullptr when unset; values other than "0" / "1" count as unset); `record`: the recorded
@@ -48,9 +48,9 @@ void set_recorded_layout(ir::Graph& graph, const std::string& layout);
 std::string layout_timing_skip_reason(const ir::Graph& graph);
 
 struct LayoutTimingResult {
-  std::string layout;            // recorded: "nhwc" / "nchw"; "" when not timed (see note)
+  std::string layout;                 // recorded: "nhwc" / "nchw"; "" when not timed (see note)
   double nhwc_ms = -1, nchw_ms = -1;  // median whole-plan time of one run (-1: not measured)
-  std::string note;              // human-readable summary (logged at info level by the builder)
+  std::string note;                   // human-readable summary (logged at info level by the builder)
 };
 // Times both layouts of `graph` on `device` and records the faster (set_recorded_layout). `timed`: the builder's
 // map of timed tactics (ops/cuda/tactic_timing.h: TacticTimingScope), filled as in engine::make_cuda_plan (may be

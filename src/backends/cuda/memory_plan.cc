@@ -10,7 +10,10 @@ ArenaLayout layout_arena(const std::vector<ArenaItem>& items) {
   std::vector<size_t> order(items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].first < items[b].first; });
-  struct Block { size_t off, size; int end; };
+  struct Block {
+    size_t off, size;
+    int end;
+  };
   std::vector<Block> live;
   for (size_t it : order) {
     const ArenaItem& item = items[it];

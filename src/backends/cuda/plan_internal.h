@@ -52,24 +52,23 @@ inline Tensor to_16(const Tensor& t, DType d) {
   return h;
 }
 
-
 }  // namespace kilnrt::backends::cuda::plan_detail
 
 namespace kilnrt::backends::cuda {
 
 struct CudaRunner::ShapeState {
-  std::vector<Shape> shapes;          // per slot
-  std::vector<DType> dtypes;          // per slot (the graph's)
-  std::vector<DType> storage;         // per slot: device storage dtype (16-bit for float values in 16-bit engines)
+  std::vector<Shape> shapes;   // per slot
+  std::vector<DType> dtypes;   // per slot (the graph's)
+  std::vector<DType> storage;  // per slot: device storage dtype (16-bit for float values in 16-bit engines)
   std::vector<int64_t> in32_offset, out32_offset;  // per graph input / output: float32 staging, -1 none
   std::vector<std::vector<int64_t>> scratch;       // per step (islands): float32 copies of inputs then outputs
-  std::vector<Tensor> host_values;    // per slot (host slots)
-  std::vector<int64_t> arena_offset;  // per slot: offset of its storage in the arena, -1 none
+  std::vector<Tensor> host_values;                 // per slot (host slots)
+  std::vector<int64_t> arena_offset;               // per slot: offset of its storage in the arena, -1 none
   size_t arena_bytes = 0;
   kilnrt::cuda::DeviceBuffer uploads;  // host values read on the device
   std::vector<int64_t> upload_offset;  // per slot, -1 none
   // CUDA graph of this shape tuple (inputs / outputs in the arena), captured on the second call.
-  std::string label;                   // "[1x3x224x224]" for logs
+  std::string label;  // "[1x3x224x224]" for logs
   uint64_t calls = 0;
   int capture_failures = 0;
   bool graph_failed() const { return capture_failures >= kMaxCaptureAttempts; }
@@ -89,12 +88,12 @@ struct CudaRunner::ShapeState {
 
 // State of a plan with sync points (runner_segments.cc): the values of the last run, sized while it ran.
 struct CudaRunner::Segmented {
-  std::vector<Shape> input_shapes;                // of the last prepare()
+  std::vector<Shape> input_shapes;                 // of the last prepare()
   std::vector<kilnrt::cuda::DeviceBuffer> staged;  // per graph input: input_device_ptr() (run() stages there)
   std::vector<Shape> shapes;                       // per slot, this run
   std::vector<DType> dtypes;
-  std::vector<Tensor> host_values;                 // per slot: shape computations and values read at sync points
-  std::vector<Shape> out_shapes;                   // graph outputs of the last run
+  std::vector<Tensor> host_values;  // per slot: shape computations and values read at sync points
+  std::vector<Shape> out_shapes;    // graph outputs of the last run
   bool ran = false;
   uint64_t syncs = 0;
   // Value pool: chunks kept across runs and bump-allocated from the start at each run, so that a run like an

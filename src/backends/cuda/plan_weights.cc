@@ -41,8 +41,7 @@ CudaPlan::Weights::Weights(int device, const engine::DeviceWeightImage* image, b
     kilnrt::cuda::ContextGuard guard(device_);
     const auto& api = guard.api();
     // One copy of the whole image (load time, not the hot path): from the engine file's bytes.
-    KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(image_.data()), image->data, image->size, nullptr),
-                    "device weights");
+    KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(dptr(image_.data()), image->data, image->size, nullptr), "device weights");
     KILNRT_CU_CHECK(api, api.StreamSynchronize(nullptr), "device weights");
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -37,7 +37,7 @@ class CudaPlan::Weights final : public DeviceWeights {
 
  private:
   int device_;
-  kilnrt::cuda::DeviceBuffer image_;                     // the stored image, on the device
+  kilnrt::cuda::DeviceBuffer image_;                        // the stored image, on the device
   std::unordered_map<std::string, uint64_t> image_offset_;  // key -> offset in image_
   std::set<std::string> device_only_;
   std::map<std::string, const void*> ptrs_;  // uploaded one by one

@@ -42,7 +42,11 @@ void CudaRunner::infer_device_step(const CudaPlan::Step& step, std::vector<Shape
     ops::ShapeContext ctx{node, step.opset, {}, {}, {}};
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       const int in = step.inputs[i];
-      if (in < 0) { ctx.inputs.push_back(nullptr); ctx.values.push_back(nullptr); continue; }
+      if (in < 0) {
+        ctx.inputs.push_back(nullptr);
+        ctx.values.push_back(nullptr);
+        continue;
+      }
       types[i].dtype = dtypes[in];
       types[i].has_shape = true;
       types[i].shape = ir::shape_to_sym(shapes[in]);
@@ -99,8 +103,10 @@ std::unique_ptr<CudaRunner::ShapeState> CudaRunner::layout_for(const std::vector
   }
   // Concrete shapes, host values of the shape computations.
   for (const CudaPlan::Step& step : plan_.steps_) {
-    if (step.host) eval_host_step(step, st->shapes, st->dtypes, st->host_values);
-    else infer_device_step(step, st->shapes, st->dtypes, st->host_values);
+    if (step.host)
+      eval_host_step(step, st->shapes, st->dtypes, st->host_values);
+    else
+      infer_device_step(step, st->shapes, st->dtypes, st->host_values);
     for (int os : step.outputs)
       if (os >= 0) known[os] = 1;
   }
@@ -114,28 +120,39 @@ std::unique_ptr<CudaRunner::ShapeState> CudaRunner::layout_for(const std::vector
   for (size_t s = 0; s < nslots; ++s) root[s] = static_cast<int>(s);
   const int nsteps = static_cast<int>(plan_.steps_.size());
   std::vector<int> first(nslots, -1), last(nslots, -1);
-  for (int s : plan_.input_slots_) { first[s] = 0; last[s] = nsteps; }
+  for (int s : plan_.input_slots_) {
+    first[s] = 0;
+    last[s] = nsteps;
+  }
   for (int i = 0; i < nsteps; ++i) {
     const CudaPlan::Step& step = plan_.steps_[i];
     if (step.host) continue;
-    for (int in : step.inputs) if (in >= 0) last[root[in]] = std::max(last[root[in]], i);
+    for (int in : step.inputs)
+      if (in >= 0) last[root[in]] = std::max(last[root[in]], i);
     if ((step.layer->is_alias() || step.view) && step.inputs[0] >= 0 && step.outputs[0] >= 0) {
       root[step.outputs[0]] = root[step.inputs[0]];
       continue;
     }
     for (int os : step.outputs)
-      if (os >= 0 && first[os] < 0) { first[os] = i; last[os] = std::max(last[os], i); }
+      if (os >= 0 && first[os] < 0) {
+        first[os] = i;
+        last[os] = std::max(last[os], i);
+      }
   }
   for (int os : plan_.output_slots_) last[root[os]] = nsteps;
   // Greedy first-fit by definition order over the arena-backed roots (device values that are not host / constants),
   // plus, in 16-bit engines, float32 staging of graph I/O and float32 scratch of float32 islands.
   st->arena_offset.assign(nslots, -1);
-  struct Item { int first, last; size_t bytes; int64_t* offset; };
+  struct Item {
+    int first, last;
+    size_t bytes;
+    int64_t* offset;
+  };
   std::vector<Item> items;
   for (size_t s = 0; s < nslots; ++s)
     if (root[s] == static_cast<int>(s) && first[s] >= 0 && !plan_.host_slot_[s])
-      items.push_back({first[s], last[s], shape_numel(st->shapes[s]) * dtype_size(st->storage[s]),
-                       &st->arena_offset[s]});
+      items.push_back(
+          {first[s], last[s], shape_numel(st->shapes[s]) * dtype_size(st->storage[s]), &st->arena_offset[s]});
   st->in32_offset.assign(plan_.input_slots_.size(), -1);
   st->out32_offset.assign(plan_.output_slots_.size(), -1);
   st->scratch.assign(plan_.steps_.size(), {});

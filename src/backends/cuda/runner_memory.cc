@@ -9,8 +9,10 @@ std::vector<std::pair<std::string, std::string>> CudaPlan::precisions() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const Step& s : steps_) {
     std::string p = "host";
-    if (!s.host && act16_ != DType::kUndefined) p = s.island ? "fp32" : act16_ == DType::kFloat16 ? "fp16" : "bf16";
-    else if (!s.host) p = precision_name(node_precision(*s.node));
+    if (!s.host && act16_ != DType::kUndefined)
+      p = s.island ? "fp32" : act16_ == DType::kFloat16 ? "fp16" : "bf16";
+    else if (!s.host)
+      p = precision_name(node_precision(*s.node));
     out.emplace_back(s.node->name, p);
   }
   return out;
@@ -29,7 +31,7 @@ void CudaRunner::use_external_workspace(void* data, size_t bytes) {
   KILNRT_CHECK(data && bytes >= kWorkspaceBytes, kInternal, "CudaRunner",
                "an external workspace needs " << kWorkspaceBytes << " bytes, got " << bytes);
   if (arena_used_ && done_) done_.synchronize();  // work queued on the old workspace finishes first
-  drop_graphs();  // captured graphs address the old workspace
+  drop_graphs();                                  // captured graphs address the old workspace
   workspace_ = kilnrt::cuda::DeviceBuffer();
   external_workspace_ = data;
   external_workspace_bytes_ = bytes;

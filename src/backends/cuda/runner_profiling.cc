@@ -40,7 +40,7 @@ LayerProfiler::~LayerProfiler() {
 }
 
 void LayerProfiler::start_run(StreamT stream, bool gate) {
-  collect();  // the events are about to be recorded again
+  collect();     // the events are about to be recorded again
   finish_run();  // a run that ended with an error left its gate closed
   if (gate && gate_enabled_) {
     if (!gate_mem_) {
@@ -53,9 +53,10 @@ void LayerProfiler::start_run(StreamT stream, bool gate) {
                                                    kGateTimeoutNs, stream);
     if (status != 0) {
       gate_enabled_ = false;
-      KILNRT_LOG(kWarning, "profiling: the gate kernel did not launch (CUDA error " << status
-                                                                                   << "); layer times may include host "
-                                                                                      "launch time");
+      KILNRT_LOG(kWarning, "profiling: the gate kernel did not launch (CUDA error "
+                               << status
+                               << "); layer times may include host "
+                                  "launch time");
     } else {
       gate_done_.record(stream);
       gate_launched_ = true;
@@ -110,9 +111,12 @@ const std::vector<LayerTiming>& LayerProfiler::collect() {
     const uint32_t timed_out = *gate_word(gate_mem_, 1);
     if (timed_out != warned_timeout_) {
       warned_timeout_ = timed_out;
-      KILNRT_LOG(kWarning, "profiling: the host took more than " << kGateTimeoutNs / 1000000 << " ms to enqueue a "
-                           "profiled run (or work waited for the stream), so the gate opened early: layer times of "
-                           "that run include host launch time");
+      KILNRT_LOG(kWarning,
+                 "profiling: the host took more than "
+                     << kGateTimeoutNs / 1000000
+                     << " ms to enqueue a "
+                        "profiled run (or work waited for the stream), so the gate opened early: layer times of "
+                        "that run include host launch time");
     }
   }
   return layers_;

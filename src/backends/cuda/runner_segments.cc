@@ -30,10 +30,13 @@ namespace {
 constexpr size_t kMinChunkBytes = size_t(16) << 20;
 
 void check_not_capturing(StreamT stream, int device, int sync_points) {
-  KILNRT_CHECK(!kilnrt::cuda::stream_is_capturing(stream, device), kUnsupported, "stream",
-               "this engine has data-dependent shapes (" << sync_points << " sync point(s): NonZero / Compress, or a "
-               "GPU-computed value read on the host such as a Reshape shape): it synchronises its stream mid-run, "
-               "which a CUDA graph capture cannot record; run it outside the capture");
+  KILNRT_CHECK(
+      !kilnrt::cuda::stream_is_capturing(stream, device), kUnsupported, "stream",
+      "this engine has data-dependent shapes ("
+          << sync_points
+          << " sync point(s): NonZero / Compress, or a "
+             "GPU-computed value read on the host such as a Reshape shape): it synchronises its stream mid-run, "
+             "which a CUDA graph capture cannot record; run it outside the capture");
 }
 
 }  // namespace
@@ -199,7 +202,7 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
     // Sync point: device values this layer reads on the host.
     for (int i : step.sync_in) {
       const int in = step.inputs[i];
-      if (sg.host_values[in].defined()) continue;  // read at an earlier sync point of this run
+      if (sg.host_values[in].defined()) continue;           // read at an earlier sync point of this run
       Tensor hv = Tensor::empty(store(in), sg.shapes[in]);  // read in its storage dtype
       if (hv.nbytes() > 0) {
         KILNRT_CU_CHECK(api, api.MemcpyDtoHAsync(hv.raw(), dptr(ptrs_[in]), hv.nbytes(), stream), node.describe());
@@ -230,15 +233,14 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       // engines of the float32 values stored in 16 bits: the layer reads a float32 copy in the pool. Not converted:
       // values the layer reads on the host (16-bit engines: its host inputs, whose host value is float32 already,
       // as in the static path; float32 engines: any value known on the host).
-      const bool host_read = a16 != DType::kUndefined
-                                 ? std::find(step.host_in.begin(), step.host_in.end(), static_cast<int>(i)) !=
-                                       step.host_in.end()
-                                 : t.host != nullptr;
+      const bool host_read = a16 != DType::kUndefined ? std::find(step.host_in.begin(), step.host_in.end(),
+                                                                  static_cast<int>(i)) != step.host_in.end()
+                                                      : t.host != nullptr;
       if (step.island && island_converts(sg.dtypes[in], t.dtype, step.island_view != nullptr) && !host_read) {
         void* f32 = sg.alloc(plan_.device_, shape_numel(t.shape) * sizeof(float));
-        check_launch(kilnrt::cuda::kernels::f16_to_32(t.data, static_cast<float*>(f32), t.numel(),
-                                                      bf_of(t.dtype), stream),
-                     node.describe(), "f16_to_32");
+        check_launch(
+            kilnrt::cuda::kernels::f16_to_32(t.data, static_cast<float*>(f32), t.numel(), bf_of(t.dtype), stream),
+            node.describe(), "f16_to_32");
         t.data = f32;
         t.dtype = DType::kFloat32;
       } else if (step.island && a16 != DType::kUndefined && island_converts(sg.dtypes[in], t.dtype, false)) {
@@ -305,11 +307,11 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
         }
         sio.outputs.resize(node.outputs.size());
         if (with_sequences)
-          sg.syncs += cf->run_sequences(launch, [&](size_t bytes) { return sg.alloc(plan_.device_, bytes); },
-                                        sg.control_flow[si], sio);
+          sg.syncs += cf->run_sequences(
+              launch, [&](size_t bytes) { return sg.alloc(plan_.device_, bytes); }, sg.control_flow[si], sio);
         else
-          sg.syncs += cf->run(launch, [&](size_t bytes) { return sg.alloc(plan_.device_, bytes); },
-                              sg.control_flow[si]);
+          sg.syncs += cf->run(
+              launch, [&](size_t bytes) { return sg.alloc(plan_.device_, bytes); }, sg.control_flow[si]);
         for (size_t o = 0; o < step.outputs.size() && with_sequences; ++o) {
           if (step.outputs[o] < 0 || !sio.output_is_sequence[o]) continue;
           sg.sequences[step.outputs[o]] = std::move(sio.outputs[o]);
@@ -407,8 +409,8 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
     if (store(s) != sg.dtypes[s]) {  // 16-bit engine: 16-bit storage -> the float32 output (output_device_ptr)
       if (out32_.empty()) out32_.assign(plan_.output_slots_.size(), nullptr);
       out32_[i] = sg.alloc(plan_.device_, shape_numel(sg.shapes[s]) * sizeof(float));
-      check_launch(kilnrt::cuda::kernels::f16_to_32(ptrs_[s], static_cast<float*>(out32_[i]),
-                                                    shape_numel(sg.shapes[s]), bf_of(store(s)), stream),
+      check_launch(kilnrt::cuda::kernels::f16_to_32(ptrs_[s], static_cast<float*>(out32_[i]), shape_numel(sg.shapes[s]),
+                                                    bf_of(store(s)), stream),
                    plan_.slot_names_[s], "f16_to_32");
     }
     if (i >= outputs.size() || !outputs[i]) continue;

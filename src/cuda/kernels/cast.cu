@@ -90,31 +90,49 @@ __global__ void f32_to_16_vec_kernel(const float4* __restrict__ x, uint4* __rest
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= nvec) return;
   const float4 a = x[2 * i], b = x[2 * i + 1];
-  union { uint4 u; H h[8]; } o;
-  o.h[0] = from_f<H>(a.x); o.h[1] = from_f<H>(a.y); o.h[2] = from_f<H>(a.z); o.h[3] = from_f<H>(a.w);
-  o.h[4] = from_f<H>(b.x); o.h[5] = from_f<H>(b.y); o.h[6] = from_f<H>(b.z); o.h[7] = from_f<H>(b.w);
+  union {
+    uint4 u;
+    H h[8];
+  } o;
+  o.h[0] = from_f<H>(a.x);
+  o.h[1] = from_f<H>(a.y);
+  o.h[2] = from_f<H>(a.z);
+  o.h[3] = from_f<H>(a.w);
+  o.h[4] = from_f<H>(b.x);
+  o.h[5] = from_f<H>(b.y);
+  o.h[6] = from_f<H>(b.z);
+  o.h[7] = from_f<H>(b.w);
   y[i] = o.u;
 }
 template <class H>
 __global__ void f16_to_32_vec_kernel(const uint4* __restrict__ x, float4* __restrict__ y, int64_t nvec) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= nvec) return;
-  union { uint4 u; H h[8]; } v;
+  union {
+    uint4 u;
+    H h[8];
+  } v;
   v.u = x[i];
   y[2 * i] = make_float4(to_f(v.h[0]), to_f(v.h[1]), to_f(v.h[2]), to_f(v.h[3]));
   y[2 * i + 1] = make_float4(to_f(v.h[4]), to_f(v.h[5]), to_f(v.h[6]), to_f(v.h[7]));
 }
 __global__ void f32_to_16_kernel(const float* x, void* y, int64_t n, int bf16) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    if (bf16) static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16_rn(x[i]);
-    else static_cast<__half*>(y)[i] = __float2half_rn(x[i]);
+    if (bf16)
+      static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16_rn(x[i]);
+    else
+      static_cast<__half*>(y)[i] = __float2half_rn(x[i]);
   }
 }
 __global__ void f16_to_32_kernel(const void* x, float* y, int64_t n, int bf16) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i]) : __half2float(static_cast<const __half*>(x)[i]);
+    y[i] = bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i])
+                : __half2float(static_cast<const __half*>(x)[i]);
 }
-unsigned conv_blocks(int64_t n) { const int64_t b = (n + 255) / 256; return static_cast<unsigned>(b < 65535 ? b : 65535); }
+unsigned conv_blocks(int64_t n) {
+  const int64_t b = (n + 255) / 256;
+  return static_cast<unsigned>(b < 65535 ? b : 65535);
+}
 constexpr int64_t kMaxVecBlocks = 2147483647LL;
 }  // namespace
 
@@ -124,10 +142,12 @@ int f32_to_16(const float* x, void* y, int64_t n, int bf16, StreamT stream) {
   int64_t done = 0;
   const int64_t nvec = n / 8, blocks = (nvec + 255) / 256;
   if (nvec > 0 && blocks <= kMaxVecBlocks && aligned16(x) && aligned16(y)) {
-    if (bf16) f32_to_16_vec_kernel<__nv_bfloat16><<<unsigned(blocks), 256, 0, s>>>(
-        reinterpret_cast<const float4*>(x), static_cast<uint4*>(y), nvec);
-    else f32_to_16_vec_kernel<__half><<<unsigned(blocks), 256, 0, s>>>(reinterpret_cast<const float4*>(x),
-                                                                       static_cast<uint4*>(y), nvec);
+    if (bf16)
+      f32_to_16_vec_kernel<__nv_bfloat16>
+          <<<unsigned(blocks), 256, 0, s>>>(reinterpret_cast<const float4*>(x), static_cast<uint4*>(y), nvec);
+    else
+      f32_to_16_vec_kernel<__half>
+          <<<unsigned(blocks), 256, 0, s>>>(reinterpret_cast<const float4*>(x), static_cast<uint4*>(y), nvec);
     done = nvec * 8;
   }
   if (done < n)
@@ -140,15 +160,17 @@ int f16_to_32(const void* x, float* y, int64_t n, int bf16, StreamT stream) {
   int64_t done = 0;
   const int64_t nvec = n / 8, blocks = (nvec + 255) / 256;
   if (nvec > 0 && blocks <= kMaxVecBlocks && aligned16(x) && aligned16(y)) {
-    if (bf16) f16_to_32_vec_kernel<__nv_bfloat16><<<unsigned(blocks), 256, 0, s>>>(static_cast<const uint4*>(x),
-                                                                                  reinterpret_cast<float4*>(y), nvec);
-    else f16_to_32_vec_kernel<__half><<<unsigned(blocks), 256, 0, s>>>(static_cast<const uint4*>(x),
-                                                                       reinterpret_cast<float4*>(y), nvec);
+    if (bf16)
+      f16_to_32_vec_kernel<__nv_bfloat16>
+          <<<unsigned(blocks), 256, 0, s>>>(static_cast<const uint4*>(x), reinterpret_cast<float4*>(y), nvec);
+    else
+      f16_to_32_vec_kernel<__half>
+          <<<unsigned(blocks), 256, 0, s>>>(static_cast<const uint4*>(x), reinterpret_cast<float4*>(y), nvec);
     done = nvec * 8;
   }
   if (done < n)
     f16_to_32_kernel<<<conv_blocks(n - done), 256, 0, s>>>(static_cast<const char*>(x) + done * 2, y + done, n - done,
-                                                          bf16);
+                                                           bf16);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -21,7 +21,10 @@ __device__ __forceinline__ void stf(__half* p, int64_t i, float v) { p[i] = __fl
 __device__ __forceinline__ void stf(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 __device__ __forceinline__ void offsets3(const Broadcast3& bc, int64_t i, int64_t& o0, int64_t& o1, int64_t& o2) {
-  if (bc.contiguous_same) { o0 = o1 = o2 = i; return; }
+  if (bc.contiguous_same) {
+    o0 = o1 = o2 = i;
+    return;
+  }
   o0 = o1 = o2 = 0;
   int64_t rem = i;
   for (int d = bc.rank - 1; d >= 0; --d) {

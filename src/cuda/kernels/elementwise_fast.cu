@@ -30,8 +30,8 @@ __device__ __forceinline__ void unit_offsets(const ElementwisePlan& p, uint32_t 
   uint32_t rem = u;
 #pragma unroll
   for (int k = 0; k < N; ++k) off[k] = 0;
-  // Fixed bound + rank guard (unrolled: constant indices into the plan; a runtime-rank loop can make nvcc copy the
-  // plan into per-thread local memory, as it did for the strided copy).
+    // Fixed bound + rank guard (unrolled: constant indices into the plan; a runtime-rank loop can make nvcc copy the
+    // plan into per-thread local memory, as it did for the strided copy).
 #pragma unroll
   for (int d = kMaxDims - 1; d > 0; --d) {
     if (d <= last) {
@@ -192,8 +192,7 @@ int where_fast(const uint8_t* cond, const void* x, const void* z, void* y, int64
                              reinterpret_cast<uintptr_t>(z)};
   const size_t elems[3] = {1, elem_size, elem_size};
   ElementwisePlan p;
-  if (!plan_broadcast3(bc, n, inputs, 3, false, ptrs, elems, reinterpret_cast<uintptr_t>(y), elem_size, &p))
-    return -1;
+  if (!plan_broadcast3(bc, n, inputs, 3, false, ptrs, elems, reinterpret_cast<uintptr_t>(y), elem_size, &p)) return -1;
   if (p.units == 0 && p.tail == 0) return 0;
   cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
   switch (elem_size) {

@@ -20,12 +20,12 @@ namespace kilnrt::cuda::kernels {
 constexpr int kMaxElementwiseInputs = 3;
 
 struct ElementwisePlan {
-  int rank = 0;                                      // merged dims (>= 1)
-  uint32_t dims[kMaxDims] = {};                      // dims[rank - 1] counted in units (elements / vec)
+  int rank = 0;                                           // merged dims (>= 1)
+  uint32_t dims[kMaxDims] = {};                           // dims[rank - 1] counted in units (elements / vec)
   int32_t strides[kMaxElementwiseInputs][kMaxDims] = {};  // in elements; innermost: 0 or 1 when vec > 1
-  int vec = 1;                                       // elements per unit
-  uint32_t units = 0;                                // units of vec elements (0: only the tail, or nothing)
-  uint32_t tail = 0;                                 // elements after units * vec (rank 1 only), done one by one
+  int vec = 1;                                            // elements per unit
+  uint32_t units = 0;                                     // units of vec elements (0: only the tail, or nothing)
+  uint32_t tail = 0;                                      // elements after units * vec (rank 1 only), done one by one
 };
 
 // rank/dims: the output shape; in_strides[k]: input k's strides over those dims; in_ptr/in_elem: its address and

@@ -52,10 +52,22 @@ __device__ float block_reduce(float v, float* shared) {
 }  // namespace kilnrt::cuda::kernels
 
 // dt: 0 float32, 1 float16, 2 bfloat16 (the only dtype switch; one instantiation per storage type).
-#define KILNRT_DT_SWITCH(dt, ...)                                    \
-  switch (dt) {                                                      \
-    case 0: { using T = float; __VA_ARGS__; break; }                 \
-    case 1: { using T = __half; __VA_ARGS__; break; }                \
-    case 2: { using T = __nv_bfloat16; __VA_ARGS__; break; }         \
-    default: return static_cast<int>(cudaErrorInvalidValue);         \
+#define KILNRT_DT_SWITCH(dt, ...)                            \
+  switch (dt) {                                              \
+    case 0: {                                                \
+      using T = float;                                       \
+      __VA_ARGS__;                                           \
+      break;                                                 \
+    }                                                        \
+    case 1: {                                                \
+      using T = __half;                                      \
+      __VA_ARGS__;                                           \
+      break;                                                 \
+    }                                                        \
+    case 2: {                                                \
+      using T = __nv_bfloat16;                               \
+      __VA_ARGS__;                                           \
+      break;                                                 \
+    }                                                        \
+    default: return static_cast<int>(cudaErrorInvalidValue); \
   }

@@ -13,8 +13,8 @@ namespace kilnrt::cuda::kernels {
 struct GatherPlan {
   uint32_t inner_units = 0;  // units per gathered row
   uint32_t n_idx = 0, axis_dim = 0;
-  uint32_t units = 0;        // units of output
-  size_t unit = 0;           // bytes per unit: the element size or 16
+  uint32_t units = 0;  // units of output
+  size_t unit = 0;     // bytes per unit: the element size or 16
 };
 
 inline bool plan_gather(int64_t outer, int64_t axis_dim, int64_t n_idx, int64_t inner, size_t elem, uintptr_t x,

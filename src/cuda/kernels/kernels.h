@@ -1,8 +1,9 @@
 // Types and host entry points of kilnrt's CUDA kernels shared by many op folders and the executor (strided copy,
 // cast and 16-bit conversions, error text: src/cuda/kernels/*.cu); each op's own entry points are in its folder's
-// cuda/*_kernels.h. Plain C++: no CUDA headers, so layers include it freely. Each launcher enqueues on `stream` and returns the launch status (cudaError_t as int,
-// 0 = success) read with cudaGetLastError right after its own launch — kilnrt's cudart is linked statically, so
-// that error state belongs to kilnrt alone. Tensors are contiguous row-major unless strides are passed.
+// cuda/*_kernels.h. Plain C++: no CUDA headers, so layers include it freely. Each launcher enqueues on `stream` and
+// returns the launch status (cudaError_t as int, 0 = success) read with cudaGetLastError right after its own launch —
+// kilnrt's cudart is linked statically, so that error state belongs to kilnrt alone. Tensors are contiguous row-major
+// unless strides are passed.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -49,7 +50,6 @@ struct Conv2d {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;
   int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
 };
-
 
 const char* error_string(int status);
 

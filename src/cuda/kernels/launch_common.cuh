@@ -39,11 +39,24 @@ inline int sm_count() {
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // An unsigned integer type of kSize bytes, for kernels that only move elements.
-template <int kSize> struct Bytes;
-template <> struct Bytes<1> { using T = uint8_t; };
-template <> struct Bytes<2> { using T = uint16_t; };
-template <> struct Bytes<4> { using T = uint32_t; };
-template <> struct Bytes<8> { using T = uint64_t; };
+template <int kSize>
+struct Bytes;
+template <>
+struct Bytes<1> {
+  using T = uint8_t;
+};
+template <>
+struct Bytes<2> {
+  using T = uint16_t;
+};
+template <>
+struct Bytes<4> {
+  using T = uint32_t;
+};
+template <>
+struct Bytes<8> {
+  using T = uint64_t;
+};
 
 }  // namespace kilnrt::cuda::kernels::launch_common
 

@@ -43,8 +43,10 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
 }
 
 // 16-bit type traits: the mma instruction, float <-> packed pair conversions.
-template <class T> struct Bits16;
-template <> struct Bits16<__half> {
+template <class T>
+struct Bits16;
+template <>
+struct Bits16<__half> {
   using Pair = __half2;
   __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -59,7 +61,8 @@ template <> struct Bits16<__half> {
   __device__ static float2 unpack(Pair p) { return __half22float2(p); }
   __device__ static float to_f(__half x) { return __half2float(x); }
 };
-template <> struct Bits16<__nv_bfloat16> {
+template <>
+struct Bits16<__nv_bfloat16> {
   using Pair = __nv_bfloat162;
   __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "

@@ -9,15 +9,17 @@
 namespace kilnrt::cuda::kernels::dd {
 namespace {
 
-using launch_common::Bytes;
 using launch_common::blocks_for;
+using launch_common::Bytes;
 using launch_common::kThreads;
 using launch_common::launch_status;
 
 constexpr int kScanThreads = 1024;
 
 template <typename U>
-__device__ bool nonzero_bits(U v, U value_mask) { return (v & value_mask) != 0; }
+__device__ bool nonzero_bits(U v, U value_mask) {
+  return (v & value_mask) != 0;
+}
 
 // value_mask: all bits for integers / bool, all but the sign bit for floats (so -0.0 is zero, NaN is not).
 template <typename U>
@@ -95,9 +97,7 @@ int nonzero_flat(const void* x, int64_t n, size_t elem_size, bool is_float, int6
     case 1: status = scan<uint8_t>(x, n, 0xffu, flat, count_dev, stream); break;
     case 2: status = scan<uint16_t>(x, n, is_float ? 0x7fffu : 0xffffu, flat, count_dev, stream); break;
     case 4: status = scan<uint32_t>(x, n, is_float ? 0x7fffffffu : 0xffffffffu, flat, count_dev, stream); break;
-    case 8:
-      status = scan<uint64_t>(x, n, is_float ? 0x7fffffffffffffffull : ~0ull, flat, count_dev, stream);
-      break;
+    case 8: status = scan<uint64_t>(x, n, is_float ? 0x7fffffffffffffffull : ~0ull, flat, count_dev, stream); break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
   if (status != 0) return status;
@@ -121,9 +121,9 @@ int gather_axis(const void* x, const int64_t* idx, int64_t count, int64_t outer,
   const int64_t total = outer * count * inner;
   if (total == 0) return 0;
   switch (elem_size) {
-#define KILNRT_DD_GATHER(n)                                                                                      \
-  case n:                                                                                                       \
-    gather_kernel<Bytes<n>::T><<<blocks_for(total), kThreads, 0, stream>>>(                                     \
+#define KILNRT_DD_GATHER(n)                                                                                    \
+  case n:                                                                                                      \
+    gather_kernel<Bytes<n>::T><<<blocks_for(total), kThreads, 0, stream>>>(                                    \
         static_cast<const Bytes<n>::T*>(x), idx, count, outer, axis_dim, inner, static_cast<Bytes<n>::T*>(y)); \
     break;
     KILNRT_DD_GATHER(1)

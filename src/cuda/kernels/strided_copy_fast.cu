@@ -47,14 +47,16 @@ __global__ void tiled_transpose_kernel(T* dst, const T* src, TiledTransposePlan 
 #pragma unroll
     for (int j = 0; j < kTile; j += kTileRows) {
       const uint32_t b = b0 + threadIdx.y + j;
-      if (a < p.a && b < p.b) tile[threadIdx.y + j][threadIdx.x] = src[in_base + int32_t(a) + int32_t(b) * p.in_b_stride];
+      if (a < p.a && b < p.b)
+        tile[threadIdx.y + j][threadIdx.x] = src[in_base + int32_t(a) + int32_t(b) * p.in_b_stride];
     }
     __syncthreads();
     const uint32_t b = b0 + threadIdx.x;
 #pragma unroll
     for (int j = 0; j < kTile; j += kTileRows) {
       const uint32_t a2 = a0 + threadIdx.y + j;
-      if (a2 < p.a && b < p.b) dst[out_base + int32_t(a2) * p.out_a_stride + int32_t(b)] = tile[threadIdx.x][threadIdx.y + j];
+      if (a2 < p.a && b < p.b)
+        dst[out_base + int32_t(a2) * p.out_a_stride + int32_t(b)] = tile[threadIdx.x][threadIdx.y + j];
     }
     __syncthreads();
   }
@@ -66,8 +68,8 @@ int launch_tiled(void* dst, const void* src, const TiledTransposePlan& p, cudaSt
   const uint64_t tiles = uint64_t(tiles_a) * tiles_b;
   if (tiles > 0x7fffffffu) return -1;
   const dim3 grid(static_cast<unsigned>(tiles), p.batches < 65535u ? p.batches : 65535u);
-  tiled_transpose_kernel<T><<<grid, dim3(kTile, kTileRows), 0, st>>>(static_cast<T*>(dst), static_cast<const T*>(src),
-                                                                     p, tiles_a);
+  tiled_transpose_kernel<T>
+      <<<grid, dim3(kTile, kTileRows), 0, st>>>(static_cast<T*>(dst), static_cast<const T*>(src), p, tiles_a);
   return launch_status();
 }
 

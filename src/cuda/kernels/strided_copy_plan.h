@@ -32,15 +32,15 @@ struct Strided32 {
 struct TiledTransposePlan {
   uint32_t a = 0, b = 0;  // sizes of the source-contiguous and destination-contiguous dims
   int32_t out_a_stride = 0, in_b_stride = 0;
-  Strided32 batch;        // the other dims (rank may be 0); offsets here are the copy's offsets
+  Strided32 batch;  // the other dims (rank may be 0); offsets here are the copy's offsets
   uint32_t batches = 1;
 };
 
 struct StridedCopyPlan {
-  Strided32 s;            // in units of `unit` bytes
-  size_t unit = 0;        // 1, 2, 4, 8 or 16 (vectorised)
-  uint32_t n = 0;         // units to copy (0: nothing to do)
-  bool tiled = false;     // run as tiled transposes (`t`), unit = element size
+  Strided32 s;         // in units of `unit` bytes
+  size_t unit = 0;     // 1, 2, 4, 8 or 16 (vectorised)
+  uint32_t n = 0;      // units to copy (0: nothing to do)
+  bool tiled = false;  // run as tiled transposes (`t`), unit = element size
   TiledTransposePlan t;
 };
 
@@ -48,7 +48,8 @@ struct StridedCopyPlan {
 constexpr int64_t kMinTiledTransposeDim = 8;
 
 // Fills `plan` and returns true when the fast path applies (element size 1/2/4/8, indices within 32 bits).
-inline bool plan_strided_copy(const Strided& in, size_t elem_size, uintptr_t dst, uintptr_t src, StridedCopyPlan* plan) {
+inline bool plan_strided_copy(const Strided& in, size_t elem_size, uintptr_t dst, uintptr_t src,
+                              StridedCopyPlan* plan) {
   if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8) return false;
   Strided s;
   for (int d = 0; d < in.rank; ++d) {

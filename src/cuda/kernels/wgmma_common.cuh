@@ -63,24 +63,24 @@ __device__ __forceinline__ void proxy_fence() {
 }
 
 // The accumulator operands of an m64n64 instruction (32 per thread): the list in the instruction, and the outputs.
-#define KILNRT_WGMMA_REGS32                                                                                       \
+#define KILNRT_WGMMA_REGS32                                                                                         \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
   "%24, %25, %26, %27, %28, %29, %30, %31}"
-#define KILNRT_WGMMA_D32(d)                                                                                        \
-  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),        \
-      "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),   \
-      "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),   \
-      "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),   \
+#define KILNRT_WGMMA_D32(d)                                                                                    \
+  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),     \
+      "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), \
+      "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), \
+      "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
       "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
 
 // One wgmma.mma_async with A and B in shared memory, inside a function with `da`, `db` (descriptors), `accumulate`
 // (0 overwrites D) and the template parameter kTransB (B MN-major). TY: "f16" or "bf16"; SHAPE: "m64n64k16"...;
 // REGS: the accumulator list; IA / IB / IACC / ITB: the operand numbers of da, db, accumulate and kTransB, which
 // follow the accumulators; the outputs last.
-#define KILNRT_WGMMA_SS(TY, SHAPE, REGS, IA, IB, IACC, ITB, ...)                                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " IACC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TY  \
-               "." TY " " REGS ", " IA ", " IB ", p, 1, 1, 0, " ITB ";\n}\n"                                       \
-               : __VA_ARGS__                                                                                        \
+#define KILNRT_WGMMA_SS(TY, SHAPE, REGS, IA, IB, IACC, ITB, ...)                                                      \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " IACC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TY "." TY \
+               " " REGS ", " IA ", " IB ", p, 1, 1, 0, " ITB ";\n}\n"                                                 \
+               : __VA_ARGS__                                                                                          \
                : "l"(da), "l"(db), "r"(accumulate), "n"(kTransB))
 
 // D[64 x 64] (+)= A[64 x 16] B[16 x 64], both from shared memory; A K-major; B K-major (kTransB = 0: rows of B^T

@@ -16,22 +16,48 @@ inline std::vector<double> tensor_to_doubles(const Tensor& t, const ir::Node& no
   std::vector<double> v(static_cast<size_t>(t.numel()));
   const size_t n = v.size();
   switch (t.dtype()) {
-    case DType::kFloat32: for (size_t i = 0; i < n; ++i) v[i] = t.data<float>()[i]; break;
-    case DType::kFloat64: for (size_t i = 0; i < n; ++i) v[i] = t.data<double>()[i]; break;
-    case DType::kFloat16: for (size_t i = 0; i < n; ++i) v[i] = half_to_float(t.data<uint16_t>()[i]); break;
-    case DType::kBFloat16: for (size_t i = 0; i < n; ++i) v[i] = bfloat16_to_float(t.data<uint16_t>()[i]); break;
-    case DType::kInt64: for (size_t i = 0; i < n; ++i) v[i] = static_cast<double>(t.data<int64_t>()[i]); break;
-    case DType::kInt32: for (size_t i = 0; i < n; ++i) v[i] = t.data<int32_t>()[i]; break;
-    case DType::kInt8: for (size_t i = 0; i < n; ++i) v[i] = t.data<int8_t>()[i]; break;
-    case DType::kUInt8: for (size_t i = 0; i < n; ++i) v[i] = t.data<uint8_t>()[i]; break;
-    case DType::kInt16: for (size_t i = 0; i < n; ++i) v[i] = t.data<int16_t>()[i]; break;
-    case DType::kUInt16: for (size_t i = 0; i < n; ++i) v[i] = t.data<uint16_t>()[i]; break;
-    case DType::kUInt32: for (size_t i = 0; i < n; ++i) v[i] = t.data<uint32_t>()[i]; break;
-    case DType::kUInt64: for (size_t i = 0; i < n; ++i) v[i] = static_cast<double>(t.data<uint64_t>()[i]); break;
-    case DType::kBool: for (size_t i = 0; i < n; ++i) v[i] = t.data<bool>()[i] ? 1.0 : 0.0; break;
+    case DType::kFloat32:
+      for (size_t i = 0; i < n; ++i) v[i] = t.data<float>()[i];
+      break;
+    case DType::kFloat64:
+      for (size_t i = 0; i < n; ++i) v[i] = t.data<double>()[i];
+      break;
+    case DType::kFloat16:
+      for (size_t i = 0; i < n; ++i) v[i] = half_to_float(t.data<uint16_t>()[i]);
+      break;
+    case DType::kBFloat16:
+      for (size_t i = 0; i < n; ++i) v[i] = bfloat16_to_float(t.data<uint16_t>()[i]);
+      break;
+    case DType::kInt64:
+      for (size_t i = 0; i < n; ++i) v[i] = static_cast<double>(t.data<int64_t>()[i]);
+      break;
+    case DType::kInt32:
+      for (size_t i = 0; i < n; ++i) v[i] = t.data<int32_t>()[i];
+      break;
+    case DType::kInt8:
+      for (size_t i = 0; i < n; ++i) v[i] = t.data<int8_t>()[i];
+      break;
+    case DType::kUInt8:
+      for (size_t i = 0; i < n; ++i) v[i] = t.data<uint8_t>()[i];
+      break;
+    case DType::kInt16:
+      for (size_t i = 0; i < n; ++i) v[i] = t.data<int16_t>()[i];
+      break;
+    case DType::kUInt16:
+      for (size_t i = 0; i < n; ++i) v[i] = t.data<uint16_t>()[i];
+      break;
+    case DType::kUInt32:
+      for (size_t i = 0; i < n; ++i) v[i] = t.data<uint32_t>()[i];
+      break;
+    case DType::kUInt64:
+      for (size_t i = 0; i < n; ++i) v[i] = static_cast<double>(t.data<uint64_t>()[i]);
+      break;
+    case DType::kBool:
+      for (size_t i = 0; i < n; ++i) v[i] = t.data<bool>()[i] ? 1.0 : 0.0;
+      break;
     default:
-      KILNRT_THROW(kUnsupported, node.describe(), node.op_type << ": dtype " << dtype_name(t.dtype())
-                                                              << " is not supported by the CPU kernel");
+      KILNRT_THROW(kUnsupported, node.describe(),
+                   node.op_type << ": dtype " << dtype_name(t.dtype()) << " is not supported by the CPU kernel");
   }
   return v;
 }
@@ -52,23 +78,45 @@ inline Tensor tensor_from_doubles(const std::vector<double>& v, DType dtype, con
   Tensor t = Tensor::empty(dtype, shape);
   const size_t n = v.size();
   switch (dtype) {
-    case DType::kFloat32: for (size_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(v[i]); break;
-    case DType::kFloat64: for (size_t i = 0; i < n; ++i) t.data<double>()[i] = v[i]; break;
+    case DType::kFloat32:
+      for (size_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(v[i]);
+      break;
+    case DType::kFloat64:
+      for (size_t i = 0; i < n; ++i) t.data<double>()[i] = v[i];
+      break;
     case DType::kFloat16:
       for (size_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = float_to_half(static_cast<float>(v[i]));
       break;
     case DType::kBFloat16:
       for (size_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v[i]));
       break;
-    case DType::kInt64: for (size_t i = 0; i < n; ++i) t.data<int64_t>()[i] = saturate_to_int<int64_t>(v[i]); break;
-    case DType::kInt32: for (size_t i = 0; i < n; ++i) t.data<int32_t>()[i] = saturate_to_int<int32_t>(v[i]); break;
-    case DType::kInt8: for (size_t i = 0; i < n; ++i) t.data<int8_t>()[i] = saturate_to_int<int8_t>(v[i]); break;
-    case DType::kUInt8: for (size_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = saturate_to_int<uint8_t>(v[i]); break;
-    case DType::kInt16: for (size_t i = 0; i < n; ++i) t.data<int16_t>()[i] = saturate_to_int<int16_t>(v[i]); break;
-    case DType::kUInt16: for (size_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = saturate_to_int<uint16_t>(v[i]); break;
-    case DType::kUInt32: for (size_t i = 0; i < n; ++i) t.data<uint32_t>()[i] = saturate_to_int<uint32_t>(v[i]); break;
-    case DType::kUInt64: for (size_t i = 0; i < n; ++i) t.data<uint64_t>()[i] = saturate_to_int<uint64_t>(v[i]); break;
-    case DType::kBool: for (size_t i = 0; i < n; ++i) t.data<bool>()[i] = v[i] != 0.0; break;
+    case DType::kInt64:
+      for (size_t i = 0; i < n; ++i) t.data<int64_t>()[i] = saturate_to_int<int64_t>(v[i]);
+      break;
+    case DType::kInt32:
+      for (size_t i = 0; i < n; ++i) t.data<int32_t>()[i] = saturate_to_int<int32_t>(v[i]);
+      break;
+    case DType::kInt8:
+      for (size_t i = 0; i < n; ++i) t.data<int8_t>()[i] = saturate_to_int<int8_t>(v[i]);
+      break;
+    case DType::kUInt8:
+      for (size_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = saturate_to_int<uint8_t>(v[i]);
+      break;
+    case DType::kInt16:
+      for (size_t i = 0; i < n; ++i) t.data<int16_t>()[i] = saturate_to_int<int16_t>(v[i]);
+      break;
+    case DType::kUInt16:
+      for (size_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = saturate_to_int<uint16_t>(v[i]);
+      break;
+    case DType::kUInt32:
+      for (size_t i = 0; i < n; ++i) t.data<uint32_t>()[i] = saturate_to_int<uint32_t>(v[i]);
+      break;
+    case DType::kUInt64:
+      for (size_t i = 0; i < n; ++i) t.data<uint64_t>()[i] = saturate_to_int<uint64_t>(v[i]);
+      break;
+    case DType::kBool:
+      for (size_t i = 0; i < n; ++i) t.data<bool>()[i] = v[i] != 0.0;
+      break;
     default: break;
   }
   return t;

@@ -82,8 +82,8 @@ std::string cuda_supports(const ir::Node& node, const ir::Graph& graph) {
 
 void check_launch(int status, const std::string& node, const char* kernel) {
   if (status != 0)
-    throw Error(ErrorCode::kCuda, std::string("kernel ") + kernel + " failed to launch: " +
-                                      kilnrt::cuda::kernels::error_string(status),
+    throw Error(ErrorCode::kCuda,
+                std::string("kernel ") + kernel + " failed to launch: " + kilnrt::cuda::kernels::error_string(status),
                 node, kernel, __FILE__, __LINE__);
 }
 
@@ -178,6 +178,5 @@ const char* precision_name(Precision p) {
   }
   return "?";
 }
-
 
 }  // namespace kilnrt::backends::cuda

@@ -111,11 +111,11 @@ using LayerFactory = std::function<std::unique_ptr<CudaLayer>(const LayerCreateA
 using LayerSupports = std::function<std::string(const ir::Node&, const ir::Graph&)>;
 
 struct LayerEntry {
-  std::string domain;   // "" = ai.onnx ("ai.onnx" is stored as "")
+  std::string domain;  // "" = ai.onnx ("ai.onnx" is stored as "")
   std::string op_type;
   LayerSupports supports;
   LayerFactory create;
-  std::string source;   // the registering file, relative to src/ ("ops/nn/normalization/cuda/layer_norm_layer.cc")
+  std::string source;  // the registering file, relative to src/ ("ops/nn/normalization/cuda/layer_norm_layer.cc")
 };
 
 // The CUDA layers, keyed by (domain, op type). A second registration of a key is an error: the registry keeps the
@@ -138,8 +138,7 @@ class LayerRegistry {
 // Registers one layer for each name of `ops`: "OpType" (domain ai.onnx) or "domain:OpType"
 // ("com.kilnrt:FusedMatMul"). `file` is the registering source file (__FILE__, through the macro below).
 struct LayerRegistrar {
-  LayerRegistrar(const char* file, std::initializer_list<const char*> ops, LayerSupports supports,
-                 LayerFactory create);
+  LayerRegistrar(const char* file, std::initializer_list<const char*> ops, LayerSupports supports, LayerFactory create);
 };
 
 // Custom ops (include/kilnrt/custom_op.h) share one entry, registered under this key (domain kCustomLayerDomain).
@@ -154,7 +153,7 @@ const LayerEntry* find_layer(const ir::Node& node, const ir::Graph& graph);
 //   KILNRT_REGISTER_CUDA_LAYER({"Relu", "Sigmoid"}, supports_fn, factory_fn);
 //   KILNRT_REGISTER_CUDA_LAYER({"com.kilnrt:FusedMatMul"}, supports_fn, factory_fn);
 // supports_fn may be nullptr (every node of the op type is supported).
-#define KILNRT_REGISTER_CUDA_LAYER(...)                                                                          \
+#define KILNRT_REGISTER_CUDA_LAYER(...)                                                                      \
   static const ::kilnrt::backends::cuda::LayerRegistrar KILNRT_CUDA_CONCAT(kilnrt_cuda_layer_, __COUNTER__)( \
       __FILE__, __VA_ARGS__)
 

@@ -35,8 +35,9 @@ class HostSourceLayer final : public CudaLayer {
     kilnrt::cuda::ContextGuard guard(device_);
     const auto& api = guard.api();
     // Pageable source: the driver stages it before returning, so `y` may go right after.
-    KILNRT_CU_CHECK(api, api.MemcpyHtoDAsync(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(out.data)), y.raw(),
-                                             y.nbytes(), l.stream),
+    KILNRT_CU_CHECK(api,
+                    api.MemcpyHtoDAsync(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(out.data)), y.raw(),
+                                        y.nbytes(), l.stream),
                     node_.describe());
   }
 

@@ -31,8 +31,9 @@ inline std::string integer_inputs(const ir::Node& n, const ir::Graph& g, size_t 
   const DType t0 = value_dtype(g, n.inputs[0]);
   for (size_t i = 0; i < count; ++i) {
     const DType t = value_dtype(g, n.inputs[i]);
-    if (int_dtype_code(t) < 0) return std::string("dtype ") + dtype_name(t) + " of input " + std::to_string(i) +
-                                " (the CUDA layer takes integers)";
+    if (int_dtype_code(t) < 0)
+      return std::string("dtype ") + dtype_name(t) + " of input " + std::to_string(i) +
+             " (the CUDA layer takes integers)";
     if (t != t0) return "mixed input dtypes";
   }
   return "";

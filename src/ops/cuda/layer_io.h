@@ -15,9 +15,7 @@ inline const LayerTensor* input_at(const LayerLaunch& l, size_t i) {
 inline LayerOutput* output_at(LayerLaunch& l, size_t i) {
   return i < l.outputs.size() && l.outputs[i].present ? &l.outputs[i] : nullptr;
 }
-inline std::string input_name(const ir::Node& n, size_t i) {
-  return i < n.inputs.size() ? n.inputs[i] : std::string();
-}
+inline std::string input_name(const ir::Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : std::string(); }
 
 // "" when every present input i of `n` in `which` has one of `ok` dtypes (or an unknown dtype).
 inline std::string check_dtypes(const ir::Node& n, const ir::Graph& g, std::initializer_list<size_t> which,

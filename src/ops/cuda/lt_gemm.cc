@@ -13,15 +13,15 @@
 namespace kilnrt::backends::cuda {
 namespace {
 
-bool split_k_candidates_enabled() {
-  return !env_switched_off("KILNRT_GEMM_SPLITK");
-}
+bool split_k_candidates_enabled() { return !env_switched_off("KILNRT_GEMM_SPLITK"); }
 
 template <class T, class D>
 struct LtHandle {  // RAII for one cuBLASLt descriptor
   T h = nullptr;
   D destroy;
-  ~LtHandle() { if (h) destroy(h); }
+  ~LtHandle() {
+    if (h) destroy(h);
+  }
 };
 
 // Split-K variants of the heuristic's first algorithms (the tuner's extra candidates): a GEMM with few output tiles
@@ -44,14 +44,15 @@ void add_split_k_variants(const CublasLtApi& api, cublasLtHandle_t handle, cubla
     uint32_t schemes = 0;
     size_t written = 0;
     if (api.cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &support, sizeof(support),
-                                              &written) != CUBLAS_STATUS_SUCCESS || !support)
+                                              &written) != CUBLAS_STATUS_SUCCESS ||
+        !support)
       continue;
-    if (api.cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes,
-                                              sizeof(schemes), &written) != CUBLAS_STATUS_SUCCESS)
+    if (api.cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes, sizeof(schemes),
+                                              &written) != CUBLAS_STATUS_SUCCESS)
       continue;
     uint32_t scheme = 0;
-    for (uint32_t want : {uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE), uint32_t(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE),
-                          uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE)})
+    for (uint32_t want : {uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE),
+                          uint32_t(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE), uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE)})
       if (!scheme && (schemes & want)) scheme = want;
     if (!scheme) continue;
     for (int32_t split : {2, 3, 4, 6, 8, 12, 16}) {
@@ -91,13 +92,16 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescCreate(&desc.h, g.compute, CUDA_R_32F), name);
   const cublasOperation_t op_p = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // P = op(B)^T, stored B
   const cublasOperation_t op_q = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // Q = op(A)^T, stored A
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_p, sizeof(op_p)), name);
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &op_q, sizeof(op_q)), name);
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_p, sizeof(op_p)),
+                        name);
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &op_q, sizeof(op_q)),
+                        name);
   if (g.bias || g.relu || g.gelu) {
-    const cublasLtEpilogue_t epi = g.gelu ? (g.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+    const cublasLtEpilogue_t epi = g.gelu   ? (g.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
                                    : g.bias ? (g.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                             : CUBLASLT_EPILOGUE_RELU;
-    KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), name);
+    KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
+                          name);
     if (g.bias)
       KILNRT_CUBLASLT_CHECK(
           api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)), name);
@@ -116,22 +120,27 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
   Layout lp{nullptr, api.cublasLtMatrixLayoutDestroy}, lq{nullptr, api.cublasLtMatrixLayoutDestroy},
       lc{nullptr, api.cublasLtMatrixLayoutDestroy};
   // Stored B: row-major k x n (ld n) is column-major n x k; transposed: row-major n x k is column-major k x n.
-  if (g.trans_b) make_layout(lp, g.k, g.n, g.k, g.stride_b, g.ab_type); else make_layout(lp, g.n, g.k, g.n, g.stride_b, g.ab_type);
-  if (g.trans_a) make_layout(lq, g.m, g.k, g.m, g.stride_a, g.ab_type); else make_layout(lq, g.k, g.m, g.k, g.stride_a, g.ab_type);
+  if (g.trans_b)
+    make_layout(lp, g.k, g.n, g.k, g.stride_b, g.ab_type);
+  else
+    make_layout(lp, g.n, g.k, g.n, g.stride_b, g.ab_type);
+  if (g.trans_a)
+    make_layout(lq, g.m, g.k, g.m, g.stride_a, g.ab_type);
+  else
+    make_layout(lq, g.k, g.m, g.k, g.stride_a, g.ab_type);
   make_layout(lc, g.n, g.m, g.n, g.stride_c, g.c_type);
   Pref pref{nullptr, api.cublasLtMatmulPreferenceDestroy};
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceCreate(&pref.h), name);
   const uint64_t ws = g.workspace_bytes;
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                                                 sizeof(ws)),
-                        name);
+  KILNRT_CUBLASLT_CHECK(
+      api.cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+      name);
   GemmTactic* t = g.tactic;
   const cublasLtMatmulAlgo_t* algo = nullptr;
   if (t && t->mode != GemmTactic::Mode::kList && (t->mode == GemmTactic::Mode::kForce || t->has_algo)) {
     // A stored / forced algorithm: cuBLASLt checks it against this problem, and it must fit the workspace.
     cublasLtMatmulHeuristicResult_t checked{};
-    const cublasStatus_t st =
-        api.cublasLtMatmulAlgoCheck(handle, desc.h, lp.h, lq.h, lc.h, lc.h, &t->algo, &checked);
+    const cublasStatus_t st = api.cublasLtMatmulAlgoCheck(handle, desc.h, lp.h, lq.h, lc.h, lc.h, &t->algo, &checked);
     const bool fits = st == CUBLAS_STATUS_SUCCESS && checked.workspaceSize <= g.workspace_bytes;
     if (fits) {
       algo = &t->algo;
@@ -150,9 +159,9 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
     const bool listing = t && t->mode == GemmTactic::Mode::kList;
     int returned = 0;
     const int want = listing ? gemm_candidate_count() : std::min(8, std::max(1, g.algo_index + 1));
-    KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulAlgoGetHeuristic(handle, desc.h, lp.h, lq.h, lc.h, lc.h, pref.h, want,
-                                                             results, &returned),
-                          name);
+    KILNRT_CUBLASLT_CHECK(
+        api.cublasLtMatmulAlgoGetHeuristic(handle, desc.h, lp.h, lq.h, lc.h, lc.h, pref.h, want, results, &returned),
+        name);
     KILNRT_CHECK(returned > 0, kCuda, name,
                  "cuBLASLt found no algorithm for a " << g.m << "x" << g.n << "x" << g.k << " GEMM");
     if (listing) {  // the tuner's candidates; nothing runs
@@ -165,11 +174,10 @@ void lt_gemm(const GemmArgs& g, LayerLaunch& l, const std::string& name) {
     }
     algo = &results[std::min(g.algo_index, returned - 1)].algo;
   }
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmul(handle, desc.h, &g.alpha, g.b, lp.h, g.a, lq.h, &g.beta,
-                                           g.c_in ? g.c_in : g.c, lc.h, g.c,
-                                           lc.h, algo, g.workspace, g.workspace_bytes,
-                                           reinterpret_cast<cudaStream_t>(l.stream)),
-                        name);
+  KILNRT_CUBLASLT_CHECK(
+      api.cublasLtMatmul(handle, desc.h, &g.alpha, g.b, lp.h, g.a, lq.h, &g.beta, g.c_in ? g.c_in : g.c, lc.h, g.c,
+                         lc.h, algo, g.workspace, g.workspace_bytes, reinterpret_cast<cudaStream_t>(l.stream)),
+      name);
 }
 
 }  // namespace kilnrt::backends::cuda

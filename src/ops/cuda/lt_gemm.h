@@ -43,17 +43,17 @@ struct GemmArgs {
   const void* b = nullptr;
   void* c = nullptr;
   cudaDataType_t ab_type = CUDA_R_32F;
-  cudaDataType_t c_type = CUDA_R_32F;  // 16-bit in --fp16 / --bf16 engines (activations stored 16-bit)
+  cudaDataType_t c_type = CUDA_R_32F;                // 16-bit in --fp16 / --bf16 engines (activations stored 16-bit)
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // COMPUTE_32F_FAST_TF32 for --tf32 layers
-  void* workspace = nullptr;                        // cuBLASLt workspace (what the 16-bit operands leave free)
+  void* workspace = nullptr;                         // cuBLASLt workspace (what the 16-bit operands leave free)
   size_t workspace_bytes = 0;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
   float alpha = 1.f, beta = 0.f;
-  const void* bias = nullptr;  // n elements (c_type), added to every row
-  const void* c_in = nullptr;  // C read with beta when not the output itself (a conv's residual)
-  bool relu = false;           // RELU / RELU_BIAS epilogue (after beta * C and the bias)
-  bool gelu = false;           // GELU / GELU_BIAS epilogue (cuBLASLt's tanh form; not with relu)
-  int algo_index = 0;          // which of cuBLASLt's heuristic results (conv tactic cublaslt:<i>)
+  const void* bias = nullptr;    // n elements (c_type), added to every row
+  const void* c_in = nullptr;    // C read with beta when not the output itself (a conv's residual)
+  bool relu = false;             // RELU / RELU_BIAS epilogue (after beta * C and the bias)
+  bool gelu = false;             // GELU / GELU_BIAS epilogue (cuBLASLt's tanh form; not with relu)
+  int algo_index = 0;            // which of cuBLASLt's heuristic results (conv tactic cublaslt:<i>)
   GemmTactic* tactic = nullptr;  // a timed / stored algorithm, or the tuner's listing
 };
 

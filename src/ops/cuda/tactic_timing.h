@@ -34,11 +34,11 @@ std::string layout_label(bool nhwc, DType storage);
 
 // Process-wide counts of the tactic timing (tests).
 struct TuningStats {
-  int timed = 0;       // conv layouts timed (one per conv layer and layout)
-  int cache_hits = 0;  // conv layouts answered by the timing cache
+  int timed = 0;            // conv layouts timed (one per conv layer and layout)
+  int cache_hits = 0;       // conv layouts answered by the timing cache
   int gemm_timed = 0;       // GEMM layers timed (gemm_tactics.h)
   int gemm_cache_hits = 0;  // GEMM layers answered by the timing cache
-  int fallbacks = 0;   // stored choices that did not apply at run (heuristic used instead, with a warning)
+  int fallbacks = 0;        // stored choices that did not apply at run (heuristic used instead, with a warning)
 };
 TuningStats tuning_stats();
 void note_tactic_fallback();
@@ -52,7 +52,7 @@ class TacticTimingScope {
   ~TacticTimingScope();
   TacticTimingScope(const TacticTimingScope&) = delete;
   TacticTimingScope& operator=(const TacticTimingScope&) = delete;
-  static TacticTimingScope* current();  // the scope open on this thread, or nullptr (also when KILNRT_CONV_TUNING=0)
+  static TacticTimingScope* current();     // the scope open on this thread, or nullptr (also when KILNRT_CONV_TUNING=0)
   static TacticTimingScope* open_scope();  // the scope open on this thread whatever KILNRT_CONV_TUNING says
 
   int device() const { return device_; }

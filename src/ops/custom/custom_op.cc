@@ -96,9 +96,9 @@ ops::OpSchema make_schema(const CustomOp& op) {
     c.values.resize(c.inputs.size(), nullptr);
     c.outputs.resize(ctx.outputs.size());
     call_user(ctx.node, "shape function", [&] { shape(c); });
-    KILNRT_CHECK(c.outputs.size() == ctx.outputs.size(), kInvalidModel, ctx.node.describe(),
-                 "custom op shape function returned " << c.outputs.size() << " outputs, the node has "
-                                                      << ctx.outputs.size());
+    KILNRT_CHECK(
+        c.outputs.size() == ctx.outputs.size(), kInvalidModel, ctx.node.describe(),
+        "custom op shape function returned " << c.outputs.size() << " outputs, the node has " << ctx.outputs.size());
     for (size_t i = 0; i < c.outputs.size(); ++i) {
       if (i < ctx.node.outputs.size() && ctx.node.outputs[i].empty()) continue;
       ctx.outputs[i] = from_custom_type(c.outputs[i], ctx, i);
@@ -195,7 +195,8 @@ void register_custom_op(CustomOp op) {
 bool is_custom_op_registered(const std::string& domain, const std::string& name) {
   CustomRegistry& r = custom_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  return std::any_of(r.ops.begin(), r.ops.end(), [&](const CustomOp& o) { return o.domain == domain && o.name == name; });
+  return std::any_of(r.ops.begin(), r.ops.end(),
+                     [&](const CustomOp& o) { return o.domain == domain && o.name == name; });
 }
 
 std::vector<std::string> registered_custom_ops() {
@@ -221,8 +222,8 @@ std::string qualified_name(const std::string& domain, const std::string& name) {
 }  // namespace ops::custom
 
 #ifndef KILNRT_HAVE_CUDA
-NvrtcCustomKernel nvrtc_custom_kernel(const std::string& source, const std::string& kernel_name,
-                                      CustomLaunchFn launch, std::vector<std::pair<std::string, float>> float_attrs,
+NvrtcCustomKernel nvrtc_custom_kernel(const std::string& source, const std::string& kernel_name, CustomLaunchFn launch,
+                                      std::vector<std::pair<std::string, float>> float_attrs,
                                       std::vector<std::string> nvrtc_options) {
   NvrtcCustomKernel k;
   auto fail = [kernel_name](int) {

@@ -23,8 +23,8 @@ constexpr int64_t kRowChunk = 1 << 14;
 
 template <size_t N>
 struct BroadcastLayout {
-  std::vector<int64_t> dims;                         // collapsed output dims, outermost first (last = row)
-  std::array<std::vector<int64_t>, N> strides;       // per input, element strides for `dims` (0 = broadcast)
+  std::vector<int64_t> dims;                    // collapsed output dims, outermost first (last = row)
+  std::array<std::vector<int64_t>, N> strides;  // per input, element strides for `dims` (0 = broadcast)
   int64_t numel = 0;
 };
 

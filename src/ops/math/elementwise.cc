@@ -40,8 +40,8 @@ void check_same_dtypes(const CpuContext& ctx, size_t first, size_t count) {
       continue;
     }
     KILNRT_CHECK(t == expected, kInvalidModel, ctx.node.describe(),
-                 ctx.node.op_type << ": input " << i << " ('" << ctx.node.inputs[i] << "') has dtype "
-                                  << dtype_name(t) << ", expected " << dtype_name(expected));
+                 ctx.node.op_type << ": input " << i << " ('" << ctx.node.inputs[i] << "') has dtype " << dtype_name(t)
+                                  << ", expected " << dtype_name(expected));
   }
 }
 

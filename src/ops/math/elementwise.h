@@ -64,8 +64,7 @@ inline bool dtype_in_set(DType t, DTypeSet set) {
     case DType::kFloat32:
     case DType::kFloat16:
     case DType::kBFloat16:
-    case DType::kFloat64:
-      return set != DTypeSet::kInteger && set != DTypeSet::kBool;
+    case DType::kFloat64: return set != DTypeSet::kInteger && set != DTypeSet::kBool;
     case DType::kInt64:
     case DType::kInt32:
     case DType::kInt16:
@@ -75,12 +74,9 @@ inline bool dtype_in_set(DType t, DTypeSet set) {
     case DType::kUInt8:
     case DType::kUInt16:
     case DType::kUInt32:
-    case DType::kUInt64:
-      return set == DTypeSet::kNumeric || set == DTypeSet::kInteger || set == DTypeSet::kAll;
-    case DType::kBool:
-      return set == DTypeSet::kAll || set == DTypeSet::kBool;
-    default:
-      return false;
+    case DType::kUInt64: return set == DTypeSet::kNumeric || set == DTypeSet::kInteger || set == DTypeSet::kAll;
+    case DType::kBool: return set == DTypeSet::kAll || set == DTypeSet::kBool;
+    default: return false;
   }
 }
 
@@ -157,16 +153,16 @@ void binary_map(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   const TA* pa = a.data<TA>();
   const TB* pb = b.data<TB>();
   TOut* po = out.data<TOut>();
-  for_each_broadcast_row<2>(out.shape(), {&a.shape(), &b.shape()},
-                            [&](int64_t o, const std::array<int64_t, 2>& off, const std::array<int64_t, 2>& st,
-                                int64_t n) {
-                              const TA* xa = pa + off[0];
-                              const TB* xb = pb + off[1];
-                              TOut* y = po + o;
-                              const int64_t sa = st[0], sb = st[1];
-                              for (int64_t j = 0; j < n; ++j)
-                                y[j] = Compute<TOut>::store(f(Compute<TA>::load(xa[j * sa]), Compute<TB>::load(xb[j * sb])));
-                            });
+  for_each_broadcast_row<2>(
+      out.shape(), {&a.shape(), &b.shape()},
+      [&](int64_t o, const std::array<int64_t, 2>& off, const std::array<int64_t, 2>& st, int64_t n) {
+        const TA* xa = pa + off[0];
+        const TB* xb = pb + off[1];
+        TOut* y = po + o;
+        const int64_t sa = st[0], sb = st[1];
+        for (int64_t j = 0; j < n; ++j)
+          y[j] = Compute<TOut>::store(f(Compute<TA>::load(xa[j * sa]), Compute<TB>::load(xb[j * sb])));
+      });
 }
 
 // Broadcasting ternary map (Where, Clip with tensor bounds).
@@ -176,14 +172,14 @@ void ternary_map(const Tensor& a, const Tensor& b, const Tensor& c, Tensor& out,
   const TB* pb = b.data<TB>();
   const TC* pc = c.data<TC>();
   TOut* po = out.data<TOut>();
-  for_each_broadcast_row<3>(out.shape(), {&a.shape(), &b.shape(), &c.shape()},
-                            [&](int64_t o, const std::array<int64_t, 3>& off, const std::array<int64_t, 3>& st,
-                                int64_t n) {
-                              for (int64_t j = 0; j < n; ++j)
-                                po[o + j] = Compute<TOut>::store(f(Compute<TA>::load(pa[off[0] + j * st[0]]),
-                                                                   Compute<TB>::load(pb[off[1] + j * st[1]]),
-                                                                   Compute<TC>::load(pc[off[2] + j * st[2]])));
-                            });
+  for_each_broadcast_row<3>(
+      out.shape(), {&a.shape(), &b.shape(), &c.shape()},
+      [&](int64_t o, const std::array<int64_t, 3>& off, const std::array<int64_t, 3>& st, int64_t n) {
+        for (int64_t j = 0; j < n; ++j)
+          po[o + j] = Compute<TOut>::store(f(Compute<TA>::load(pa[off[0] + j * st[0]]),
+                                             Compute<TB>::load(pb[off[1] + j * st[1]]),
+                                             Compute<TC>::load(pc[off[2] + j * st[2]])));
+      });
 }
 
 // Shape-function helpers for elementwise ops.

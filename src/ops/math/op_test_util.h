@@ -108,15 +108,25 @@ inline ir::TensorType ttype(DType dtype, ir::SymShape shape) {
 }
 
 // ---- tensors ----------------------------------------------------------------------------------------------
-inline Tensor f32(const std::vector<float>& v, const Shape& s) { return Tensor::from_data(v.data(), DType::kFloat32, s); }
+inline Tensor f32(const std::vector<float>& v, const Shape& s) {
+  return Tensor::from_data(v.data(), DType::kFloat32, s);
+}
 inline Tensor f32(const std::vector<float>& v) { return f32(v, {static_cast<int64_t>(v.size())}); }
-inline Tensor f64(const std::vector<double>& v, const Shape& s) { return Tensor::from_data(v.data(), DType::kFloat64, s); }
-inline Tensor i64(const std::vector<int64_t>& v, const Shape& s) { return Tensor::from_data(v.data(), DType::kInt64, s); }
+inline Tensor f64(const std::vector<double>& v, const Shape& s) {
+  return Tensor::from_data(v.data(), DType::kFloat64, s);
+}
+inline Tensor i64(const std::vector<int64_t>& v, const Shape& s) {
+  return Tensor::from_data(v.data(), DType::kInt64, s);
+}
 inline Tensor i64(const std::vector<int64_t>& v) { return i64(v, {static_cast<int64_t>(v.size())}); }
 inline Tensor i64_scalar(int64_t v) { return i64({v}, {}); }
-inline Tensor i32(const std::vector<int32_t>& v, const Shape& s) { return Tensor::from_data(v.data(), DType::kInt32, s); }
+inline Tensor i32(const std::vector<int32_t>& v, const Shape& s) {
+  return Tensor::from_data(v.data(), DType::kInt32, s);
+}
 inline Tensor i8(const std::vector<int8_t>& v, const Shape& s) { return Tensor::from_data(v.data(), DType::kInt8, s); }
-inline Tensor u8(const std::vector<uint8_t>& v, const Shape& s) { return Tensor::from_data(v.data(), DType::kUInt8, s); }
+inline Tensor u8(const std::vector<uint8_t>& v, const Shape& s) {
+  return Tensor::from_data(v.data(), DType::kUInt8, s);
+}
 inline Tensor boolean(const std::vector<int>& v, const Shape& s) {
   std::vector<uint8_t> b(v.begin(), v.end());
   return Tensor::from_data(b.data(), DType::kBool, s);
@@ -197,8 +207,7 @@ void expect_error_naming(F f, const ir::Node& node, ErrorCode code, const std::s
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), code) << e.what();
     EXPECT_NE(e.where().find(node.name), std::string::npos) << "where() = '" << e.where() << "'";
-    if (!message_part.empty())
-      EXPECT_NE(std::string(e.what()).find(message_part), std::string::npos) << e.what();
+    if (!message_part.empty()) EXPECT_NE(std::string(e.what()).find(message_part), std::string::npos) << e.what();
   }
 }
 

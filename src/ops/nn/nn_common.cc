@@ -15,8 +15,7 @@ const std::vector<DType>& float_dtypes() {
 
 void check_float_input(const Tensor& t, const ir::Node& node, const char* input_name) {
   DType dt = t.dtype();
-  KILNRT_CHECK(dt == DType::kFloat32 || dt == DType::kFloat16 || dt == DType::kBFloat16, kUnsupported,
-               node.describe(),
+  KILNRT_CHECK(dt == DType::kFloat32 || dt == DType::kFloat16 || dt == DType::kBFloat16, kUnsupported, node.describe(),
                "input " << input_name << " has dtype " << dtype_name(dt)
                         << "; the CPU kernel supports float32, float16 and bfloat16");
 }
@@ -106,9 +105,9 @@ SpatialParams read_spatial_params(const ir::Node& node, int nd, const std::vecto
     KILNRT_CHECK(p.dilations[i] >= 1, kInvalidModel, where, "dilations[" << i << "] = " << p.dilations[i]);
   }
   for (int64_t v : p.pads) KILNRT_CHECK(v >= 0, kInvalidModel, where, "negative pad " << v);
-  KILNRT_CHECK(p.auto_pad == "NOTSET" || p.auto_pad == "SAME_UPPER" || p.auto_pad == "SAME_LOWER" ||
-                   p.auto_pad == "VALID",
-               kInvalidModel, where, "unknown auto_pad '" << p.auto_pad << "'");
+  KILNRT_CHECK(
+      p.auto_pad == "NOTSET" || p.auto_pad == "SAME_UPPER" || p.auto_pad == "SAME_LOWER" || p.auto_pad == "VALID",
+      kInvalidModel, where, "unknown auto_pad '" << p.auto_pad << "'");
   if (p.auto_pad != "NOTSET") p.pads.assign(2 * nd, 0);
   return p;
 }
@@ -147,8 +146,7 @@ std::vector<int64_t> pooled_output_dims(SpatialParams& p, const std::vector<int6
   return out;
 }
 
-ir::SymShape pooled_output_sym_dims(const SpatialParams& params, const ir::SymShape& in_spatial,
-                                    const ir::Node& node) {
+ir::SymShape pooled_output_sym_dims(const SpatialParams& params, const ir::SymShape& in_spatial, const ir::Node& node) {
   ir::SymShape out;
   SpatialParams p = params;
   for (int i = 0; i < p.nd; ++i) {
@@ -185,8 +183,7 @@ Geometry3 make_geometry3(const SpatialParams& p, const std::vector<int64_t>& in_
   return g;
 }
 
-void valid_output_range(int64_t offset, int64_t stride, int64_t in_size, int64_t out_size, int64_t* lo,
-                        int64_t* hi) {
+void valid_output_range(int64_t offset, int64_t stride, int64_t in_size, int64_t out_size, int64_t* lo, int64_t* hi) {
   // o*stride + offset >= 0  <=>  o >= ceil(-offset / stride)
   int64_t l = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
   // o*stride + offset < in_size  <=>  o < ceil((in_size - offset) / stride)

@@ -49,8 +49,7 @@ int64_t pooled_output_dim(SpatialParams& params, int i, int64_t in, const ir::No
 // All spatial output dims (and resolved pads) for the input spatial shape `in`.
 std::vector<int64_t> pooled_output_dims(SpatialParams& params, const std::vector<int64_t>& in, const ir::Node& node);
 // Symbolic version: an unknown input dim gives an unknown output dim.
-ir::SymShape pooled_output_sym_dims(const SpatialParams& params, const ir::SymShape& in_spatial,
-                                    const ir::Node& node);
+ir::SymShape pooled_output_sym_dims(const SpatialParams& params, const ir::SymShape& in_spatial, const ir::Node& node);
 
 // Product of dims [begin, end) of a shape.
 int64_t dims_product(const Shape& shape, int64_t begin, int64_t end);
@@ -73,7 +72,6 @@ Geometry3 make_geometry3(const SpatialParams& params, const std::vector<int64_t>
                          const std::vector<int64_t>& out_spatial, const ir::Node& node);
 
 // [lo, hi) range of output positions o with 0 <= o*stride + offset < in_size (offset may be negative).
-void valid_output_range(int64_t offset, int64_t stride, int64_t in_size, int64_t out_size, int64_t* lo,
-                        int64_t* hi);
+void valid_output_range(int64_t offset, int64_t stride, int64_t in_size, int64_t out_size, int64_t* lo, int64_t* hi);
 
 }  // namespace kilnrt::ops::nn

@@ -49,9 +49,12 @@ ReduceLayout make_reduce_layout(const Shape& shape, const std::vector<int64_t>& 
 AxisView axis_view(const Shape& shape, int64_t axis) {
   AxisView v;
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < axis) v.outer *= shape[d];
-    else if (d == axis) v.dim = shape[d];
-    else v.inner *= shape[d];
+    if (d < axis)
+      v.outer *= shape[d];
+    else if (d == axis)
+      v.dim = shape[d];
+    else
+      v.inner *= shape[d];
   }
   return v;
 }

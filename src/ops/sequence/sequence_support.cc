@@ -34,8 +34,9 @@ bool is_sequence_op(const std::string& op_type) {
 
 void check_no_sequences(const ir::Graph& graph, const std::string& backend) {
   const std::string user = first_sequence_user(graph);
-  KILNRT_CHECK(user.empty(), kUnsupported, user,
-               "sequence values are not supported on " << backend << " yet: build this model for the CPU (--device cpu)");
+  KILNRT_CHECK(
+      user.empty(), kUnsupported, user,
+      "sequence values are not supported on " << backend << " yet: build this model for the CPU (--device cpu)");
 }
 
 bool node_uses_sequences(const ir::Node& n, const ir::Graph& graph) {

@@ -17,9 +17,9 @@ bool is_sequence_op(const std::string& op_type);
 void check_no_sequences(const ir::Graph& graph, const std::string& backend);
 
 // The CUDA backend runs the sequence ops (SequenceMap included), Identity of sequences, and If / Loop taking,
-// carrying or returning sequences, in the main graph and in bodies (backends/cuda/control_flow/sequence_steps.h). Throws
-// kUnsupported naming the first node it cannot run: another op taking or returning a sequence, or a Scan whose body
-// uses sequences.
+// carrying or returning sequences, in the main graph and in bodies (backends/cuda/control_flow/sequence_steps.h).
+// Throws kUnsupported naming the first node it cannot run: another op taking or returning a sequence, or a Scan whose
+// body uses sequences.
 void check_cuda_sequences(const ir::Graph& graph);
 
 // Whether `node` takes or returns a sequence (per the graph's types) or has a body (recursively) that uses sequences.

@@ -23,8 +23,17 @@ struct SymInt {
   int64_t value = 0;
   std::string name;  // when !known: the symbol ("" = anonymous unknown)
 
-  static SymInt of(int64_t v) { SymInt s; s.known = true; s.value = v; return s; }
-  static SymInt named(std::string n) { SymInt s; s.name = std::move(n); return s; }
+  static SymInt of(int64_t v) {
+    SymInt s;
+    s.known = true;
+    s.value = v;
+    return s;
+  }
+  static SymInt named(std::string n) {
+    SymInt s;
+    s.name = std::move(n);
+    return s;
+  }
   static SymInt unknown() { return SymInt{}; }
   bool operator==(const SymInt& o) const {
     return known == o.known && (known ? value == o.value : (!name.empty() && name == o.name));
@@ -33,7 +42,7 @@ struct SymInt {
 using SymInts = std::vector<SymInt>;
 
 SymInt dim_to_sym_int(const ir::Dim& d);
-ir::Dim sym_int_to_dim(const SymInt& s);  // for sym_value (negative literals encoded as names)
+ir::Dim sym_int_to_dim(const SymInt& s);        // for sym_value (negative literals encoded as names)
 ir::Dim sym_int_to_shape_dim(const SymInt& s);  // for a shape: negative / unknown -> unknown dim
 SymInt shape_dim_to_sym_int(const ir::Dim& d);
 

@@ -195,7 +195,10 @@ struct BodyOut {
 class ControlFlowBase : public ControlFlowLayer {
  protected:
   ControlFlowBase(const LayerCreateArgs& a)
-      : node_(&a.node), name_(a.node.describe()), device_(a.device), n_in_(a.node.inputs.size()),
+      : node_(&a.node),
+        name_(a.node.describe()),
+        device_(a.device),
+        n_in_(a.node.inputs.size()),
         free_(ir::outer_scope_reads(a.node)) {}
 
   // Runs `body` (runner `b` of the state) with `ins` / `shapes` (formal inputs) plus the outer-scope values.
@@ -247,7 +250,9 @@ class ControlFlowBase : public ControlFlowLayer {
   bool truth(const Tensor& t, const char* what) const {
     KILNRT_CHECK(t.numel() == 1, kInvalidArgument, name_, what << " must hold one element, has " << t.numel());
     switch (t.dtype()) {
-      case DType::kBool: case DType::kUInt8: case DType::kInt8: return t.data<uint8_t>()[0] != 0;
+      case DType::kBool:
+      case DType::kUInt8:
+      case DType::kInt8: return t.data<uint8_t>()[0] != 0;
       case DType::kInt32: return t.data<int32_t>()[0] != 0;
       case DType::kInt64: return t.data<int64_t>()[0] != 0;
       case DType::kFloat32: return t.data<float>()[0] != 0.f;
@@ -476,7 +481,7 @@ class LoopLayer final : public ControlFlowBase {
         }
         KILNRT_CHECK(s == part[k], kInvalidArgument, name_,
                      "scan output changes shape between iterations (" << shape_to_string(part[k]) << " vs "
-                                                                       << shape_to_string(s) << ")");
+                                                                      << shape_to_string(s) << ")");
         const size_t off = static_cast<size_t>(it) * part_bytes[k];
         char* dst = static_cast<char*>(st.buffer(2 * n_carried_ + k, off + part_bytes[k], off, device_, stream));
         copy(dst + off, out.ptrs[1 + n_carried_ + k], part_bytes[k], stream);
@@ -550,7 +555,8 @@ class ScanLayer final : public ControlFlowBase {
     const ir::Graph& g = *body_.graph;
     const size_t formal_in = g.inputs.size() - body_.outer_inputs.size();
     KILNRT_CHECK(formal_in == n_states_ + n_scan_in_ && g.outputs.size() == n_states_ + n_scan_out_, kInvalidModel,
-                 name_, "Scan body signature (" << formal_in << " -> " << g.outputs.size() << ") does not match the node");
+                 name_,
+                 "Scan body signature (" << formal_in << " -> " << g.outputs.size() << ") does not match the node");
   }
   std::string tactic() const override { return "control-flow:scan"; }
 
@@ -646,8 +652,10 @@ class ScanLayer final : public ControlFlowBase {
                      "Scan-8 output " << o << " changes shape between batch entries");
         if (!present) continue;
         char* dst = static_cast<char*>(l.outputs[o].data) + b * bytes;
-        if (o < n_states_) copy(dst, r.states[o], bytes, l.stream);
-        else place(dst, r.gathered[o - n_states_], r.parts[o - n_states_], 0, false, r.len, dt, l.stream);
+        if (o < n_states_)
+          copy(dst, r.states[o], bytes, l.stream);
+        else
+          place(dst, r.gathered[o - n_states_], r.parts[o - n_states_], 0, false, r.len, dt, l.stream);
       }
     }
     if (batch == 0)
@@ -726,18 +734,19 @@ class ScanLayer final : public ControlFlowBase {
         }
         KILNRT_CHECK(s == r.parts[k], kInvalidArgument, name_,
                      "scan output changes shape between iterations (" << shape_to_string(r.parts[k]) << " vs "
-                                                                       << shape_to_string(s) << ")");
+                                                                      << shape_to_string(s) << ")");
         const size_t off = static_cast<size_t>(t) * part_bytes[k];
         // Sized for every iteration up front: the buffer never grows (nor copies) mid-scan.
-        char* dst = static_cast<char*>(st.buffer(gather0 + k, static_cast<size_t>(r.len) * part_bytes[k], off,
-                                                 device_, stream));
+        char* dst = static_cast<char*>(
+            st.buffer(gather0 + k, static_cast<size_t>(r.len) * part_bytes[k], off, device_, stream));
         copy(dst + off, out.ptrs[n_states_ + k], part_bytes[k], stream);
       }
     }
     r.states = states;
     r.state_shapes = state_shapes;
     r.state_dtypes = state_dtypes;
-    for (size_t k = 0; k < n_scan_out_; ++k) r.gathered.push_back(r.len > 0 ? st.buffers.at(gather0 + k).data() : nullptr);
+    for (size_t k = 0; k < n_scan_out_; ++k)
+      r.gathered.push_back(r.len > 0 ? st.buffers.at(gather0 + k).data() : nullptr);
     return r;
   }
 
@@ -772,7 +781,10 @@ class ScanLayer final : public ControlFlowBase {
 
 // Executor-owned layers: their bodies are nested plans of this executor.
 KILNRT_REGISTER_CUDA_LAYER(
-    {"If"}, [](const ir::Node& n, const ir::Graph& g) { return bodies_supported(n, g, {"then_branch", "else_branch"}); },
+    {"If"},
+    [](const ir::Node& n, const ir::Graph& g) {
+      return bodies_supported(n, g, {"then_branch", "else_branch"});
+    },
     [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<IfLayer>(a); });
 KILNRT_REGISTER_CUDA_LAYER(
     {"Loop"}, [](const ir::Node& n, const ir::Graph& g) { return bodies_supported(n, g, {"body"}); },

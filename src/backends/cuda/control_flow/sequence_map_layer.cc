@@ -17,8 +17,8 @@ namespace {
 
 const ir::Graph& map_body_attr(const ir::Node& node) {
   auto it = node.attrs.find("body");
-  KILNRT_CHECK(it != node.attrs.end() && it->second.kind == ir::Attribute::Kind::kGraph && it->second.g,
-               kInvalidModel, node.describe(), "SequenceMap needs a graph attribute 'body'");
+  KILNRT_CHECK(it != node.attrs.end() && it->second.kind == ir::Attribute::Kind::kGraph && it->second.g, kInvalidModel,
+               node.describe(), "SequenceMap needs a graph attribute 'body'");
   return *it->second.g;
 }
 
@@ -78,9 +78,9 @@ class SequenceMapLayer final : public ControlFlowLayer {
     KILNRT_CHECK(first, kInvalidArgument, name_, "input 0 ('input_sequence') must be a sequence");
     const size_t len = first->items.size();
     for (size_t i = 1; i < n_in_; ++i)
-      KILNRT_CHECK(!seq.inputs[i] || seq.inputs[i]->items.size() == len, kInvalidArgument, name_,
-                   "sequence input " << i << " has " << seq.inputs[i]->items.size() << " elements, input_sequence has "
-                                     << len);
+      KILNRT_CHECK(
+          !seq.inputs[i] || seq.inputs[i]->items.size() == len, kInvalidArgument, name_,
+          "sequence input " << i << " has " << seq.inputs[i]->items.size() << " elements, input_sequence has " << len);
     for (size_t o = 0; o < seq.outputs.size(); ++o) {
       seq.output_is_sequence[o] = 1;
       const ir::TensorType* t = graph_->type_of(graph_->outputs[o]);

@@ -1,6 +1,6 @@
 // Sequence steps of CUDA engines (sequence_steps.h): host lists of device tensors, tensor data moved on the device.
-// The semantics and error messages follow the CPU kernels (src/ops/sequence/sequence_ops/sequence_ops.cc), which are the
-// reference these steps are tested against (tests/cpp/test_cuda_sequences.cc).
+// The semantics and error messages follow the CPU kernels (src/ops/sequence/sequence_ops/sequence_ops.cc), which are
+// the reference these steps are tested against (tests/cpp/test_cuda_sequences.cc).
 #include "backends/cuda/control_flow/sequence_steps.h"
 
 #include <limits>
@@ -11,8 +11,7 @@
 namespace kilnrt::backends::cuda {
 namespace {
 
-const DeviceSequence& sequence_input(const ir::Node& node, const std::vector<const DeviceSequence*>& seq_in,
-                                     size_t i) {
+const DeviceSequence& sequence_input(const ir::Node& node, const std::vector<const DeviceSequence*>& seq_in, size_t i) {
   KILNRT_CHECK(i < seq_in.size() && seq_in[i], kInvalidArgument, node.describe(),
                "input " << i << (i < node.inputs.size() ? " ('" + node.inputs[i] + "')" : std::string())
                         << " must be a sequence");
@@ -52,9 +51,8 @@ void check_element_dtype(const ir::Node& node, const DeviceSequence& seq, DType 
 
 // Copies `rows` x `count` x `inner` elements between [outer, src_len, inner] and [outer, dst_len, inner] views,
 // starting at src_begin / dst_begin along the middle axis (kilnrt's strided-copy kernel on the caller's stream).
-void copy_block(const ir::Node& node, void* dst, int64_t dst_len, int64_t dst_begin, const void* src,
-                int64_t src_len, int64_t src_begin, int64_t outer, int64_t count, int64_t inner, DType dtype,
-                StreamT stream) {
+void copy_block(const ir::Node& node, void* dst, int64_t dst_len, int64_t dst_begin, const void* src, int64_t src_len,
+                int64_t src_begin, int64_t outer, int64_t count, int64_t inner, DType dtype, StreamT stream) {
   if (outer == 0 || count == 0 || inner == 0) return;
   kilnrt::cuda::kernels::Strided s;
   s.rank = 3;
@@ -135,8 +133,10 @@ void concat_from_sequence(const ir::Node& node, const DeviceSequence& seq, Layer
   KILNRT_CHECK(rank >= 1, kInvalidArgument, node.describe(), "cannot concatenate scalars without new_axis=1");
   const int64_t axis = ops::normalize_axis(node.attr_int("axis"), rank, node);
   Shape out_shape = first.shape;
-  if (new_axis) out_shape.insert(out_shape.begin() + axis, 0);
-  else out_shape[axis] = 0;
+  if (new_axis)
+    out_shape.insert(out_shape.begin() + axis, 0);
+  else
+    out_shape[axis] = 0;
   std::vector<int64_t> lens;
   for (size_t k = 0; k < seq.items.size(); ++k) {
     const DeviceSequenceItem& t = seq.items[k];
@@ -150,8 +150,8 @@ void concat_from_sequence(const ir::Node& node, const DeviceSequence& seq, Layer
       KILNRT_CHECK(d == axis || s[d] == out_shape[d], kInvalidArgument, node.describe(),
                    "sequence element " << k << " has shape " << shape_to_string(t.shape) << ", element 0 has "
                                        << shape_to_string(first.shape) << ": they differ outside axis " << axis);
-    KILNRT_CHECK(s[axis] <= std::numeric_limits<int64_t>::max() - out_shape[axis], kInvalidArgument,
-                 node.describe(), "the concatenated axis is too long");
+    KILNRT_CHECK(s[axis] <= std::numeric_limits<int64_t>::max() - out_shape[axis], kInvalidArgument, node.describe(),
+                 "the concatenated axis is too long");
     out_shape[axis] += s[axis];
     lens.push_back(s[axis]);
   }
@@ -220,8 +220,8 @@ void SequenceLayer::run(LayerLaunch& launch, const std::vector<const DeviceSeque
     seq_out[0].dtype = t.dtype;
   } else if (op == "SequenceAt") {
     const DeviceSequence& seq = sequence_input(node, seq_in, 0);
-    const int64_t pos = position(node, tensor_input(node, launch, seq_in, 1),
-                                 static_cast<int64_t>(seq.items.size()), 0);
+    const int64_t pos =
+        position(node, tensor_input(node, launch, seq_in, 1), static_cast<int64_t>(seq.items.size()), 0);
     const DeviceSequenceItem& it = seq.items[static_cast<size_t>(pos)];
     // A view: sequence elements are never written in place in a segmented run.
     launch.outputs[0] = LayerOutput{const_cast<void*>(it.data), it.dtype, it.shape, true};

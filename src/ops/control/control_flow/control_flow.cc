@@ -34,19 +34,24 @@ using backends::cpu::PlanValue;
 // Input i of the kernel as a plan value (a tensor, or a sequence); an undefined tensor when omitted.
 PlanValue input_value(const CpuContext& ctx, size_t i) {
   PlanValue v;
-  if (ctx.has_sequence_input(i)) v.sequence = std::make_shared<const TensorSequence>(*ctx.seq_inputs[i]);
-  else if (i < ctx.inputs.size() && ctx.inputs[i]) v.tensor = *ctx.inputs[i];
+  if (ctx.has_sequence_input(i))
+    v.sequence = std::make_shared<const TensorSequence>(*ctx.seq_inputs[i]);
+  else if (i < ctx.inputs.size() && ctx.inputs[i])
+    v.tensor = *ctx.inputs[i];
   return v;
 }
 
 void set_output_value(CpuContext& ctx, size_t i, const PlanValue& v) {
-  if (v.is_sequence()) ctx.set_sequence_output(i, *v.sequence);
-  else ctx.outputs[i] = v.tensor;
+  if (v.is_sequence())
+    ctx.set_sequence_output(i, *v.sequence);
+  else
+    ctx.outputs[i] = v.tensor;
 }
 
 // A body result that must be a tensor (Loop/Scan scan outputs, Scan states, conditions).
 const Tensor& tensor_of(const PlanValue& v, const ir::Node& node, const char* what) {
-  KILNRT_CHECK(!v.is_sequence(), kInvalidModel, node.describe(), what << " must be a tensor, the body gives a sequence");
+  KILNRT_CHECK(!v.is_sequence(), kInvalidModel, node.describe(),
+               what << " must be a tensor, the body gives a sequence");
   return v.tensor;
 }
 
@@ -103,11 +108,13 @@ bool scalar_bool(const Tensor& t, const ir::Node& node, const char* what) {
   KILNRT_CHECK(t.numel() == 1, kInvalidArgument, node.describe(), what << " must hold one element, has " << t.numel());
   switch (t.dtype()) {
     case DType::kBool: return t.data<bool>()[0];
-    case DType::kUInt8: case DType::kInt8: return t.data<uint8_t>()[0] != 0;
+    case DType::kUInt8:
+    case DType::kInt8: return t.data<uint8_t>()[0] != 0;
     case DType::kInt32: return t.data<int32_t>()[0] != 0;
     case DType::kInt64: return t.data<int64_t>()[0] != 0;
     case DType::kFloat32: return t.data<float>()[0] != 0.f;
-    default: KILNRT_THROW(kInvalidArgument, node.describe(), what << " has unsupported dtype " << dtype_name(t.dtype()));
+    default:
+      KILNRT_THROW(kInvalidArgument, node.describe(), what << " has unsupported dtype " << dtype_name(t.dtype()));
   }
 }
 
@@ -144,7 +151,7 @@ Tensor stack_axis(const std::vector<Tensor>& parts, int64_t axis, DType dtype, c
   for (const Tensor& p : parts)
     KILNRT_CHECK(p.shape() == part && p.dtype() == dt, kInvalidArgument, node.describe(),
                  "scan output changes shape or dtype between iterations (" << shape_to_string(part) << " vs "
-                                                                          << shape_to_string(p.shape()) << ")");
+                                                                           << shape_to_string(p.shape()) << ")");
   Shape s = part;
   const int64_t len = static_cast<int64_t>(parts.size());
   s.insert(s.begin() + axis, len);
@@ -178,9 +185,9 @@ void if_cpu(CpuContext& ctx) {
   OuterScope outer = outer_scope(ctx);
   Body body(ctx, cond ? "then_branch" : "else_branch", outer);
   std::vector<PlanValue> out = body.run({});
-  KILNRT_CHECK(out.size() == ctx.node.outputs.size(), kInvalidModel, ctx.node.describe(),
-               (cond ? "then" : "else") << "_branch has " << out.size() << " outputs, the node "
-                                        << ctx.node.outputs.size());
+  KILNRT_CHECK(
+      out.size() == ctx.node.outputs.size(), kInvalidModel, ctx.node.describe(),
+      (cond ? "then" : "else") << "_branch has " << out.size() << " outputs, the node " << ctx.node.outputs.size());
   for (size_t i = 0; i < out.size(); ++i) set_output_value(ctx, i, out[i]);
 }
 
@@ -262,8 +269,7 @@ void loop_cpu(CpuContext& ctx) {
   for (size_t k = 0; k < n_scan && n_carried + k < node.outputs.size(); ++k) {
     if (!ctx.wants_output(n_carried + k)) continue;
     const ir::TensorType* t = body_output_type(g, 1 + n_carried + k);
-    ctx.outputs[n_carried + k] =
-        stack_axis(scans[k], 0, t ? t->dtype : DType::kFloat32, part_shape_of(t), node);
+    ctx.outputs[n_carried + k] = stack_axis(scans[k], 0, t ? t->dtype : DType::kFloat32, part_shape_of(t), node);
   }
 }
 
@@ -303,8 +309,10 @@ void loop_infer(ShapeContext& ctx) {
   const ir::Graph& g = body_of(ctx.node, "body");
   const size_t n_carried = ctx.num_inputs() >= 2 ? ctx.num_inputs() - 2 : 0;
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
-    if (i < n_carried) carried_output(ctx, i, 2 + i, body_output_type(g, 1 + i));
-    else scan_output(ctx, i, body_output_type(g, 1 + i), 0, ir::Dim());
+    if (i < n_carried)
+      carried_output(ctx, i, 2 + i, body_output_type(g, 1 + i));
+    else
+      scan_output(ctx, i, body_output_type(g, 1 + i), 0, ir::Dim());
   }
 }
 
@@ -342,8 +350,8 @@ std::vector<Tensor> run_scan(const Body& body, const ir::Node& node, std::vector
                              const std::vector<int64_t>& out_dirs) {
   const ir::Graph& g = body.graph();
   const size_t n_states = states.size(), n_scan_out = out_axes.size();
-  KILNRT_CHECK(g.inputs.size() == n_states + xs.size() && g.outputs.size() == n_states + n_scan_out,
-               kInvalidModel, node.describe(),
+  KILNRT_CHECK(g.inputs.size() == n_states + xs.size() && g.outputs.size() == n_states + n_scan_out, kInvalidModel,
+               node.describe(),
                "Scan body signature (" << g.inputs.size() << " -> " << g.outputs.size() << ") does not match the node");
   int64_t len = -1;
   for (size_t j = 0; j < xs.size(); ++j) {
@@ -465,8 +473,10 @@ void scan_infer(ShapeContext& ctx) {
     if (x.has_shape && !x.shape.empty()) len = x.shape[normalize_axis(a.in_axes[0], x.shape.size(), ctx.node)];
   }
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
-    if (i < a.n_states) carried_output(ctx, i, i, body_output_type(g, i));
-    else scan_output(ctx, i, body_output_type(g, i), a.out_axes[i - a.n_states], len);
+    if (i < a.n_states)
+      carried_output(ctx, i, i, body_output_type(g, i));
+    else
+      scan_output(ctx, i, body_output_type(g, i), a.out_axes[i - a.n_states], len);
   }
 }
 
@@ -492,8 +502,10 @@ void sequence_map_cpu(CpuContext& ctx) {
   for (size_t i = 0; i < first.size(); ++i) {
     std::vector<PlanValue> args(n_in);
     for (size_t j = 0; j < n_in; ++j) {
-      if (ctx.has_sequence_input(j)) args[j].tensor = (*ctx.seq_inputs[j])[i];
-      else args[j].tensor = ctx.input(j);
+      if (ctx.has_sequence_input(j))
+        args[j].tensor = (*ctx.seq_inputs[j])[i];
+      else
+        args[j].tensor = ctx.input(j);
     }
     std::vector<PlanValue> out = body.run(args);
     for (size_t k = 0; k < out.size(); ++k) results[k].push_back(tensor_of(out[k], node, "a SequenceMap body output"));
@@ -506,22 +518,54 @@ void sequence_map_infer(ShapeContext& ctx) {
   const ir::Graph& g = body_of(ctx.node, "body");
   for (size_t k = 0; k < ctx.outputs.size(); ++k) {
     const ir::TensorType* t = body_output_type(g, k);
-    if (t && t->has_shape) ctx.set_output(k, t->dtype, t->shape);
-    else ctx.set_output_rank_unknown(k, t ? t->dtype : DType::kUndefined);
+    if (t && t->has_shape)
+      ctx.set_output(k, t->dtype, t->shape);
+    else
+      ctx.set_output_rank_unknown(k, t ? t->dtype : DType::kUndefined);
     ctx.outputs[k].is_sequence = true;
   }
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "If", 1, 1000, if_infer, if_cpu, {DType::kBool},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "If",
+                            1,
+                            1000,
+                            if_infer,
+                            if_cpu,
+                            {DType::kBool},
                             "runs then_branch or else_branch on the host (tensor values only)"});
-KILNRT_REGISTER_OP(OpSchema{"", "Loop", 1, 1000, loop_infer, loop_cpu, {DType::kInt64},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "Loop",
+                            1,
+                            1000,
+                            loop_infer,
+                            loop_cpu,
+                            {DType::kInt64},
                             "host loop over the body: trip count M, condition, carried values, scan outputs"});
-KILNRT_REGISTER_OP(OpSchema{"", "Scan", 8, 8, scan8_infer, scan8_cpu, {},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "Scan",
+                            8,
+                            8,
+                            scan8_infer,
+                            scan8_cpu,
+                            {},
                             "opset-8 Scan (batch axis 0, scan axis 1): one host scan per batch entry"});
-KILNRT_REGISTER_OP(OpSchema{"", "Scan", 9, 1000, scan_infer, scan_cpu, {},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "Scan",
+                            9,
+                            1000,
+                            scan_infer,
+                            scan_cpu,
+                            {},
                             "host scan over axes of the scan inputs (directions and output axes), states carried"});
 
-KILNRT_REGISTER_OP(OpSchema{"", "SequenceMap", 17, 1000, sequence_map_infer, sequence_map_cpu, {},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "SequenceMap",
+                            17,
+                            1000,
+                            sequence_map_infer,
+                            sequence_map_cpu,
+                            {},
                             "runs the body once per element of the input sequence(s); outputs are sequences"});
 
 }  // namespace

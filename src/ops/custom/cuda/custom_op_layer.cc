@@ -27,9 +27,7 @@ class CustomLayer final : public CudaLayer {
       }
     }
   }
-  std::string tactic() const override {
-    return "custom:" + ops::custom::qualified_name(op_.domain, op_.name);
-  }
+  std::string tactic() const override { return "custom:" + ops::custom::qualified_name(op_.domain, op_.name); }
   void enqueue(LayerLaunch& l) override {
     CustomCudaContext c{CustomOpNode(&node_), opset_, device_, static_cast<void*>(l.stream), {}, {}};
     for (const LayerTensor& t : l.inputs) c.inputs.push_back(CustomDeviceTensor{t.data, t.dtype, t.shape, t.present});
@@ -89,15 +87,16 @@ struct NvrtcKernelState {
   const kilnrt::cuda::Kernel& get(int device) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = kernels.find(device);
-    if (it == kernels.end()) it = kernels.emplace(device, kilnrt::cuda::Kernel::compile(device, source, name, options)).first;
+    if (it == kernels.end())
+      it = kernels.emplace(device, kilnrt::cuda::Kernel::compile(device, source, name, options)).first;
     return it->second;
   }
 };
 
 }  // namespace
 
-NvrtcCustomKernel nvrtc_custom_kernel(const std::string& source, const std::string& kernel_name,
-                                      CustomLaunchFn launch, std::vector<std::pair<std::string, float>> float_attrs,
+NvrtcCustomKernel nvrtc_custom_kernel(const std::string& source, const std::string& kernel_name, CustomLaunchFn launch,
+                                      std::vector<std::pair<std::string, float>> float_attrs,
                                       std::vector<std::string> nvrtc_options) {
   auto st = std::make_shared<NvrtcKernelState>();
   st->float_attrs = std::move(float_attrs);
@@ -140,8 +139,8 @@ NvrtcCustomKernel nvrtc_custom_kernel(const std::string& source, const std::stri
     for (long long& a : dims.args) params.push_back(&a);
     for (float& f : scalars) params.push_back(&f);
     params.push_back(nullptr);
-    kernel.launch_raw({dims.grid}, {dims.block}, dims.shared_bytes,
-                      static_cast<kilnrt::cuda::StreamHandle>(c.stream), params.data());
+    kernel.launch_raw({dims.grid}, {dims.block}, dims.shared_bytes, static_cast<kilnrt::cuda::StreamHandle>(c.stream),
+                      params.data());
   };
   return k;
 }

@@ -161,8 +161,8 @@ OpSchema mod_schema() {
   s.since_version = 10;
   s.infer = [](ShapeContext& ctx) { infer_broadcast(ctx); };
   s.cpu = mod_cpu;
-  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
-              DType::kInt64,   DType::kInt32,   DType::kInt8,     DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kUInt32, DType::kUInt64};
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,  DType::kInt32,
+              DType::kInt8,    DType::kUInt8,   DType::kInt16,    DType::kUInt16,  DType::kUInt32, DType::kUInt64};
   s.doc = "remainder; fmod=1: sign of dividend, fmod=0: sign of divisor";
   return s;
 }
@@ -199,11 +199,11 @@ void bitshift_cpu(CpuContext& ctx) {
   KILNRT_CHECK(dir == "LEFT" || dir == "RIGHT", kInvalidModel, ctx.node.describe(),
                "direction must be LEFT or RIGHT, got '" << dir << "'");
   const DType t = a.dtype();
-  KILNRT_CHECK(ctx.opset >= 28 || t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 ||
-                   t == DType::kUInt64,
-               kUnsupported, ctx.node.describe(),
-               "BitShift before opset 28 needs an unsigned integer dtype, got " << dtype_name(t) << " (opset "
-                                                                               << ctx.opset << ")");
+  KILNRT_CHECK(
+      ctx.opset >= 28 || t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 || t == DType::kUInt64,
+      kUnsupported, ctx.node.describe(),
+      "BitShift before opset 28 needs an unsigned integer dtype, got " << dtype_name(t) << " (opset " << ctx.opset
+                                                                       << ")");
   const bool left = dir == "LEFT";
   ctx.outputs[0] = binary_same_dtype<DTypeSet::kInteger>(a, ctx.input(1), ctx, [left](auto x, auto y) {
     using C = decltype(x);
@@ -337,8 +337,8 @@ OpSchema variadic_schema(const char* op, const char* doc, Factory factory, bool 
     }
     ctx.outputs[0] = acc;
   };
-  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
-              DType::kInt64,   DType::kInt32,   DType::kInt8,     DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kUInt32, DType::kUInt64};
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,  DType::kInt32,
+              DType::kInt8,    DType::kUInt8,   DType::kInt16,    DType::kUInt16,  DType::kUInt32, DType::kUInt64};
   s.doc = doc;
   return s;
 }

@@ -118,10 +118,12 @@ OpSchema cast_schema() {
   s.cpu = [](CpuContext& ctx) {
     ctx.outputs[0] = cast_tensor(ctx.input(0), cast_target(ctx.node), ctx.node.describe(), ctx.opset);
   };
-  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32,
-              DType::kInt8,    DType::kUInt8,   DType::kBool,     DType::kInt16,   DType::kUInt16, DType::kUInt32,
-              DType::kUInt64};
-  s.doc = "converts to the dtype of attribute 'to' (float->int truncates toward zero; ->bfloat16 truncates before opset 19)";
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
+              DType::kInt32,   DType::kInt8,    DType::kUInt8,    DType::kBool,    DType::kInt16,
+              DType::kUInt16,  DType::kUInt32,  DType::kUInt64};
+  s.doc =
+      "converts to the dtype of attribute 'to' (float->int truncates toward zero; ->bfloat16 truncates before opset "
+      "19)";
   return s;
 }
 KILNRT_REGISTER_OP(cast_schema());
@@ -134,9 +136,9 @@ OpSchema cast_like_schema() {
   s.cpu = [](CpuContext& ctx) {
     ctx.outputs[0] = cast_tensor(ctx.input(0), ctx.input(1).dtype(), ctx.node.describe(), ctx.opset);
   };
-  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32,
-              DType::kInt8,    DType::kUInt8,   DType::kBool,     DType::kInt16,   DType::kUInt16, DType::kUInt32,
-              DType::kUInt64};
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
+              DType::kInt32,   DType::kInt8,    DType::kUInt8,    DType::kBool,    DType::kInt16,
+              DType::kUInt16,  DType::kUInt32,  DType::kUInt64};
   s.doc = "converts input 0 to the dtype of input 1";
   return s;
 }
@@ -165,9 +167,9 @@ OpSchema bitcast_schema() {
                  "BitCast needs dtypes of the same width: " << dtype_name(x.dtype()) << " -> " << dtype_name(to));
     ctx.outputs[0] = Tensor::from_data(x.raw(), to, x.shape());
   };
-  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32,
-              DType::kInt8,    DType::kUInt8,   DType::kBool,     DType::kInt16,   DType::kUInt16, DType::kUInt32,
-              DType::kUInt64};
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
+              DType::kInt32,   DType::kInt8,    DType::kUInt8,    DType::kBool,    DType::kInt16,
+              DType::kUInt16,  DType::kUInt32,  DType::kUInt64};
   s.doc = "reinterprets the bytes as dtype 'to' of the same width (shape kept)";
   return s;
 }

@@ -87,9 +87,11 @@ void einsum_cpu(CpuContext& ctx) {
       const char c = p.inputs[i][d];
       const int64_t s = ctx.input(i).shape()[d];
       auto it = size.find(c);
-      if (it == size.end() || it->second == 1) size[c] = s;
-      else KILNRT_CHECK(s == it->second || s == 1, kInvalidArgument, node.describe(),
-                        "label '" << c << "' has sizes " << it->second << " and " << s);
+      if (it == size.end() || it->second == 1)
+        size[c] = s;
+      else
+        KILNRT_CHECK(s == it->second || s == 1, kInvalidArgument, node.describe(),
+                     "label '" << c << "' has sizes " << it->second << " and " << s);
     }
   std::vector<char> labels;
   for (const auto& [c, s] : size) labels.push_back(c);
@@ -168,7 +170,12 @@ void infer_einsum(ShapeContext& ctx) {
   ctx.set_output(0, ctx.input(0).dtype, out);
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "Einsum", 12, 1000, infer_einsum, einsum_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "Einsum",
+                            12,
+                            1000,
+                            infer_einsum,
+                            einsum_cpu,
                             {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt32, DType::kInt64},
                             "Einstein summation: explicit/implicit output, diagonals, ellipsis"});
 

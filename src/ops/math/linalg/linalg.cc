@@ -55,7 +55,13 @@ void infer_det(ShapeContext& ctx) {
   ctx.set_output(0, x.dtype, ir::SymShape(x.shape.begin(), x.shape.end() - 2));
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "Det", 11, 1000, infer_det, det_cpu, {DType::kFloat32, DType::kFloat64, DType::kFloat16},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "Det",
+                            11,
+                            1000,
+                            infer_det,
+                            det_cpu,
+                            {DType::kFloat32, DType::kFloat64, DType::kFloat16},
                             "determinant of the last two dims (LU, partial pivoting)"});
 
 void mvn_cpu(CpuContext& ctx) {
@@ -95,11 +101,18 @@ void mvn_cpu(CpuContext& ctx) {
 
 void infer_same(ShapeContext& ctx) {
   const ir::TensorType& x = ctx.input(0);
-  if (x.has_shape) ctx.set_output(0, x.dtype, x.shape);
-  else ctx.set_output_rank_unknown(0, x.dtype);
+  if (x.has_shape)
+    ctx.set_output(0, x.dtype, x.shape);
+  else
+    ctx.set_output_rank_unknown(0, x.dtype);
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "MeanVarianceNormalization", 9, 1000, infer_same, mvn_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "MeanVarianceNormalization",
+                            9,
+                            1000,
+                            infer_same,
+                            mvn_cpu,
                             {DType::kFloat32, DType::kFloat64, DType::kFloat16},
                             "(x - mean) / (std + 1e-9) over axes (default 0, 2, 3)"});
 

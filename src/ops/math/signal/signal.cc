@@ -1,6 +1,7 @@
 // Signal ops (opset 17): HannWindow / HammingWindow / BlackmanWindow, DFT (forward / inverse, onesided, the inverse
-// real FFT (inverse + onesided), dft_length, any axis; real [.., 1] or complex [.., 2] input), STFT (frame_step, window, frame_length, onesided)
-// and MelWeightMatrix. Naive O(n^2) transforms in double: reference kernels, not fast ones.
+// real FFT (inverse + onesided), dft_length, any axis; real [.., 1] or complex [.., 2] input), STFT (frame_step,
+// window, frame_length, onesided) and MelWeightMatrix. Naive O(n^2) transforms in double: reference kernels, not fast
+// ones.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -32,9 +33,12 @@ void window_cpu(CpuContext& ctx) {
   std::vector<double> w(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const double a = den > 0 ? 2 * kPi * static_cast<double>(i) / den : 0.0;
-    if (Kind == 0) w[static_cast<size_t>(i)] = 0.5 - 0.5 * std::cos(a);
-    else if (Kind == 1) w[static_cast<size_t>(i)] = 25.0 / 46.0 - (21.0 / 46.0) * std::cos(a);
-    else w[static_cast<size_t>(i)] = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
+    if (Kind == 0)
+      w[static_cast<size_t>(i)] = 0.5 - 0.5 * std::cos(a);
+    else if (Kind == 1)
+      w[static_cast<size_t>(i)] = 25.0 / 46.0 - (21.0 / 46.0) * std::cos(a);
+    else
+      w[static_cast<size_t>(i)] = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
   }
   ctx.outputs[0] = tensor_from_doubles(w, output_dtype(ctx.node, 1), {n});
 }
@@ -44,12 +48,24 @@ void infer_window(ShapeContext& ctx) {
   ctx.set_output(0, output_dtype(ctx.node, 1), {v ? ir::Dim(scalar_int(*v)) : ir::Dim()});
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "HannWindow", 17, 1000, infer_window, window_cpu<0>, {DType::kInt64, DType::kInt32},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "HannWindow",
+                            17,
+                            1000,
+                            infer_window,
+                            window_cpu<0>,
+                            {DType::kInt64, DType::kInt32},
                             "Hann window of the given size (periodic or symmetric)"});
-KILNRT_REGISTER_OP(OpSchema{"", "HammingWindow", 17, 1000, infer_window, window_cpu<1>,
-                            {DType::kInt64, DType::kInt32}, "Hamming window (alpha 25/46)"});
-KILNRT_REGISTER_OP(OpSchema{"", "BlackmanWindow", 17, 1000, infer_window, window_cpu<2>,
-                            {DType::kInt64, DType::kInt32}, "Blackman window"});
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "HammingWindow",
+                            17,
+                            1000,
+                            infer_window,
+                            window_cpu<1>,
+                            {DType::kInt64, DType::kInt32},
+                            "Hamming window (alpha 25/46)"});
+KILNRT_REGISTER_OP(OpSchema{
+    "", "BlackmanWindow", 17, 1000, infer_window, window_cpu<2>, {DType::kInt64, DType::kInt32}, "Blackman window"});
 
 // One DFT of n complex points (re, im) -> out_len bins.
 void dft1(const std::vector<double>& re, const std::vector<double>& im, int64_t out_len, bool inverse,
@@ -154,15 +170,23 @@ void infer_dft(ShapeContext& ctx) {
   ir::Dim n = out[static_cast<size_t>(axis)];
   const bool onesided = ctx.node.attr_int("onesided", 0) != 0;
   const bool irfft = onesided && ctx.node.attr_int("inverse", 0) != 0;
-  if (ctx.has_input(1)) n = ctx.value(1) ? ir::Dim(scalar_int(*ctx.value(1))) : ir::Dim();
-  else if (irfft) n = n.known() ? ir::Dim(2 * (n.value - 1)) : ir::Dim();
+  if (ctx.has_input(1))
+    n = ctx.value(1) ? ir::Dim(scalar_int(*ctx.value(1))) : ir::Dim();
+  else if (irfft)
+    n = n.known() ? ir::Dim(2 * (n.value - 1)) : ir::Dim();
   if (onesided && !irfft) n = n.known() ? ir::Dim(n.value / 2 + 1) : ir::Dim();
   out[static_cast<size_t>(axis)] = n;
   out.back() = ir::Dim(irfft ? 1 : 2);
   ctx.set_output(0, x.dtype, out);
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "DFT", 17, 1000, infer_dft, dft_cpu, {DType::kFloat32, DType::kFloat64},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "DFT",
+                            17,
+                            1000,
+                            infer_dft,
+                            dft_cpu,
+                            {DType::kFloat32, DType::kFloat64},
                             "discrete Fourier transform along an axis (inverse, onesided, dft_length)"});
 
 void stft_cpu(CpuContext& ctx) {
@@ -220,14 +244,21 @@ void infer_stft(ShapeContext& ctx) {
   ctx.set_output(0, x.dtype, {b, frames, bins, ir::Dim(2)});
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "STFT", 17, 1000, infer_stft, stft_cpu, {DType::kFloat32, DType::kFloat64},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "STFT",
+                            17,
+                            1000,
+                            infer_stft,
+                            stft_cpu,
+                            {DType::kFloat32, DType::kFloat64},
                             "short-time Fourier transform (frame_step, window, frame_length, onesided)"});
 
 // MelWeightMatrix, as ONNX's reference computes it (integer bin edges, triangular filters).
 void mel_cpu(CpuContext& ctx) {
   const int64_t mel_bins = scalar_int(ctx.input(0)), dft_len = scalar_int(ctx.input(1));
   const int64_t rate = scalar_int(ctx.input(2));
-  const double lo = tensor_to_doubles(ctx.input(3), ctx.node).at(0), hi = tensor_to_doubles(ctx.input(4), ctx.node).at(0);
+  const double lo = tensor_to_doubles(ctx.input(3), ctx.node).at(0),
+               hi = tensor_to_doubles(ctx.input(4), ctx.node).at(0);
   KILNRT_CHECK(mel_bins >= 0 && mel_bins <= (int64_t(1) << 20) && dft_len > 0 && dft_len <= (int64_t(1) << 24) &&
                    rate > 0 && std::isfinite(lo) && std::isfinite(hi) && lo > -700 && hi > -700,
                kInvalidArgument, ctx.node.describe(),
@@ -252,7 +283,8 @@ void mel_cpu(CpuContext& ctx) {
   for (int64_t i = 0; i < mel_bins; ++i) {
     const int64_t l = edges[static_cast<size_t>(i)], c = edges[static_cast<size_t>(i + 1)];
     const int64_t h = edges[static_cast<size_t>(i + 2)];
-    if (c - l == 0) at(c, i) = 1;
+    if (c - l == 0)
+      at(c, i) = 1;
     else
       for (int64_t j = l; j <= c; ++j) at(j, i) = static_cast<double>(j - l) / static_cast<double>(c - l);
     if (h - c > 0)
@@ -268,7 +300,13 @@ void infer_mel(ShapeContext& ctx) {
                  {d ? ir::Dim(scalar_int(*d) / 2 + 1) : ir::Dim(), m ? ir::Dim(scalar_int(*m)) : ir::Dim()});
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "MelWeightMatrix", 17, 1000, infer_mel, mel_cpu, {DType::kInt64, DType::kInt32},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "MelWeightMatrix",
+                            17,
+                            1000,
+                            infer_mel,
+                            mel_cpu,
+                            {DType::kInt64, DType::kInt32},
                             "mel filter bank matrix [dft_length/2+1, num_mel_bins]"});
 
 }  // namespace

@@ -118,14 +118,16 @@ void infer_optimizer(ShapeContext& ctx, int64_t groups) {
   for (size_t j = 0; j < ctx.outputs.size(); ++j) {
     if (ctx.node.outputs[j].empty()) continue;
     const ir::TensorType& x = ctx.input(static_cast<size_t>(2 + static_cast<int64_t>(j) % n));
-    if (x.has_shape) ctx.set_output(j, x.dtype, x.shape);
-    else ctx.set_output_rank_unknown(j, x.dtype);
+    if (x.has_shape)
+      ctx.set_output(j, x.dtype, x.shape);
+    else
+      ctx.set_output_rank_unknown(j, x.dtype);
   }
 }
 
 const std::vector<DType> kOptDtypes = {DType::kFloat32, DType::kFloat64};
-KILNRT_REGISTER_OP(OpSchema{kTraining, "Adagrad", 1, 1000, [](ShapeContext& c) { infer_optimizer(c, 3); },
-                            adagrad_cpu, kOptDtypes, "Adagrad step (ai.onnx.preview.training)"});
+KILNRT_REGISTER_OP(OpSchema{kTraining, "Adagrad", 1, 1000, [](ShapeContext& c) { infer_optimizer(c, 3); }, adagrad_cpu,
+                            kOptDtypes, "Adagrad step (ai.onnx.preview.training)"});
 KILNRT_REGISTER_OP(OpSchema{kTraining, "Momentum", 1, 1000, [](ShapeContext& c) { infer_optimizer(c, 3); },
                             momentum_cpu, kOptDtypes, "SGD with momentum, standard or nesterov (preview.training)"});
 KILNRT_REGISTER_OP(OpSchema{kTraining, "Adam", 1, 1000, [](ShapeContext& c) { infer_optimizer(c, 4); }, adam_cpu,

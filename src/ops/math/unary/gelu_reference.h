@@ -18,7 +18,8 @@ inline bool gelu_tanh(const ir::Node& n) {
 
 inline float gelu(float xf, bool tanh_form) {
   const double x = xf;
-  if (tanh_form) return static_cast<float>(0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))));
+  if (tanh_form)
+    return static_cast<float>(0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))));
   return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
 }
 

@@ -89,16 +89,18 @@ auto no_attrs = [](auto fn) { return [fn](const ir::Node&) { return fn; }; };
 // ---- math ---------------------------------------------------------------------------------------------------
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kSignedNumeric>("Neg", 1, "-x", no_attrs([](auto x) { return -x; })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kNumeric>("Abs", 1, "|x|", no_attrs([](auto x) {
-  using C = decltype(x);
-  if constexpr (std::is_unsigned_v<C>) return x;
-  else return x < C(0) ? C(-x) : x;
-})));
+                                                      using C = decltype(x);
+                                                      if constexpr (std::is_unsigned_v<C>)
+                                                        return x;
+                                                      else
+                                                        return x < C(0) ? C(-x) : x;
+                                                    })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kNumeric>("Sign", 9, "-1, 0 or 1 (NaN stays NaN)", no_attrs([](auto x) {
-  using C = decltype(x);
-  if (x > C(0)) return C(1);
-  if (x < C(0)) return C(-1);
-  return x == C(0) ? C(0) : x;  // NaN
-})));
+                                                      using C = decltype(x);
+                                                      if (x > C(0)) return C(1);
+                                                      if (x < C(0)) return C(-1);
+                                                      return x == C(0) ? C(0) : x;  // NaN
+                                                    })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Reciprocal", 1, "1/x",
                                                   no_attrs([](auto x) { return decltype(x)(1) / x; })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Sqrt", 1, "sqrt(x)", no_attrs([](auto x) { return std::sqrt(x); })));
@@ -112,26 +114,33 @@ KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Tan", 7, "tan(x)", no_attrs([
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Asin", 7, "asin(x)", no_attrs([](auto x) { return std::asin(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Acos", 7, "acos(x)", no_attrs([](auto x) { return std::acos(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Atan", 7, "atan(x)", no_attrs([](auto x) { return std::atan(x); })));
-KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Asinh", 9, "asinh(x)", no_attrs([](auto x) { return std::asinh(x); })));
-KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Acosh", 9, "acosh(x)", no_attrs([](auto x) { return std::acosh(x); })));
-KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Atanh", 9, "atanh(x)", no_attrs([](auto x) { return std::atanh(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Asinh", 9, "asinh(x)",
+                                                  no_attrs([](auto x) { return std::asinh(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Acosh", 9, "acosh(x)",
+                                                  no_attrs([](auto x) { return std::acosh(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Atanh", 9, "atanh(x)",
+                                                  no_attrs([](auto x) { return std::atanh(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kSignedNumeric>("Shrink", 9, "x<-lambd ? x+bias : x>lambd ? x-bias : 0",
                                                           [](const ir::Node& n) {
-  double lambd = n.attr_float("lambd", 0.5f), bias = n.attr_float("bias", 0.0f);
-  return [lambd, bias](auto x) {
-    using C = decltype(x);
-    const double v = static_cast<double>(x);
-    return v < -lambd ? C(v + bias) : (v > lambd ? C(v - bias) : C(0));
-  };
-}));
+                                                            double lambd = n.attr_float("lambd", 0.5f),
+                                                                   bias = n.attr_float("bias", 0.0f);
+                                                            return [lambd, bias](auto x) {
+                                                              using C = decltype(x);
+                                                              const double v = static_cast<double>(x);
+                                                              return v < -lambd ? C(v + bias)
+                                                                                : (v > lambd ? C(v - bias) : C(0));
+                                                            };
+                                                          }));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Sinh", 9, "sinh(x)", no_attrs([](auto x) { return std::sinh(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Cosh", 9, "cosh(x)", no_attrs([](auto x) { return std::cosh(x); })));
-KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Floor", 1, "floor(x)", no_attrs([](auto x) { return std::floor(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Floor", 1, "floor(x)",
+                                                  no_attrs([](auto x) { return std::floor(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Ceil", 1, "ceil(x)", no_attrs([](auto x) { return std::ceil(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Round", 11, "round half to even",
                                                   no_attrs([](auto x) { return std::nearbyint(x); })));
 
-KILNRT_REGISTER_OP(unary_schema<DTypeSet::kInteger>("BitwiseNot", 18, "~x (integers)", no_attrs([](auto x) { return ~x; })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kInteger>("BitwiseNot", 18, "~x (integers)",
+                                                    no_attrs([](auto x) { return ~x; })));
 KILNRT_REGISTER_OP(predicate_schema("IsNaN", 9, "x != x", no_attrs([](auto x) { return std::isnan(x); })));
 KILNRT_REGISTER_OP(predicate_schema("IsInf", 10, "x is +inf / -inf (detect_positive, detect_negative)",
                                     [](const ir::Node& n) {
@@ -143,12 +152,12 @@ KILNRT_REGISTER_OP(predicate_schema("IsInf", 10, "x is +inf / -inf (detect_posit
                                     }));
 
 // ---- activations --------------------------------------------------------------------------------------------
-KILNRT_REGISTER_OP(unary_schema<DTypeSet::kSignedNumeric>("Relu", 1, "max(x, 0), NaN propagates",
-                                                          no_attrs([](auto x) {
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kSignedNumeric>("Relu", 1, "max(x, 0), NaN propagates", no_attrs([](auto x) {
                                                             using C = decltype(x);
                                                             return x < C(0) ? C(0) : x;
                                                           })));
-KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Sigmoid", 1, "1/(1+e^-x)", no_attrs([](auto x) { return sigmoid(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Sigmoid", 1, "1/(1+e^-x)",
+                                                  no_attrs([](auto x) { return sigmoid(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Swish", 24, "x * sigmoid(alpha * x)", [](const ir::Node& n) {
   double alpha = n.attr_float("alpha", 1.0f);
   return [alpha](auto x) {
@@ -187,11 +196,12 @@ KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Celu", 12, "max(0,x) + min(0,
                                                       return C(alpha) * std::expm1(x / C(alpha));
                                                     };
                                                   }));
-KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Softplus", 1, "ln(1+e^x)", no_attrs([](auto x) { return softplus(x); })));
+KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Softplus", 1, "ln(1+e^x)",
+                                                  no_attrs([](auto x) { return softplus(x); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Softsign", 1, "x/(1+|x|)", no_attrs([](auto x) {
-  using C = decltype(x);
-  return x / (C(1) + std::fabs(x));
-})));
+                                                    using C = decltype(x);
+                                                    return x / (C(1) + std::fabs(x));
+                                                  })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("HardSigmoid", 1, "clamp(alpha*x+beta, 0, 1)", [](const ir::Node& n) {
   double alpha = n.attr_float("alpha", 0.2f);
   double beta = n.attr_float("beta", 0.5f);
@@ -201,9 +211,9 @@ KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("HardSigmoid", 1, "clamp(alpha
   };
 }));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("HardSwish", 14, "x*clamp(x/6+0.5, 0, 1)", no_attrs([](auto x) {
-  using C = decltype(x);
-  return x * clamp01(x * C(1.0 / 6.0) + C(0.5));
-})));
+                                                    using C = decltype(x);
+                                                    return x * clamp01(x * C(1.0 / 6.0) + C(0.5));
+                                                  })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("Mish", 18, "x*tanh(softplus(x))",
                                                   no_attrs([](auto x) { return x * std::tanh(softplus(x)); })));
 KILNRT_REGISTER_OP(unary_schema<DTypeSet::kFloat>("ThresholdedRelu", 10, "x>alpha ? x : 0", [](const ir::Node& n) {
@@ -242,8 +252,9 @@ void clip_cpu(CpuContext& ctx) {
   Tensor y = Tensor::empty(x.dtype(), x.shape());
   for (size_t i = 1; i < 3; ++i) {
     if (!ctx.has_input(i)) continue;
-    KILNRT_CHECK(ctx.inputs[i]->numel() == 1, kInvalidModel, ctx.node.describe(),
-                 "Clip: bound input " << i << " must be a scalar, got shape " << shape_to_string(ctx.inputs[i]->shape()));
+    KILNRT_CHECK(
+        ctx.inputs[i]->numel() == 1, kInvalidModel, ctx.node.describe(),
+        "Clip: bound input " << i << " must be a scalar, got shape " << shape_to_string(ctx.inputs[i]->shape()));
     KILNRT_CHECK(ctx.inputs[i]->dtype() == x.dtype(), kInvalidModel, ctx.node.describe(),
                  "Clip: bound input " << i << " has dtype " << dtype_name(ctx.inputs[i]->dtype()) << ", expected "
                                       << dtype_name(x.dtype()));
@@ -278,8 +289,8 @@ OpSchema clip_schema() {
   s.since_version = 1;
   s.infer = clip_infer;
   s.cpu = clip_cpu;
-  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
-              DType::kInt32,   DType::kInt8,    DType::kUInt8};
+  s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
+              DType::kInt64,   DType::kInt32,   DType::kInt8,     DType::kUInt8};
   s.doc = "clamp(x, min, max); NaN propagates";
   return s;
 }

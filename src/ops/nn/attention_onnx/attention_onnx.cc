@@ -59,8 +59,9 @@ AttnDims attention_dims(const CpuContext& ctx) {
   const Shape& k = ctx.input(1).shape();
   const Shape& v = ctx.input(2).shape();
   KILNRT_CHECK((q.size() == 3 || q.size() == 4) && k.size() == q.size() && v.size() == q.size(), kInvalidModel,
-               node.describe(), "Q, K and V must all be 3-D or all 4-D, got " << shape_to_string(q) << ", "
-                                  << shape_to_string(k) << ", " << shape_to_string(v));
+               node.describe(),
+               "Q, K and V must all be 3-D or all 4-D, got " << shape_to_string(q) << ", " << shape_to_string(k) << ", "
+                                                             << shape_to_string(v));
   AttnDims d;
   d.three_d = q.size() == 3;
   d.batch = q[0];
@@ -92,7 +93,7 @@ AttnDims attention_dims(const CpuContext& ctx) {
 
 // The additive mask input as a function of (b, h, i, j), right-aligned broadcast, padded with -inf past its end.
 struct MaskView {
-  const Tensor* t = nullptr;  // float32 or bool
+  const Tensor* t = nullptr;           // float32 or bool
   std::vector<int64_t> dims, strides;  // 4 entries, right-aligned (missing leading dims: size 1)
   double at(int64_t b, int64_t h, int64_t i, int64_t j) const {
     if (!t) return 0.0;
@@ -178,7 +179,8 @@ void attention_cpu(CpuContext& ctx) {
                                               : 1.0 / std::sqrt(static_cast<double>(d.head));
   const int64_t total = d.past + d.kv_seq, group = d.q_heads / d.kv_heads;
 
-  Shape y_shape = d.three_d ? Shape{d.batch, d.q_seq, d.q_heads * d.v_head} : Shape{d.batch, d.q_heads, d.q_seq, d.v_head};
+  Shape y_shape =
+      d.three_d ? Shape{d.batch, d.q_seq, d.q_heads * d.v_head} : Shape{d.batch, d.q_heads, d.q_seq, d.v_head};
   Tensor y = Tensor::empty(DType::kFloat32, y_shape);
   Tensor qk_out = Tensor::empty(DType::kFloat32, {d.batch, d.q_heads, d.q_seq, total});
   const float* qp = q.data<float>();

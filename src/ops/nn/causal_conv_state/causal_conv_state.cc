@@ -79,7 +79,8 @@ void infer_causal_conv(ShapeContext& ctx) {
   if (ctx.outputs.size() > 1 && !ctx.node.outputs[1].empty()) {
     ir::Dim state;
     if (w.has_shape && w.shape.size() == 3 && w.shape[2].known()) state = ir::Dim(w.shape[2].value - 1);
-    ctx.set_output(1, x.dtype, {x.shape.size() == 3 ? x.shape[0] : ir::Dim(), x.shape.size() == 3 ? x.shape[1] : ir::Dim(), state});
+    ctx.set_output(1, x.dtype,
+                   {x.shape.size() == 3 ? x.shape[0] : ir::Dim(), x.shape.size() == 3 ? x.shape[1] : ir::Dim(), state});
   }
 }
 

@@ -16,20 +16,19 @@ struct Col2ImParams {
   int64_t k_size = 1, l_size = 1;
 };
 
-Col2ImParams col2im_params(const ir::Node& node, const std::vector<int64_t>& image,
-                           const std::vector<int64_t>& block) {
+Col2ImParams col2im_params(const ir::Node& node, const std::vector<int64_t>& image, const std::vector<int64_t>& block) {
   Col2ImParams p;
   const size_t nd = image.size();
-  KILNRT_CHECK(nd >= 1 && block.size() == nd, kInvalidModel, node.describe(),
-               "image_shape and block_shape must have the same length >= 1 (got " << nd << " and " << block.size()
-                                                                                 << ")");
+  KILNRT_CHECK(
+      nd >= 1 && block.size() == nd, kInvalidModel, node.describe(),
+      "image_shape and block_shape must have the same length >= 1 (got " << nd << " and " << block.size() << ")");
   p.image = image;
   p.block = block;
   p.dil = node.attr_ints("dilations", std::vector<int64_t>(nd, 1));
   p.strides = node.attr_ints("strides", std::vector<int64_t>(nd, 1));
   p.pads = node.attr_ints("pads", std::vector<int64_t>(2 * nd, 0));
-  KILNRT_CHECK(p.dil.size() == nd && p.strides.size() == nd && p.pads.size() == 2 * nd, kInvalidModel,
-               node.describe(), "dilations / strides need " << nd << " values and pads " << 2 * nd);
+  KILNRT_CHECK(p.dil.size() == nd && p.strides.size() == nd && p.pads.size() == 2 * nd, kInvalidModel, node.describe(),
+               "dilations / strides need " << nd << " values and pads " << 2 * nd);
   for (size_t d = 0; d < nd; ++d) {
     KILNRT_CHECK(block[d] > 0 && p.dil[d] > 0 && p.strides[d] > 0 && image[d] >= 0, kInvalidModel, node.describe(),
                  "block_shape, dilations and strides must be positive");

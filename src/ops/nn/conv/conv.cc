@@ -106,8 +106,8 @@ void general_conv(const float* x, const float* w, const float* bias, float* y, i
         src = col.data();
       }
       float* yg = y + (n * m_out + grp * mg) * out_size;
-      sgemm(false, false, mg, out_size, cg * kernel, 1.f, w + grp * mg * cg * kernel, cg * kernel, src, out_size,
-            0.f, yg, out_size, node);
+      sgemm(false, false, mg, out_size, cg * kernel, 1.f, w + grp * mg * cg * kernel, cg * kernel, src, out_size, 0.f,
+            yg, out_size, node);
     }
   }
   if (bias) {
@@ -130,8 +130,7 @@ std::vector<int64_t> check_conv_shapes(const Shape& x, const Shape* w, const Sha
   std::vector<int64_t> kernel;
   if (!w) return kernel;
   KILNRT_CHECK(w->size() == x.size(), kInvalidArgument, where,
-               "weights W of shape " << shape_to_string(*w) << " must have the rank of input X "
-                                     << shape_to_string(x));
+               "weights W of shape " << shape_to_string(*w) << " must have the rank of input X " << shape_to_string(x));
   const int64_t m = (*w)[0], cg = (*w)[1], c = x[1];
   if (m >= 0) {
     KILNRT_CHECK(m % group == 0, kInvalidModel, where,
@@ -189,8 +188,8 @@ void conv_cpu(CpuContext& ctx) {
   Tensor b;
   if (ctx.has_input(2)) b = to_float32(ctx.input(2), node, "B");
   const int64_t group = node.attr_int("group", 1);
-  std::vector<int64_t> kernel = check_conv_shapes(x.shape(), &w.shape(), b.defined() ? &b.shape() : nullptr,
-                                                  group, node);
+  std::vector<int64_t> kernel =
+      check_conv_shapes(x.shape(), &w.shape(), b.defined() ? &b.shape() : nullptr, group, node);
   const int nd = x.rank() - 2;
   SpatialParams p = read_spatial_params(node, nd, kernel, false);
   std::vector<int64_t> in_spatial(x.shape().begin() + 2, x.shape().end());

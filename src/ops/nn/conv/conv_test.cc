@@ -78,7 +78,7 @@ TEST(NnConv, Grouped) { check_conv({2, 6, 8, 8}, {9, 2, 3, 3}, {{1, 1}, {1, 1, 1
 TEST(NnConv, DepthwiseAndMultiplier) {
   check_conv({2, 5, 10, 9}, {5, 1, 3, 3}, {{1, 1}, {1, 1, 1, 1}, {1, 1}, 5}, true, 4);
   check_conv({1, 4, 11, 12}, {4, 1, 5, 5}, {{2, 2}, {2, 2, 2, 2}, {1, 1}, 4}, false, 5);
-  check_conv({1, 3, 9, 9}, {6, 1, 3, 3}, {{2, 1}, {0, 1, 2, 1}, {2, 1}, 3}, true, 6);  // channel multiplier 2
+  check_conv({1, 3, 9, 9}, {6, 1, 3, 3}, {{2, 1}, {0, 1, 2, 1}, {2, 1}, 3}, true, 6);    // channel multiplier 2
   check_conv({2, 8, 32, 30}, {8, 1, 3, 3}, {{1, 1}, {1, 1, 1, 1}, {1, 1}, 8}, true, 7);  // large: OpenMP path
 }
 
@@ -159,17 +159,29 @@ TEST(NnConv, ShapeFunctionKeepsSymbolicBatch) {
 
 TEST(NnConv, ClearErrors) {
   Tensor x = random_tensor({1, 3, 5, 5}, 50), w = random_tensor({4, 2, 3, 3}, 51);
-  expect_error([&] { run1(Op("Conv", 2, 1, "conv_bad").node, {&x, &w}); }, ErrorCode::kInvalidArgument, "conv_bad",
-               "3 channels");
+  expect_error(
+      [&] {
+        run1(Op("Conv", 2, 1, "conv_bad").node, {&x, &w});
+      },
+      ErrorCode::kInvalidArgument, "conv_bad", "3 channels");
   Tensor x3 = random_tensor({3, 5, 5}, 52);
-  expect_error([&] { run1(Op("Conv", 2, 1, "conv_rank").node, {&x3, &w}); }, ErrorCode::kInvalidArgument,
-               "conv_rank", "rank");
+  expect_error(
+      [&] {
+        run1(Op("Conv", 2, 1, "conv_rank").node, {&x3, &w});
+      },
+      ErrorCode::kInvalidArgument, "conv_rank", "rank");
   Tensor w3 = random_tensor({4, 3, 3, 3}, 53), b = random_tensor({5}, 54);
-  expect_error([&] { run1(Op("Conv", 3, 1, "conv_bias").node, {&x, &w3, &b}); }, ErrorCode::kInvalidArgument,
-               "conv_bias", "bias");
+  expect_error(
+      [&] {
+        run1(Op("Conv", 3, 1, "conv_bias").node, {&x, &w3, &b});
+      },
+      ErrorCode::kInvalidArgument, "conv_bias", "bias");
   Tensor big = random_tensor({4, 3, 9, 9}, 55);
-  expect_error([&] { run1(Op("Conv", 2, 1, "conv_small").node, {&x, &big}); }, ErrorCode::kInvalidArgument,
-               "conv_small", "smaller than the effective kernel");
+  expect_error(
+      [&] {
+        run1(Op("Conv", 2, 1, "conv_small").node, {&x, &big});
+      },
+      ErrorCode::kInvalidArgument, "conv_small", "smaller than the effective kernel");
   expect_error(
       [&] {
         infer(Op("Conv", 2, 1, "conv_infer").node,
@@ -177,8 +189,11 @@ TEST(NnConv, ClearErrors) {
       },
       ErrorCode::kInvalidArgument, "conv_infer", "3 channels");
   Tensor xi = Tensor::zeros(DType::kInt32, {1, 3, 5, 5});
-  expect_error([&] { run1(Op("Conv", 2, 1, "conv_int").node, {&xi, &w3}); }, ErrorCode::kUnsupported, "conv_int",
-               "int32");
+  expect_error(
+      [&] {
+        run1(Op("Conv", 2, 1, "conv_int").node, {&xi, &w3});
+      },
+      ErrorCode::kUnsupported, "conv_int", "int32");
 }
 
 // ---- ConvTranspose ---------------------------------------------------------------------------------------------
@@ -192,10 +207,10 @@ struct ConvTSpec {
 Tensor naive_conv_transpose_2d(const Tensor& x, const Tensor& w, const Tensor* b, const ConvTSpec& sp) {
   const int64_t n = x.dim(0), c = x.dim(1), cg = c / sp.group, mg = w.dim(1), m = mg * sp.group;
   const int64_t ih = x.dim(2), iw = x.dim(3), kh = w.dim(2), kw = w.dim(3);
-  const int64_t oh = sp.strides[0] * (ih - 1) + sp.output_padding[0] + (kh - 1) * sp.dilations[0] + 1 - sp.pads[0] -
-                     sp.pads[2];
-  const int64_t ow = sp.strides[1] * (iw - 1) + sp.output_padding[1] + (kw - 1) * sp.dilations[1] + 1 - sp.pads[1] -
-                     sp.pads[3];
+  const int64_t oh =
+      sp.strides[0] * (ih - 1) + sp.output_padding[0] + (kh - 1) * sp.dilations[0] + 1 - sp.pads[0] - sp.pads[2];
+  const int64_t ow =
+      sp.strides[1] * (iw - 1) + sp.output_padding[1] + (kw - 1) * sp.dilations[1] + 1 - sp.pads[1] - sp.pads[3];
   Tensor y = Tensor::zeros(DType::kFloat32, {n, m, oh, ow});
   float* yp = y.data<float>();
   for (int64_t bn = 0; bn < n; ++bn)
@@ -258,12 +273,15 @@ TEST(NnConvTranspose, HandComputedAndOutputShape) {
 
 TEST(NnConvTranspose, ShapeFunctionAndErrors) {
   Op op = Op("ConvTranspose", 2).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).ints("output_padding", {1, 1});
-  auto out = infer(op.node, {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), 8, 7, 7}),
-                             ttype(DType::kFloat32, {8, 4, 3, 3})});
+  auto out = infer(op.node,
+                   {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), 8, 7, 7}), ttype(DType::kFloat32, {8, 4, 3, 3})});
   EXPECT_EQ(dims_string(out[0].shape), "batchx4x14x14");
   Tensor x = random_tensor({1, 3, 4, 4}, 66), w = random_tensor({4, 2, 3, 3}, 67);
-  expect_error([&] { run1(Op("ConvTranspose", 2, 1, "deconv_bad").node, {&x, &w}); }, ErrorCode::kInvalidArgument,
-               "deconv_bad", "3 channels");
+  expect_error(
+      [&] {
+        run1(Op("ConvTranspose", 2, 1, "deconv_bad").node, {&x, &w});
+      },
+      ErrorCode::kInvalidArgument, "deconv_bad", "3 channels");
   Tensor x0 = Tensor::empty(DType::kFloat32, {0, 4, 4, 4});
   EXPECT_EQ(shape_to_string(run1(Op("ConvTranspose", 2).node, {&x0, &w}).shape()), "0x2x6x6");
 }

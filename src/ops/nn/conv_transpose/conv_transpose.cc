@@ -74,8 +74,7 @@ std::vector<int64_t> check_conv_transpose_shapes(const Shape& x, const Shape* w,
   std::vector<int64_t> kernel;
   if (!w) return kernel;
   KILNRT_CHECK(w->size() == x.size(), kInvalidArgument, where,
-               "weights W of shape " << shape_to_string(*w) << " must have the rank of input X "
-                                     << shape_to_string(x));
+               "weights W of shape " << shape_to_string(*w) << " must have the rank of input X " << shape_to_string(x));
   const int64_t c = x[1], wc = (*w)[0], mg = (*w)[1];
   if (c >= 0 && wc >= 0) {
     KILNRT_CHECK(c == wc, kInvalidArgument, where,

@@ -82,7 +82,13 @@ void nms_cpu(CpuContext& ctx) {
 
 void infer_nms(ShapeContext& ctx) { ctx.set_output(0, DType::kInt64, {ir::Dim(), ir::Dim(3)}); }
 
-KILNRT_REGISTER_OP(OpSchema{"", "NonMaxSuppression", 10, 1000, infer_nms, nms_cpu, {DType::kFloat32},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "NonMaxSuppression",
+                            10,
+                            1000,
+                            infer_nms,
+                            nms_cpu,
+                            {DType::kFloat32},
                             "greedy per-class NMS; output [num_selected, 3] (batch, class, box), data-dependent"});
 
 // ---- RoiAlign ---------------------------------------------------------------------------------------------------
@@ -100,8 +106,8 @@ void roialign_cpu(CpuContext& ctx) {
   const int64_t oh = node.attr_int("output_height", 1), ow = node.attr_int("output_width", 1);
   const int64_t sr = node.attr_int("sampling_ratio", 0);
   KILNRT_CHECK(oh >= 1 && ow >= 1 && oh <= (1 << 16) && ow <= (1 << 16) && sr >= 0 && sr <= (1 << 10), kInvalidModel,
-               node.describe(), "RoiAlign: output size " << oh << "x" << ow << " or sampling_ratio " << sr
-                                                        << " out of range");
+               node.describe(),
+               "RoiAlign: output size " << oh << "x" << ow << " or sampling_ratio " << sr << " out of range");
   for (int64_t b : bidx)
     KILNRT_CHECK(b >= 0 && b < xt.shape()[0], kInvalidArgument, node.describe(),
                  "RoiAlign: batch index " << b << " is outside [0, " << xt.shape()[0] << ")");
@@ -121,8 +127,8 @@ void roialign_cpu(CpuContext& ctx) {
       rh = std::max(rh, 1.0);
     }
     // A hostile roi (inf / NaN / 1e300) would make the sampling grid undefined or astronomically large.
-    KILNRT_CHECK(std::isfinite(rw) && std::isfinite(rh) && std::fabs(rw) < 1e7 && std::fabs(rh) < 1e7,
-                 kInvalidArgument, node.describe(), "RoiAlign: roi " << r << " is not finite or too large");
+    KILNRT_CHECK(std::isfinite(rw) && std::isfinite(rh) && std::fabs(rw) < 1e7 && std::fabs(rh) < 1e7, kInvalidArgument,
+                 node.describe(), "RoiAlign: roi " << r << " is not finite or too large");
     const double bh = rh / static_cast<double>(oh), bw = rw / static_cast<double>(ow);
     const int64_t gh = sr > 0 ? sr : static_cast<int64_t>(std::ceil(rh / static_cast<double>(oh)));
     const int64_t gw = sr > 0 ? sr : static_cast<int64_t>(std::ceil(rw / static_cast<double>(ow)));
@@ -144,16 +150,30 @@ void roialign_cpu(CpuContext& ctx) {
                 xx = std::max(xx, 0.0);
                 auto yl = static_cast<int64_t>(yy), xl = static_cast<int64_t>(xx);
                 int64_t yh, xh;
-                if (yl >= H - 1) { yh = yl = H - 1; yy = static_cast<double>(yl); } else { yh = yl + 1; }
-                if (xl >= W - 1) { xh = xl = W - 1; xx = static_cast<double>(xl); } else { xh = xl + 1; }
+                if (yl >= H - 1) {
+                  yh = yl = H - 1;
+                  yy = static_cast<double>(yl);
+                } else {
+                  yh = yl + 1;
+                }
+                if (xl >= W - 1) {
+                  xh = xl = W - 1;
+                  xx = static_cast<double>(xl);
+                } else {
+                  xh = xl + 1;
+                }
                 const double ly = yy - yl, lx = xx - xl, hy = 1 - ly, hx = 1 - lx;
-                const double t[4] = {hy * hx * img[yl * W + xl], hy * lx * img[yl * W + xh],
-                                     ly * hx * img[yh * W + xl], ly * lx * img[yh * W + xh]};
+                const double t[4] = {hy * hx * img[yl * W + xl], hy * lx * img[yl * W + xh], ly * hx * img[yh * W + xl],
+                                     ly * lx * img[yh * W + xh]};
                 v = t[0] + t[1] + t[2] + t[3];
                 vmax = std::max(std::max(t[0], t[1]), std::max(t[2], t[3]));
               }
-              if (mode == "avg") acc += v;
-              else { acc = first ? vmax : std::max(acc, vmax); first = false; }
+              if (mode == "avg")
+                acc += v;
+              else {
+                acc = first ? vmax : std::max(acc, vmax);
+                first = false;
+              }
             }
           y[static_cast<size_t>(((r * C + c) * oh + ph) * ow + pw)] = mode == "avg" ? acc / count : acc;
         }
@@ -166,11 +186,16 @@ void infer_roialign(ShapeContext& ctx) {
   const ir::TensorType& x = ctx.input(0);
   ir::Dim r = ctx.input(1).has_shape && !ctx.input(1).shape.empty() ? ctx.input(1).shape[0] : ir::Dim();
   ir::Dim c = x.has_shape && x.shape.size() == 4 ? x.shape[1] : ir::Dim();
-  ctx.set_output(0, x.dtype, {r, c, ir::Dim(ctx.node.attr_int("output_height", 1)),
-                              ir::Dim(ctx.node.attr_int("output_width", 1))});
+  ctx.set_output(0, x.dtype,
+                 {r, c, ir::Dim(ctx.node.attr_int("output_height", 1)), ir::Dim(ctx.node.attr_int("output_width", 1))});
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "RoiAlign", 10, 1000, infer_roialign, roialign_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "RoiAlign",
+                            10,
+                            1000,
+                            infer_roialign,
+                            roialign_cpu,
                             {DType::kFloat32, DType::kFloat64, DType::kFloat16},
                             "RoI Align (avg/max, half_pixel or output_half_pixel, sampling_ratio)"});
 
@@ -204,11 +229,11 @@ void maxunpool_cpu(CpuContext& ctx) {
                "MaxUnpool: I has " << idx.size() << " elements, X has " << xv.size());
   int64_t total = 1, dflt_total = 1;
   for (size_t d = 0; d < out.size(); ++d) {
-    KILNRT_CHECK(out[d] > 0 && dflt[d] > 0 && !__builtin_mul_overflow(total, out[d], &total) &&
-                     !__builtin_mul_overflow(dflt_total, dflt[d], &dflt_total) && total <= (int64_t(1) << 40),
-                 kInvalidArgument, ctx.node.describe(),
-                 "MaxUnpool: invalid output shape " << shape_to_string(out) << " (unpooled " << shape_to_string(dflt)
-                                                    << ")");
+    KILNRT_CHECK(
+        out[d] > 0 && dflt[d] > 0 && !__builtin_mul_overflow(total, out[d], &total) &&
+            !__builtin_mul_overflow(dflt_total, dflt[d], &dflt_total) && total <= (int64_t(1) << 40),
+        kInvalidArgument, ctx.node.describe(),
+        "MaxUnpool: invalid output shape " << shape_to_string(out) << " (unpooled " << shape_to_string(dflt) << ")");
   }
   std::vector<double> y(static_cast<size_t>(total), 0.0);
   for (size_t i = 0; i < xv.size(); ++i) {
@@ -244,7 +269,12 @@ void infer_maxunpool(ShapeContext& ctx) {
   }
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "MaxUnpool", 9, 1000, infer_maxunpool, maxunpool_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "MaxUnpool",
+                            9,
+                            1000,
+                            infer_maxunpool,
+                            maxunpool_cpu,
                             {DType::kFloat32, DType::kFloat64, DType::kFloat16},
                             "scatters X to the flat Indices of MaxPool; optional output_shape"});
 

@@ -81,7 +81,12 @@ void embed_layernorm_cpu(CpuContext& ctx) {
   ctx.outputs[0] = from_float32(y, dtype);
 }
 
-KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain, "EmbedLayerNorm", 1, 1000, infer_embed_layernorm, embed_layernorm_cpu,
+KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain,
+                            "EmbedLayerNorm",
+                            1,
+                            1000,
+                            infer_embed_layernorm,
+                            embed_layernorm_cpu,
                             {DType::kInt64, DType::kInt32},
                             "LayerNorm(table[ids] + addend) * scale + bias (made by fuse_embed_layernorm)"});
 

@@ -1,5 +1,5 @@
-// com.kilnrt:EmbedLayerNorm (ops/nn/embed_layernorm/embed_layernorm.cc): the rule its addend follows, shared by the fusion pass
-// (passes/fuse_embed_layernorm) and the CPU reference.
+// com.kilnrt:EmbedLayerNorm (ops/nn/embed_layernorm/embed_layernorm.cc): the rule its addend follows, shared by the
+// fusion pass (passes/fuse_embed_layernorm) and the CPU reference.
 #pragma once
 #include "ir/graph.h"
 

@@ -95,11 +95,21 @@ void dropout_cpu(CpuContext& ctx) {
   }
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "Flatten", 1, 1000, infer_flatten, flatten_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "Flatten",
+                            1,
+                            1000,
+                            infer_flatten,
+                            flatten_cpu,
                             {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
                              DType::kInt32, DType::kInt8, DType::kUInt8, DType::kBool},
                             "2-D view [prod(dims[:axis]), prod(dims[axis:])] of the input"});
-KILNRT_REGISTER_OP(OpSchema{"", "Dropout", 7, 1000, infer_dropout, dropout_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "Dropout",
+                            7,
+                            1000,
+                            infer_dropout,
+                            dropout_cpu,
                             {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64},
                             "inference: identity; optional all-true mask"});
 

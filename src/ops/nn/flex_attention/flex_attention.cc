@@ -29,13 +29,12 @@ void flex_attention_cpu(CpuContext& ctx) {
                "Q, K and V must be 4-D [B, heads, seq, size]");
   const int64_t b = qt.dim(0), hq = qt.dim(1), l = qt.dim(2), e = qt.dim(3);
   const int64_t hkv = kt.dim(1), s = kt.dim(2), ev = vt.dim(3);
-  KILNRT_CHECK(kt.dim(0) == b && vt.dim(0) == b && kt.dim(3) == e && vt.dim(1) == hkv && vt.dim(2) == s &&
-                   hkv > 0 && hq % hkv == 0,
+  KILNRT_CHECK(kt.dim(0) == b && vt.dim(0) == b && kt.dim(3) == e && vt.dim(1) == hkv && vt.dim(2) == s && hkv > 0 &&
+                   hq % hkv == 0,
                kInvalidModel, node.describe(),
                "inconsistent shapes Q " << shape_to_string(qt.shape()) << ", K " << shape_to_string(kt.shape())
                                         << ", V " << shape_to_string(vt.shape()));
-  const double scale =
-      node.has_attr("scale") ? node.attr_float("scale") : 1.0 / std::sqrt(static_cast<double>(e));
+  const double scale = node.has_attr("scale") ? node.attr_float("scale") : 1.0 / std::sqrt(static_cast<double>(e));
   const std::vector<double> q = tensor_to_doubles(qt, node), k = tensor_to_doubles(kt, node),
                             v = tensor_to_doubles(vt, node);
   std::vector<double> y(static_cast<size_t>(b * hq * l * ev)), p(static_cast<size_t>(s));
@@ -80,7 +79,12 @@ void infer_flex_attention(ShapeContext& ctx) {
 
 }  // namespace
 
-KILNRT_REGISTER_OP(OpSchema{"ai.onnx.preview", "FlexAttention", 1, 1000, infer_flex_attention, flex_attention_cpu,
+KILNRT_REGISTER_OP(OpSchema{"ai.onnx.preview",
+                            "FlexAttention",
+                            1,
+                            1000,
+                            infer_flex_attention,
+                            flex_attention_cpu,
                             {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64},
                             "softmax(Q K^T * scale) V with GQA (score_mod / prob_mod graphs not supported)"});
 

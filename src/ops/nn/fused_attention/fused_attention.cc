@@ -118,9 +118,9 @@ AttentionGeometry attention_geometry(const ir::Node& node, const Shape& q, const
     g.has_mask = true;
     Shape scores(lq.begin(), lq.end());
     scores[r - 1] = g.sk;
-    KILNRT_CHECK(mask->size() <= r, kInvalidArgument, where,
-                 "mask of shape " << shape_to_string(*mask) << " has a higher rank than the scores "
-                                  << shape_to_string(scores));
+    KILNRT_CHECK(
+        mask->size() <= r, kInvalidArgument, where,
+        "mask of shape " << shape_to_string(*mask) << " has a higher rank than the scores " << shape_to_string(scores));
     const size_t mr = mask->size();
     std::vector<int64_t> ms(mr, 0);
     int64_t stride = 1;
@@ -187,7 +187,8 @@ void attention_cpu(CpuContext& ctx) {
   const float scale = node.attr_float("scale", 1.0f);
   const bool zero_masked_rows = node.attr_int("zero_masked_rows", 0) != 0;
   Tensor y = Tensor::empty(DType::kFloat32, g.out_shape);
-  const float *qp = q.data<float>() + g.q_offset, *kp = k.data<float>() + g.k_offset, *vp = v.data<float>() + g.v_offset;
+  const float *qp = q.data<float>() + g.q_offset, *kp = k.data<float>() + g.k_offset,
+              *vp = v.data<float>() + g.v_offset;
   const float* mp = mask.defined() ? mask.data<float>() : nullptr;
   float* yp = y.data<float>();
   const int64_t rows = g.b0 * g.b1 * g.sq;

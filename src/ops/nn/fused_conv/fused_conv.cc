@@ -19,11 +19,16 @@ struct ActivationInfo {
   size_t params;
 };
 constexpr ActivationInfo kActivations[] = {
-    {FusedActivation::kNone, "", 0},           {FusedActivation::kRelu, "Relu", 0},
-    {FusedActivation::kClip, "Clip", 2},       {FusedActivation::kLeakyRelu, "LeakyRelu", 1},
-    {FusedActivation::kHardSigmoid, "HardSigmoid", 2}, {FusedActivation::kHardSwish, "HardSwish", 0},
-    {FusedActivation::kSigmoid, "Sigmoid", 0}, {FusedActivation::kSilu, "Silu", 0},
-    {FusedActivation::kGelu, "Gelu", 0},       {FusedActivation::kGeluTanh, "GeluTanh", 0},
+    {FusedActivation::kNone, "", 0},
+    {FusedActivation::kRelu, "Relu", 0},
+    {FusedActivation::kClip, "Clip", 2},
+    {FusedActivation::kLeakyRelu, "LeakyRelu", 1},
+    {FusedActivation::kHardSigmoid, "HardSigmoid", 2},
+    {FusedActivation::kHardSwish, "HardSwish", 0},
+    {FusedActivation::kSigmoid, "Sigmoid", 0},
+    {FusedActivation::kSilu, "Silu", 0},
+    {FusedActivation::kGelu, "Gelu", 0},
+    {FusedActivation::kGeluTanh, "GeluTanh", 0},
 };
 
 const OpSchema& conv_schema() {
@@ -179,8 +184,8 @@ void check_input_activation_reader(const ir::Node& node, const ir::Graph& graph)
     for (const std::string& in : n.inputs) reads += in == x;
   for (const std::string& out : graph.outputs) reads += out == x;
   KILNRT_CHECK(reads == 1, kUnsupported, node.describe(),
-               "input_activation needs its input '" << x << "' read by this node only and no graph output ("
-                                                   << reads << " reads)");
+               "input_activation needs its input '" << x << "' read by this node only and no graph output (" << reads
+                                                    << " reads)");
 }
 
 ir::Node conv_part_of(const ir::Node& fused) {

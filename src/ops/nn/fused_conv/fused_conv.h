@@ -27,9 +27,9 @@ enum class FusedActivation : int {
   kHardSigmoid = 4,  // clamp(a*x + b, 0, 1)
   kHardSwish = 5,    // x * clamp(x/6 + 0.5, 0, 1)
   kSigmoid = 6,
-  kSilu = 7,         // x * sigmoid(x)
-  kGelu = 8,         // x * Phi(x) (erf)
-  kGeluTanh = 9,     // tanh approximation
+  kSilu = 7,      // x * sigmoid(x)
+  kGelu = 8,      // x * Phi(x) (erf)
+  kGeluTanh = 9,  // tanh approximation
 };
 
 struct FusedEpilogue {

@@ -20,20 +20,43 @@ struct OpInfo {
 };
 constexpr OpInfo kOps[] = {
     {kPwConst, "Const", 0},
-    {kPwNeg, "Neg", 1},           {kPwAbs, "Abs", 1},         {kPwExp, "Exp", 1},
-    {kPwLog, "Log", 1},           {kPwSqrt, "Sqrt", 1},       {kPwReciprocal, "Reciprocal", 1},
-    {kPwSigmoid, "Sigmoid", 1},   {kPwTanh, "Tanh", 1},       {kPwErf, "Erf", 1},
-    {kPwRelu, "Relu", 1},         {kPwFloor, "Floor", 1},     {kPwCeil, "Ceil", 1},
-    {kPwSin, "Sin", 1},           {kPwCos, "Cos", 1},         {kPwSoftplus, "Softplus", 1},
-    {kPwSoftsign, "Softsign", 1}, {kPwHardSwish, "HardSwish", 1}, {kPwIdentity, "Identity", 1},
+    {kPwNeg, "Neg", 1},
+    {kPwAbs, "Abs", 1},
+    {kPwExp, "Exp", 1},
+    {kPwLog, "Log", 1},
+    {kPwSqrt, "Sqrt", 1},
+    {kPwReciprocal, "Reciprocal", 1},
+    {kPwSigmoid, "Sigmoid", 1},
+    {kPwTanh, "Tanh", 1},
+    {kPwErf, "Erf", 1},
+    {kPwRelu, "Relu", 1},
+    {kPwFloor, "Floor", 1},
+    {kPwCeil, "Ceil", 1},
+    {kPwSin, "Sin", 1},
+    {kPwCos, "Cos", 1},
+    {kPwSoftplus, "Softplus", 1},
+    {kPwSoftsign, "Softsign", 1},
+    {kPwHardSwish, "HardSwish", 1},
+    {kPwIdentity, "Identity", 1},
     {kPwMish, "Mish", 1},
-    {kPwLeakyRelu, "LeakyRelu", 1}, {kPwElu, "Elu", 1},       {kPwHardSigmoid, "HardSigmoid", 1},
-    {kPwClip, "Clip", 1},         {kPwPowScalar, "Pow", 1},   {kPwSelu, "Selu", 1},
-    {kPwCelu, "Celu", 1},         {kPwThresholdedRelu, "ThresholdedRelu", 1}, {kPwGelu, "Gelu", 1},
+    {kPwLeakyRelu, "LeakyRelu", 1},
+    {kPwElu, "Elu", 1},
+    {kPwHardSigmoid, "HardSigmoid", 1},
+    {kPwClip, "Clip", 1},
+    {kPwPowScalar, "Pow", 1},
+    {kPwSelu, "Selu", 1},
+    {kPwCelu, "Celu", 1},
+    {kPwThresholdedRelu, "ThresholdedRelu", 1},
+    {kPwGelu, "Gelu", 1},
     {kPwCast, "Cast", 1},
-    {kPwAdd, "Add", 2},           {kPwSub, "Sub", 2},         {kPwMul, "Mul", 2},
-    {kPwDiv, "Div", 2},           {kPwPow, "Pow", 2},         {kPwMax, "Max", 2},
-    {kPwMin, "Min", 2},           {kPwPRelu, "PRelu", 2},
+    {kPwAdd, "Add", 2},
+    {kPwSub, "Sub", 2},
+    {kPwMul, "Mul", 2},
+    {kPwDiv, "Div", 2},
+    {kPwPow, "Pow", 2},
+    {kPwMax, "Max", 2},
+    {kPwMin, "Min", 2},
+    {kPwPRelu, "PRelu", 2},
     {kPwWhere, "Where", 3},
 };
 
@@ -57,12 +80,16 @@ void infer_fused_pointwise(ShapeContext& ctx) {
   for (int i = 0; i < p.num_inputs; ++i) {
     const ir::TensorType& t = ctx.input(static_cast<size_t>(i));
     dtypes.push_back(t.dtype);
-    if (!t.has_shape) all_shapes = false;
-    else if (all_shapes) out = broadcast_sym_shapes(out, t.shape, ctx.node);
+    if (!t.has_shape)
+      all_shapes = false;
+    else if (all_shapes)
+      out = broadcast_sym_shapes(out, t.shape, ctx.node);
   }
   const DType dtype = pointwise_register_dtypes(p, dtypes, ctx.node).back();
-  if (all_shapes) ctx.set_output(0, dtype, out);
-  else ctx.set_output_rank_unknown(0, dtype);
+  if (all_shapes)
+    ctx.set_output(0, dtype, out);
+  else
+    ctx.set_output_rank_unknown(0, dtype);
 }
 
 // An input as float32 values (bool as 0 / 1).
@@ -212,8 +239,15 @@ std::vector<DType> pointwise_register_dtypes(const PwProgram& p, const std::vect
     };
     switch (pointwise_arity(in.op)) {
       case 0: t.push_back(first_float); break;
-      case 1: need_float(in.a); t.push_back(in.op == kPwCast ? cast_target(in.p0) : t[in.a]); break;
-      case 2: need_float(in.a); need_float(in.b); t.push_back(t[in.a]); break;
+      case 1:
+        need_float(in.a);
+        t.push_back(in.op == kPwCast ? cast_target(in.p0) : t[in.a]);
+        break;
+      case 2:
+        need_float(in.a);
+        need_float(in.b);
+        t.push_back(t[in.a]);
+        break;
       default:
         KILNRT_CHECK(t[in.a] == DType::kBool, kInvalidModel, node.describe(),
                      "FusedPointwise instruction " << k << " (Where) needs a bool condition, register " << in.a

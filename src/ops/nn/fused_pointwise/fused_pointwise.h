@@ -22,21 +22,45 @@ constexpr const char* kFusedPointwiseOp = "FusedPointwise";
 enum PwOpcode : int {
   kPwConst = 1,  // p0 (no operand)
   // unary (operand a)
-  kPwNeg = 10, kPwAbs, kPwExp, kPwLog, kPwSqrt, kPwReciprocal, kPwSigmoid, kPwTanh, kPwErf, kPwRelu, kPwFloor,
-  kPwCeil, kPwSin, kPwCos, kPwSoftplus, kPwSoftsign, kPwHardSwish, kPwIdentity, kPwMish,
+  kPwNeg = 10,
+  kPwAbs,
+  kPwExp,
+  kPwLog,
+  kPwSqrt,
+  kPwReciprocal,
+  kPwSigmoid,
+  kPwTanh,
+  kPwErf,
+  kPwRelu,
+  kPwFloor,
+  kPwCeil,
+  kPwSin,
+  kPwCos,
+  kPwSoftplus,
+  kPwSoftsign,
+  kPwHardSwish,
+  kPwIdentity,
+  kPwMish,
   // unary with parameters
-  kPwLeakyRelu = 40,  // alpha = p0
-  kPwElu,             // alpha = p0
-  kPwHardSigmoid,     // clamp(p0 * x + p1, 0, 1)
-  kPwClip,            // clamp(x, p0, p1)
-  kPwPowScalar,       // x ^ p0
-  kPwSelu,            // alpha = p0, gamma = p1
-  kPwCelu,            // alpha = p0
-  kPwThresholdedRelu, // alpha = p0
-  kPwGelu,            // p0 = 0: erf form, 1: tanh form
-  kPwCast,            // rounds to p0's type: 0 float32, 1 float16, 2 bfloat16
+  kPwLeakyRelu = 40,   // alpha = p0
+  kPwElu,              // alpha = p0
+  kPwHardSigmoid,      // clamp(p0 * x + p1, 0, 1)
+  kPwClip,             // clamp(x, p0, p1)
+  kPwPowScalar,        // x ^ p0
+  kPwSelu,             // alpha = p0, gamma = p1
+  kPwCelu,             // alpha = p0
+  kPwThresholdedRelu,  // alpha = p0
+  kPwGelu,             // p0 = 0: erf form, 1: tanh form
+  kPwCast,             // rounds to p0's type: 0 float32, 1 float16, 2 bfloat16
   // binary (operands a, b)
-  kPwAdd = 70, kPwSub, kPwMul, kPwDiv, kPwPow, kPwMax, kPwMin, kPwPRelu,
+  kPwAdd = 70,
+  kPwSub,
+  kPwMul,
+  kPwDiv,
+  kPwPow,
+  kPwMax,
+  kPwMin,
+  kPwPRelu,
   // ternary: a ? b : c (a a bool register)
   kPwWhere = 90,
 };
@@ -63,7 +87,8 @@ PwProgram read_pointwise_program(const ir::Node& node);
 void write_pointwise_program(const PwProgram& p, ir::Node* node);
 // The dtype of every register given the inputs' dtypes (Cast changes it, Where takes its value operands').
 // Throws kInvalidModel naming the node for a non-float value operand or a non-bool condition.
-std::vector<DType> pointwise_register_dtypes(const PwProgram& p, const std::vector<DType>& inputs, const ir::Node& node);
+std::vector<DType> pointwise_register_dtypes(const PwProgram& p, const std::vector<DType>& inputs,
+                                             const ir::Node& node);
 // One instruction on float32 values (the reference semantics; a/b/c are the operand values, bool as 0 / 1).
 float pointwise_apply(const PwInstr& in, float a, float b, float c);
 // "mul+add" (the ops in program order, lower case), for tactics and logs.

@@ -47,14 +47,16 @@ void fused_matmul_cpu(CpuContext& ctx) {
   float* yp = y.data<float>();
   if (ctx.has_input(2)) {
     const Tensor b = to_float32(ctx.input(2), node, "bias");
-    KILNRT_CHECK(b.numel() == n, kInvalidArgument, node.describe(), "bias has " << b.numel() << " elements, N is " << n);
+    KILNRT_CHECK(b.numel() == n, kInvalidArgument, node.describe(),
+                 "bias has " << b.numel() << " elements, N is " << n);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) yp[i * n + j] += b.data<float>()[j];
   }
   if (ctx.has_input(3)) {
     const Tensor r = to_float32(ctx.input(3), node, "residual");
-    KILNRT_CHECK(r.shape() == os, kInvalidArgument, node.describe(),
-                 "residual of shape " << shape_to_string(r.shape()) << " differs from the output " << shape_to_string(os));
+    KILNRT_CHECK(
+        r.shape() == os, kInvalidArgument, node.describe(),
+        "residual of shape " << shape_to_string(r.shape()) << " differs from the output " << shape_to_string(os));
     const float* rp = r.data<float>();
     for (int64_t i = 0; i < y.numel(); ++i) yp[i] += rp[i];
   }
@@ -67,8 +69,8 @@ void fused_matmul_cpu(CpuContext& ctx) {
   ctx.outputs[0] = from_float32(y, dtype);
 }
 
-KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain, "FusedMatMul", 1, 1000, infer_fused_matmul, fused_matmul_cpu,
-                            float_dtypes(), "A W + bias [+ residual], then GELU or nothing (made by fuse_gemm_epilogue)"});
+KILNRT_REGISTER_OP(OpSchema{kKilnrtDomain, "FusedMatMul", 1, 1000, infer_fused_matmul, fused_matmul_cpu, float_dtypes(),
+                            "A W + bias [+ residual], then GELU or nothing (made by fuse_gemm_epilogue)"});
 
 }  // namespace
 }  // namespace kilnrt::ops::nn

@@ -87,8 +87,7 @@ void gemm_cpu(CpuContext& ctx) {
     }
     gemm_beta = beta;
   }
-  sgemm(trans_a, trans_b, m, n, k, alpha, a.data<float>(), a.dim(1), b.data<float>(), b.dim(1), gemm_beta, yp, n,
-        node);
+  sgemm(trans_a, trans_b, m, n, k, alpha, a.data<float>(), a.dim(1), b.data<float>(), b.dim(1), gemm_beta, yp, n, node);
   ctx.outputs[0] = from_float32(y, dtype);
 }
 
@@ -114,8 +113,8 @@ MatMulDims matmul_dims(const Shape& a, const Shape& b, const ir::Node& node) {
   const int64_t kb = d.drop_n ? b[0] : b[b.size() - 2];
   d.n = d.drop_n ? 1 : b.back();
   KILNRT_CHECK(d.k < 0 || kb < 0 || d.k == kb, kInvalidArgument, node.describe(),
-               "inner dims differ: A " << shape_to_string(a) << " has " << d.k << " columns, B "
-                                       << shape_to_string(b) << " has " << kb << " rows");
+               "inner dims differ: A " << shape_to_string(a) << " has " << d.k << " columns, B " << shape_to_string(b)
+                                       << " has " << kb << " rows");
   if (a.size() > 2) d.batch_a.assign(a.begin(), a.end() - 2);
   if (b.size() > 2) d.batch_b.assign(b.begin(), b.end() - 2);
   return d;
@@ -238,7 +237,12 @@ void matmul_cpu(CpuContext& ctx) {
   ctx.outputs[0] = from_float32(y, dtype);
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "MatMul", 1, 1000, infer_matmul, matmul_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "MatMul",
+                            1,
+                            1000,
+                            infer_matmul,
+                            matmul_cpu,
                             {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64},
                             "numpy matmul: batched with broadcast batch dims, 1-D operands"});
 

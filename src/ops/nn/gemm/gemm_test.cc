@@ -70,14 +70,17 @@ TEST(NnGemm, EmptyAndErrors) {
   Tensor a3 = random_tensor({1, 3, 4}, 44), b2 = random_tensor({4, 2}, 45);
   expect_error([&] { run1(Op("Gemm", 2, 1, "fc3").node, {&a3, &b2}); }, ErrorCode::kInvalidArgument, "fc3", "matrix");
   Tensor cbad = random_tensor({2, 2}, 46);
-  expect_error([&] { run1(Op("Gemm", 3, 1, "fcc").node, {&a, &b2, &cbad}); }, ErrorCode::kInvalidArgument, "fcc",
-               "broadcast");
+  expect_error(
+      [&] {
+        run1(Op("Gemm", 3, 1, "fcc").node, {&a, &b2, &cbad});
+      },
+      ErrorCode::kInvalidArgument, "fcc", "broadcast");
 }
 
 TEST(NnGemm, ShapeFunction) {
-  auto out = infer(Op("Gemm", 3).i("transB", 1).node,
-                   {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), 512}), ttype(DType::kFloat32, {1000, 512}),
-                    ttype(DType::kFloat32, {1000})});
+  auto out =
+      infer(Op("Gemm", 3).i("transB", 1).node, {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), 512}),
+                                                ttype(DType::kFloat32, {1000, 512}), ttype(DType::kFloat32, {1000})});
   EXPECT_EQ(dims_string(out[0].shape), "batchx1000");
 }
 
@@ -124,12 +127,12 @@ void check_matmul(const Shape& as, const Shape& bs, uint32_t seed, const std::st
 
 TEST(NnMatMul, BatchedAndBroadcast) {
   check_matmul({3, 4}, {4, 5}, 50, "3x5");
-  check_matmul({2, 3, 4}, {4, 5}, 51, "2x3x5");              // shared B: folded into one sgemm
-  check_matmul({2, 3, 4}, {2, 4, 5}, 52, "2x3x5");           // same batch
-  check_matmul({3, 4}, {2, 4, 5}, 53, "2x3x5");              // A broadcast
-  check_matmul({2, 1, 3, 4}, {1, 3, 4, 2}, 54, "2x3x3x2");   // both broadcast
+  check_matmul({2, 3, 4}, {4, 5}, 51, "2x3x5");             // shared B: folded into one sgemm
+  check_matmul({2, 3, 4}, {2, 4, 5}, 52, "2x3x5");          // same batch
+  check_matmul({3, 4}, {2, 4, 5}, 53, "2x3x5");             // A broadcast
+  check_matmul({2, 1, 3, 4}, {1, 3, 4, 2}, 54, "2x3x3x2");  // both broadcast
   check_matmul({1, 1, 3, 4}, {4, 2}, 55, "1x1x3x2");
-  check_matmul({2, 1, 3, 4}, {1, 1, 4, 2}, 56, "2x1x3x2");   // B batch of ones
+  check_matmul({2, 1, 3, 4}, {1, 1, 4, 2}, 56, "2x1x3x2");  // B batch of ones
 }
 
 TEST(NnMatMul, OneDimensionalOperands) {
@@ -150,8 +153,9 @@ TEST(NnMatMul, EmptyDims) {
 }
 
 TEST(NnMatMul, ShapeFunctionAndErrors) {
-  auto out = infer(Op("MatMul", 2).node, {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), ir::Dim::symbol("seq"), 768}),
-                                          ttype(DType::kFloat32, {768, 3072})});
+  auto out =
+      infer(Op("MatMul", 2).node, {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), ir::Dim::symbol("seq"), 768}),
+                                   ttype(DType::kFloat32, {768, 3072})});
   EXPECT_EQ(dims_string(out[0].shape), "batchxseqx3072");
   auto out2 = infer(Op("MatMul", 2).node, {ttype(DType::kFloat32, {ir::Dim::symbol("b"), 12, 64, 32}),
                                            ttype(DType::kFloat32, {1, 12, 32, 64})});
@@ -159,10 +163,12 @@ TEST(NnMatMul, ShapeFunctionAndErrors) {
   auto out3 = infer(Op("MatMul", 2).node, {ttype(DType::kFloat32, {5}), ttype(DType::kFloat32, {3, 5, 2})});
   EXPECT_EQ(dims_string(out3[0].shape), "3x2");
   Tensor a = random_tensor({2, 3, 4}, 80), b = random_tensor({3, 5}, 81), b3 = random_tensor({3, 4, 5}, 82);
-  expect_error([&] { run1(Op("MatMul", 2, 1, "mm").node, {&a, &b}); }, ErrorCode::kInvalidArgument, "mm",
-               "inner dims");
-  expect_error([&] { run1(Op("MatMul", 2, 1, "mmb").node, {&a, &b3}); }, ErrorCode::kInvalidArgument, "mmb",
-               "broadcast");
+  expect_error([&] { run1(Op("MatMul", 2, 1, "mm").node, {&a, &b}); }, ErrorCode::kInvalidArgument, "mm", "inner dims");
+  expect_error(
+      [&] {
+        run1(Op("MatMul", 2, 1, "mmb").node, {&a, &b3});
+      },
+      ErrorCode::kInvalidArgument, "mmb", "broadcast");
   expect_error(
       [&] {
         infer(Op("MatMul", 2, 1, "mmi").node, {ttype(DType::kFloat32, {2, 3}), ttype(DType::kFloat32, {4, 5})});

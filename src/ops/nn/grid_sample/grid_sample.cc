@@ -1,5 +1,6 @@
-// GridSample (opsets 16, 20, 22): 4-D input, bilinear / nearest / bicubic (opset 20's "linear" / "cubic"), padding zeros / border / reflection,
-// align_corners. Follows the reference semantics (PyTorch's grid_sampler): coordinates are unnormalized from
+// GridSample (opsets 16, 20, 22): 4-D input, bilinear / nearest / bicubic (opset 20's "linear" / "cubic"), padding
+// zeros / border / reflection, align_corners. Follows the reference semantics (PyTorch's grid_sampler): coordinates are
+// unnormalized from
 // [-1, 1], border / reflection adjust the source coordinate, and out-of-range taps read 0 (zeros) or the
 // clamped / reflected pixel. Computed in double.
 #include <cmath>
@@ -31,7 +32,8 @@ double clip(double x, int64_t size) { return std::min(static_cast<double>(size -
 double adjust(double x, int64_t size, const std::string& pad, bool align) {
   if (pad == "border") return clip(x, size);
   if (pad == "reflection") {
-    x = align ? reflect(x, 0, 2.0 * static_cast<double>(size - 1)) : reflect(x, -1, 2.0 * static_cast<double>(size) - 1);
+    x = align ? reflect(x, 0, 2.0 * static_cast<double>(size - 1))
+              : reflect(x, -1, 2.0 * static_cast<double>(size) - 1);
     return clip(x, size);
   }
   return x;
@@ -41,8 +43,8 @@ void grid_sample_cpu(CpuContext& ctx) {
   const ir::Node& node = ctx.node;
   const Tensor& xt = ctx.input(0);
   const Tensor& gt = ctx.input(1);
-  KILNRT_CHECK(xt.rank() == 4 && gt.rank() == 4 && gt.shape()[3] == 2 && gt.shape()[0] == xt.shape()[0],
-               kUnsupported, node.describe(), "GridSample supports 4-D X [N, C, H, W] and grid [N, Ho, Wo, 2]");
+  KILNRT_CHECK(xt.rank() == 4 && gt.rank() == 4 && gt.shape()[3] == 2 && gt.shape()[0] == xt.shape()[0], kUnsupported,
+               node.describe(), "GridSample supports 4-D X [N, C, H, W] and grid [N, Ho, Wo, 2]");
   // Opset 20 renamed the modes: "linear" / "cubic" (its defaults) are opset 16's "bilinear" / "bicubic" in 2-D.
   std::string mode = node.attr_string("mode", "bilinear");
   if (mode == "linear") mode = "bilinear";
@@ -85,8 +87,7 @@ void grid_sample_cpu(CpuContext& ctx) {
             v = 0;
             for (int a = 0; a < 4; ++a)
               for (int b = 0; b < 4; ++b)
-                v += wy[a] * wx[b] *
-                     pixel(static_cast<int64_t>(fy) - 1 + a, static_cast<int64_t>(fx) - 1 + b);
+                v += wy[a] * wx[b] * pixel(static_cast<int64_t>(fy) - 1 + a, static_cast<int64_t>(fx) - 1 + b);
           } else {
             ix = adjust(ix, W, pad, align);
             iy = adjust(iy, H, pad, align);
@@ -121,7 +122,12 @@ void infer_grid_sample(ShapeContext& ctx) {
   ctx.set_output(0, x.dtype, {n, c, ho, wo});
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "GridSample", 16, 1000, infer_grid_sample, grid_sample_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "GridSample",
+                            16,
+                            1000,
+                            infer_grid_sample,
+                            grid_sample_cpu,
                             {DType::kFloat32, DType::kFloat64, DType::kFloat16},
                             "4-D sampling at grid positions: bilinear/nearest/bicubic, zeros/border/reflection"});
 

@@ -38,11 +38,11 @@ void linear_attention_cpu(CpuContext& ctx) {
   KILNRT_CHECK(qs.size() == 3 && k.rank() == 3 && v.rank() == 3 && qs[2] % hq == 0, kInvalidModel, node.describe(),
                "query/key/value must be [B, T, heads * size]");
   const int64_t batch = qs[0], steps = qs[1], dk = qs[2] / hq;
-  KILNRT_CHECK(k.shape() == (Shape{batch, steps, hkv * dk}) && v.dim(0) == batch && v.dim(1) == steps &&
-                   v.dim(2) % hkv == 0,
-               kInvalidModel, node.describe(),
-               "key " << shape_to_string(k.shape()) << " / value " << shape_to_string(v.shape())
-                      << " do not match query " << shape_to_string(qs));
+  KILNRT_CHECK(
+      k.shape() == (Shape{batch, steps, hkv * dk}) && v.dim(0) == batch && v.dim(1) == steps && v.dim(2) % hkv == 0,
+      kInvalidModel, node.describe(),
+      "key " << shape_to_string(k.shape()) << " / value " << shape_to_string(v.shape()) << " do not match query "
+             << shape_to_string(qs));
   const int64_t dv = v.dim(2) / hkv, group = hq / hkv;
   Tensor decay, beta, past;
   int64_t decay_last = 0, beta_last = 0;
@@ -57,10 +57,10 @@ void linear_attention_cpu(CpuContext& ctx) {
   if (delta) {
     beta = to_float32(ctx.input(5), node, "beta");
     beta_last = beta.rank() == 3 ? beta.dim(2) : -1;
-    KILNRT_CHECK(beta.rank() == 3 && beta.dim(0) == batch && beta.dim(1) == steps &&
-                     (beta_last == hkv || beta_last == 1),
-                 kInvalidModel, node.describe(),
-                 "beta " << shape_to_string(beta.shape()) << " must be [B, T, kv_num_heads or 1]");
+    KILNRT_CHECK(
+        beta.rank() == 3 && beta.dim(0) == batch && beta.dim(1) == steps && (beta_last == hkv || beta_last == 1),
+        kInvalidModel, node.describe(),
+        "beta " << shape_to_string(beta.shape()) << " must be [B, T, kv_num_heads or 1]");
   }
   DType state_dtype = dtype;
   std::vector<double> state(static_cast<size_t>(batch * hkv * dk * dv), 0.0);

@@ -78,8 +78,7 @@ void nll_cpu(CpuContext& ctx) {
   const Tensor& x = ctx.input(0);
   std::optional<std::vector<double>> weight;
   if (ctx.has_input(2)) weight = tensor_to_doubles(ctx.input(2), ctx.node);
-  ctx.outputs[0] = nll(ctx.node, tensor_to_doubles(x, ctx.node), x.shape(), read_int_input(ctx, 1), weight,
-                       x.dtype());
+  ctx.outputs[0] = nll(ctx.node, tensor_to_doubles(x, ctx.node), x.shape(), read_int_input(ctx, 1), weight, x.dtype());
 }
 
 void sce_cpu(CpuContext& ctx) {
@@ -122,9 +121,12 @@ void hardmax_cpu(CpuContext& ctx) {
   const int64_t axis = normalize_axis(ctx.node.attr_int("axis", coerce ? 1 : -1), rank, ctx.node);
   int64_t outer = 1, len = 1, inner = 1;
   for (int64_t d = 0; d < x.rank(); ++d) {
-    if (d < axis) outer *= x.dim(static_cast<int>(d));
-    else if (d == axis || coerce) len *= x.dim(static_cast<int>(d));
-    else inner *= x.dim(static_cast<int>(d));
+    if (d < axis)
+      outer *= x.dim(static_cast<int>(d));
+    else if (d == axis || coerce)
+      len *= x.dim(static_cast<int>(d));
+    else
+      inner *= x.dim(static_cast<int>(d));
   }
   const std::vector<double> v = tensor_to_doubles(x, ctx.node);
   std::vector<double> out(v.size(), 0.0);
@@ -138,10 +140,9 @@ void hardmax_cpu(CpuContext& ctx) {
   ctx.outputs[0] = tensor_from_doubles(out, x.dtype(), x.shape());
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "Hardmax", 1, 1000,
-                            [](ShapeContext& ctx) { set_output_type(ctx, 0, ctx.input(0).dtype, input_shape(ctx, 0)); },
-                            hardmax_cpu, all_float_dtypes(),
-                            "1 at the first max along axis, else 0 (opset < 13: over the dims from axis on)"});
+KILNRT_REGISTER_OP(OpSchema{
+    "", "Hardmax", 1, 1000, [](ShapeContext& ctx) { set_output_type(ctx, 0, ctx.input(0).dtype, input_shape(ctx, 0)); },
+    hardmax_cpu, all_float_dtypes(), "1 at the first max along axis, else 0 (opset < 13: over the dims from axis on)"});
 
 }  // namespace
 }  // namespace kilnrt::ops::nn

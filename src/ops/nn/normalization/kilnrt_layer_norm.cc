@@ -12,8 +12,10 @@ namespace {
 
 void infer_same(ShapeContext& ctx) {
   const ir::TensorType& x = ctx.input(0);
-  if (x.has_shape) ctx.set_output(0, x.dtype, x.shape);
-  else ctx.set_output_rank_unknown(0, x.dtype);
+  if (x.has_shape)
+    ctx.set_output(0, x.dtype, x.shape);
+  else
+    ctx.set_output_rank_unknown(0, x.dtype);
 }
 
 // ---- LayerNormalization (fuse_layernorm, exports below opset 17): over the dims from `axis` on ----------------------

@@ -68,8 +68,10 @@ void infer_batch_norm(ShapeContext& ctx) {
   infer_same_as_input(ctx);
   for (size_t i = 1; i < ctx.outputs.size() && i < 3; ++i) {
     if (ctx.node.outputs[i].empty()) continue;
-    if (ctx.has_input(3) && ctx.input(3).has_shape) ctx.set_output(i, ctx.input(3).dtype, ctx.input(3).shape);
-    else ctx.set_output(i, ctx.input(0).dtype, {ir::Dim()});
+    if (ctx.has_input(3) && ctx.input(3).has_shape)
+      ctx.set_output(i, ctx.input(3).dtype, ctx.input(3).shape);
+    else
+      ctx.set_output(i, ctx.input(0).dtype, {ir::Dim()});
   }
 }
 
@@ -413,8 +415,9 @@ void lrn_cpu(CpuContext& ctx) {
   ctx.outputs[0] = from_float32(y, dtype);
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "BatchNormalization", 9, 1000, infer_batch_norm, batch_norm_cpu, float_dtypes(),
-                            "batch norm: running statistics, or batch statistics + running mean/var outputs (training_mode=1)"});
+KILNRT_REGISTER_OP(OpSchema{
+    "", "BatchNormalization", 9, 1000, infer_batch_norm, batch_norm_cpu, float_dtypes(),
+    "batch norm: running statistics, or batch statistics + running mean/var outputs (training_mode=1)"});
 KILNRT_REGISTER_OP(OpSchema{"", "InstanceNormalization", 1, 1000, infer_same_as_input, instance_norm_cpu,
                             float_dtypes(), "per-(N, C) normalization with per-channel scale and bias"});
 KILNRT_REGISTER_OP(OpSchema{"", "LayerNormalization", 17, 1000, infer_layer_norm, layer_norm_cpu, float_dtypes(),
@@ -423,8 +426,8 @@ KILNRT_REGISTER_OP(OpSchema{"", "RMSNormalization", 23, 1000, infer_same_as_inpu
                             "X / sqrt(mean(X^2 over [axis, rank)) + epsilon) * scale"});
 KILNRT_REGISTER_OP(OpSchema{"", "LpNormalization", 1, 1000, infer_same_as_input, lp_norm_cpu, float_dtypes(),
                             "X / Lp norm along axis (p = 1 or 2; zero norm gives 0)"});
-KILNRT_REGISTER_OP(OpSchema{"", "GroupNormalization", 18, 1000, infer_same_as_input, group_norm_cpu,
-                            float_dtypes(), "group norm: per-group (opset 18) or per-channel (opset 21) affine"});
+KILNRT_REGISTER_OP(OpSchema{"", "GroupNormalization", 18, 1000, infer_same_as_input, group_norm_cpu, float_dtypes(),
+                            "group norm: per-group (opset 18) or per-channel (opset 21) affine"});
 KILNRT_REGISTER_OP(OpSchema{"", "LRN", 1, 1000, infer_same_as_input, lrn_cpu, float_dtypes(),
                             "local response normalization across channels"});
 

@@ -23,10 +23,11 @@ TEST(NnBatchNorm, InferenceMatchesFormula) {
   // Rank 2 input [N, C] and an empty batch.
   Tensor x2 = random_tensor({4, 3}, 6);
   Tensor y2 = run1(Op("BatchNormalization", 5).node, {&x2, &scale, &bias, &mean, &var}, 9);
-  EXPECT_NEAR(y2.data<float>()[4], (x2.data<float>()[4] - mean.data<float>()[1]) /
-                                           std::sqrt(var.data<float>()[1] + 1e-5) * scale.data<float>()[1] +
-                                       bias.data<float>()[1],
-              1e-5);
+  EXPECT_NEAR(
+      y2.data<float>()[4],
+      (x2.data<float>()[4] - mean.data<float>()[1]) / std::sqrt(var.data<float>()[1] + 1e-5) * scale.data<float>()[1] +
+          bias.data<float>()[1],
+      1e-5);
   Tensor x0 = Tensor::empty(DType::kFloat32, {0, 3, 2, 2});
   EXPECT_EQ(shape_to_string(run1(Op("BatchNormalization", 5).node, {&x0, &scale, &bias, &mean, &var}).shape()),
             "0x3x2x2");
@@ -45,11 +46,17 @@ TEST(NnBatchNorm, TrainingModeUsesBatchStatistics) {
 
 TEST(NnBatchNorm, TrainingOutputsWithoutTrainingModeAndChannelMismatchAreErrors) {
   Tensor x = random_tensor({1, 3, 2, 2}, 10), p3 = random_tensor({3}, 11), p4 = random_tensor({4}, 12);
-  expect_error([&] { infer(Op("BatchNormalization", 5, 3, "bn_outs").node,
-                           std::vector<ir::TensorType>(5, ttype(DType::kFloat32, {1, 3})), 14); },
-               ErrorCode::kUnsupported, "bn_outs", "training_mode=1");
-  expect_error([&] { run1(Op("BatchNormalization", 5, 1, "bn_c").node, {&x, &p4, &p3, &p3, &p3}, 15); },
-               ErrorCode::kInvalidArgument, "bn_c", "scale");
+  expect_error(
+      [&] {
+        infer(Op("BatchNormalization", 5, 3, "bn_outs").node,
+              std::vector<ir::TensorType>(5, ttype(DType::kFloat32, {1, 3})), 14);
+      },
+      ErrorCode::kUnsupported, "bn_outs", "training_mode=1");
+  expect_error(
+      [&] {
+        run1(Op("BatchNormalization", 5, 1, "bn_c").node, {&x, &p4, &p3, &p3, &p3}, 15);
+      },
+      ErrorCode::kInvalidArgument, "bn_c", "scale");
   auto out = infer(Op("BatchNormalization", 5).node,
                    {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), 3, 8, 8}), ttype(DType::kFloat32, {3}),
                     ttype(DType::kFloat32, {3}), ttype(DType::kFloat32, {3}), ttype(DType::kFloat32, {3})},
@@ -116,10 +123,16 @@ TEST(NnLayerNorm, ShapeFunctionAndErrors) {
   EXPECT_EQ(dims_string(out[1].shape), "batchxseqx1");
   EXPECT_EQ(out[1].dtype, DType::kFloat32);
   Tensor x = random_tensor({2, 8}, 34), bad = random_tensor({7}, 35);
-  expect_error([&] { run1(Op("LayerNormalization", 2, 1, "ln").node, {&x, &bad}, 17); },
-               ErrorCode::kInvalidArgument, "ln", "Scale");
-  expect_error([&] { run1(Op("LayerNormalization", 2, 1, "ln_axis").i("axis", 2).node, {&x, &bad}, 17); },
-               ErrorCode::kInvalidModel, "ln_axis", "axis");
+  expect_error(
+      [&] {
+        run1(Op("LayerNormalization", 2, 1, "ln").node, {&x, &bad}, 17);
+      },
+      ErrorCode::kInvalidArgument, "ln", "Scale");
+  expect_error(
+      [&] {
+        run1(Op("LayerNormalization", 2, 1, "ln_axis").i("axis", 2).node, {&x, &bad}, 17);
+      },
+      ErrorCode::kInvalidModel, "ln_axis", "axis");
 }
 
 Tensor naive_group_norm(const Tensor& x, int64_t groups, const Tensor& scale, const Tensor& bias, bool per_channel,
@@ -143,11 +156,17 @@ TEST(NnGroupNorm, Opset18PerGroupAndOpset21PerChannel) {
   Tensor sc = random_tensor({6}, 43), bc = random_tensor({6}, 44);
   Tensor y21 = run1(Op("GroupNormalization", 3).i("num_groups", 2).f("epsilon", 1e-3f).node, {&x, &sc, &bc}, 21);
   expect_close(y21, naive_group_norm(x, 2, sc, bc, true, 1e-3), 1e-4f, 1e-4f);
-  expect_error([&] { run1(Op("GroupNormalization", 3, 1, "gn").i("num_groups", 4).node, {&x, &sc, &bc}, 21); },
-               ErrorCode::kInvalidArgument, "gn", "num_groups");
+  expect_error(
+      [&] {
+        run1(Op("GroupNormalization", 3, 1, "gn").i("num_groups", 4).node, {&x, &sc, &bc}, 21);
+      },
+      ErrorCode::kInvalidArgument, "gn", "num_groups");
   Tensor s4 = random_tensor({4}, 45);
-  expect_error([&] { run1(Op("GroupNormalization", 3, 1, "gn_s").i("num_groups", 2).node, {&x, &s4, &s4}, 21); },
-               ErrorCode::kInvalidArgument, "gn_s", "scale");
+  expect_error(
+      [&] {
+        run1(Op("GroupNormalization", 3, 1, "gn_s").i("num_groups", 2).node, {&x, &s4, &s4}, 21);
+      },
+      ErrorCode::kInvalidArgument, "gn_s", "scale");
 }
 
 TEST(NnLrn, MatchesFormula) {

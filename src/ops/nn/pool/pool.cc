@@ -1,7 +1,7 @@
 // Pools (ONNX, 1-D to 3-D): MaxPool (float, float16, bfloat16, int8, uint8; the optional Indices output in
-// row-major or column-major storage order), AveragePool (count_include_pad), LpPool, GlobalAveragePool and GlobalMaxPool;
-// kernel, strides, pads, dilations, ceil_mode, auto_pad. 8-bit integers are pooled in float32, which holds every
-// int8 / uint8 value exactly, so the round trip is lossless.
+// row-major or column-major storage order), AveragePool (count_include_pad), LpPool, GlobalAveragePool and
+// GlobalMaxPool; kernel, strides, pads, dilations, ceil_mode, auto_pad. 8-bit integers are pooled in float32, which
+// holds every int8 / uint8 value exactly, so the round trip is lossless.
 #include <algorithm>
 #include <vector>
 #include <cmath>
@@ -71,8 +71,10 @@ Tensor pool_output(const Tensor& y, DType dtype) {
   const float lo = dtype == DType::kInt8 ? -128.0f : 0.0f, hi = dtype == DType::kInt8 ? 127.0f : 255.0f;
   for (int64_t i = 0; i < n; ++i) {
     const float v = std::min(hi, std::max(lo, src[i]));
-    if (dtype == DType::kInt8) out.data<int8_t>()[i] = static_cast<int8_t>(v);
-    else out.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    if (dtype == DType::kInt8)
+      out.data<int8_t>()[i] = static_cast<int8_t>(v);
+    else
+      out.data<uint8_t>()[i] = static_cast<uint8_t>(v);
   }
   return out;
 }
@@ -205,8 +207,8 @@ void max_pool_cpu(CpuContext& ctx) {
 }
 
 // Per-dim window counts: positions j*dil + o*stride - pad_begin (j < k) inside [lo, hi), for each output o.
-std::vector<int64_t> window_counts(int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin,
-                                   int64_t lo, int64_t hi) {
+std::vector<int64_t> window_counts(int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin, int64_t lo,
+                                   int64_t hi) {
   std::vector<int64_t> counts(static_cast<size_t>(out));
   for (int64_t o = 0; o < out; ++o) {
     const int64_t start = o * stride - pad_begin;
@@ -349,10 +351,10 @@ KILNRT_REGISTER_OP(OpSchema{"", "AveragePool", 1, 1000, infer_pool, average_pool
                             "average pool (1-D..3-D on CPU): count_include_pad, ceil_mode, dilations, auto_pad"});
 KILNRT_REGISTER_OP(OpSchema{"", "LpPool", 1, 1000, infer_pool, lp_pool_cpu, float_dtypes(),
                             "(sum of |x|^p over the window)^(1/p): pads, strides, dilations, auto_pad, ceil_mode"});
-KILNRT_REGISTER_OP(OpSchema{"", "GlobalAveragePool", 1, 1000, infer_global_pool, global_pool_cpu<false>,
-                            float_dtypes(), "mean over all spatial dims"});
-KILNRT_REGISTER_OP(OpSchema{"", "GlobalMaxPool", 1, 1000, infer_global_pool, global_pool_cpu<true>,
-                            float_dtypes(), "max over all spatial dims"});
+KILNRT_REGISTER_OP(OpSchema{"", "GlobalAveragePool", 1, 1000, infer_global_pool, global_pool_cpu<false>, float_dtypes(),
+                            "mean over all spatial dims"});
+KILNRT_REGISTER_OP(OpSchema{"", "GlobalMaxPool", 1, 1000, infer_global_pool, global_pool_cpu<true>, float_dtypes(),
+                            "max over all spatial dims"});
 
 }  // namespace
 }  // namespace kilnrt::ops::nn

@@ -82,8 +82,12 @@ TEST(NnPool, CeilModeAndCountIncludePad) {
   // The last window must start inside the input or the begin pad: 5 + 1 - 2 = 4 -> ceil(4/3)+1 = 3 windows, but
   // the third would start at 2*3 - 1 = 5, past the input: dropped.
   Tensor x = random_tensor({1, 1, 5, 5}, 13);
-  Tensor y = run1(Op("MaxPool", 1).ints("kernel_shape", {2, 2}).ints("strides", {3, 3}).ints("pads", {1, 1, 0, 0})
-                      .i("ceil_mode", 1).node,
+  Tensor y = run1(Op("MaxPool", 1)
+                      .ints("kernel_shape", {2, 2})
+                      .ints("strides", {3, 3})
+                      .ints("pads", {1, 1, 0, 0})
+                      .i("ceil_mode", 1)
+                      .node,
                   {&x});
   EXPECT_EQ(shape_to_string(y.shape()), "1x1x2x2");
 }
@@ -213,8 +217,11 @@ TEST(NnPool, MaxPoolEightBit) {
   EXPECT_EQ(std::vector<uint8_t>(yu.data<uint8_t>(), yu.data<uint8_t>() + 6),
             (std::vector<uint8_t>{255, 255, 254, 1, 0, 2}));
   // AveragePool has no 8-bit form in ONNX: a clear error naming the node.
-  expect_error([&] { run1(Op("AveragePool", 1, 1, "avg8").ints("kernel_shape", {1, 2}).node, {&xu}); },
-               ErrorCode::kUnsupported, "avg8", "uint8");
+  expect_error(
+      [&] {
+        run1(Op("AveragePool", 1, 1, "avg8").ints("kernel_shape", {1, 2}).node, {&xu});
+      },
+      ErrorCode::kUnsupported, "avg8", "uint8");
 }
 
 TEST(NnPool, GlobalPools) {
@@ -241,9 +248,9 @@ TEST(NnPool, EmptyBatchShapesAndErrors) {
   Op mp = Op("MaxPool", 1).ints("kernel_shape", {3, 3}).ints("strides", {2, 2});
   EXPECT_EQ(shape_to_string(run1(mp.node, {&x0}).shape()), "0x3x3x3");
   EXPECT_EQ(shape_to_string(run1(Op("GlobalAveragePool", 1).node, {&x0}).shape()), "0x3x1x1");
-  auto out = infer(Op("MaxPool", 1).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1})
-                       .node,
-                   {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), 64, 112, 112})});
+  auto out =
+      infer(Op("MaxPool", 1).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).node,
+            {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), 64, 112, 112})});
   EXPECT_EQ(dims_string(out[0].shape), "batchx64x56x56");
   auto gout = infer(Op("GlobalAveragePool", 1).node,
                     {ttype(DType::kFloat32, {ir::Dim::symbol("batch"), 512, ir::Dim::symbol("h"), 7})});

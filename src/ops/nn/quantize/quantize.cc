@@ -1,6 +1,6 @@
 // Quantization ops (reference kernels, computed in double): QuantizeLinear / DequantizeLinear (10, 13: per-tensor
-// or per-axis; 21: blocked, 16-bit integers), DynamicQuantizeLinear (11), MatMulInteger / QLinearMatMul (10), ConvInteger / QLinearConv (10).
-// Rounding is half to even (std::nearbyint), saturation to the output type's range.
+// or per-axis; 21: blocked, 16-bit integers), DynamicQuantizeLinear (11), MatMulInteger / QLinearMatMul (10),
+// ConvInteger / QLinearConv (10). Rounding is half to even (std::nearbyint), saturation to the output type's range.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -50,12 +50,11 @@ std::vector<double> blocked_param(const Tensor& p, const Shape& shape, int64_t a
   const size_t rank = shape.size();
   const auto a = static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(rank), node));
   bool ok = ps.size() == rank;
-  for (size_t d = 0; ok && d < rank; ++d)
-    ok = d == a ? ps[d] == (shape[d] + block - 1) / block : ps[d] == shape[d];
+  for (size_t d = 0; ok && d < rank; ++d) ok = d == a ? ps[d] == (shape[d] + block - 1) / block : ps[d] == shape[d];
   KILNRT_CHECK(ok, kInvalidArgument, node.describe(),
                "blocked parameter of shape " << shape_to_string(ps) << " does not match input "
-                                              << shape_to_string(shape) << " with block_size " << block
-                                              << " on axis " << a);
+                                             << shape_to_string(shape) << " with block_size " << block << " on axis "
+                                             << a);
   int64_t total = 1;
   for (int64_t d : shape) total *= d;
   std::vector<double> out(static_cast<size_t>(total));
@@ -82,7 +81,8 @@ void element_params(const CpuContext& ctx, const Shape& shape, std::vector<doubl
   for (int64_t d : shape) total *= d;
   if (block > 0 && ctx.input(1).numel() > 1) {
     *scales = blocked_param(ctx.input(1), shape, axis, block, ctx.node);
-    *zeros = zp ? blocked_param(*zp, shape, axis, block, ctx.node) : std::vector<double>(static_cast<size_t>(total), 0.0);
+    *zeros =
+        zp ? blocked_param(*zp, shape, axis, block, ctx.node) : std::vector<double>(static_cast<size_t>(total), 0.0);
     return;
   }
   size_t ss, zs;
@@ -112,8 +112,8 @@ void quantize_cpu(CpuContext& ctx) {
     const double s = sc[i];
     const double zz = z[i];
     // float32 inputs divide in float32, as ONNX's reference does (the quotient's rounding decides ties).
-    const double q = x.dtype() == DType::kFloat32 ? static_cast<double>(static_cast<float>(v[i]) / static_cast<float>(s))
-                                                  : v[i] / s;
+    const double q =
+        x.dtype() == DType::kFloat32 ? static_cast<double>(static_cast<float>(v[i]) / static_cast<float>(s)) : v[i] / s;
     v[i] = saturate(std::nearbyint(q) + zz, out_t);
   }
   ctx.outputs[0] = tensor_from_doubles(v, out_t, x.shape());
@@ -219,7 +219,8 @@ void matmul_integer_cpu(CpuContext& ctx) {
 
 double scalar_of(const Tensor& t, const ir::Node& node) {
   const std::vector<double> v = tensor_to_doubles(t, node);
-  KILNRT_CHECK(!v.empty(), kInvalidArgument, node.describe(), "a scale / zero-point input is empty (expected a scalar)");
+  KILNRT_CHECK(!v.empty(), kInvalidArgument, node.describe(),
+               "a scale / zero-point input is empty (expected a scalar)");
   return v[0];
 }
 
@@ -250,8 +251,9 @@ std::vector<double> conv_zp(const Tensor& xt, double xzp, const Tensor& wt, cons
   const int64_t N = xt.shape()[0], C = xt.shape()[1], M = wt.shape()[0];
   const int64_t group = node.attr_int("group", 1);
   KILNRT_CHECK(group >= 1 && C % group == 0 && M % group == 0 && wt.shape()[1] == C / group, kInvalidModel,
-               node.describe(), "weight shape " << shape_to_string(wt.shape()) << " does not fit " << C
-                                                << " input channels in " << group << " groups");
+               node.describe(),
+               "weight shape " << shape_to_string(wt.shape()) << " does not fit " << C << " input channels in " << group
+                               << " groups");
   KILNRT_CHECK(wzp.size() == 1 || wzp.size() == static_cast<size_t>(M), kInvalidArgument, node.describe(),
                "weight zero point has " << wzp.size() << " values, expected 1 or " << M);
   const int64_t cg = C / group, mg = M / group;
@@ -272,10 +274,13 @@ std::vector<double> conv_zp(const Tensor& xt, double xzp, const Tensor& wt, cons
                     const int64_t i0 = o0 * g.s[0] - g.pad_begin[0] + k0 * g.d[0];
                     const int64_t i1 = o1 * g.s[1] - g.pad_begin[1] + k1 * g.d[1];
                     const int64_t i2 = o2 * g.s[2] - g.pad_begin[2] + k2 * g.d[2];
-                    const double wv = w[static_cast<size_t>((((m * cg + c) * g.k[0] + k0) * g.k[1] + k1) * g.k[2] + k2)] - zw;
+                    const double wv =
+                        w[static_cast<size_t>((((m * cg + c) * g.k[0] + k0) * g.k[1] + k1) * g.k[2] + k2)] - zw;
                     double xv = 0;  // padding holds the zero point: (x - xzp) = 0
                     if (i0 >= 0 && i0 < g.in[0] && i1 >= 0 && i1 < g.in[1] && i2 >= 0 && i2 < g.in[2])
-                      xv = x[static_cast<size_t>((((n * C + gi * cg + c) * g.in[0] + i0) * g.in[1] + i1) * g.in[2] + i2)] - xzp;
+                      xv = x[static_cast<size_t>((((n * C + gi * cg + c) * g.in[0] + i0) * g.in[1] + i1) * g.in[2] +
+                                                 i2)] -
+                           xzp;
                     s += xv * wv;
                   }
             y[static_cast<size_t>(((n * M + m) * g.out[0] + o0) * g.out[1] * g.out[2] + o1 * g.out[2] + o2)] = s;
@@ -326,18 +331,24 @@ void infer_quantize(ShapeContext& ctx) {
   if (!ctx.has_input(2) && ctx.node.attr_int("output_dtype", 0) != 0)
     t = static_cast<DType>(ctx.node.attr_int("output_dtype"));
   const ir::TensorType& x = ctx.input(0);
-  if (x.has_shape) ctx.set_output(0, t, x.shape);
-  else ctx.set_output_rank_unknown(0, t);
+  if (x.has_shape)
+    ctx.set_output(0, t, x.shape);
+  else
+    ctx.set_output_rank_unknown(0, t);
 }
 void infer_dequantize(ShapeContext& ctx) {
   const ir::TensorType& x = ctx.input(0);
-  if (x.has_shape) ctx.set_output(0, ctx.input(1).dtype, x.shape);
-  else ctx.set_output_rank_unknown(0, ctx.input(1).dtype);
+  if (x.has_shape)
+    ctx.set_output(0, ctx.input(1).dtype, x.shape);
+  else
+    ctx.set_output_rank_unknown(0, ctx.input(1).dtype);
 }
 void infer_dynamic_quantize(ShapeContext& ctx) {
   const ir::TensorType& x = ctx.input(0);
-  if (x.has_shape) ctx.set_output(0, DType::kUInt8, x.shape);
-  else ctx.set_output_rank_unknown(0, DType::kUInt8);
+  if (x.has_shape)
+    ctx.set_output(0, DType::kUInt8, x.shape);
+  else
+    ctx.set_output_rank_unknown(0, DType::kUInt8);
   if (ctx.outputs.size() > 1 && !ctx.node.outputs[1].empty()) ctx.set_output(1, DType::kFloat32, {});
   if (ctx.outputs.size() > 2 && !ctx.node.outputs[2].empty()) ctx.set_output(2, DType::kUInt8, {});
 }
@@ -390,23 +401,54 @@ void infer_conv_like(ShapeContext& ctx, DType t, size_t w_index) {
 const std::vector<DType> kQuantIn = {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kInt32};
 KILNRT_REGISTER_OP(OpSchema{"", "QuantizeLinear", 10, 1000, infer_quantize, quantize_cpu, kQuantIn,
                             "saturate(round_half_even(x / scale) + zero_point), per tensor, per axis or blocked"});
-KILNRT_REGISTER_OP(OpSchema{"", "DequantizeLinear", 10, 1000, infer_dequantize, dequantize_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "DequantizeLinear",
+                            10,
+                            1000,
+                            infer_dequantize,
+                            dequantize_cpu,
                             {DType::kUInt8, DType::kInt8, DType::kInt32},
                             "(x - zero_point) * scale, per tensor, per axis or blocked"});
-KILNRT_REGISTER_OP(OpSchema{"", "DynamicQuantizeLinear", 11, 1000, infer_dynamic_quantize, dynamic_quantize_cpu,
-                            {DType::kFloat32}, "uint8 quantization with scale/zero point from the data's range"});
-KILNRT_REGISTER_OP(OpSchema{"", "MatMulInteger", 10, 1000,
-                            [](ShapeContext& c) { infer_matmul_like(c, 1, DType::kInt32); }, matmul_integer_cpu,
-                            {DType::kUInt8, DType::kInt8}, "(a - a_zero_point) @ (b - b_zero_point) in int32"});
-KILNRT_REGISTER_OP(OpSchema{"", "QLinearMatMul", 10, 1000,
-                            [](ShapeContext& c) { infer_matmul_like(c, 3, c.input(7).dtype); }, qlinear_matmul_cpu,
-                            {DType::kUInt8, DType::kInt8}, "quantized matmul with requantization to y_scale/y_zp"});
-KILNRT_REGISTER_OP(OpSchema{"", "ConvInteger", 10, 1000, [](ShapeContext& c) { infer_conv_like(c, DType::kInt32, 1); },
-                            conv_integer_cpu, {DType::kUInt8, DType::kInt8},
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "DynamicQuantizeLinear",
+                            11,
+                            1000,
+                            infer_dynamic_quantize,
+                            dynamic_quantize_cpu,
+                            {DType::kFloat32},
+                            "uint8 quantization with scale/zero point from the data's range"});
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "MatMulInteger",
+                            10,
+                            1000,
+                            [](ShapeContext& c) { infer_matmul_like(c, 1, DType::kInt32); },
+                            matmul_integer_cpu,
+                            {DType::kUInt8, DType::kInt8},
+                            "(a - a_zero_point) @ (b - b_zero_point) in int32"});
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "QLinearMatMul",
+                            10,
+                            1000,
+                            [](ShapeContext& c) { infer_matmul_like(c, 3, c.input(7).dtype); },
+                            qlinear_matmul_cpu,
+                            {DType::kUInt8, DType::kInt8},
+                            "quantized matmul with requantization to y_scale/y_zp"});
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "ConvInteger",
+                            10,
+                            1000,
+                            [](ShapeContext& c) { infer_conv_like(c, DType::kInt32, 1); },
+                            conv_integer_cpu,
+                            {DType::kUInt8, DType::kInt8},
                             "convolution of (x - x_zero_point) and (w - w_zero_point) in int32"});
-KILNRT_REGISTER_OP(OpSchema{"", "QLinearConv", 10, 1000,
-                            [](ShapeContext& c) { infer_conv_like(c, c.input(7).dtype, 3); }, qlinear_conv_cpu,
-                            {DType::kUInt8, DType::kInt8}, "quantized convolution with int32 bias, requantized"});
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "QLinearConv",
+                            10,
+                            1000,
+                            [](ShapeContext& c) { infer_conv_like(c, c.input(7).dtype, 3); },
+                            qlinear_conv_cpu,
+                            {DType::kUInt8, DType::kInt8},
+                            "quantized convolution with int32 bias, requantized"});
 
 }  // namespace
 }  // namespace kilnrt::ops::nn

@@ -54,13 +54,14 @@ ResizeAttrs read_attrs(const ir::Node& node, int64_t opset) {
     a.keep_aspect = node.attr_string("keep_aspect_ratio_policy", "stretch");
     a.axes = node.attr_ints("axes", std::vector<int64_t>{});
   }
-  static const char* const kCoords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                                        "asymmetric", "tf_half_pixel_for_nearest", "tf_crop_and_resize"};
+  static const char* const kCoords[] = {"half_pixel",        "half_pixel_symmetric", "pytorch_half_pixel",
+                                        "align_corners",     "asymmetric",           "tf_half_pixel_for_nearest",
+                                        "tf_crop_and_resize"};
   KILNRT_CHECK(std::find(std::begin(kCoords), std::end(kCoords), a.coord) != std::end(kCoords), kInvalidModel,
                node.describe(), "unknown coordinate_transformation_mode '" << a.coord << "'");
   static const char* const kNearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-  KILNRT_CHECK(std::find(std::begin(kNearest), std::end(kNearest), a.nearest_mode) != std::end(kNearest),
-               kInvalidModel, node.describe(), "unknown nearest_mode '" << a.nearest_mode << "'");
+  KILNRT_CHECK(std::find(std::begin(kNearest), std::end(kNearest), a.nearest_mode) != std::end(kNearest), kInvalidModel,
+               node.describe(), "unknown nearest_mode '" << a.nearest_mode << "'");
   KILNRT_CHECK(a.keep_aspect == "stretch" || a.keep_aspect == "not_larger" || a.keep_aspect == "not_smaller",
                kInvalidModel, node.describe(), "unknown keep_aspect_ratio_policy '" << a.keep_aspect << "'");
   return a;
@@ -158,8 +159,7 @@ struct AxisTaps {
 
 // length_resized is scale * length_original (not the floored output size), as in ONNX's reference
 // (onnx/backend/test/case/node/resize.py): it differs from the output size only for scales that do not divide.
-double original_coord(const ResizeAttrs& a, double x, double scale, int64_t in, int64_t out, double rs,
-                      double re) {
+double original_coord(const ResizeAttrs& a, double x, double scale, int64_t in, int64_t out, double rs, double re) {
   const double len_in = static_cast<double>(in), len_out = scale * len_in;
   if (a.coord == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (a.coord == "half_pixel_symmetric") {
@@ -173,7 +173,8 @@ double original_coord(const ResizeAttrs& a, double x, double scale, int64_t in, 
   if (a.coord == "asymmetric") return x / scale;
   if (a.coord == "tf_half_pixel_for_nearest") return (x + 0.5) / scale;
   // tf_crop_and_resize
-  return len_out > 1 ? rs * (len_in - 1) + x * (re - rs) * (len_in - 1) / (len_out - 1) : 0.5 * (rs + re) * (len_in - 1);
+  return len_out > 1 ? rs * (len_in - 1) + x * (re - rs) * (len_in - 1) / (len_out - 1)
+                     : 0.5 * (rs + re) * (len_in - 1);
 }
 
 // Antialiased linear / cubic taps (ONNX reference semantics): with s = min(scale, 1), the filter is stretched by
@@ -234,11 +235,16 @@ AxisTaps axis_taps(const ResizeAttrs& a, int64_t in, int64_t out, double scale, 
     }
     if (a.mode == "nearest") {
       bool up;
-      if (r == 0.0) up = false;
-      else if (a.nearest_mode == "round_prefer_floor") up = r > 0.5;
-      else if (a.nearest_mode == "round_prefer_ceil") up = r >= 0.5;
-      else if (a.nearest_mode == "floor") up = false;
-      else up = true;
+      if (r == 0.0)
+        up = false;
+      else if (a.nearest_mode == "round_prefer_floor")
+        up = r > 0.5;
+      else if (a.nearest_mode == "round_prefer_ceil")
+        up = r >= 0.5;
+      else if (a.nearest_mode == "floor")
+        up = false;
+      else
+        up = true;
       taps.push_back({clamp(x0 + (up ? 1 : 0)), 1.0});
     } else if (a.mode == "linear") {
       taps.push_back({clamp(x0), 1.0 - r});
@@ -308,7 +314,10 @@ Tensor resize_values(const ir::Node& node, const ResizeAttrs& a, const Tensor& x
           --d;
           if (++k[d] < lists[d]->size()) break;
           k[d] = 0;
-          if (d == 0) { d = rank + 1; break; }
+          if (d == 0) {
+            d = rank + 1;
+            break;
+          }
         }
         if (d == rank + 1 || rank == 0) break;
       }
@@ -344,8 +353,8 @@ void resize_cpu(CpuContext& ctx) {
   }
   KILNRT_CHECK(a.coord != "tf_crop_and_resize" || optional_input(ctx, pos.roi), kInvalidModel, ctx.node.describe(),
                "tf_crop_and_resize needs the roi input");
-  const ResizePlan p = plan_resize(ctx.node, a, x.shape(), optional_input(ctx, pos.roi), scales,
-                                   optional_input(ctx, pos.sizes));
+  const ResizePlan p =
+      plan_resize(ctx.node, a, x.shape(), optional_input(ctx, pos.roi), scales, optional_input(ctx, pos.sizes));
   ctx.outputs[0] = resize_values(ctx.node, a, x, p);
 }
 

@@ -23,8 +23,7 @@ Act make_activation(const std::string& name, double alpha, double beta, const ir
   if (name == "LeakyRelu") return [alpha](double x) { return x >= 0 ? x : alpha * x; };
   if (name == "ThresholdedRelu") return [alpha](double x) { return x > alpha ? x : 0.0; };
   if (name == "ScaledTanh") return [alpha, beta](double x) { return alpha * std::tanh(beta * x); };
-  if (name == "HardSigmoid")
-    return [alpha, beta](double x) { return std::max(0.0, std::min(1.0, alpha * x + beta)); };
+  if (name == "HardSigmoid") return [alpha, beta](double x) { return std::max(0.0, std::min(1.0, alpha * x + beta)); };
   if (name == "Elu") return [alpha](double x) { return x >= 0 ? x : alpha * (std::exp(x) - 1); };
   if (name == "Softsign") return [](double x) { return x / (1 + std::fabs(x)); };
   if (name == "Softplus") return [](double x) { return std::log1p(std::exp(x)); };
@@ -65,8 +64,8 @@ int num_directions(const ir::Node& node) {
 }
 
 std::vector<Act> read_activations(const ir::Node& node, const RnnSpec& spec, int dirs) {
-  std::vector<std::string> names = node.attrs.count("activations") ? node.attrs.at("activations").strings
-                                                                   : std::vector<std::string>{};
+  std::vector<std::string> names =
+      node.attrs.count("activations") ? node.attrs.at("activations").strings : std::vector<std::string>{};
   if (names.empty())
     for (int d = 0; d < dirs; ++d)
       for (int i = 0; i < spec.n_acts; ++i) names.push_back(spec.default_acts[i]);

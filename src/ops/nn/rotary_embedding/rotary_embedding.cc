@@ -56,7 +56,7 @@ void rotary_cpu(CpuContext& ctx) {
   } else {
     KILNRT_CHECK(cs.size() == 3 && cs[0] == batch && cs[1] == seq, kInvalidModel, node.describe(),
                  "without position_ids the caches must be [B, S, rd/2] = [" << batch << ", " << seq << ", " << half
-                                                                              << "], got " << shape_to_string(cs));
+                                                                            << "], got " << shape_to_string(cs));
   }
   Tensor y = Tensor::empty(DType::kFloat32, s);
   const float* xp = x.data<float>();

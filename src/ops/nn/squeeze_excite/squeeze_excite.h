@@ -6,8 +6,8 @@
 //   Y[n,c,h,w] = X[n,c,h,w] * s[n,c]
 // Inputs: X [N,C,H,W]; W1 (Cs*C values, dim 0 = Cs: [Cs,C] or the conv's [Cs,C,1,1]); B1 [Cs] (optional, "");
 // W2 (C*Cs values, dim 0 = C); B2 [C] (optional). Attributes: `activation` / `activation_params` and `gate` /
-// `gate_params`, with FusedConv's names and parameters (ops/nn/fused_conv/fused_conv.h; absent = none). The CPU reference
-// computes in float32 (double sums for the mean); the CUDA layer in float32 from 16-bit storage.
+// `gate_params`, with FusedConv's names and parameters (ops/nn/fused_conv/fused_conv.h; absent = none). The CPU
+// reference computes in float32 (double sums for the mean); the CUDA layer in float32 from 16-bit storage.
 #pragma once
 #include "ir/graph.h"
 #include "ops/nn/fused_conv/fused_conv.h"

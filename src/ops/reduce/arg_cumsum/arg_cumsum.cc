@@ -20,8 +20,10 @@ void arg_cpu(CpuContext& ctx) {
   AxisView v = axis_view(x.shape(), axis);
   Shape out_shape;
   for (int d = 0; d < rank; ++d) {
-    if (d != axis) out_shape.push_back(x.shape()[d]);
-    else if (keepdims) out_shape.push_back(1);
+    if (d != axis)
+      out_shape.push_back(x.shape()[d]);
+    else if (keepdims)
+      out_shape.push_back(1);
   }
   Tensor y = Tensor::empty(DType::kInt64, out_shape);
   KILNRT_CHECK(v.dim > 0 || y.numel() == 0, kInvalidArgument, ctx.node.describe(),
@@ -44,9 +46,12 @@ void arg_cpu(CpuContext& ctx) {
         C c = Compute<T>::load(p[k * v.inner]);
         bool c_nan = c != c;
         bool better;
-        if (best_nan) better = last && c_nan;
-        else if (c_nan) better = true;
-        else better = kMax ? (c > best || (last && c == best)) : (c < best || (last && c == best));
+        if (best_nan)
+          better = last && c_nan;
+        else if (c_nan)
+          better = true;
+        else
+          better = kMax ? (c > best || (last && c == best)) : (c < best || (last && c == best));
         if (better) {
           best = c;
           best_k = k;
@@ -70,8 +75,10 @@ void arg_infer(ShapeContext& ctx) {
   const bool keepdims = ctx.node.attr_int("keepdims", 1) != 0;
   ir::SymShape out;
   for (int64_t d = 0; d < rank; ++d) {
-    if (d != axis) out.push_back((*in)[d]);
-    else if (keepdims) out.push_back(ir::Dim(1));
+    if (d != axis)
+      out.push_back((*in)[d]);
+    else if (keepdims)
+      out.push_back(ir::Dim(1));
   }
   ctx.set_output(0, DType::kInt64, out);
 }
@@ -150,7 +157,8 @@ OpSchema cumulative_schema() {
   s.infer = [](ShapeContext& ctx) { set_output_type(ctx, 0, ctx.input(0).dtype, input_shape(ctx, 0)); };
   s.cpu = cumulative_cpu<kProduct>;
   s.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32};
-  s.doc = kProduct ? "cumulative product along axis (exclusive, reverse)" : "cumulative sum along axis (exclusive, reverse)";
+  s.doc = kProduct ? "cumulative product along axis (exclusive, reverse)"
+                   : "cumulative sum along axis (exclusive, reverse)";
   return s;
 }
 KILNRT_REGISTER_OP(cumulative_schema<false>());

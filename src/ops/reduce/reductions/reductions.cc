@@ -32,8 +32,10 @@ compute_t<T> reduce_one(const T* in, int64_t base, const std::vector<int64_t>& o
   using C = compute_t<T>;
   // A floating accumulator into an integer result: no undefined behaviour for NaN / out-of-range (fuzz finding).
   auto to_c = [](A v) -> C {
-    if constexpr (std::is_floating_point_v<A> && std::is_integral_v<C>) return saturate_to_int<C>(static_cast<double>(v));
-    else return static_cast<C>(v);
+    if constexpr (std::is_floating_point_v<A> && std::is_integral_v<C>)
+      return saturate_to_int<C>(static_cast<double>(v));
+    else
+      return static_cast<C>(v);
   };
   const size_t n = offs.size();
   auto at = [&](size_t k) { return static_cast<A>(Compute<T>::load(in[base + offs[k]])); };
@@ -64,14 +66,19 @@ compute_t<T> reduce_one(const T* in, int64_t base, const std::vector<int64_t>& o
   } else {
     for (size_t k = 0; k < n; ++k) {
       A v = at(k);
-      if constexpr (K == ReduceKind::kL1) acc += v < 0 ? -v : v;
-      else if constexpr (K == ReduceKind::kL2 || K == ReduceKind::kSumSquare) acc += v * v;
-      else acc += v;
+      if constexpr (K == ReduceKind::kL1)
+        acc += v < 0 ? -v : v;
+      else if constexpr (K == ReduceKind::kL2 || K == ReduceKind::kSumSquare)
+        acc += v * v;
+      else
+        acc += v;
     }
     if constexpr (K == ReduceKind::kMean) {
       if (n == 0) {
-        if constexpr (std::is_floating_point_v<C>) return std::numeric_limits<C>::quiet_NaN();
-        else return C(0);
+        if constexpr (std::is_floating_point_v<C>)
+          return std::numeric_limits<C>::quiet_NaN();
+        else
+          return C(0);
       }
       acc /= static_cast<A>(n);
     }
@@ -161,8 +168,10 @@ void reduce_infer(ShapeContext& ctx) {
   for (int64_t a : ax) reduced[a] = true;
   ir::SymShape out;
   for (int64_t d = 0; d < rank; ++d) {
-    if (!reduced[d]) out.push_back(x.shape[d]);
-    else if (keepdims) out.push_back(ir::Dim(1));
+    if (!reduced[d])
+      out.push_back(x.shape[d]);
+    else if (keepdims)
+      out.push_back(ir::Dim(1));
   }
   ctx.set_output(0, x.dtype, out);
 }

@@ -32,8 +32,10 @@ namespace {
 // ---- shape functions --------------------------------------------------------------------------------------------
 
 void set_sequence(ShapeContext& ctx, size_t i, DType dtype, const ir::TensorType* element) {
-  if (element && element->has_shape) ctx.set_output(i, dtype, element->shape);
-  else ctx.set_output_rank_unknown(i, dtype);
+  if (element && element->has_shape)
+    ctx.set_output(i, dtype, element->shape);
+  else
+    ctx.set_output_rank_unknown(i, dtype);
   ctx.outputs[i].is_sequence = true;
 }
 
@@ -72,8 +74,10 @@ void sequence_insert_infer(ShapeContext& ctx) {
 
 void sequence_at_infer(ShapeContext& ctx) {
   const ir::TensorType& s = ctx.input(0);
-  if (s.has_shape) ctx.set_output(0, s.dtype, s.shape);
-  else ctx.set_output_rank_unknown(0, s.dtype);
+  if (s.has_shape)
+    ctx.set_output(0, s.dtype, s.shape);
+  else
+    ctx.set_output_rank_unknown(0, s.dtype);
 }
 
 void sequence_erase_infer(ShapeContext& ctx) { set_sequence(ctx, 0, ctx.input(0).dtype, &ctx.input(0)); }
@@ -88,9 +92,12 @@ void split_to_sequence_infer(ShapeContext& ctx) {
   element.has_shape = true;
   element.shape = x.shape;
   const int64_t axis = normalize_axis(ctx.node.attr_int("axis", 0), static_cast<int64_t>(x.shape.size()), ctx.node);
-  if (ctx.has_input(1)) element.shape[axis] = ir::Dim();  // chunk sizes may differ
-  else if (ctx.node.attr_int("keepdims", 1) != 0) element.shape[axis] = ir::Dim(1);
-  else element.shape.erase(element.shape.begin() + axis);
+  if (ctx.has_input(1))
+    element.shape[axis] = ir::Dim();  // chunk sizes may differ
+  else if (ctx.node.attr_int("keepdims", 1) != 0)
+    element.shape[axis] = ir::Dim(1);
+  else
+    element.shape.erase(element.shape.begin() + axis);
   set_sequence(ctx, 0, x.dtype, &element);
 }
 
@@ -101,8 +108,10 @@ void concat_from_sequence_infer(ShapeContext& ctx) {
   const bool new_axis = ctx.node.attr_int("new_axis", 0) != 0;
   const int64_t rank = static_cast<int64_t>(shape.size()) + (new_axis ? 1 : 0);
   const int64_t axis = normalize_axis(ctx.node.attr_int("axis"), rank, ctx.node);
-  if (new_axis) shape.insert(shape.begin() + axis, ir::Dim());
-  else shape[axis] = ir::Dim();
+  if (new_axis)
+    shape.insert(shape.begin() + axis, ir::Dim());
+  else
+    shape[axis] = ir::Dim();
   ctx.set_output(0, s.dtype, shape);
 }
 
@@ -129,9 +138,9 @@ int64_t position(const CpuContext& ctx, size_t input, int64_t len, int64_t extra
 
 void check_element_dtype(const CpuContext& ctx, const TensorSequence& seq, const Tensor& t) {
   if (seq.empty()) return;
-  KILNRT_CHECK(seq[0].dtype() == t.dtype(), kInvalidArgument, ctx.node.describe(),
-               "tensor of dtype " << dtype_name(t.dtype()) << " cannot join a sequence of "
-                                  << dtype_name(seq[0].dtype()));
+  KILNRT_CHECK(
+      seq[0].dtype() == t.dtype(), kInvalidArgument, ctx.node.describe(),
+      "tensor of dtype " << dtype_name(t.dtype()) << " cannot join a sequence of " << dtype_name(seq[0].dtype()));
 }
 
 void sequence_empty_cpu(CpuContext& ctx) { ctx.set_sequence_output(0, {}); }
@@ -245,8 +254,10 @@ void concat_from_sequence_cpu(CpuContext& ctx) {
   const int64_t axis = normalize_axis(node.attr_int("axis"), rank, node);
   // Every element viewed with the concat axis present (new_axis: a dim of 1 inserted).
   Shape out_shape = first.shape();
-  if (new_axis) out_shape.insert(out_shape.begin() + axis, 0);
-  else out_shape[axis] = 0;
+  if (new_axis)
+    out_shape.insert(out_shape.begin() + axis, 0);
+  else
+    out_shape[axis] = 0;
   std::vector<Shape> parts;
   for (size_t k = 0; k < seq.size(); ++k) {
     const Tensor& t = seq[k];
@@ -260,8 +271,8 @@ void concat_from_sequence_cpu(CpuContext& ctx) {
       KILNRT_CHECK(d == axis || s[d] == out_shape[d], kInvalidArgument, node.describe(),
                    "sequence element " << k << " has shape " << shape_to_string(t.shape()) << ", element 0 has "
                                        << shape_to_string(first.shape()) << ": they differ outside axis " << axis);
-    KILNRT_CHECK(s[axis] <= std::numeric_limits<int64_t>::max() - out_shape[axis], kInvalidArgument,
-                 node.describe(), "the concatenated axis is too long");
+    KILNRT_CHECK(s[axis] <= std::numeric_limits<int64_t>::max() - out_shape[axis], kInvalidArgument, node.describe(),
+                 "the concatenated axis is too long");
     out_shape[axis] += s[axis];
     parts.push_back(std::move(s));
   }
@@ -282,14 +293,14 @@ void concat_from_sequence_cpu(CpuContext& ctx) {
   ctx.outputs[0] = std::move(out);
 }
 
-const std::vector<DType> kAll = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
-                                 DType::kInt8,    DType::kInt16,   DType::kInt32,    DType::kInt64,
-                                 DType::kUInt8,   DType::kUInt16,  DType::kUInt32,   DType::kUInt64, DType::kBool};
+const std::vector<DType> kAll = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt8,
+                                 DType::kInt16,   DType::kInt32,   DType::kInt64,    DType::kUInt8,   DType::kUInt16,
+                                 DType::kUInt32,  DType::kUInt64,  DType::kBool};
 
 KILNRT_REGISTER_OP(OpSchema{"", "SequenceEmpty", 11, 1000, sequence_empty_infer, sequence_empty_cpu, kAll,
                             "an empty sequence of the `dtype` attribute (host container)"});
-KILNRT_REGISTER_OP(OpSchema{"", "SequenceConstruct", 11, 1000, sequence_construct_infer, sequence_construct_cpu,
-                            kAll, "a sequence of the inputs (same dtype), in order"});
+KILNRT_REGISTER_OP(OpSchema{"", "SequenceConstruct", 11, 1000, sequence_construct_infer, sequence_construct_cpu, kAll,
+                            "a sequence of the inputs (same dtype), in order"});
 KILNRT_REGISTER_OP(OpSchema{"", "SequenceInsert", 11, 1000, sequence_insert_infer, sequence_insert_cpu, kAll,
                             "inserts a tensor at `position` (default: the end; negative counts from the end)"});
 KILNRT_REGISTER_OP(OpSchema{"", "SequenceAt", 11, 1000, sequence_at_infer, sequence_at_cpu, kAll,

@@ -92,9 +92,14 @@ void infer_center_crop_pad(ShapeContext& ctx) {
 
 }  // namespace
 
-KILNRT_REGISTER_OP(OpSchema{"", "CenterCropPad", 18, 1000, infer_center_crop_pad, center_crop_pad_cpu,
-                            {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kInt64, DType::kInt32,
-                             DType::kUInt8, DType::kBool},
-                            "centre crop / zero pad of the given axes to the given lengths"});
+KILNRT_REGISTER_OP(OpSchema{
+    "",
+    "CenterCropPad",
+    18,
+    1000,
+    infer_center_crop_pad,
+    center_crop_pad_cpu,
+    {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kInt64, DType::kInt32, DType::kUInt8, DType::kBool},
+    "centre crop / zero pad of the given axes to the given lengths"});
 
 }  // namespace kilnrt::ops

@@ -139,9 +139,9 @@ void scatter_elements_cpu(CpuContext& ctx) {
                ctx.node.op_type << ": indices rank differs from data rank");
   const int64_t axis = normalize_axis(ctx.node.attr_int("axis", 0), x.rank(), ctx.node);
   for (int d = 0; d < x.rank(); ++d)
-    KILNRT_CHECK(d == axis || ind.dim(d) <= x.dim(d), kInvalidArgument, ctx.node.describe(),
-                 ctx.node.op_type << ": indices dim " << d << " (" << ind.dim(d) << ") exceeds data's (" << x.dim(d)
-                                  << ")");
+    KILNRT_CHECK(
+        d == axis || ind.dim(d) <= x.dim(d), kInvalidArgument, ctx.node.describe(),
+        ctx.node.op_type << ": indices dim " << d << " (" << ind.dim(d) << ") exceeds data's (" << x.dim(d) << ")");
   const std::vector<int64_t> idx = read_int_input(ctx, 1);
   const std::vector<int64_t> xs = contiguous_strides(x.shape());
   std::vector<int64_t> offs(idx.size());
@@ -330,38 +330,53 @@ KILNRT_REGISTER_OP(make("ScatterND", 11, same_as_data, scatter_nd_cpu,
 KILNRT_REGISTER_OP(make("ScatterElements", 11, same_as_data, scatter_elements_cpu,
                         "copy of data with elements at indices along axis replaced / reduced"));
 KILNRT_REGISTER_OP(make("Scatter", 9, same_as_data, scatter_elements_cpu, "ScatterElements under its opset 9-10 name"));
-KILNRT_REGISTER_OP(make("NonZero", 9, [](ShapeContext& ctx) {
-  const ir::TensorType& x = ctx.input(0);
-  if (!x.has_shape) return ctx.set_output_rank_unknown(0, DType::kInt64);
-  ctx.set_output(0, DType::kInt64, ir::SymShape{ir::Dim(std::max<int64_t>(x.shape.size(), 1)), ir::Dim()});
-}, nonzero_cpu, "indices of the non-zero elements, (rank, count)"));
-KILNRT_REGISTER_OP(make("Compress", 9, [](ShapeContext& ctx) {
-  const ir::TensorType& x = ctx.input(0);
-  if (!ctx.node.has_attr("axis")) return ctx.set_output(0, x.dtype, ir::SymShape{ir::Dim()});
-  if (!x.has_shape) return ctx.set_output_rank_unknown(0, x.dtype);
-  ir::SymShape out = x.shape;
-  out[normalize_axis(ctx.node.attr_int("axis"), static_cast<int64_t>(out.size()), ctx.node)] = ir::Dim();
-  ctx.set_output(0, x.dtype, out);
-}, compress_cpu, "slices along axis (or elements of the flattened input) where condition is true"));
-KILNRT_REGISTER_OP(make("OneHot", 9, [](ShapeContext& ctx) {
-  const ir::TensorType& ind = ctx.input(0);
-  const DType dt = ctx.input(2).dtype;
-  if (!ind.has_shape) return ctx.set_output_rank_unknown(0, dt);
-  ir::SymShape out = ind.shape;
-  const int64_t axis = normalize_axis(ctx.node.attr_int("axis", -1), static_cast<int64_t>(out.size()) + 1, ctx.node);
-  ir::Dim depth;
-  if (const Tensor* d = ctx.value(1)) depth = ir::Dim(static_cast<int64_t>(tensor_to_doubles(*d, ctx.node).at(0)));
-  out.insert(out.begin() + axis, depth);
-  ctx.set_output(0, dt, out);
-}, onehot_cpu, "one-hot encoding of indices with depth and [off, on] values along axis"));
-KILNRT_REGISTER_OP(make("EyeLike", 9, [](ShapeContext& ctx) {
-  const ir::TensorType& x = ctx.input(0);
-  set_output_type(ctx, 0, eyelike_dtype(ctx.node, x.dtype), input_shape(ctx, 0));
-}, eyelike_cpu, "2-D identity (diagonal k) shaped like the input"));
-KILNRT_REGISTER_OP(make("DepthToSpace", 1, [](ShapeContext& c) { depth_space_infer(c, true); },
-                        [](CpuContext& c) { depth_space_cpu(c, true); }, "rearranges depth into blocks (DCR / CRD)"));
-KILNRT_REGISTER_OP(make("SpaceToDepth", 1, [](ShapeContext& c) { depth_space_infer(c, false); },
-                        [](CpuContext& c) { depth_space_cpu(c, false); }, "rearranges blocks into depth"));
+KILNRT_REGISTER_OP(make(
+    "NonZero", 9,
+    [](ShapeContext& ctx) {
+      const ir::TensorType& x = ctx.input(0);
+      if (!x.has_shape) return ctx.set_output_rank_unknown(0, DType::kInt64);
+      ctx.set_output(0, DType::kInt64, ir::SymShape{ir::Dim(std::max<int64_t>(x.shape.size(), 1)), ir::Dim()});
+    },
+    nonzero_cpu, "indices of the non-zero elements, (rank, count)"));
+KILNRT_REGISTER_OP(make(
+    "Compress", 9,
+    [](ShapeContext& ctx) {
+      const ir::TensorType& x = ctx.input(0);
+      if (!ctx.node.has_attr("axis")) return ctx.set_output(0, x.dtype, ir::SymShape{ir::Dim()});
+      if (!x.has_shape) return ctx.set_output_rank_unknown(0, x.dtype);
+      ir::SymShape out = x.shape;
+      out[normalize_axis(ctx.node.attr_int("axis"), static_cast<int64_t>(out.size()), ctx.node)] = ir::Dim();
+      ctx.set_output(0, x.dtype, out);
+    },
+    compress_cpu, "slices along axis (or elements of the flattened input) where condition is true"));
+KILNRT_REGISTER_OP(make(
+    "OneHot", 9,
+    [](ShapeContext& ctx) {
+      const ir::TensorType& ind = ctx.input(0);
+      const DType dt = ctx.input(2).dtype;
+      if (!ind.has_shape) return ctx.set_output_rank_unknown(0, dt);
+      ir::SymShape out = ind.shape;
+      const int64_t axis =
+          normalize_axis(ctx.node.attr_int("axis", -1), static_cast<int64_t>(out.size()) + 1, ctx.node);
+      ir::Dim depth;
+      if (const Tensor* d = ctx.value(1)) depth = ir::Dim(static_cast<int64_t>(tensor_to_doubles(*d, ctx.node).at(0)));
+      out.insert(out.begin() + axis, depth);
+      ctx.set_output(0, dt, out);
+    },
+    onehot_cpu, "one-hot encoding of indices with depth and [off, on] values along axis"));
+KILNRT_REGISTER_OP(make(
+    "EyeLike", 9,
+    [](ShapeContext& ctx) {
+      const ir::TensorType& x = ctx.input(0);
+      set_output_type(ctx, 0, eyelike_dtype(ctx.node, x.dtype), input_shape(ctx, 0));
+    },
+    eyelike_cpu, "2-D identity (diagonal k) shaped like the input"));
+KILNRT_REGISTER_OP(make(
+    "DepthToSpace", 1, [](ShapeContext& c) { depth_space_infer(c, true); },
+    [](CpuContext& c) { depth_space_cpu(c, true); }, "rearranges depth into blocks (DCR / CRD)"));
+KILNRT_REGISTER_OP(make(
+    "SpaceToDepth", 1, [](ShapeContext& c) { depth_space_infer(c, false); },
+    [](CpuContext& c) { depth_space_cpu(c, false); }, "rearranges blocks into depth"));
 
 }  // namespace
 }  // namespace kilnrt::ops

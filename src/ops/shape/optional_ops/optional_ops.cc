@@ -37,10 +37,20 @@ void infer_get_element(ShapeContext& ctx) {
 
 }  // namespace
 
-KILNRT_REGISTER_OP(OpSchema{"", "OptionalHasElement", 15, 1000, infer_has_element, has_element_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "OptionalHasElement",
+                            15,
+                            1000,
+                            infer_has_element,
+                            has_element_cpu,
                             {DType::kFloat32, DType::kInt64, DType::kInt32, DType::kBool},
                             "whether the (tensor) input is given -> bool scalar"});
-KILNRT_REGISTER_OP(OpSchema{"", "OptionalGetElement", 15, 1000, infer_get_element, get_element_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "OptionalGetElement",
+                            15,
+                            1000,
+                            infer_get_element,
+                            get_element_cpu,
                             {DType::kFloat32, DType::kInt64, DType::kInt32, DType::kBool},
                             "the (tensor) input itself; an omitted input is an error"});
 

@@ -163,8 +163,10 @@ void pad_infer(ShapeContext& ctx) {
     pads = input_known_ints(ctx, 1);
     if (ctx.has_input(3)) {
       auto a = input_known_ints(ctx, 3);
-      if (!a) pads.reset();
-      else axes = *a;
+      if (!a)
+        pads.reset();
+      else
+        axes = *a;
     }
   }
   if (!pads) {

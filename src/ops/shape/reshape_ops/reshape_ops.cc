@@ -27,7 +27,8 @@ Shape reshape_target(const Tensor& x, const std::vector<int64_t>& spec, bool all
   for (size_t i = 0; i < spec.size(); ++i) {
     int64_t v = spec[i];
     if (v == -1) {
-      KILNRT_CHECK(infer_at < 0, kInvalidModel, node.describe(), "Reshape: more than one -1 in shape " << shape_to_string(spec));
+      KILNRT_CHECK(infer_at < 0, kInvalidModel, node.describe(),
+                   "Reshape: more than one -1 in shape " << shape_to_string(spec));
       infer_at = static_cast<int64_t>(i);
       continue;
     }
@@ -37,7 +38,8 @@ Shape reshape_target(const Tensor& x, const std::vector<int64_t>& spec, bool all
                                      << x.rank());
       v = x.shape()[i];
     }
-    KILNRT_CHECK(v >= 0, kInvalidModel, node.describe(), "Reshape: invalid dim " << v << " in shape " << shape_to_string(spec));
+    KILNRT_CHECK(v >= 0, kInvalidModel, node.describe(),
+                 "Reshape: invalid dim " << v << " in shape " << shape_to_string(spec));
     out[i] = v;
     KILNRT_CHECK(!__builtin_mul_overflow(known, v, &known), kInvalidArgument, node.describe(),
                  "Reshape: shape " << shape_to_string(spec) << " has more elements than int64 can count");
@@ -64,8 +66,10 @@ bool factorize(const std::vector<SymInt>& dims, int64_t* product, std::multiset<
     } else if (!d.name.empty()) {
       for (const std::string& f : sym_product_factors(d.name)) {
         SymInt v = dim_to_sym_int(ir::Dim::symbol(f));
-        if (v.known) *product *= v.value;
-        else names->insert(f);
+        if (v.known)
+          *product *= v.value;
+        else
+          names->insert(f);
       }
     } else {
       return false;
@@ -285,11 +289,11 @@ void expand_cpu(CpuContext& ctx) {
     using T = typename decltype(tag)::type;
     const T* in = x.data<T>();
     T* out = y.data<T>();
-    for_each_broadcast_row<1>(out_shape, {&x.shape()},
-                              [&](int64_t o, const std::array<int64_t, 1>& off, const std::array<int64_t, 1>& st,
-                                  int64_t n) {
-                                for (int64_t j = 0; j < n; ++j) out[o + j] = in[off[0] + j * st[0]];
-                              });
+    for_each_broadcast_row<1>(
+        out_shape, {&x.shape()},
+        [&](int64_t o, const std::array<int64_t, 1>& off, const std::array<int64_t, 1>& st, int64_t n) {
+          for (int64_t j = 0; j < n; ++j) out[o + j] = in[off[0] + j * st[0]];
+        });
   });
   ctx.outputs[0] = y;
 }
@@ -318,7 +322,8 @@ std::vector<int64_t> transpose_perm(const ir::Node& node, int64_t rank) {
                "Transpose: perm has " << perm.size() << " entries for an input of rank " << rank);
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t& p : perm) {
-    KILNRT_CHECK(p >= -rank && p < rank, kInvalidModel, node.describe(), "Transpose: perm entry " << p << " out of range");
+    KILNRT_CHECK(p >= -rank && p < rank, kInvalidModel, node.describe(),
+                 "Transpose: perm entry " << p << " out of range");
     if (p < 0) p += rank;
     KILNRT_CHECK(!seen[p], kInvalidModel, node.describe(), "Transpose: perm repeats axis " << p);
     seen[p] = true;

@@ -39,10 +39,10 @@ AxisSlice clamp_slice(int64_t start, int64_t end, int64_t step, int64_t dim) {
     start = std::clamp<int64_t>(start, 0, dim - 1);
     end = std::clamp<int64_t>(end, -1, dim - 1);
     // -step may overflow for INT64_MIN: divide by the magnitude without negating it.
-    r.count = start > end ? 1 + (start - end - 1) / (step == std::numeric_limits<int64_t>::min()
-                                                         ? std::numeric_limits<int64_t>::max()
-                                                         : -step)
-                          : 0;
+    r.count = start > end
+                  ? 1 + (start - end - 1) /
+                            (step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step)
+                  : 0;
   }
   r.start = r.count > 0 ? start : 0;
   return r;

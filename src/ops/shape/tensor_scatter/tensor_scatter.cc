@@ -21,8 +21,8 @@ void tensor_scatter_cpu(CpuContext& ctx) {
   const std::string mode = node.attr_string("mode", "linear");
   KILNRT_CHECK(mode == "linear" || mode == "circular", kInvalidModel, node.describe(),
                "mode must be linear or circular, got '" << mode << "'");
-  KILNRT_CHECK(update.dtype() == cache.dtype() && us.size() == cs.size() && rank >= 2, kInvalidModel,
-               node.describe(), "update " << shape_to_string(us) << " must have past_cache's dtype and rank (>= 2)");
+  KILNRT_CHECK(update.dtype() == cache.dtype() && us.size() == cs.size() && rank >= 2, kInvalidModel, node.describe(),
+               "update " << shape_to_string(us) << " must have past_cache's dtype and rank (>= 2)");
   const int64_t axis = normalize_axis(node.attr_int("axis", -2), rank, node);
   KILNRT_CHECK(axis >= 1, kInvalidModel, node.describe(), "axis must not be the batch axis 0");
   for (int64_t d = 0; d < rank; ++d)
@@ -71,7 +71,12 @@ void infer_tensor_scatter(ShapeContext& ctx) {
 
 }  // namespace
 
-KILNRT_REGISTER_OP(OpSchema{"", "TensorScatter", 24, 1000, infer_tensor_scatter, tensor_scatter_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "TensorScatter",
+                            24,
+                            1000,
+                            infer_tensor_scatter,
+                            tensor_scatter_cpu,
                             {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kInt64, DType::kInt32},
                             "KV-cache write: update into past_cache at write_indices along axis (linear/circular)"});
 

@@ -19,8 +19,10 @@ void unique_cpu(CpuContext& ctx) {
   const bool has_axis = node.attrs.count("axis") > 0;
   Shape shape = x.shape();
   int64_t axis = 0;
-  if (has_axis) axis = normalize_axis(node.attr_int("axis"), x.rank(), node);
-  else shape = {x.numel()};
+  if (has_axis)
+    axis = normalize_axis(node.attr_int("axis"), x.rank(), node);
+  else
+    shape = {x.numel()};
   const auto ax = static_cast<size_t>(axis);
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < ax; ++d) outer *= shape[d];
@@ -55,7 +57,8 @@ void unique_cpu(CpuContext& ctx) {
   }
   std::vector<int64_t> order(firsts.size());
   std::iota(order.begin(), order.end(), 0);
-  if (sorted) std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return less(firsts[a], firsts[b]); });
+  if (sorted)
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return less(firsts[a], firsts[b]); });
   std::vector<int64_t> rank_of(order.size());
   for (size_t r = 0; r < order.size(); ++r) rank_of[static_cast<size_t>(order[r])] = static_cast<int64_t>(r);
   const int64_t u = static_cast<int64_t>(order.size());
@@ -99,10 +102,15 @@ void infer_unique(ShapeContext& ctx) {
     if (!ctx.node.outputs[i].empty()) ctx.set_output(i, DType::kInt64, {ir::Dim()});
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "Unique", 11, 1000, infer_unique, unique_cpu,
-                            {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32, DType::kInt8,
-                             DType::kUInt8},
-                            "distinct elements or slices (sorted or by first occurrence), indices, inverse, counts"});
+KILNRT_REGISTER_OP(OpSchema{
+    "",
+    "Unique",
+    11,
+    1000,
+    infer_unique,
+    unique_cpu,
+    {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32, DType::kInt8, DType::kUInt8},
+    "distinct elements or slices (sorted or by first occurrence), indices, inverse, counts"});
 
 // ---- ReverseSequence --------------------------------------------------------------------------------------------
 
@@ -140,11 +148,18 @@ void reverse_sequence_cpu(CpuContext& ctx) {
 
 void infer_same(ShapeContext& ctx) {
   const ir::TensorType& x = ctx.input(0);
-  if (x.has_shape) ctx.set_output(0, x.dtype, x.shape);
-  else ctx.set_output_rank_unknown(0, x.dtype);
+  if (x.has_shape)
+    ctx.set_output(0, x.dtype, x.shape);
+  else
+    ctx.set_output_rank_unknown(0, x.dtype);
 }
 
-KILNRT_REGISTER_OP(OpSchema{"", "ReverseSequence", 10, 1000, infer_same, reverse_sequence_cpu,
+KILNRT_REGISTER_OP(OpSchema{"",
+                            "ReverseSequence",
+                            10,
+                            1000,
+                            infer_same,
+                            reverse_sequence_cpu,
                             {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt64, DType::kInt32,
                              DType::kInt8, DType::kUInt8, DType::kBool},
                             "reverses the first sequence_lens[b] steps along time_axis of each batch entry"});

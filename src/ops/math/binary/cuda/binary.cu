@@ -38,16 +38,22 @@ __device__ __forceinline__ T arith(BinaryOp op, T x, T y) {
     case BinaryOp::kSub: return x - y;
     case BinaryOp::kMul: return x * y;
     case BinaryOp::kDiv:
-      if constexpr (std::is_integral<T>::value) return y == T(0) ? T(0) : T(x / y);
-      else return x / y;
+      if constexpr (std::is_integral<T>::value)
+        return y == T(0) ? T(0) : T(x / y);
+      else
+        return x / y;
     case BinaryOp::kMax: return (x != x || x > y) ? x : y;
     case BinaryOp::kMin: return (x != x || x < y) ? x : y;
     case BinaryOp::kPRelu:
-      if constexpr (std::is_signed<T>::value || !std::is_integral<T>::value) return x < T(0) ? T(x * y) : x;
-      else return x;
+      if constexpr (std::is_signed<T>::value || !std::is_integral<T>::value)
+        return x < T(0) ? T(x * y) : x;
+      else
+        return x;
     case BinaryOp::kPow:
-      if constexpr (std::is_integral<T>::value) return T(pow_exact(static_cast<double>(x), static_cast<double>(y)));
-      else return T(pow(static_cast<double>(x), static_cast<double>(y)));
+      if constexpr (std::is_integral<T>::value)
+        return T(pow_exact(static_cast<double>(x), static_cast<double>(y)));
+      else
+        return T(pow(static_cast<double>(x), static_cast<double>(y)));
     case BinaryOp::kMod:
     case BinaryOp::kFmod:
       if constexpr (std::is_integral<T>::value) {  // integer zero divisor: 0 (the CPU reference refuses it)
@@ -71,7 +77,8 @@ __device__ __forceinline__ double load_num(const void* p, int t, int64_t i) {
     case 0: return static_cast<const float*>(p)[i];
     case 1: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
     case 2: return static_cast<const int32_t*>(p)[i];
-    case 3: case 7: return static_cast<const uint8_t*>(p)[i];
+    case 3:
+    case 7: return static_cast<const uint8_t*>(p)[i];
     case 4: return __half2float(static_cast<const __half*>(p)[i]);
     case 5: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
     case 6: return static_cast<const int8_t*>(p)[i];
@@ -87,7 +94,8 @@ __device__ __forceinline__ void store_num(void* p, int t, int64_t i, double v) {
     case 0: static_cast<float*>(p)[i] = static_cast<float>(v); break;
     case 1: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
     case 2: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
-    case 3: case 7: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
+    case 3:
+    case 7: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
     case 4: static_cast<__half*>(p)[i] = __float2half_rn(static_cast<float>(v)); break;
     case 5: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(static_cast<float>(v)); break;
     case 6: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
@@ -202,17 +210,24 @@ int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_
     case 0: binary_kernel<float><<<g, kThreads, 0, st>>>(op, (const float*)a, (const float*)b, y, n, bc); break;
     case 1: binary_kernel<int64_t><<<g, kThreads, 0, st>>>(op, (const int64_t*)a, (const int64_t*)b, y, n, bc); break;
     case 2: binary_kernel<int32_t><<<g, kThreads, 0, st>>>(op, (const int32_t*)a, (const int32_t*)b, y, n, bc); break;
-    case 3: case 7: binary_kernel<uint8_t><<<g, kThreads, 0, st>>>(op, (const uint8_t*)a, (const uint8_t*)b, y, n, bc); break;
+    case 3:
+    case 7: binary_kernel<uint8_t><<<g, kThreads, 0, st>>>(op, (const uint8_t*)a, (const uint8_t*)b, y, n, bc); break;
     case 6: binary_kernel<int8_t><<<g, kThreads, 0, st>>>(op, (const int8_t*)a, (const int8_t*)b, y, n, bc); break;
     case 8: binary_kernel<int16_t><<<g, kThreads, 0, st>>>(op, (const int16_t*)a, (const int16_t*)b, y, n, bc); break;
-    case 9: binary_kernel<uint16_t><<<g, kThreads, 0, st>>>(op, (const uint16_t*)a, (const uint16_t*)b, y, n, bc); break;
-    case 10: binary_kernel<uint32_t><<<g, kThreads, 0, st>>>(op, (const uint32_t*)a, (const uint32_t*)b, y, n, bc); break;
-    case 11: binary_kernel<uint64_t><<<g, kThreads, 0, st>>>(op, (const uint64_t*)a, (const uint64_t*)b, y, n, bc); break;
+    case 9:
+      binary_kernel<uint16_t><<<g, kThreads, 0, st>>>(op, (const uint16_t*)a, (const uint16_t*)b, y, n, bc);
+      break;
+    case 10:
+      binary_kernel<uint32_t><<<g, kThreads, 0, st>>>(op, (const uint32_t*)a, (const uint32_t*)b, y, n, bc);
+      break;
+    case 11:
+      binary_kernel<uint64_t><<<g, kThreads, 0, st>>>(op, (const uint64_t*)a, (const uint64_t*)b, y, n, bc);
+      break;
     case 12: binary_kernel<double><<<g, kThreads, 0, st>>>(op, (const double*)a, (const double*)b, y, n, bc); break;
     case 4: binary_16_kernel<__half><<<g, kThreads, 0, st>>>(op, (const __half*)a, (const __half*)b, y, n, bc); break;
     case 5:
-      binary_16_kernel<__nv_bfloat16><<<g, kThreads, 0, st>>>(op, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, y,
-                                                                n, bc);
+      binary_16_kernel<__nv_bfloat16>
+          <<<g, kThreads, 0, st>>>(op, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, y, n, bc);
       break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
@@ -222,9 +237,10 @@ int binary(BinaryOp op, int dtype, const void* a, const void* b, void* y, int64_
 int pow_mixed(int base_dtype, const void* a, int exp_dtype, const void* b, void* y, int64_t n, const Broadcast3& bc,
               StreamT stream) {
   if (n == 0) return 0;
-  if (base_dtype < 0 || base_dtype > 12 || exp_dtype < 0 || exp_dtype > 12) return static_cast<int>(cudaErrorInvalidValue);
+  if (base_dtype < 0 || base_dtype > 12 || exp_dtype < 0 || exp_dtype > 12)
+    return static_cast<int>(cudaErrorInvalidValue);
   pow_mixed_kernel<<<blocks_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(base_dtype, a, exp_dtype, b,
-                                                                                          y, n, bc);
+                                                                                           y, n, bc);
   return launch_status();
 }
 

@@ -13,14 +13,24 @@ namespace {
 namespace k = kilnrt::cuda::kernels;
 
 bool binary_op(const std::string& op, k::BinaryOp* out) {
-  static const std::map<std::string, k::BinaryOp> ops = {
-      {"Add", k::BinaryOp::kAdd}, {"Sum", k::BinaryOp::kAdd}, {"Sub", k::BinaryOp::kSub},
-      {"Mul", k::BinaryOp::kMul}, {"Div", k::BinaryOp::kDiv}, {"Pow", k::BinaryOp::kPow},
-      {"Max", k::BinaryOp::kMax}, {"Min", k::BinaryOp::kMin}, {"Mod", k::BinaryOp::kMod},
-      {"PRelu", k::BinaryOp::kPRelu}, {"Equal", k::BinaryOp::kEqual}, {"Less", k::BinaryOp::kLess},
-      {"Greater", k::BinaryOp::kGreater}, {"LessOrEqual", k::BinaryOp::kLessEq},
-      {"GreaterOrEqual", k::BinaryOp::kGreaterEq}, {"And", k::BinaryOp::kAnd}, {"Or", k::BinaryOp::kOr},
-      {"Xor", k::BinaryOp::kXor}};
+  static const std::map<std::string, k::BinaryOp> ops = {{"Add", k::BinaryOp::kAdd},
+                                                         {"Sum", k::BinaryOp::kAdd},
+                                                         {"Sub", k::BinaryOp::kSub},
+                                                         {"Mul", k::BinaryOp::kMul},
+                                                         {"Div", k::BinaryOp::kDiv},
+                                                         {"Pow", k::BinaryOp::kPow},
+                                                         {"Max", k::BinaryOp::kMax},
+                                                         {"Min", k::BinaryOp::kMin},
+                                                         {"Mod", k::BinaryOp::kMod},
+                                                         {"PRelu", k::BinaryOp::kPRelu},
+                                                         {"Equal", k::BinaryOp::kEqual},
+                                                         {"Less", k::BinaryOp::kLess},
+                                                         {"Greater", k::BinaryOp::kGreater},
+                                                         {"LessOrEqual", k::BinaryOp::kLessEq},
+                                                         {"GreaterOrEqual", k::BinaryOp::kGreaterEq},
+                                                         {"And", k::BinaryOp::kAnd},
+                                                         {"Or", k::BinaryOp::kOr},
+                                                         {"Xor", k::BinaryOp::kXor}};
   auto it = ops.find(op);
   if (it == ops.end()) return false;
   *out = it->second;

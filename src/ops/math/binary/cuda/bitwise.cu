@@ -65,7 +65,7 @@ __global__ void bit_binary_kernel(int op, const T* a, const T* b, T* y, int64_t 
 template <class T>
 int launch_binary(int op, const void* a, const void* b, void* y, int64_t n, const Broadcast3& bc, StreamT stream) {
   bit_binary_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), static_cast<const T*>(b),
-                                                              static_cast<T*>(y), n, bc);
+                                                               static_cast<T*>(y), n, bc);
   return launch_status();
 }
 

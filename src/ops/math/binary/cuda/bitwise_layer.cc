@@ -41,19 +41,19 @@ class BitBinaryLayer final : public CudaLayer {
   int op_ = 0;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"BitwiseAnd", "BitwiseOr", "BitwiseXor"},
-                           [](const ir::Node& n, const ir::Graph& g) { return integer_inputs(n, g, 2); },
-                           factory<BitBinaryLayer>());
-KILNRT_REGISTER_CUDA_LAYER({"BitShift"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (std::string e = integer_inputs(n, g, 2); !e.empty()) return e;
-                             const std::string dir = n.attr_string("direction");
-                             if (dir != "LEFT" && dir != "RIGHT") return "direction must be LEFT or RIGHT";
-                             if (g.opset(n.domain) < 28 && !is_unsigned(value_dtype(g, n.inputs[0])))
-                               return "signed integers before opset 28";
-                             return "";
-                           },
-                           factory<BitBinaryLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"BitwiseAnd", "BitwiseOr", "BitwiseXor"},
+    [](const ir::Node& n, const ir::Graph& g) { return integer_inputs(n, g, 2); }, factory<BitBinaryLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"BitShift"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (std::string e = integer_inputs(n, g, 2); !e.empty()) return e;
+      const std::string dir = n.attr_string("direction");
+      if (dir != "LEFT" && dir != "RIGHT") return "direction must be LEFT or RIGHT";
+      if (g.opset(n.domain) < 28 && !is_unsigned(value_dtype(g, n.inputs[0]))) return "signed integers before opset 28";
+      return "";
+    },
+    factory<BitBinaryLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -33,13 +33,14 @@ class MeanLayer final : public CudaLayer {
   std::string name_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"Mean"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             for (size_t i = 0; i < n.inputs.size(); ++i)
-                               if (std::string e = dtype_in(n, g, i, {DType::kFloat32}); !e.empty()) return e;
-                             return n.inputs.empty() ? "needs inputs" : "";
-                           },
-                           factory<MeanLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Mean"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (std::string e = dtype_in(n, g, i, {DType::kFloat32}); !e.empty()) return e;
+      return n.inputs.empty() ? "needs inputs" : "";
+    },
+    factory<MeanLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

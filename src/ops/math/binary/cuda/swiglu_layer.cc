@@ -25,7 +25,7 @@ class SwiGluLayer final : public CudaLayer {
     const LayerTensor* b = input_at(l, 1);
     KILNRT_CHECK(b && b->dtype == a->dtype && b->shape == a->shape, kInvalidModel, name_,
                  "SwiGLU needs A and B of the same shape and dtype, got " << shape_to_string(a->shape) << " and "
-                                                                           << (b ? shape_to_string(b->shape) : "none"));
+                                                                          << (b ? shape_to_string(b->shape) : "none"));
     check_launch(ak::swiglu(a->data, b->data, y->data, a->numel(), alpha_, f64, l.stream), name_, "swiglu");
   }
 
@@ -35,7 +35,8 @@ class SwiGluLayer final : public CudaLayer {
 };
 
 std::string supports_swiglu(const ir::Node& n, const ir::Graph& g) {
-  if (!n.domain.empty() && n.domain != "ai.onnx") return "no CUDA layer for " + n.op_type + " in domain '" + n.domain + "'";
+  if (!n.domain.empty() && n.domain != "ai.onnx")
+    return "no CUDA layer for " + n.op_type + " in domain '" + n.domain + "'";
   if (n.inputs.size() < 2) return n.op_type + " needs 2 inputs";
   return check_dtypes(n, g, {0, 1}, {DType::kFloat32, DType::kFloat64}, "float32 / float64");
 }

@@ -26,16 +26,17 @@ class BitCastLayer final : public CudaLayer {
   std::string name_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"BitCast"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (n.inputs.empty() || n.outputs.empty()) return "needs one input and one output";
-                             const DType in = value_dtype(g, n.inputs[0]), out = value_dtype(g, n.outputs[0]);
-                             if (in == DType::kUndefined || out == DType::kUndefined) return "unknown dtype";
-                             if (dtype_size(in) != dtype_size(out) || dtype_size(in) == 0)
-                               return std::string("dtypes of different widths: ") + dtype_name(in) + " -> " + dtype_name(out);
-                             return "";
-                           },
-                           factory<BitCastLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"BitCast"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (n.inputs.empty() || n.outputs.empty()) return "needs one input and one output";
+      const DType in = value_dtype(g, n.inputs[0]), out = value_dtype(g, n.outputs[0]);
+      if (in == DType::kUndefined || out == DType::kUndefined) return "unknown dtype";
+      if (dtype_size(in) != dtype_size(out) || dtype_size(in) == 0)
+        return std::string("dtypes of different widths: ") + dtype_name(in) + " -> " + dtype_name(out);
+      return "";
+    },
+    factory<BitCastLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

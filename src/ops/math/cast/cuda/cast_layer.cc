@@ -25,15 +25,14 @@ class CastLayer final : public CudaLayer {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"Cast"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             const DType to = static_cast<DType>(n.attr_int("to"));
-                             if (cast_dtype_code(value_dtype(g, n.inputs.at(0))) < 0 || cast_dtype_code(to) < 0)
-                               return "unsupported cast dtypes";
-                             return "";
-                           },
-                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                             return std::make_unique<CastLayer>(a.node);
-                           });
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Cast"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      const DType to = static_cast<DType>(n.attr_int("to"));
+      if (cast_dtype_code(value_dtype(g, n.inputs.at(0))) < 0 || cast_dtype_code(to) < 0)
+        return "unsupported cast dtypes";
+      return "";
+    },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<CastLayer>(a.node); });
 
 }  // namespace kilnrt::backends::cuda

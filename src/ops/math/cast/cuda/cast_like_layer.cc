@@ -18,8 +18,7 @@ class CastLikeLayer final : public CudaLayer {
     const int from = cast_dtype_code(l.inputs[0].dtype), to = cast_dtype_code(l.outputs[0].dtype);
     KILNRT_CHECK(from >= 0 && to >= 0, kUnsupported, name_,
                  "CastLike " << dtype_name(l.inputs[0].dtype) << " -> " << dtype_name(l.outputs[0].dtype));
-    check_launch(k::cast(l.inputs[0].data, from, l.outputs[0].data, to, l.outputs[0].numel(), l.stream), name_,
-                 "cast");
+    check_launch(k::cast(l.inputs[0].data, from, l.outputs[0].data, to, l.outputs[0].numel(), l.stream), name_, "cast");
   }
 
  private:
@@ -33,16 +32,17 @@ LayerFactory factory() {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"CastLike"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             // An unknown dtype (a value computed on the host, such as an If's output in an expanded
-                             // function body) is checked at run time, where the layer gets the concrete dtypes.
-                             for (size_t i = 0; i < 2; ++i) {
-                               const DType t = value_dtype(g, n.inputs.at(i));
-                               if (t != DType::kUndefined && cast_dtype_code(t) < 0) return "unsupported cast dtypes";
-                             }
-                             return "";
-                           },
-                           factory<CastLikeLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"CastLike"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      // An unknown dtype (a value computed on the host, such as an If's output in an expanded
+      // function body) is checked at run time, where the layer gets the concrete dtypes.
+      for (size_t i = 0; i < 2; ++i) {
+        const DType t = value_dtype(g, n.inputs.at(i));
+        if (t != DType::kUndefined && cast_dtype_code(t) < 0) return "unsupported cast dtypes";
+      }
+      return "";
+    },
+    factory<CastLikeLayer>());
 
 }  // namespace kilnrt::backends::cuda

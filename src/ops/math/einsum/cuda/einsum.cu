@@ -58,8 +58,8 @@ int einsum(const void* const* inputs, void* y, const EinsumPlan& p, int dtype, S
   if (dtype == 0)
     einsum_kernel<float><<<blocks_for(total), kThreads, 0, stream>>>(ptrs, static_cast<float*>(y), p, total, sum_total);
   else if (dtype == 6)
-    einsum_kernel<double><<<blocks_for(total), kThreads, 0, stream>>>(ptrs, static_cast<double*>(y), p, total,
-                                                                      sum_total);
+    einsum_kernel<double>
+        <<<blocks_for(total), kThreads, 0, stream>>>(ptrs, static_cast<double*>(y), p, total, sum_total);
   else
     return static_cast<int>(cudaErrorInvalidValue);
   return launch_status();

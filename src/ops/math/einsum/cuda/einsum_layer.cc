@@ -26,13 +26,15 @@ class EinsumLayer final : public CudaLayer {
     const std::string lhs = eq_.substr(0, arrow);
     std::vector<std::string> terms(1);
     for (char c : lhs) {
-      if (c == ',') terms.emplace_back();
-      else terms.back() += c;
+      if (c == ',')
+        terms.emplace_back();
+      else
+        terms.back() += c;
     }
     const int n_in = static_cast<int>(l.inputs.size());
-    KILNRT_CHECK(static_cast<int>(terms.size()) == n_in && n_in >= 1 && n_in <= x::kEinsumInputs, kUnsupported, name_,
-                 "Einsum '" << eq_ << "' with " << n_in << " inputs (the CUDA layer takes 1 to " << x::kEinsumInputs
-                            << ")");
+    KILNRT_CHECK(
+        static_cast<int>(terms.size()) == n_in && n_in >= 1 && n_in <= x::kEinsumInputs, kUnsupported, name_,
+        "Einsum '" << eq_ << "' with " << n_in << " inputs (the CUDA layer takes 1 to " << x::kEinsumInputs << ")");
     // Ellipsis ranks first (they align right across inputs).
     int ell = 0;
     std::vector<int> ell_rank(n_in, 0);
@@ -40,9 +42,9 @@ class EinsumLayer final : public CudaLayer {
       const size_t dots = terms[i].find("...");
       const int letters = static_cast<int>(terms[i].size()) - (dots == std::string::npos ? 0 : 3);
       ell_rank[i] = dots == std::string::npos ? 0 : static_cast<int>(l.inputs[i].shape.size()) - letters;
-      KILNRT_CHECK(ell_rank[i] >= 0 && (dots != std::string::npos ||
-                                        letters == static_cast<int>(l.inputs[i].shape.size())),
-                   kInvalidArgument, name_, "term '" << terms[i] << "' does not match input " << i << "'s rank");
+      KILNRT_CHECK(
+          ell_rank[i] >= 0 && (dots != std::string::npos || letters == static_cast<int>(l.inputs[i].shape.size())),
+          kInvalidArgument, name_, "term '" << terms[i] << "' does not match input " << i << "'s rank");
       ell = std::max(ell, ell_rank[i]);
     }
     auto labels_of = [&](const std::string& t, int erank) {
@@ -80,9 +82,9 @@ class EinsumLayer final : public CudaLayer {
     std::vector<int> sum_labels;
     for (const auto& [lab, d] : dim)
       if (std::find(out_labels.begin(), out_labels.end(), lab) == out_labels.end()) sum_labels.push_back(lab);
-    KILNRT_CHECK(out_labels.size() <= static_cast<size_t>(k::kMaxDims) &&
-                     sum_labels.size() <= static_cast<size_t>(k::kMaxDims),
-                 kUnsupported, name_, "Einsum '" << eq_ << "' has too many labels for the CUDA layer");
+    KILNRT_CHECK(
+        out_labels.size() <= static_cast<size_t>(k::kMaxDims) && sum_labels.size() <= static_cast<size_t>(k::kMaxDims),
+        kUnsupported, name_, "Einsum '" << eq_ << "' has too many labels for the CUDA layer");
     x::EinsumPlan p;
     p.n_inputs = n_in;
     p.out_rank = static_cast<int>(out_labels.size());
@@ -101,8 +103,10 @@ class EinsumLayer final : public CudaLayer {
         const int lab = in_labels[i][a];
         const int64_t st = (s[a] == 1 && dim[lab] != 1) ? 0 : stride;
         const auto o = std::find(out_labels.begin(), out_labels.end(), lab);
-        if (o != out_labels.end()) p.out_strides[i][o - out_labels.begin()] += st;
-        else p.sum_strides[i][std::find(sum_labels.begin(), sum_labels.end(), lab) - sum_labels.begin()] += st;
+        if (o != out_labels.end())
+          p.out_strides[i][o - out_labels.begin()] += st;
+        else
+          p.sum_strides[i][std::find(sum_labels.begin(), sum_labels.end(), lab) - sum_labels.begin()] += st;
         stride *= s[a];
       }
     }
@@ -120,18 +124,18 @@ LayerFactory factory() {
   return [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<L>(a.node); };
 }
 
-KILNRT_REGISTER_CUDA_LAYER({"Einsum"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (n.inputs.empty() || n.inputs.size() > static_cast<size_t>(x::kEinsumInputs))
-                               return "the CUDA Einsum takes 1 to 3 inputs";
-                             const DType t = value_dtype(g, n.inputs[0]);
-                             if (t != DType::kFloat32 && t != DType::kFloat64)
-                               return "the CUDA Einsum takes float32 / float64";
-                             for (const std::string& in : n.inputs)
-                               if (value_dtype(g, in) != t) return "mixed input dtypes";
-                             return "";
-                           },
-                           factory<EinsumLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Einsum"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (n.inputs.empty() || n.inputs.size() > static_cast<size_t>(x::kEinsumInputs))
+        return "the CUDA Einsum takes 1 to 3 inputs";
+      const DType t = value_dtype(g, n.inputs[0]);
+      if (t != DType::kFloat32 && t != DType::kFloat64) return "the CUDA Einsum takes float32 / float64";
+      for (const std::string& in : n.inputs)
+        if (value_dtype(g, in) != t) return "mixed input dtypes";
+      return "";
+    },
+    factory<EinsumLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

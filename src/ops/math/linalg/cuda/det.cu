@@ -21,7 +21,10 @@ __global__ void det_kernel(const float* x, float* y, double* scratch, int64_t ba
       int64_t p = c;
       for (int64_t r = c + 1; r < m; ++r)
         if (fabs(a[r * m + c]) > fabs(a[p * m + c])) p = r;
-      if (a[p * m + c] == 0) { d = 0; break; }
+      if (a[p * m + c] == 0) {
+        d = 0;
+        break;
+      }
       if (p != c) {
         for (int64_t k = 0; k < m; ++k) {
           const double t = a[p * m + k];

@@ -30,11 +30,12 @@ class DetLayer final : public CudaLayer {
   std::string name_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"Det"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             return value_dtype(g, n.inputs.at(0)) == DType::kFloat32 ? "" : "the CUDA Det takes float32";
-                           },
-                           factory<DetLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Det"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      return value_dtype(g, n.inputs.at(0)) == DType::kFloat32 ? "" : "the CUDA Det takes float32";
+    },
+    factory<DetLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -14,8 +14,8 @@ TEST(CudaMeanVarianceNormalization, CompareWithCpuOverAxes) {
   compare_node(Op("MeanVarianceNormalization", 1).node, {x}, {}, 13, 1e-5, 1e-4);
   compare_node(Op("MeanVarianceNormalization", 1).ints("axes", {1}).node, {x}, {}, 13, 1e-5, 1e-4);
   compare_node(Op("MeanVarianceNormalization", 1).ints("axes", {0, 1, 2, 3}).node, {x}, {}, 13, 1e-5, 1e-4);
-  compare_node(Op("MeanVarianceNormalization", 1).ints("axes", {-1}).node, {random_tensor({3, 700}, 102)}, {}, 13,
-               1e-5, 1e-4);
+  compare_node(Op("MeanVarianceNormalization", 1).ints("axes", {-1}).node, {random_tensor({3, 700}, 102)}, {}, 13, 1e-5,
+               1e-4);
 }
 
 }  // namespace

@@ -7,10 +7,9 @@
 namespace kilnrt::backends::cuda {
 namespace {
 
-
-KILNRT_REGISTER_CUDA_LAYER({"Not"},
-                           [](const ir::Node& n, const ir::Graph& g) { return dtype_in(n, g, 0, {DType::kBool}); },
-                           factory<XUnaryLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Not"}, [](const ir::Node& n, const ir::Graph& g) { return dtype_in(n, g, 0, {DType::kBool}); },
+    factory<XUnaryLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

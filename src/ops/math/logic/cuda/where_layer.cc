@@ -26,13 +26,12 @@ class WhereLayer final : public CudaLayer {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"Where"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             const size_t sz = dtype_size(value_dtype(g, n.inputs.at(1)));
-                             return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? "" : "unknown dtype";
-                           },
-                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                             return std::make_unique<WhereLayer>(a.node);
-                           });
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Where"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      const size_t sz = dtype_size(value_dtype(g, n.inputs.at(1)));
+      return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? "" : "unknown dtype";
+    },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<WhereLayer>(a.node); });
 
 }  // namespace kilnrt::backends::cuda

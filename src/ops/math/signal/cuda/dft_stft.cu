@@ -42,8 +42,8 @@ __global__ void dft_kernel(const float* x, float* y, int64_t outer, int64_t len,
   }
 }
 
-__global__ void stft_kernel(const float* x, const float* window, float* y, int64_t b, int64_t l, int comp,
-                            int64_t step, int64_t flen, int64_t frames, int64_t bins) {
+__global__ void stft_kernel(const float* x, const float* window, float* y, int64_t b, int64_t l, int comp, int64_t step,
+                            int64_t flen, int64_t frames, int64_t bins) {
   const int64_t total = b * frames * bins;
   KILNRT_GRID_LOOP(e, total) {
     const int64_t k = e % bins;
@@ -66,16 +66,16 @@ __global__ void stft_kernel(const float* x, const float* window, float* y, int64
 
 }  // namespace
 
-int dft_f32(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, int comp, int64_t n,
-            int64_t out_len, bool inverse, StreamT stream) {
+int dft_f32(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, int comp, int64_t n, int64_t out_len,
+            bool inverse, StreamT stream) {
   const int64_t total = outer * out_len * inner;
   if (total <= 0 || n <= 0) return 0;
   dft_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, y, outer, len, inner, comp, n, out_len, inverse);
   return launch_status();
 }
 
-int stft_f32(const float* x, const float* window, float* y, int64_t b, int64_t l, int comp, int64_t step,
-             int64_t flen, int64_t frames, int64_t bins, StreamT stream) {
+int stft_f32(const float* x, const float* window, float* y, int64_t b, int64_t l, int comp, int64_t step, int64_t flen,
+             int64_t frames, int64_t bins, StreamT stream) {
   const int64_t total = b * frames * bins;
   if (total <= 0 || flen <= 0) return 0;
   stft_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, window, y, b, l, comp, step, flen, frames, bins);

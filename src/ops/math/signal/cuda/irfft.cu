@@ -1,5 +1,6 @@
-// The inverse real FFT (DFT inverse + onesided, signal_kernels.h): one thread per output sample, a naive O(n) sum per sample
-// in double with the CPU reference's angle reduction ((k * t) mod n) and Hermitian completion (src/ops/math/signal/signal.cc).
+// The inverse real FFT (DFT inverse + onesided, signal_kernels.h): one thread per output sample, a naive O(n) sum per
+// sample in double with the CPU reference's angle reduction ((k * t) mod n) and Hermitian completion
+// (src/ops/math/signal/signal.cc).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -12,8 +13,7 @@ namespace {
 
 using namespace launch_common;
 
-__global__ void irfft_kernel(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, int comp,
-                             int64_t n) {
+__global__ void irfft_kernel(const float* x, float* y, int64_t outer, int64_t len, int64_t inner, int comp, int64_t n) {
   const double kPi = 3.14159265358979323846;
   KILNRT_GRID_LOOP(idx, outer * n * inner) {
     const int64_t i = idx % inner;

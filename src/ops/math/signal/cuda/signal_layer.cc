@@ -22,8 +22,12 @@ int64_t host_scalar(const LayerTensor& t, const std::string& node, const char* w
 class DftLayer final : public CudaLayer {
  public:
   DftLayer(const ir::Node& n, int64_t opset)
-      : node_(n), name_(n.describe()), opset_(opset), axis_(n.attr_int("axis", 1)),
-        inverse_(n.attr_int("inverse", 0) != 0), onesided_(n.attr_int("onesided", 0) != 0) {}
+      : node_(n),
+        name_(n.describe()),
+        opset_(opset),
+        axis_(n.attr_int("axis", 1)),
+        inverse_(n.attr_int("inverse", 0) != 0),
+        onesided_(n.attr_int("onesided", 0) != 0) {}
   std::string tactic() const override { return "kernel:dft-direct"; }
   std::vector<int> host_inputs() const override { return {1, 2}; }
   void enqueue(LayerLaunch& l) override {
@@ -55,8 +59,8 @@ class DftLayer final : public CudaLayer {
     for (size_t d = static_cast<size_t>(axis) + 1; d + 1 < s.size(); ++d) inner *= s[d];
     if (irfft) {
       check_launch(kilnrt::cuda::kernels::irfft_f32(static_cast<const float*>(l.inputs[0].data),
-                                                          static_cast<float*>(l.outputs[0].data), outer, len, inner,
-                                                          static_cast<int>(s.back()), n, l.stream),
+                                                    static_cast<float*>(l.outputs[0].data), outer, len, inner,
+                                                    static_cast<int>(s.back()), n, l.stream),
                    name_, "irfft");
       return;
     }
@@ -103,14 +107,14 @@ class StftLayer final : public CudaLayer {
   bool onesided_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"DFT"},
+KILNRT_REGISTER_CUDA_LAYER(
+    {"DFT"},
     [](const ir::Node& n, const ir::Graph& g) -> std::string {
       return value_dtype(g, n.inputs.at(0)) == DType::kFloat32 ? "" : "the CUDA DFT takes float32";
     },
-    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-      return std::make_unique<DftLayer>(a.node, a.opset);
-    });
-KILNRT_REGISTER_CUDA_LAYER({"STFT"},
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<DftLayer>(a.node, a.opset); });
+KILNRT_REGISTER_CUDA_LAYER(
+    {"STFT"},
     [](const ir::Node& n, const ir::Graph& g) -> std::string {
       if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32) return "the CUDA STFT takes float32";
       if (n.inputs.size() > 2 && !n.inputs[2].empty() && value_dtype(g, n.inputs[2]) != DType::kFloat32)

@@ -75,22 +75,28 @@ __global__ void adam_kernel(OptScalars s, OptTensor t, OptAttrs a) {
 
 int adagrad(const OptScalars& s, const OptTensor& t, const OptAttrs& a, StreamT stream) {
   if (t.n <= 0) return 0;
-  if (t.f64) adagrad_kernel<double><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
-  else adagrad_kernel<float><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
+  if (t.f64)
+    adagrad_kernel<double><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
+  else
+    adagrad_kernel<float><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
   return launch_status();
 }
 
 int momentum(const OptScalars& s, const OptTensor& t, const OptAttrs& a, StreamT stream) {
   if (t.n <= 0) return 0;
-  if (t.f64) momentum_kernel<double><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
-  else momentum_kernel<float><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
+  if (t.f64)
+    momentum_kernel<double><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
+  else
+    momentum_kernel<float><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
   return launch_status();
 }
 
 int adam(const OptScalars& s, const OptTensor& t, const OptAttrs& a, StreamT stream) {
   if (t.n <= 0) return 0;
-  if (t.f64) adam_kernel<double><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
-  else adam_kernel<float><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
+  if (t.f64)
+    adam_kernel<double><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
+  else
+    adam_kernel<float><<<blocks_for(t.n), kThreads, 0, stream>>>(s, t, a);
   return launch_status();
 }
 

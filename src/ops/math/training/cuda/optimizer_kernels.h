@@ -1,6 +1,7 @@
 // Host entry points of the ai.onnx.preview.training optimizer kernels (optimizer.cu): Adagrad, Momentum, Adam, one
 // elementwise kernel per optimized tensor. Scalars that are device values (R and T) are read by the kernels, so
-// nothing here synchronises (graph-capture safe). Plain C++ like kernels.h; each launcher returns the launch status (0 = success).
+// nothing here synchronises (graph-capture safe). Plain C++ like kernels.h; each launcher returns the launch status (0
+// = success).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,8 +10,9 @@
 
 namespace kilnrt::cuda::kernels::optimizer {
 
-// ---- optimizers (formulas of src/ops/math/training/training.cc, computed in double) -----------------------------------------
-// Scalar inputs on the device: r is float32 (r_f64 false) or float64; t is int64.
+// ---- optimizers (formulas of src/ops/math/training/training.cc, computed in double)
+// ----------------------------------------- Scalar inputs on the device: r is float32 (r_f64 false) or float64; t is
+// int64.
 struct OptScalars {
   const void* r = nullptr;
   bool r_f64 = false;
@@ -36,6 +38,5 @@ struct OptAttrs {
 int adagrad(const OptScalars& s, const OptTensor& t, const OptAttrs& a, StreamT stream);
 int momentum(const OptScalars& s, const OptTensor& t, const OptAttrs& a, StreamT stream);
 int adam(const OptScalars& s, const OptTensor& t, const OptAttrs& a, StreamT stream);
-
 
 }  // namespace kilnrt::cuda::kernels::optimizer

@@ -1,7 +1,7 @@
 // CUDA layers of the ai.onnx.preview.training optimizers (every registry op has a CUDA path): Adagrad, Momentum
 // (standard / nesterov) and Adam, one elementwise kernel per optimized tensor (optimizer.cu) with the CPU
-// reference's formulas (src/ops/math/training/training.cc, double math). The scalars R (learning rate) and T (step count) are
-// read by the kernels on the device: no host read, no sync, graph-capturable.
+// reference's formulas (src/ops/math/training/training.cc, double math). The scalars R (learning rate) and T (step
+// count) are read by the kernels on the device: no host read, no sync, graph-capturable.
 #include "ops/cuda/cuda_layer.h"
 #include "ops/math/training/cuda/optimizer_kernels.h"
 
@@ -52,9 +52,9 @@ class OptimizerLayer final : public CudaLayer {
     const LayerTensor& t = l.inputs[1];
     KILNRT_CHECK(r.present && t.present && r.numel() == 1 && t.numel() == 1, kInvalidArgument, name_,
                  "R and T must be single values");
-    KILNRT_CHECK(dtype_is_one_of(r.dtype, {DType::kFloat32, DType::kFloat64}) && t.dtype == DType::kInt64,
-                 kUnsupported, name_,
-                 "R must be float32 / float64 and T int64, got " << dtype_name(r.dtype) << " / " << dtype_name(t.dtype));
+    KILNRT_CHECK(
+        dtype_is_one_of(r.dtype, {DType::kFloat32, DType::kFloat64}) && t.dtype == DType::kInt64, kUnsupported, name_,
+        "R must be float32 / float64 and T int64, got " << dtype_name(r.dtype) << " / " << dtype_name(t.dtype));
     gp::OptScalars s;
     s.r = r.data;
     s.r_f64 = r.dtype == DType::kFloat64;
@@ -86,7 +86,7 @@ class OptimizerLayer final : public CudaLayer {
       ot.x_out = out(0);
       ot.s1_out = out(1);
       ot.s2_out = states > 1 ? out(2) : nullptr;
-      const int st = op_ == "Adagrad" ? gp::adagrad(s, ot, a_, l.stream)
+      const int st = op_ == "Adagrad"    ? gp::adagrad(s, ot, a_, l.stream)
                      : op_ == "Momentum" ? gp::momentum(s, ot, a_, l.stream)
                                          : gp::adam(s, ot, a_, l.stream);
       check_launch(st, name_, op_.c_str());

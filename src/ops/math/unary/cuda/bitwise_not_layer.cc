@@ -18,17 +18,16 @@ class BitNotLayer final : public CudaLayer {
     const LayerTensor& x = l.inputs.at(0);
     KILNRT_CHECK(int_dtype_code(x.dtype) >= 0, kUnsupported, name_,
                  "dtype " << dtype_name(x.dtype) << " is not an integer");
-    check_launch(k::bit_not(x.data, l.outputs.at(0).data, x.numel(), dtype_size(x.dtype), l.stream), name_,
-                 "bit_not");
+    check_launch(k::bit_not(x.data, l.outputs.at(0).data, x.numel(), dtype_size(x.dtype), l.stream), name_, "bit_not");
   }
 
  private:
   std::string name_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"BitwiseNot"},
-                           [](const ir::Node& n, const ir::Graph& g) { return integer_inputs(n, g, 1); },
-                           factory<BitNotLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"BitwiseNot"}, [](const ir::Node& n, const ir::Graph& g) { return integer_inputs(n, g, 1); },
+    factory<BitNotLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -19,7 +19,10 @@ __global__ void xunary_kernel(XUnary op, const void* xv, void* yv, int64_t n, fl
       continue;
     }
     const float v = static_cast<const float*>(xv)[i];
-    if (op == XUnary::kIsNaN) { static_cast<uint8_t*>(yv)[i] = v != v; continue; }
+    if (op == XUnary::kIsNaN) {
+      static_cast<uint8_t*>(yv)[i] = v != v;
+      continue;
+    }
     if (op == XUnary::kIsInf) {
       static_cast<uint8_t*>(yv)[i] = (isinf(v) && ((v > 0.f && a != 0.f) || (v < 0.f && b != 0.f))) ? 1 : 0;
       continue;

@@ -9,8 +9,22 @@
 namespace kilnrt::cuda::kernels {
 
 // Float32 unary math (y float32) and predicates (IsNaN / IsInf write bool), Not (bool -> bool).
-enum class XUnary : int { kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh, kShrink, kScale,
-                          kIsNaN, kIsInf, kNot };
+enum class XUnary : int {
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kShrink,
+  kScale,
+  kIsNaN,
+  kIsInf,
+  kNot
+};
 // a, b: Shrink's lambd / bias, kScale's factor (a); IsInf: a != 0 detects +inf, b != 0 detects -inf.
 int xunary(XUnary op, const void* x, void* y, int64_t n, float a, float b, StreamT stream);
 

@@ -15,9 +15,9 @@ namespace k = kilnrt::cuda::kernels;
 
 inline k::XUnary xunary_of(const std::string& op) {
   static const std::map<std::string, k::XUnary> ops = {
-      {"Tan", k::XUnary::kTan},     {"Asin", k::XUnary::kAsin},   {"Acos", k::XUnary::kAcos},
-      {"Atan", k::XUnary::kAtan},   {"Sinh", k::XUnary::kSinh},   {"Cosh", k::XUnary::kCosh},
-      {"Asinh", k::XUnary::kAsinh}, {"Acosh", k::XUnary::kAcosh}, {"Atanh", k::XUnary::kAtanh},
+      {"Tan", k::XUnary::kTan},       {"Asin", k::XUnary::kAsin},   {"Acos", k::XUnary::kAcos},
+      {"Atan", k::XUnary::kAtan},     {"Sinh", k::XUnary::kSinh},   {"Cosh", k::XUnary::kCosh},
+      {"Asinh", k::XUnary::kAsinh},   {"Acosh", k::XUnary::kAcosh}, {"Atanh", k::XUnary::kAtanh},
       {"Shrink", k::XUnary::kShrink}, {"IsNaN", k::XUnary::kIsNaN}, {"IsInf", k::XUnary::kIsInf},
       {"Not", k::XUnary::kNot}};
   return ops.at(op);

@@ -28,11 +28,11 @@ __global__ void swish_kernel(const T* x, T* y, int64_t n, T alpha) {
 int swish(const void* x, void* y, int64_t n, double alpha, bool f64, StreamT stream) {
   if (n <= 0) return 0;
   if (f64)
-    swish_kernel<double><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const double*>(x),
-                                                                 static_cast<double*>(y), n, alpha);
+    swish_kernel<double>
+        <<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const double*>(x), static_cast<double*>(y), n, alpha);
   else
-    swish_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y),
-                                                                n, static_cast<float>(alpha));
+    swish_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y), n,
+                                                                static_cast<float>(alpha));
   return launch_status();
 }
 

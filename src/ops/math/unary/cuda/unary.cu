@@ -60,8 +60,8 @@ int unary(UnaryOp op, int dt, const void* x, void* y, int64_t n, float a, float 
     case 0: unary_kernel<float><<<blocks_for(n), kThreads, 0, st>>>(op, (const float*)x, (float*)y, n, a, b); break;
     case 1: unary_kernel<__half><<<blocks_for(n), kThreads, 0, st>>>(op, (const __half*)x, (__half*)y, n, a, b); break;
     case 2:
-      unary_kernel<__nv_bfloat16><<<blocks_for(n), kThreads, 0, st>>>(op, (const __nv_bfloat16*)x, (__nv_bfloat16*)y,
-                                                                       n, a, b);
+      unary_kernel<__nv_bfloat16>
+          <<<blocks_for(n), kThreads, 0, st>>>(op, (const __nv_bfloat16*)x, (__nv_bfloat16*)y, n, a, b);
       break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
@@ -69,9 +69,20 @@ int unary(UnaryOp op, int dt, const void* x, void* y, int64_t n, float a, float 
 }
 bool unary_f64_op(UnaryOp op) {
   switch (op) {
-    case UnaryOp::kIdentity: case UnaryOp::kExp: case UnaryOp::kLog: case UnaryOp::kSqrt: case UnaryOp::kNeg:
-    case UnaryOp::kAbs: case UnaryOp::kReciprocal: case UnaryOp::kFloor: case UnaryOp::kCeil: case UnaryOp::kRelu:
-    case UnaryOp::kSin: case UnaryOp::kCos: case UnaryOp::kTanh: case UnaryOp::kSigmoid: return true;
+    case UnaryOp::kIdentity:
+    case UnaryOp::kExp:
+    case UnaryOp::kLog:
+    case UnaryOp::kSqrt:
+    case UnaryOp::kNeg:
+    case UnaryOp::kAbs:
+    case UnaryOp::kReciprocal:
+    case UnaryOp::kFloor:
+    case UnaryOp::kCeil:
+    case UnaryOp::kRelu:
+    case UnaryOp::kSin:
+    case UnaryOp::kCos:
+    case UnaryOp::kTanh:
+    case UnaryOp::kSigmoid: return true;
     default: return false;
   }
 }

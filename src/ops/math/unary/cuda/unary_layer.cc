@@ -136,30 +136,54 @@ LayerFactory factory() {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"Relu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Erf", "Exp", "Log", "Sqrt", "Neg",
-                            "Abs", "Reciprocal", "LeakyRelu", "Elu", "Softplus", "Floor", "Ceil", "Sin", "Cos", "Round",
-                            "Sign", "Softsign", "Mish", "Selu", "ThresholdedRelu", "Celu", "Gelu", "com.kilnrt:Gelu"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (!n.inputs.empty() && value_dtype(g, n.inputs[0]) == DType::kFloat64 &&
-                                 k::unary_f64_op(unary_spec(n).op))
-                               return "";  // kernels::unary_f64
-                             return need_float(n, g);
-                           },
-                           factory<UnaryLayer>());
-KILNRT_REGISTER_CUDA_LAYER({"Clip"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (n.inputs.empty()) return "missing input";
-                             const DType t = value_dtype(g, n.inputs[0]);
-                             if (t == DType::kFloat32 || is_float(t) || binary_code(t) < 0) return need_float(n, g);
-                             for (size_t i = 1; i < n.inputs.size(); ++i)
-                               if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != t)
-                                 return "mixed input dtypes";
-                             return "";
-                           },
-                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                             if (is_float(value_dtype(a.graph, a.node.inputs.at(0))))
-                               return std::make_unique<UnaryLayer>(a.node);
-                             return std::make_unique<ClipIntLayer>(a.node);
-                           });
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Relu",
+     "Sigmoid",
+     "Tanh",
+     "HardSigmoid",
+     "HardSwish",
+     "Erf",
+     "Exp",
+     "Log",
+     "Sqrt",
+     "Neg",
+     "Abs",
+     "Reciprocal",
+     "LeakyRelu",
+     "Elu",
+     "Softplus",
+     "Floor",
+     "Ceil",
+     "Sin",
+     "Cos",
+     "Round",
+     "Sign",
+     "Softsign",
+     "Mish",
+     "Selu",
+     "ThresholdedRelu",
+     "Celu",
+     "Gelu",
+     "com.kilnrt:Gelu"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (!n.inputs.empty() && value_dtype(g, n.inputs[0]) == DType::kFloat64 && k::unary_f64_op(unary_spec(n).op))
+        return "";  // kernels::unary_f64
+      return need_float(n, g);
+    },
+    factory<UnaryLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Clip"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (n.inputs.empty()) return "missing input";
+      const DType t = value_dtype(g, n.inputs[0]);
+      if (t == DType::kFloat32 || is_float(t) || binary_code(t) < 0) return need_float(n, g);
+      for (size_t i = 1; i < n.inputs.size(); ++i)
+        if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != t) return "mixed input dtypes";
+      return "";
+    },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+      if (is_float(value_dtype(a.graph, a.node.inputs.at(0)))) return std::make_unique<UnaryLayer>(a.node);
+      return std::make_unique<ClipIntLayer>(a.node);
+    });
 
 }  // namespace kilnrt::backends::cuda

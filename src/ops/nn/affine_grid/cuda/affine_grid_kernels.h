@@ -10,7 +10,8 @@
 
 namespace kilnrt::cuda::kernels::geom {
 
-// ---- AffineGrid (float32): theta [n, nd, nd + 1] -> grid [n, (depth,) height, width, nd]; double accumulation ----------
+// ---- AffineGrid (float32): theta [n, nd, nd + 1] -> grid [n, (depth,) height, width, nd]; double accumulation
+// ----------
 struct AffineGridGeom {
   int nd = 2;  // 2 or 3
   int64_t n = 0, depth = 1, height = 0, width = 0;

@@ -15,7 +15,8 @@ namespace {
 
 namespace gk = kilnrt::cuda::kernels::geom;
 
-// ---- AffineGrid ------------------------------------------------------------------------------------------------------
+// ---- AffineGrid
+// ------------------------------------------------------------------------------------------------------
 class AffineGridLayer final : public CudaLayer {
  public:
   explicit AffineGridLayer(const ir::Node& n)
@@ -31,10 +32,11 @@ class AffineGridLayer final : public CudaLayer {
     g.n = size[0];
     const int64_t nd = g.nd;
     const Shape& ts = l.inputs.at(0).shape;
-    KILNRT_CHECK(ts == (Shape{g.n, nd, nd + 1}), kInvalidModel, name_,
-                 "theta has shape " << shape_to_string(ts) << ", expected [" << g.n << ", " << nd << ", " << nd + 1
-                                    << "]");
-    for (size_t d = 2; d < size.size(); ++d) KILNRT_CHECK(size[d] >= 0, kInvalidModel, name_, "negative size " << size[d]);
+    KILNRT_CHECK(
+        ts == (Shape{g.n, nd, nd + 1}), kInvalidModel, name_,
+        "theta has shape " << shape_to_string(ts) << ", expected [" << g.n << ", " << nd << ", " << nd + 1 << "]");
+    for (size_t d = 2; d < size.size(); ++d)
+      KILNRT_CHECK(size[d] >= 0, kInvalidModel, name_, "negative size " << size[d]);
     g.depth = nd == 3 ? size[2] : 1;
     g.height = size[nd == 3 ? 3 : 2];
     g.width = size[nd == 3 ? 4 : 3];
@@ -57,8 +59,8 @@ class AffineGridLayer final : public CudaLayer {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"AffineGrid"},
-                           [](const ir::Node& n, const ir::Graph& g) { return float32_inputs(n, g, {0}); },
-                           factory<AffineGridLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"AffineGrid"}, [](const ir::Node& n, const ir::Graph& g) { return float32_inputs(n, g, {0}); },
+    factory<AffineGridLayer>());
 
 }  // namespace kilnrt::backends::cuda

@@ -31,7 +31,8 @@ TEST(CudaAffineGrid, AffineGrid) {
                     3.0);
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaAffineGrid, SupportCheckAccepts) {
   std::vector<OneNode> nets;
   nets.emplace_back(Op("AffineGrid", 2).node, std::vector<Tensor>{random_tensor({1, 2, 3}, 82), i64({1, 1, 3, 3}, {4})},

@@ -56,8 +56,8 @@ class AttentionOnnxLayer final : public CudaLayer {
     const size_t r = q->shape.size();
     KILNRT_CHECK((r == 3 || r == 4) && k->shape.size() == r && v->shape.size() == r, kInvalidModel, name_,
                  "Q, K and V must all be 3-D or all 4-D, got " << shape_to_string(q->shape) << ", "
-                                                                << shape_to_string(k->shape) << ", "
-                                                                << shape_to_string(v->shape));
+                                                               << shape_to_string(k->shape) << ", "
+                                                               << shape_to_string(v->shape));
     for (const LayerTensor* t : {q, k, v})
       KILNRT_CHECK(t->dtype == DType::kFloat32, kUnsupported, name_,
                    "the CUDA Attention takes float32 Q/K/V, got " << dtype_name(t->dtype));
@@ -72,8 +72,8 @@ class AttentionOnnxLayer final : public CudaLayer {
     KILNRT_CHECK(k->shape[0] == a.batch && v->shape[0] == a.batch && k_heads == v_heads && v_seq == a.kv_seq &&
                      k_head == a.head && a.kv_heads > 0 && a.q_heads % a.kv_heads == 0,
                  kInvalidModel, name_,
-                 "inconsistent Q/K/V shapes " << shape_to_string(q->shape) << ", " << shape_to_string(k->shape)
-                                              << ", " << shape_to_string(v->shape)
+                 "inconsistent Q/K/V shapes " << shape_to_string(q->shape) << ", " << shape_to_string(k->shape) << ", "
+                                              << shape_to_string(v->shape)
                                               << " (q heads must be a multiple of kv heads)");
     const LayerTensor* pk = input_at(l, 4);
     const LayerTensor* pv = input_at(l, 5);
@@ -146,8 +146,8 @@ class AttentionOnnxLayer final : public CudaLayer {
     for (const auto& p : presents)
       if (LayerOutput* o = output_at(l, p.out)) {
         const LayerTensor* past = input_at(l, p.past);
-        check_launch(ak::present_concat(past ? past->data : nullptr, l.inputs[p.cur].data, o->data, a.batch,
-                                        a.kv_heads, a.past, a.kv_seq, p.size, a.three_d, false, l.stream),
+        check_launch(ak::present_concat(past ? past->data : nullptr, l.inputs[p.cur].data, o->data, a.batch, a.kv_heads,
+                                        a.past, a.kv_seq, p.size, a.three_d, false, l.stream),
                      name_, "present_concat");
       }
   }

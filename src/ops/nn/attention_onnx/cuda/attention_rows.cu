@@ -125,7 +125,8 @@ __global__ void concat_kernel(const T* past, const T* cur, T* out, int64_t batch
                               int64_t seq, int64_t size, bool three_d) {
   const int64_t total = past_len + seq, n = batch * heads * total * size;
   KILNRT_GRID_LOOP(e, n) {
-    const int64_t x = e % size, t = (e / size) % total, h = (e / (size * total)) % heads, b = e / (size * total * heads);
+    const int64_t x = e % size, t = (e / size) % total, h = (e / (size * total)) % heads,
+                  b = e / (size * total * heads);
     out[e] = t < past_len ? past[((b * heads + h) * past_len + t) * size + x]
                           : cur[qkv_index(three_d, heads, seq, size, b, h, t - past_len, x)];
   }
@@ -139,8 +140,10 @@ int attention(const AttnArgs& a, StreamT stream) {
   if (a.kv_heads <= 0 || a.scratch_rows <= 0) return static_cast<int>(cudaErrorInvalidValue);
   int64_t blocks = rows < a.scratch_rows ? rows : a.scratch_rows;
   if (blocks > 65535LL * 32) blocks = 65535LL * 32;
-  if (a.f64) attention_rows<double><<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(a);
-  else attention_rows<float><<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(a);
+  if (a.f64)
+    attention_rows<double><<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(a);
+  else
+    attention_rows<float><<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(a);
   return launch_status();
 }
 
@@ -149,15 +152,13 @@ int present_concat(const void* past, const void* cur, void* out, int64_t batch, 
   const int64_t n = batch * heads * (past_len + seq) * size;
   if (n <= 0) return 0;
   if (f64)
-    concat_kernel<double><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const double*>(past),
-                                                                  static_cast<const double*>(cur),
-                                                                  static_cast<double*>(out), batch, heads, past_len,
-                                                                  seq, size, three_d);
+    concat_kernel<double>
+        <<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const double*>(past), static_cast<const double*>(cur),
+                                                 static_cast<double*>(out), batch, heads, past_len, seq, size, three_d);
   else
-    concat_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(past),
-                                                                 static_cast<const float*>(cur),
-                                                                 static_cast<float*>(out), batch, heads, past_len, seq,
-                                                                 size, three_d);
+    concat_kernel<float>
+        <<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(past), static_cast<const float*>(cur),
+                                                 static_cast<float*>(out), batch, heads, past_len, seq, size, three_d);
   return launch_status();
 }
 

@@ -29,17 +29,17 @@ struct AttnArgs {
   const void* v = nullptr;
   const void* past_k = nullptr;
   const void* past_v = nullptr;
-  bool has_mask = false;       // an attn_mask input (mask may be null when it has no element)
+  bool has_mask = false;  // an attn_mask input (mask may be null when it has no element)
   const void* mask = nullptr;
-  bool mask_bool = false;      // else float32
+  bool mask_bool = false;  // else float32
   int64_t mask_dims[4] = {1, 1, 1, 1}, mask_strides[4] = {0, 0, 0, 0};
   const int64_t* nonpad = nullptr;  // [B] on the device, or null
   bool causal = false;
   int64_t left = -1, right = -1;
   double softcap = 0, scale = 1;
   int mode = 0;
-  void* y = nullptr;       // [B, Hq, Sq, Dv] or [B, Sq, Hq * Dv]
-  void* qk_out = nullptr;  // optional
+  void* y = nullptr;          // [B, Hq, Sq, Dv] or [B, Sq, Hq * Dv]
+  void* qk_out = nullptr;     // optional
   double* scratch = nullptr;  // scratch_rows * max(total, 1) doubles (one score row per block)
   int64_t scratch_rows = 0;
 };

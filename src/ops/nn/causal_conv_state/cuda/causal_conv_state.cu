@@ -15,8 +15,9 @@ namespace {
 
 using namespace launch_common;
 
-// ---- CausalConvWithState ----------------------------------------------------------------------------------------------
-// padded[b, c, i] = past (or 0) for i < K-1, else x[b, c, i - (K-1)].
+// ---- CausalConvWithState
+// ---------------------------------------------------------------------------------------------- padded[b, c, i] = past
+// (or 0) for i < K-1, else x[b, c, i - (K-1)].
 __device__ __forceinline__ double padded_at(const CausalConvArgs& a, int64_t row, int64_t i) {
   const int64_t state = a.kernel - 1;
   if (i < state) return a.past ? static_cast<double>(a.past[row * state + i]) : 0.0;

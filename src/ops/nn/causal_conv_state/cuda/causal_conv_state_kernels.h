@@ -9,9 +9,10 @@
 
 namespace kilnrt::cuda::kernels::linatt {
 
-// ---- CausalConvWithState -----------------------------------------------------------------------------------------------
-// x [B, C, L], w [C, 1, K], bias [C] (null: 0), past [B, C, K-1] (null: zeros); y [B, C, L], present [B, C, K-1]
-// (null: not wanted). silu: y * sigmoid(y).
+// ---- CausalConvWithState
+// ----------------------------------------------------------------------------------------------- x [B, C, L], w [C, 1,
+// K], bias [C] (null: 0), past [B, C, K-1] (null: zeros); y [B, C, L], present [B, C, K-1] (null: not wanted). silu: y
+// * sigmoid(y).
 struct CausalConvArgs {
   const float* x = nullptr;
   const float* w = nullptr;

@@ -16,7 +16,8 @@ namespace {
 using namespace float32_kernel_io;
 namespace la = kilnrt::cuda::kernels::linatt;
 
-// ---- CausalConvWithState ---------------------------------------------------------------------------------------------
+// ---- CausalConvWithState
+// ---------------------------------------------------------------------------------------------
 class CausalConvLayer final : public CudaLayer {
  public:
   explicit CausalConvLayer(const ir::Node& n) : name_(n.describe()) {

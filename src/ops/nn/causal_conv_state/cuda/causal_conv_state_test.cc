@@ -13,7 +13,8 @@ using kilnrt::ops::nn::testing::random_tensor;
 namespace kilnrt::cudatest {
 namespace {
 
-// ---- CausalConvWithState -------------------------------------------------------------------------------------------------
+// ---- CausalConvWithState
+// -------------------------------------------------------------------------------------------------
 ir::Node causal_node(bool bias, bool past, const char* act) {
   Op op("CausalConvWithState", 4, 2);
   if (act) op.s("activation", act);
@@ -53,12 +54,14 @@ TEST(CudaCausalConvWithState, CausalConvWithStateEdgeCases) {
   // L shorter than K - 1 without a past state: present mixes zeros and inputs.
   compare_on_cuda(causal_node(false, false, nullptr),
                   {random_tensor({2, 2, 2}, 5), random_tensor({2, 1, 5}, 6), Tensor(), Tensor()}, {}, 27);
-  compare_16bit(causal_node(true, true, "silu"),
-                {random_tensor({1, 4, 5}, 7), random_tensor({4, 1, 3}, 8), random_tensor({4}, 9), random_tensor({1, 4, 2}, 10)},
-                27);
+  compare_16bit(
+      causal_node(true, true, "silu"),
+      {random_tensor({1, 4, 5}, 7), random_tensor({4, 1, 3}, 8), random_tensor({4}, 9), random_tensor({1, 4, 2}, 10)},
+      27);
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaCausalConvWithState, SupportCheckAccepts) {
   std::vector<OneNode> nets;
   nets.emplace_back(causal_node(true, true, "silu"),

@@ -15,7 +15,8 @@ namespace {
 
 namespace gk = kilnrt::cuda::kernels::geom;
 
-// ---- Col2Im ----------------------------------------------------------------------------------------------------------
+// ---- Col2Im
+// ----------------------------------------------------------------------------------------------------------
 class Col2ImLayer final : public CudaLayer {
  public:
   explicit Col2ImLayer(const ir::Node& n) : node_(n), name_(n.describe()) {}
@@ -25,9 +26,9 @@ class Col2ImLayer final : public CudaLayer {
     const std::vector<int64_t> image = ops::tensor_to_int64s(host_value(l, 1, name_, "image_shape"));
     const std::vector<int64_t> block = ops::tensor_to_int64s(host_value(l, 2, name_, "block_shape"));
     const size_t nd = image.size();
-    KILNRT_CHECK(nd >= 1 && block.size() == nd, kInvalidModel, name_,
-                 "image_shape and block_shape must have the same length >= 1 (got " << nd << " and " << block.size()
-                                                                                   << ")");
+    KILNRT_CHECK(
+        nd >= 1 && block.size() == nd, kInvalidModel, name_,
+        "image_shape and block_shape must have the same length >= 1 (got " << nd << " and " << block.size() << ")");
     KILNRT_CHECK(nd <= static_cast<size_t>(gk::kMaxRank), kUnsupported, name_,
                  nd << " spatial dims (the CUDA layer takes up to " << gk::kMaxRank << ")");
     const std::vector<int64_t> dil = node_.attr_ints("dilations", std::vector<int64_t>(nd, 1));
@@ -59,9 +60,9 @@ class Col2ImLayer final : public CudaLayer {
     Shape want{g.batch, g.channels};
     want.insert(want.end(), image.begin(), image.end());
     expect_output(l.outputs.at(0), want, name_);
-    check_launch(gk::col2im(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(l.outputs[0].data), g,
-                            l.stream),
-                 name_, "col2im");
+    check_launch(
+        gk::col2im(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(l.outputs[0].data), g, l.stream),
+        name_, "col2im");
   }
 
  private:
@@ -71,8 +72,8 @@ class Col2ImLayer final : public CudaLayer {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"Col2Im"},
-                           [](const ir::Node& n, const ir::Graph& g) { return float32_inputs(n, g, {0}); },
-                           factory<Col2ImLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Col2Im"}, [](const ir::Node& n, const ir::Graph& g) { return float32_inputs(n, g, {0}); },
+    factory<Col2ImLayer>());
 
 }  // namespace kilnrt::backends::cuda

@@ -38,11 +38,12 @@ TEST(CudaCol2Im, Col2Im) {
                     {random_tensor({1, 4, 6}, 24), i64({3, 6}, {2}), i64({2, 2}, {2})}, {false, true, true}, 18, 4.0);
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaCol2Im, SupportCheckAccepts) {
   std::vector<OneNode> nets;
-  nets.emplace_back(Op("Col2Im", 3).node, std::vector<Tensor>{random_tensor({1, 4, 9}, 81), i64({4, 4}, {2}),
-                                                              i64({2, 2}, {2})},
+  nets.emplace_back(Op("Col2Im", 3).node,
+                    std::vector<Tensor>{random_tensor({1, 4, 9}, 81), i64({4, 4}, {2}), i64({2, 2}, {2})},
                     std::vector<bool>{false, true, true}, 18);
   expect_supported(nets);
 }

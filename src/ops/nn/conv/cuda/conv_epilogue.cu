@@ -79,8 +79,8 @@ int launch(void* y, const void* bias, const void* z, int64_t n, int64_t inner, i
 
 }  // namespace
 
-int conv_epilogue(int dt, void* y, const void* bias, const void* z, int64_t n, int64_t inner, int64_t channels,
-                  int act, float a, float b, StreamT stream) {
+int conv_epilogue(int dt, void* y, const void* bias, const void* z, int64_t n, int64_t inner, int64_t channels, int act,
+                  float a, float b, StreamT stream) {
   if (inner < 1 || channels < 1) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   switch (dt) {

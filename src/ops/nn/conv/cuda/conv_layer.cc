@@ -1,6 +1,6 @@
-// The CUDA Conv layer, also serving com.kilnrt:FusedConv (ops/nn/fused_conv/cuda): Conv on cuDNN (legacy convolution API, FMA math — no
-// TF32 —, algorithm from cudnnGetConvolutionForwardAlgorithm_v7 per input shape, cached) with an own direct kernel as
-// fallback (no cuDNN, asymmetric padding, or KILNRT_CUDA_CONV=direct). com.kilnrt:FusedConv
+// The CUDA Conv layer, also serving com.kilnrt:FusedConv (ops/nn/fused_conv/cuda): Conv on cuDNN (legacy convolution
+// API, FMA math — no TF32 —, algorithm from cudnnGetConvolutionForwardAlgorithm_v7 per input shape, cached) with an own
+// direct kernel as fallback (no cuDNN, asymmetric padding, or KILNRT_CUDA_CONV=direct). com.kilnrt:FusedConv
 // (passes/fuse_conv_epilogue) is the same layer followed by one epilogue kernel (bias + residual + activation in a
 // single pass over the output).
 #include <algorithm>
@@ -52,8 +52,10 @@ class ConvLayer final : public CudaLayer {
     if (use_cudnn_ && p16_ && !(nhwc && std::string(nhwc) == "0")) upload_nhwc_weights(a);
     small_c_ = SmallCConv::create(a, use_cudnn_);  // C <= 4 (stems, patchify): conv_small_c.h
     // Tactics chosen by timing at build (conv_tactics.h): stored with the node, or timed now under the builder's scope.
-    if (use_cudnn_ && a.node.has_attr(kConvTacticAttr)) choices_ = parse_tactic_attr(a.node.attr_string(kConvTacticAttr));
-    else if (use_cudnn_ && !small_c_ && TacticTimingScope::current()) tune(a, *TacticTimingScope::current());
+    if (use_cudnn_ && a.node.has_attr(kConvTacticAttr))
+      choices_ = parse_tactic_attr(a.node.attr_string(kConvTacticAttr));
+    else if (use_cudnn_ && !small_c_ && TacticTimingScope::current())
+      tune(a, *TacticTimingScope::current());
   }
   ~ConvLayer() override { clear_cache(); }
   std::string tactic() const override {
@@ -108,8 +110,8 @@ class ConvLayer final : public CudaLayer {
                      name_, "depthwise_conv2d_nhwc_tile");
         return;
       }
-      check_launch(k::depthwise_conv2d_nhwc(float_code(l.inputs[0].dtype), l.inputs[0].data, dw_w_,
-                                            l.outputs[0].data, geo.p, l.stream),
+      check_launch(k::depthwise_conv2d_nhwc(float_code(l.inputs[0].dtype), l.inputs[0].data, dw_w_, l.outputs[0].data,
+                                            geo.p, l.stream),
                    name_, "depthwise_conv2d_nhwc");
       run_epilogue(l, geo, bias);
       return;
@@ -132,20 +134,20 @@ class ConvLayer final : public CudaLayer {
         if (c->choice.path == ConvPath::kCudnnFused) {  // conv + bias + z + relu/identity in one call
           const bool has_z = l.inputs.size() > 3 && l.inputs[3].present;
           const float alpha2 = has_z ? 1.f : 0.f;
-          KILNRT_CUDNN_CHECK(api,
-                             api.cudnnConvolutionBiasActivationForward(
-                                 h, &one, c->x, l.inputs[0].data, c->w, nhwc ? nhwc_w_ : l.inputs[1].data, c->conv,
-                                 c->algo, l.workspace, c->workspace, &alpha2, c->y,
-                                 has_z ? l.inputs[3].data : l.outputs[0].data, c->bias, bias, c->act, c->y,
-                                 l.outputs[0].data),
-                             name_);
+          KILNRT_CUDNN_CHECK(
+              api,
+              api.cudnnConvolutionBiasActivationForward(
+                  h, &one, c->x, l.inputs[0].data, c->w, nhwc ? nhwc_w_ : l.inputs[1].data, c->conv, c->algo,
+                  l.workspace, c->workspace, &alpha2, c->y, has_z ? l.inputs[3].data : l.outputs[0].data, c->bias, bias,
+                  c->act, c->y, l.outputs[0].data),
+              name_);
           return;
         }
-        KILNRT_CUDNN_CHECK(api,
-                           api.cudnnConvolutionForward(h, &one, c->x, l.inputs[0].data, c->w, nhwc ? nhwc_w_ : l.inputs[1].data, c->conv,
-                                                       c->algo, l.workspace, c->workspace, &zero, c->y,
-                                                       l.outputs[0].data),
-                           name_);
+        KILNRT_CUDNN_CHECK(
+            api,
+            api.cudnnConvolutionForward(h, &one, c->x, l.inputs[0].data, c->w, nhwc ? nhwc_w_ : l.inputs[1].data,
+                                        c->conv, c->algo, l.workspace, c->workspace, &zero, c->y, l.outputs[0].data),
+            name_);
         if (fused_ || nhwc) {  // NHWC: the bias through the epilogue kernel too (channel = innermost index)
           run_epilogue(l, geo, bias);
         } else if (bias) {
@@ -213,11 +215,14 @@ class ConvLayer final : public CudaLayer {
     info.act = fused_ ? static_cast<int>(epilogue_.act) : 0;
     info.epilogue = fused_ ? ops::nn::describe_epilogue(epilogue_) : "";
     for (ConvTuneRequest& req : conv_tune_requests(a.node, a.graph, info)) {
-      const ConvChoice best = tune_conv_request(scope, req, [this](const ConvChoice& c, LayerLaunch& l) {
-        forced_ = c;
-        forcing_ = true;
-        enqueue(l);
-      }, name_);
+      const ConvChoice best = tune_conv_request(
+          scope, req,
+          [this](const ConvChoice& c, LayerLaunch& l) {
+            forced_ = c;
+            forcing_ = true;
+            enqueue(l);
+          },
+          name_);
       if (best.path != ConvPath::kHeuristic) choices_[req.label] = best;
     }
     forcing_ = false;
@@ -258,7 +263,8 @@ class ConvLayer final : public CudaLayer {
       size_t ws = 0;
       const CudnnApi& api = cudnn_api();
       if (api.cudnnGetConvolutionForwardWorkspaceSize(l.libs->get_cudnn(), c.x, c.w, c.conv, c.y, algo, &ws) !=
-              CUDNN_STATUS_SUCCESS || ws > l.workspace_bytes)
+              CUDNN_STATUS_SUCCESS ||
+          ws > l.workspace_bytes)
         why = "cuDNN algorithm " + std::to_string(want.algo) + " unavailable";
       const bool relu = fused_ && epilogue_.act == ops::nn::FusedActivation::kRelu;
       const bool none = !fused_ || epilogue_.act == ops::nn::FusedActivation::kNone;
@@ -268,9 +274,11 @@ class ConvLayer final : public CudaLayer {
       if (why.empty()) {
         if (want.path == ConvPath::kCudnnFused && !c.act) {
           KILNRT_CUDNN_CHECK(api, api.cudnnCreateActivationDescriptor(&c.act), name_);
-          KILNRT_CUDNN_CHECK(api, api.cudnnSetActivationDescriptor(c.act, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
-                                                                   CUDNN_NOT_PROPAGATE_NAN, 0.0),
-                             name_);
+          KILNRT_CUDNN_CHECK(
+              api,
+              api.cudnnSetActivationDescriptor(c.act, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                               CUDNN_NOT_PROPAGATE_NAN, 0.0),
+              name_);
         }
         c.algo = algo;
         c.workspace = ws;
@@ -426,8 +434,9 @@ class ConvLayer final : public CudaLayer {
     const void* z = l.inputs.size() > 3 && l.inputs[3].present ? l.inputs[3].data : nullptr;
     if (!bias && !z && epilogue_.act == ops::nn::FusedActivation::kNone) return;
     const LayerOutput& y = l.outputs[0];
-    check_launch(k::conv_epilogue(float_code(y.dtype), y.data, bias, z, y.numel(), l.outputs[0].nhwc ? 1 : int64_t(geo.p.oh) * geo.p.ow,
-                                  geo.p.k, static_cast<int>(epilogue_.act), epilogue_.a, epilogue_.b, l.stream),
+    check_launch(k::conv_epilogue(float_code(y.dtype), y.data, bias, z, y.numel(),
+                                  l.outputs[0].nhwc ? 1 : int64_t(geo.p.oh) * geo.p.ow, geo.p.k,
+                                  static_cast<int>(epilogue_.act), epilogue_.a, epilogue_.b, l.stream),
                  name_, "conv_epilogue");
   }
 
@@ -479,7 +488,8 @@ class ConvLayer final : public CudaLayer {
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       for (size_t d = 0; d < sd; ++d) {
         const int i = one_d ? 1 : static_cast<int>(d);
-        const int64_t total = std::max<int64_t>(0, (out_dims[i] - 1) * strides[d] + (kdims[i] - 1) * dil[d] + 1 - in_dims[i]);
+        const int64_t total =
+            std::max<int64_t>(0, (out_dims[i] - 1) * strides[d] + (kdims[i] - 1) * dil[d] + 1 - in_dims[i]);
         pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
         pads[d + sd] = total - pads[d];
       }
@@ -530,22 +540,34 @@ class ConvLayer final : public CudaLayer {
     // 16-bit storage (--fp16 / --bf16 engines): half / bfloat16 tensors with float32 compute, tensor cores allowed.
     const DType sd = l.inputs[0].dtype;
     const bool h16 = sd == DType::kFloat16 || sd == DType::kBFloat16;
-    const cudnnDataType_t dt = sd == DType::kFloat16 ? CUDNN_DATA_HALF
-                               : sd == DType::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.x, fmt, dt, i32(p.n), i32(p.c), i32(p.h), i32(p.w)), name_);
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.y, fmt, dt, i32(p.n), i32(p.k), i32(p.oh), i32(p.ow)), name_);
+    const cudnnDataType_t dt = sd == DType::kFloat16    ? CUDNN_DATA_HALF
+                               : sd == DType::kBFloat16 ? CUDNN_DATA_BFLOAT16
+                                                        : CUDNN_DATA_FLOAT;
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.x, fmt, dt, i32(p.n), i32(p.c), i32(p.h), i32(p.w)),
+                       name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.y, fmt, dt, i32(p.n), i32(p.k), i32(p.oh), i32(p.ow)),
+                       name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.bias, CUDNN_TENSOR_NCHW, dt, 1, i32(p.k), 1, 1), name_);
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetFilter4dDescriptor(c.w, dt, fmt, i32(p.k), i32(p.c / p.groups), p.kh, p.kw), name_);
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolution2dDescriptor(c.conv, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), name_);
+    KILNRT_CUDNN_CHECK(api, api.cudnnSetFilter4dDescriptor(c.w, dt, fmt, i32(p.k), i32(p.c / p.groups), p.kh, p.kw),
+                       name_);
+    KILNRT_CUDNN_CHECK(api,
+                       api.cudnnSetConvolution2dDescriptor(c.conv, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw,
+                                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                       name_);
     KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionGroupCount(c.conv, p.groups), name_);
     // Strict fp32: FMA math forbids TF32 tensor-core paths (DEFAULT_MATH would allow TF32 on Ampere and newer).
     // --tf32: DEFAULT_MATH lets cuDNN use TF32 tensor cores for float32 data.
-    KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionMathType(c.conv, h16 ? CUDNN_TENSOR_OP_MATH
-                                                                     : tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+    KILNRT_CUDNN_CHECK(api,
+                       api.cudnnSetConvolutionMathType(c.conv, h16     ? CUDNN_TENSOR_OP_MATH
+                                                               : tf32_ ? CUDNN_DEFAULT_MATH
+                                                                       : CUDNN_FMA_MATH),
                        name_);
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
-    KILNRT_CUDNN_CHECK(api, api.cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv, c.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf), name_);
+    KILNRT_CUDNN_CHECK(api,
+                       api.cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv, c.y,
+                                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
+                       name_);
     for (int i = 0; i < returned && !c.ok; ++i) {
       const cudnnConvolutionFwdAlgo_t algo = perf[i].algo;
       // FFT variants trade accuracy for speed: excluded from strict fp32.
@@ -577,16 +599,16 @@ class ConvLayer final : public CudaLayer {
   bool tf32_ = false;
   bool p16_ = false;
   bool use_cudnn_ = false;
-  const void* nhwc_w_ = nullptr;  // 16-bit weights in K,R,S,C order for NHWC convolutions (null: NCHW only)
-  const void* dw_w_ = nullptr;    // depthwise only: 16-bit weights [R,S,K] for nhwc_depthwise.cu
-  bool dw_tile_ = false;          // ... and the tiled kernel takes its kernel size / strides (dw_tile_geometry)
+  const void* nhwc_w_ = nullptr;         // 16-bit weights in K,R,S,C order for NHWC convolutions (null: NCHW only)
+  const void* dw_w_ = nullptr;           // depthwise only: 16-bit weights [R,S,K] for nhwc_depthwise.cu
+  bool dw_tile_ = false;                 // ... and the tiled kernel takes its kernel size / strides (dw_tile_geometry)
   std::unique_ptr<SmallCConv> small_c_;  // few input channels: own path first (null: none)
   bool fused_ = false;
   ops::nn::FusedEpilogue epilogue_;
   std::mutex mu_;
   std::map<Shape, Cached> cache_;
   std::map<std::string, ConvChoice> choices_;  // layout_label() -> timed tactic (kConvTacticAttr)
-  ConvChoice forced_;                           // the candidate being timed (tune())
+  ConvChoice forced_;                          // the candidate being timed (tune())
   bool forcing_ = false;
 };
 
@@ -600,11 +622,12 @@ std::string conv_rank_supported(const ir::Node& n, const ir::Graph& g) {
   return "";
 }
 
-KILNRT_REGISTER_CUDA_LAYER({"Conv"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (std::string why = conv_rank_supported(n, g); !why.empty()) return why;
-                             return float32_layer_inputs(n, g);
-                           },
-                           make_conv_layer);
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Conv"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (std::string why = conv_rank_supported(n, g); !why.empty()) return why;
+      return float32_layer_inputs(n, g);
+    },
+    make_conv_layer);
 
 }  // namespace kilnrt::backends::cuda

@@ -45,7 +45,9 @@ template <class T, class D>
 struct LtObj {  // RAII for one cuBLASLt descriptor
   T h = nullptr;
   D destroy;
-  ~LtObj() { if (h) destroy(h); }
+  ~LtObj() {
+    if (h) destroy(h);
+  }
 };
 
 // One column-major cuBLASLt matmul D[m x n] = op(A) op(B) (+ bias[m]) with 16-bit A, B, D and float32 compute;
@@ -71,11 +73,13 @@ void lt_matmul(const LtCall& c, LayerLaunch& l, void* ws, size_t ws_bytes, const
   Desc desc{nullptr, api.cublasLtMatmulDescDestroy};
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescCreate(&desc.h, CUBLAS_COMPUTE_32F, CUDA_R_32F), name);
   const cublasOperation_t opa = c.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = c.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)), name);
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)), name);
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)),
+                        name);
+  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)),
+                        name);
   if (c.bias || c.relu) {
-    const cublasLtEpilogue_t epi = c.bias ? (c.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
-                                          : CUBLASLT_EPILOGUE_RELU;
+    const cublasLtEpilogue_t epi =
+        c.bias ? (c.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS) : CUBLASLT_EPILOGUE_RELU;
     KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
                           name);
     if (c.bias)
@@ -95,18 +99,26 @@ void lt_matmul(const LtCall& c, LayerLaunch& l, void* ws, size_t ws_bytes, const
   };
   Layout la{nullptr, api.cublasLtMatrixLayoutDestroy}, lb{nullptr, api.cublasLtMatrixLayoutDestroy},
       ld{nullptr, api.cublasLtMatrixLayoutDestroy};
-  if (c.ta) make(la, c.k, c.m, c.lda, c.stride_a); else make(la, c.m, c.k, c.lda, c.stride_a);
-  if (c.tb) make(lb, c.n, c.k, c.ldb, c.stride_b); else make(lb, c.k, c.n, c.ldb, c.stride_b);
+  if (c.ta)
+    make(la, c.k, c.m, c.lda, c.stride_a);
+  else
+    make(la, c.m, c.k, c.lda, c.stride_a);
+  if (c.tb)
+    make(lb, c.n, c.k, c.ldb, c.stride_b);
+  else
+    make(lb, c.k, c.n, c.ldb, c.stride_b);
   make(ld, c.m, c.n, c.ldd, c.stride_d);
   Pref pref{nullptr, api.cublasLtMatmulPreferenceDestroy};
   KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceCreate(&pref.h), name);
   const uint64_t wsb = ws_bytes;
-  KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
-                                                                 sizeof(wsb)),
-                        name);
+  KILNRT_CUBLASLT_CHECK(
+      api.cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)),
+      name);
   const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> aligns[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, c.a}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, c.b},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c.d}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c.d}};
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, c.a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, c.b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c.d},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c.d}};
   for (const auto& [attr, ptr] : aligns) {
     const uint32_t al = alignment_of(ptr);
     KILNRT_CUBLASLT_CHECK(api.cublasLtMatmulPreferenceSetAttribute(pref.h, attr, &al, sizeof(al)), name);
@@ -338,7 +350,8 @@ bool SmallCConv::upload_weights(SmallCPath p, const LayerCreateArgs& a) {
   for (int64_t o = 0; o < kk; ++o)
     for (int64_t ci = 0; ci < c; ++ci)
       for (int64_t y = 0; y < r; ++y)
-        for (int64_t x = 0; x < s; ++x) d[((o * r + y) * s + x) * pack_cp_ + ci] = to16(src[((o * c + ci) * r + y) * s + x]);
+        for (int64_t x = 0; x < s; ++x)
+          d[((o * r + y) * s + x) * pack_cp_ + ci] = to16(src[((o * c + ci) * r + y) * s + x]);
   pack_w_ = a.weights.upload(key, out);
   return pack_w_ != nullptr;
 }
@@ -347,9 +360,9 @@ std::string SmallCConv::tactic() const {
   // The library prefix makes the runner create the handle before a captured launch (CudaRunner::ensure_resources).
   if (path_ == SmallCPath::kDirectMma) return "kernel:small-c-direct-mma";
   if (path_ == SmallCPath::kStemMma) return "kernel:small-c-stem-mma";
-  return path_ == SmallCPath::kIm2colGemm ? "cublaslt:small-c-im2col-gemm"
-                                         : std::string("cudnn:small-c-") + (pack_cp_ == 4 ? "pack4" : "pack8") +
-                                               "-nhwc|nchw:conv-fwd";
+  return path_ == SmallCPath::kIm2colGemm
+             ? "cublaslt:small-c-im2col-gemm"
+             : std::string("cudnn:small-c-") + (pack_cp_ == 4 ? "pack4" : "pack8") + "-nhwc|nchw:conv-fwd";
 }
 
 bool SmallCConv::run(LayerLaunch& l, const k::Conv2d& p, bool symmetric, const void** bias, bool* done) {
@@ -455,16 +468,23 @@ SmallCConv::CudnnSet* SmallCConv::cudnn_set(LayerLaunch& l, const k::Conv2d& p, 
   KILNRT_CUDNN_CHECK(api, api.cudnnCreateTensorDescriptor(&c.y), name_);
   KILNRT_CUDNN_CHECK(api, api.cudnnCreateFilterDescriptor(&c.w), name_);
   KILNRT_CUDNN_CHECK(api, api.cudnnCreateConvolutionDescriptor(&c.conv), name_);
-  KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NHWC, dt, i32(count), pack_cp_, i32(p.h), i32(p.w)), name_);
-  KILNRT_CUDNN_CHECK(api, api.cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NHWC, dt, i32(count), i32(p.k), i32(p.oh), i32(p.ow)), name_);
-  KILNRT_CUDNN_CHECK(api, api.cudnnSetFilter4dDescriptor(c.w, dt, CUDNN_TENSOR_NHWC, i32(p.k), pack_cp_, p.kh, p.kw), name_);
-  KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolution2dDescriptor(c.conv, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw,
-                                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), name_);
+  KILNRT_CUDNN_CHECK(
+      api, api.cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NHWC, dt, i32(count), pack_cp_, i32(p.h), i32(p.w)), name_);
+  KILNRT_CUDNN_CHECK(
+      api, api.cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NHWC, dt, i32(count), i32(p.k), i32(p.oh), i32(p.ow)),
+      name_);
+  KILNRT_CUDNN_CHECK(api, api.cudnnSetFilter4dDescriptor(c.w, dt, CUDNN_TENSOR_NHWC, i32(p.k), pack_cp_, p.kh, p.kw),
+                     name_);
+  KILNRT_CUDNN_CHECK(api,
+                     api.cudnnSetConvolution2dDescriptor(c.conv, p.ph, p.pw, p.sh, p.sw, p.dh, p.dw,
+                                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                     name_);
   KILNRT_CUDNN_CHECK(api, api.cudnnSetConvolutionMathType(c.conv, CUDNN_TENSOR_OP_MATH), name_);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
-  KILNRT_CUDNN_CHECK(api, api.cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv, c.y,
-                                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
+  KILNRT_CUDNN_CHECK(api,
+                     api.cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv, c.y,
+                                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
                      name_);
   for (int i = 0; i < returned && !c.ok; ++i) {
     const cudnnConvolutionFwdAlgo_t algo = perf[i].algo;
@@ -508,8 +528,9 @@ bool SmallCConv::run_pack(LayerLaunch& l, const k::Conv2d& p) {
     check_launch(k::pack_channels16(l.inputs[0].data, l.inputs[0].nhwc, ws, p, n0, cnt, pack_cp_, l.stream), name_,
                  "pack_channels16");
     void* y = static_cast<char*>(l.outputs[0].data) + size_t(n0 * p.k * p.oh * p.ow) * 2;
-    KILNRT_CUDNN_CHECK(api, api.cudnnConvolutionForward(h, &one, s->x, ws, s->w, pack_w_, s->conv, s->algo,
-                                                        ws + packed, s->workspace, &zero, s->y, y),
+    KILNRT_CUDNN_CHECK(api,
+                       api.cudnnConvolutionForward(h, &one, s->x, ws, s->w, pack_w_, s->conv, s->algo, ws + packed,
+                                                   s->workspace, &zero, s->y, y),
                        name_);
   }
   return true;

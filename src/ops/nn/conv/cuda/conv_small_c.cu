@@ -1,6 +1,7 @@
-// Kernels of the small-input-channel convolution paths (conv_small_c_kernels.h): an im2col (one thread per 8 column entries,
-// one 16-byte store; a pure rearrangement for patchify geometries) and a channel pack to 4 / 8 channels (one thread per pixel, one 8- / 16-byte store).
-// Both only move 16-bit values; index math in 32 bits except the image offsets.
+// Kernels of the small-input-channel convolution paths (conv_small_c_kernels.h): an im2col (one thread per 8 column
+// entries, one 16-byte store; a pure rearrangement for patchify geometries) and a channel pack to 4 / 8 channels (one
+// thread per pixel, one 8- / 16-byte store). Both only move 16-bit values; index math in 32 bits except the image
+// offsets.
 #include <cuda_runtime.h>
 
 #include "ops/nn/conv/cuda/conv_small_c_kernels.h"
@@ -86,10 +87,10 @@ int im2col16(const void* x, bool x_nhwc, void* col, const Conv2d& p, int64_t n0,
   if (!fits_int(total) || !fits_int(p.c * p.h * p.w)) return static_cast<int>(cudaErrorInvalidValue);
   const uint16_t* xb = static_cast<const uint16_t*>(x) + n0 * p.c * p.h * p.w;
   const unsigned blocks = static_cast<unsigned>((total + kThreads - 1) / kThreads);
-  const Im2colGeo q{int(p.c), int(p.h), int(p.w), p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, int(p.oh), int(p.ow),
-                    int(kc), int(groups), int(total)};
+  const Im2colGeo q{int(p.c), int(p.h), int(p.w), p.kh,      p.kw,      p.sh,    p.sw,        p.ph,
+                    p.pw,     p.dh,     p.dw,     int(p.oh), int(p.ow), int(kc), int(groups), int(total)};
   im2col_kernel<<<blocks, kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(xb, x_nhwc, static_cast<uint4*>(col),
-                                                                                  q);
+                                                                                 q);
   return launch_common::launch_status();
 }
 

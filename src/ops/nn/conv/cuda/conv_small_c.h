@@ -15,9 +15,9 @@
 //    an implicit GEMM on mma.sync that copies the input rows of a tile of pixels into shared memory once and reads
 //    each A register (two adjacent taps) as one 32-bit shared load; bias + activation before one NHWC / NCHW store:
 //    the stems of resnet50 (7x7/2, 3 -> 64), efficientnet (3x3/2, 3 -> 32) and mobilenet (3x3/2, 3 -> 16).
-// The GEMM and pack paths work on images in chunks when the batch does not fit the workspace. Numerics: 16-bit operands, float32
-// accumulation, like the cuDNN path. Which path: fixed_rule() (KILNRT_CUDA_SMALL_C overrides, read at layer
-// creation: 0 off, gemm, pack4, pack8, direct, stem; KILNRT_CUDA_CONV=direct turns it off too;
+// The GEMM and pack paths work on images in chunks when the batch does not fit the workspace. Numerics: 16-bit
+// operands, float32 accumulation, like the cuDNN path. Which path: fixed_rule() (KILNRT_CUDA_SMALL_C overrides, read at
+// layer creation: 0 off, gemm, pack4, pack8, direct, stem; KILNRT_CUDA_CONV=direct turns it off too;
 // KILNRT_CUDA_SMALL_C_STEM=0 leaves the stem kernel out of the rule); a tactic timer can compare
 // applicable_paths() on a layer via set_path().
 #pragma once
@@ -84,14 +84,14 @@ class SmallCConv {
   bool relu_only_ = false;  // FusedConv with relu and no residual: cuBLASLt's RELU(_BIAS) epilogue does it all
   int act_ = 0;             // FusedConv's activation (ops::nn::FusedActivation) and parameters: the direct kernel
   float act_a_ = 0.f, act_b_ = 0.f;
-  bool residual_ = false;   // FusedConv with a residual input: not the direct kernel
+  bool residual_ = false;  // FusedConv with a residual input: not the direct kernel
   SmallCPath path_ = SmallCPath::kIm2colGemm;
   const void* gemm_w_ = nullptr;  // [K, kc_pad] 16-bit, j = (c*KH + ky)*KW + kx, zeros beyond C*KH*KW
   int64_t kc_pad_ = 0;            // a multiple of 8 (GEMM path) or 16 (direct path)
   const void* stem_w_ = nullptr;  // [K, stem_.kpad] 16-bit (conv_small_c_kernels.h: SmallCStemLayout)
   kilnrt::cuda::kernels::SmallCStemLayout stem_;
-  int stem_max_blocks_ = 0;  // KILNRT_CUDA_SMALL_C_STEM_BLOCKS (tests: several tiles per block), 0: no cap
-  const void* pack_w_ = nullptr;   // [K, KH, KW, cp] 16-bit, zeros beyond C
+  int stem_max_blocks_ = 0;       // KILNRT_CUDA_SMALL_C_STEM_BLOCKS (tests: several tiles per block), 0: no cap
+  const void* pack_w_ = nullptr;  // [K, KH, KW, cp] 16-bit, zeros beyond C
   int pack_cp_ = 0;
   std::mutex mu_;
   std::map<std::vector<int64_t>, std::unique_ptr<CudnnSet>> sets_;

@@ -127,8 +127,8 @@ ir::Graph act_graph(const Geo& g, const char* act, uint32_t seed = 21) {
   GraphBuilder b;
   b.seed = seed;
   b.input("x", {g.n, g.c, g.h, g.w});
-  ir::Node& n = b.node("Conv", {"x", b.random_constant("W", {g.k, g.c, g.kh, g.kw}, -0.5f, 0.5f),
-                                b.random_constant("B", {g.k})}, {"c"});
+  ir::Node& n = b.node(
+      "Conv", {"x", b.random_constant("W", {g.k, g.c, g.kh, g.kw}, -0.5f, 0.5f), b.random_constant("B", {g.k})}, {"c"});
   n.attrs["kernel_shape"] = ints_attr({g.kh, g.kw});
   n.attrs["strides"] = ints_attr({g.stride, g.stride});
   n.attrs["pads"] = ints_attr({g.pad, g.pad, g.pad, g.pad});
@@ -155,9 +155,9 @@ void check_layouts_activations_precisions(const Geo (&geos)[N], const char* expe
     for (const Geo& g : geos) {
       for (const char* act : acts) {
         for (const char* prec : {"fp16", "bf16"}) {
-          SCOPED_TRACE(::testing::Message() << "NHWC=" << layout << " " << prec << " n" << g.n << " c" << g.c << " "
-                                            << g.h << "x" << g.w << " k" << g.kh << " s" << g.stride << " p" << g.pad
-                                            << " K" << g.k << " act " << act);
+          SCOPED_TRACE(::testing::Message()
+                       << "NHWC=" << layout << " " << prec << " n" << g.n << " c" << g.c << " " << g.h << "x" << g.w
+                       << " k" << g.kh << " s" << g.stride << " p" << g.pad << " K" << g.k << " act " << act);
           check(act_graph(g, act), prec, true, expect);
         }
       }
@@ -339,13 +339,13 @@ TEST(CudaConvSmallC, ZooStemsMatchCpu) {
 TEST(CudaConvSmallC, EveryPathLayoutChannelCountAndBatch) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Geo geos[] = {
-      {5, 3, 30, 30, 16, 7, 7, 2, 3},   // resnet-like stem, odd output size
-      {1, 1, 17, 19, 8, 3, 3, 1, 1},    // C = 1, stride 1
-      {5, 4, 20, 24, 24, 3, 3, 2, 0},   // C = 4, no pad
-      {1, 3, 33, 31, 12, 5, 5, 1, 2},   // 5x5 pad 2
-      {5, 3, 32, 48, 40, 4, 4, 4, 0},   // patchify 4x4
-      {1, 4, 32, 32, 20, 8, 8, 8, 0},   // patchify C = 4
-      {5, 1, 18, 18, 8, 3, 3, 3, 0},    // patchify C = 1, kc 9 padded to 16
+      {5, 3, 30, 30, 16, 7, 7, 2, 3},     // resnet-like stem, odd output size
+      {1, 1, 17, 19, 8, 3, 3, 1, 1},      // C = 1, stride 1
+      {5, 4, 20, 24, 24, 3, 3, 2, 0},     // C = 4, no pad
+      {1, 3, 33, 31, 12, 5, 5, 1, 2},     // 5x5 pad 2
+      {5, 3, 32, 48, 40, 4, 4, 4, 0},     // patchify 4x4
+      {1, 4, 32, 32, 20, 8, 8, 8, 0},     // patchify C = 4
+      {5, 1, 18, 18, 8, 3, 3, 3, 0},      // patchify C = 1, kc 9 padded to 16
       {1, 3, 34, 34, 16, 16, 16, 16, 0},  // patchify with a remainder (34 / 16: 2 patches, rows 32..33 unused)
   };
   for (const char* layout : {"1", "0"}) {
@@ -460,16 +460,16 @@ TEST(CudaConvSmallC, StemWeightLayout) {
 TEST(CudaConvSmallC, StemKernelShapesActivationsAndLayouts) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Geo geos[] = {
-      {2, 3, 30, 30, 64, 7, 7, 2, 3},   // resnet-like stem, odd output size, W % 8 != 0
-      {1, 3, 40, 48, 64, 7, 7, 2, 3},   // resnet-like, 16-byte row copies
-      {3, 3, 23, 29, 32, 3, 3, 2, 1},   // efficientnet-like stem
-      {1, 3, 21, 21, 16, 3, 3, 2, 1},   // mobilenet-like stem, 121 pixels: partial tiles
-      {2, 3, 32, 40, 48, 5, 5, 2, 2},   // K = 48, 5 taps + no lead
-      {1, 1, 17, 16, 16, 3, 3, 2, 0},   // C = 1, no pad
-      {2, 4, 24, 24, 32, 4, 4, 2, 1},   // C = 4, 4 taps + lead: 8-tap rows
-      {1, 3, 40, 48, 64, 7, 7, 4, 3},   // stride 4
-      {2, 2, 19, 24, 16, 2, 2, 2, 1},   // 2x2 pad 1
-      {1, 3, 9, 8, 64, 8, 8, 2, 0},     // 8 taps, no lead, one output row
+      {2, 3, 30, 30, 64, 7, 7, 2, 3},  // resnet-like stem, odd output size, W % 8 != 0
+      {1, 3, 40, 48, 64, 7, 7, 2, 3},  // resnet-like, 16-byte row copies
+      {3, 3, 23, 29, 32, 3, 3, 2, 1},  // efficientnet-like stem
+      {1, 3, 21, 21, 16, 3, 3, 2, 1},  // mobilenet-like stem, 121 pixels: partial tiles
+      {2, 3, 32, 40, 48, 5, 5, 2, 2},  // K = 48, 5 taps + no lead
+      {1, 1, 17, 16, 16, 3, 3, 2, 0},  // C = 1, no pad
+      {2, 4, 24, 24, 32, 4, 4, 2, 1},  // C = 4, 4 taps + lead: 8-tap rows
+      {1, 3, 40, 48, 64, 7, 7, 4, 3},  // stride 4
+      {2, 2, 19, 24, 16, 2, 2, 2, 1},  // 2x2 pad 1
+      {1, 3, 9, 8, 64, 8, 8, 2, 0},    // 8 taps, no lead, one output row
   };
   check_layouts_activations_precisions(geos, "stem-mma");
   // A 5x3 window (KH != KW).
@@ -496,8 +496,8 @@ TEST(CudaConvSmallC, StemKernelLoopsOverTiles) {
   ir::Node& pre = b.node("Conv", {"x", b.random_constant("W0", {4, 3, 1, 1}, -0.5f, 0.5f)}, {"p"});
   pre.attrs["kernel_shape"] = ints_attr({1, 1});
   b.node("Relu", {"p"}, {"q"});
-  ir::Node& stem = b.node("Conv", {"q", b.random_constant("W", {32, 4, 3, 3}, -0.5f, 0.5f),
-                                   b.random_constant("B", {32})}, {"c"});
+  ir::Node& stem =
+      b.node("Conv", {"q", b.random_constant("W", {32, 4, 3, 3}, -0.5f, 0.5f), b.random_constant("B", {32})}, {"c"});
   stem.attrs["kernel_shape"] = ints_attr({3, 3});
   stem.attrs["strides"] = ints_attr({2, 2});
   stem.attrs["pads"] = ints_attr({1, 1, 1, 1});
@@ -526,10 +526,10 @@ TEST(CudaConvSmallC, StemKernelLayoutAndApplicability) {
   EXPECT_EQ(l.kxp, 4);
   EXPECT_EQ(l.lead, 0);
   EXPECT_EQ(l.kpad, 16);
-  EXPECT_FALSE(k::small_c_stem_layout(3, 3, 3, 1, 1, &l));  // stride 1: odd
-  EXPECT_FALSE(k::small_c_stem_layout(3, 3, 3, 3, 1, &l));  // stride 3: odd
-  EXPECT_FALSE(k::small_c_stem_layout(3, 8, 8, 2, 1, &l));  // 8 taps + lead > 8
-  EXPECT_FALSE(k::small_c_stem_layout(5, 3, 3, 2, 1, &l));  // C > 4
+  EXPECT_FALSE(k::small_c_stem_layout(3, 3, 3, 1, 1, &l));   // stride 1: odd
+  EXPECT_FALSE(k::small_c_stem_layout(3, 3, 3, 3, 1, &l));   // stride 3: odd
+  EXPECT_FALSE(k::small_c_stem_layout(3, 8, 8, 2, 1, &l));   // 8 taps + lead > 8
+  EXPECT_FALSE(k::small_c_stem_layout(5, 3, 3, 2, 1, &l));   // C > 4
   EXPECT_FALSE(k::small_c_stem_layout(4, 40, 8, 2, 0, &l));  // kpad 1280 > 512
 
   k::Conv2d p;  // resnet50's stem at batch 32

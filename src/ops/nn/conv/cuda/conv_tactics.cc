@@ -41,11 +41,16 @@ bool parse_choice(const std::string& s, ConvChoice* out) {
   if (!std::all_of(num.begin(), num.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) return false;
   ConvChoice c;
   c.algo = std::stoi(num);
-  if (kind == "cudnn") c.path = ConvPath::kCudnn;
-  else if (kind == "cudnn-fused") c.path = ConvPath::kCudnnFused;
-  else if (kind == "cublaslt") c.path = ConvPath::kCublasLt;
-  else if (kind == "pw-mma") c.path = ConvPath::kPwKernel;
-  else return false;
+  if (kind == "cudnn")
+    c.path = ConvPath::kCudnn;
+  else if (kind == "cudnn-fused")
+    c.path = ConvPath::kCudnnFused;
+  else if (kind == "cublaslt")
+    c.path = ConvPath::kCublasLt;
+  else if (kind == "pw-mma")
+    c.path = ConvPath::kPwKernel;
+  else
+    return false;
   const int limit = c.path == ConvPath::kCublasLt   ? 8
                     : c.path == ConvPath::kPwKernel ? kc_kernels::kPointwiseConvVariants
                                                     : int(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
@@ -78,7 +83,9 @@ bool timing_cache_find(const std::string& key, ConvChoice* out) {
   return timing_cache_find_raw(key, &value) && parse_choice(value, out);
 }
 
-void timing_cache_store(const std::string& key, const ConvChoice& ch) { timing_cache_store_raw(key, choice_to_string(ch)); }
+void timing_cache_store(const std::string& key, const ConvChoice& ch) {
+  timing_cache_store_raw(key, choice_to_string(ch));
+}
 
 bool conv_lt_nchw_enabled() {
   const char* env = std::getenv("KILNRT_CONV_LT_NCHW");
@@ -125,8 +132,7 @@ std::vector<ConvTuneRequest> conv_tune_requests(const ir::Node& node, const ir::
     r.label = layout_label(nhwc != 0, info.storage);
     r.key = "conv x" + ints(xs) + " w" + ints(ws) + " s" + ints(strides) + " p" + ints(pads) + " d" + ints(dil) + " g" +
             std::to_string(group) + " " + auto_pad + " " + r.label + " " +
-            (info.fused ? "fused(" + info.epilogue + ")" : "plain") +
-            (has_bias ? "+bias" : "");
+            (info.fused ? "fused(" + info.epilogue + ")" : "plain") + (has_bias ? "+bias" : "");
     auto tensor = [&](const Shape& sh, bool present) {
       LayerTensor t;
       t.shape = sh;
@@ -146,9 +152,9 @@ std::vector<ConvTuneRequest> conv_tune_requests(const ir::Node& node, const ir::
     r.launch.outputs = {y};
     r.candidates.push_back({ConvPath::kHeuristic, 0});  // the baseline: what an untimed engine runs
     // Legacy algorithms (FFT and non-fused Winograd excluded: they trade accuracy for speed).
-    for (int a : {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
-                  CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_DIRECT,
-                  CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD})
+    for (int a :
+         {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+          CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD})
       r.candidates.push_back({ConvPath::kCudnn, a});
     // Conv + bias + residual + ReLU / identity in one cuDNN call (identity: implicit precomputed GEMM only).
     const bool relu = info.act == 1, none = info.act == 0;
@@ -161,7 +167,7 @@ std::vector<ConvTuneRequest> conv_tune_requests(const ir::Node& node, const ir::
     const bool layout_free = xs[2] * xs[3] == 1 && ys[2] * ys[3] == 1;
     if ((nhwc || (layout_free && conv_lt_nchw_enabled())) && st16 && pointwise) {
       for (int i = 0; i < 4; ++i) r.candidates.push_back({ConvPath::kCublasLt, i});
-      if (!nhwc) r.key += " lt-nchw";  // other candidates: another cache entry
+      if (!nhwc) r.key += " lt-nchw";                                 // other candidates: another cache entry
       if (ws[0] % 8 == 0 && ws[1] % 8 == 0 && pw_kernel_enabled()) {  // own GEMM + fused epilogue
         for (int v = 0; v < kc_kernels::kPointwiseConvVariants; ++v) r.candidates.push_back({ConvPath::kPwKernel, v});
         r.key += " pw1";  // entries timed without these candidates stay apart
@@ -184,8 +190,7 @@ ConvChoice tune_conv_request(TacticTimingScope& scope, ConvTuneRequest& req,
   }
   scope.bind(req.launch);
   const int w = scope.time_candidates(
-      req.launch, int(req.candidates.size()),
-      [&](int i, LayerLaunch& l) { run(req.candidates[size_t(i)], l); },
+      req.launch, int(req.candidates.size()), [&](int i, LayerLaunch& l) { run(req.candidates[size_t(i)], l); },
       [&](int i) { return choice_to_string(req.candidates[size_t(i)]); }, node, req.label);
   if (w >= 0) best = req.candidates[size_t(w)];
   note_conv_tuning(/*cache_hit=*/false);

@@ -44,8 +44,8 @@ struct ConvChoice {
   int algo = 0;  // cuDNN algorithm, or the index in cuBLASLt's heuristic list
   bool operator==(const ConvChoice& o) const { return path == o.path && algo == o.algo; }
 };
-std::string choice_to_string(const ConvChoice& c);  // "cudnn:1", "cudnn-fused:1", "cublaslt:0", "pw-mma:1"
-bool parse_choice(const std::string& s, ConvChoice* out);            // false when malformed
+std::string choice_to_string(const ConvChoice& c);         // "cudnn:1", "cudnn-fused:1", "cublaslt:0", "pw-mma:1"
+bool parse_choice(const std::string& s, ConvChoice* out);  // false when malformed
 // "nhwc-f16=cublaslt:0;nchw-f16=cudnn:1" <-> {layout-dtype label: choice}. Malformed entries are dropped.
 std::map<std::string, ConvChoice> parse_tactic_attr(const std::string& s);
 std::string format_tactic_attr(const std::map<std::string, ConvChoice>& m);
@@ -62,9 +62,9 @@ bool pw_kernel_enabled();
 
 // What a conv layer asks the tuner to time for one layout.
 struct ConvTuneRequest {
-  std::string label;      // layout_label() (tactic_timing.h)
-  std::string key;        // geometry + dtype + layout + epilogue (tune_conv_request adds the device part)
-  LayerLaunch launch;     // shapes, dtypes and layout flags; the tuner fills pointers, stream, handles, workspace
+  std::string label;   // layout_label() (tactic_timing.h)
+  std::string key;     // geometry + dtype + layout + epilogue (tune_conv_request adds the device part)
+  LayerLaunch launch;  // shapes, dtypes and layout flags; the tuner fills pointers, stream, handles, workspace
   std::vector<ConvChoice> candidates;
 };
 

@@ -35,9 +35,7 @@ void set_precision(ir::Graph& g, const char* p) {
   for (ir::Node& n : g.nodes) n.attrs["kilnrt_precision"] = string_attr(p);
 }
 
-std::map<std::string, Tensor> feeds_for(const ir::Graph& g) {
-  return random_feeds(g, 11, -1.f, 1.f);
-}
+std::map<std::string, Tensor> feeds_for(const ir::Graph& g) { return random_feeds(g, 11, -1.f, 1.f); }
 
 // x -> conv 3x3 + relu (r0) -> the conv under test (k x k, bias, residual r0 when `residual`, activation `act`) ->
 // conv 3x3 -> y. With NHWC storage forced, the middle conv reads and writes NHWC (the last one writes the NCHW

@@ -24,8 +24,7 @@ __device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __
 __device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 template <typename T>
-__global__ void depthwise_nhwc_kernel(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
-                                      Conv2d p) {
+__global__ void depthwise_nhwc_kernel(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, Conv2d p) {
   const int64_t total = p.n * p.oh * p.ow * p.c;
   KILNRT_GRID_LOOP(i, total) {
     const int64_t c = i % p.c;
@@ -72,9 +71,9 @@ int depthwise_conv2d_nhwc_scalar(int dt, const void* x, const void* w, void* y, 
           static_cast<const __half*>(x), static_cast<const __half*>(w), static_cast<__half*>(y), p);
       break;
     case 2:
-      depthwise_nhwc_kernel<__nv_bfloat16><<<blocks_for(total), kThreads, 0, s>>>(
-          static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w),
-          static_cast<__nv_bfloat16*>(y), p);
+      depthwise_nhwc_kernel<__nv_bfloat16><<<blocks_for(total), kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(x),
+                                                                                  static_cast<const __nv_bfloat16*>(w),
+                                                                                  static_cast<__nv_bfloat16*>(y), p);
       break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }

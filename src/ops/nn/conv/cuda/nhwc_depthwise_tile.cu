@@ -33,7 +33,7 @@ namespace kilnrt::cuda::kernels {
 namespace {
 
 constexpr int kMaxThreads = 256;
-constexpr int kMaxSmem = 48 * 1024;  // the default dynamic shared memory limit: no function attribute to set
+constexpr int kMaxSmem = 48 * 1024;          // the default dynamic shared memory limit: no function attribute to set
 constexpr int64_t kFillThreads = 32 * 1024;  // ~132 SMs x 256: below this, fewer rows per thread
 
 using storage16::to_f;  // storage16.cuh
@@ -293,9 +293,9 @@ int launch(const void* x, const void* w, void* y, const Conv2d& p, const Depthwi
   if (tiles > 0x7fffffff) return static_cast<int>(cudaErrorInvalidValue);
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>((p.c / 8 + t.cg - 1) / t.cg),
                   static_cast<unsigned>(p.n));
-  dw_tile_kernel<T, K, S, TY><<<grid, t.cg * t.tw * t.rs, smem, s>>>(
-      static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(e.bias), static_cast<const T*>(e.z),
-      static_cast<T*>(y), t);
+  dw_tile_kernel<T, K, S, TY><<<grid, t.cg * t.tw * t.rs, smem, s>>>(static_cast<const T*>(x), static_cast<const T*>(w),
+                                                                     static_cast<const T*>(e.bias),
+                                                                     static_cast<const T*>(e.z), static_cast<T*>(y), t);
   return launch_common::launch_status();
 }
 
@@ -333,9 +333,8 @@ bool depthwise_nhwc_tile_enabled() {
 bool depthwise_nhwc_tile_geometry(const Conv2d& p) {
   constexpr int64_t kMax = (int64_t(1) << 31) - 16;
   const bool shape = p.k == p.c && p.groups == p.c && p.c % 8 == 0 && p.c > 0 && p.kh == p.kw &&
-                     (p.kh == 3 || p.kh == 5 || p.kh == 7) && p.sh == p.sw && (p.sh == 1 || p.sh == 2) &&
-                     p.dh == 1 && p.dw == 1 && p.n >= 1 && p.n <= 65535 && p.oh >= 1 && p.ow >= 1 && p.ph >= 0 &&
-                     p.pw >= 0;
+                     (p.kh == 3 || p.kh == 5 || p.kh == 7) && p.sh == p.sw && (p.sh == 1 || p.sh == 2) && p.dh == 1 &&
+                     p.dw == 1 && p.n >= 1 && p.n <= 65535 && p.oh >= 1 && p.ow >= 1 && p.ph >= 0 && p.pw >= 0;
   return shape && p.h * p.w * p.c < kMax && p.oh * p.ow * p.c < kMax && p.h + 2 * p.ph + 8 < kMax &&
          p.w + 2 * p.pw + 8 < kMax;
 }
@@ -347,8 +346,7 @@ bool depthwise_nhwc_tile_applies(const void* x, const void* w, const void* y, co
 
 int depthwise_conv2d_nhwc_tile(int dt, const void* x, const void* w, void* y, const Conv2d& p,
                                const DepthwiseEpilogue& e, StreamT stream, int rows_per_thread) {
-  if (!depthwise_nhwc_tile_geometry(p) || !aligned16(x) || !aligned16(w) || !aligned16(y) ||
-      (e.z && !aligned16(e.z)))
+  if (!depthwise_nhwc_tile_geometry(p) || !aligned16(x) || !aligned16(w) || !aligned16(y) || (e.z && !aligned16(e.z)))
     return static_cast<int>(cudaErrorInvalidValue);
   const int ty = rows_per_thread == 1 || rows_per_thread == 2 || rows_per_thread == 4 ? rows_per_thread : pick_rows(p);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);

@@ -29,9 +29,9 @@ TEST(CudaDepthwiseTile, AppliesToSquareOddKernelsStrideOneOrTwoAndEightChannelGr
   EXPECT_TRUE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 96, 56, 56, 7, 1, 3)));
   EXPECT_TRUE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(32, 144, 56, 56, 5, 2, 2)));
   EXPECT_TRUE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 8, 3, 3, 3, 1, 0)));
-  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 12, 8, 8, 3, 1, 1)));   // C % 8
-  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 16, 8, 8, 1, 1, 0)));   // 1x1
-  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 16, 8, 8, 4, 1, 1)));   // even kernel
+  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 12, 8, 8, 3, 1, 1)));    // C % 8
+  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 16, 8, 8, 1, 1, 0)));    // 1x1
+  EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 16, 8, 8, 4, 1, 1)));    // even kernel
   EXPECT_FALSE(k::depthwise_nhwc_tile_geometry(depthwise_geometry(1, 16, 16, 16, 3, 3, 1)));  // stride 3
   k::Conv2d p = depthwise_geometry(1, 16, 8, 8, 3, 1, 1);
   p.dh = p.dw = 2;
@@ -65,20 +65,20 @@ TEST(CudaDepthwiseTile, MatchesTheCpuReference) {
     float a, b;
   };
   const Case cases[] = {
-      {1, 96, 56, 56, 7, 1, 3, 3, true, false, 0, 0, 0},      // convnext stage 1, batch 1
-      {32, 384, 14, 14, 7, 1, 3, 3, true, false, 0, 0, 0},    // convnext stage 3, batch 32
-      {2, 768, 7, 7, 7, 1, 3, 3, true, true, 0, 0, 0},        // convnext stage 4, residual
-      {2, 32, 28, 28, 3, 1, 1, 1, true, false, 7, 0, 0},      // efficientnet 3x3 + bias + silu
-      {1, 144, 29, 30, 5, 2, 2, 2, true, false, 7, 0, 0},     // 5x5 stride 2, odd / even sizes
-      {32, 96, 24, 24, 3, 2, 1, 1, true, false, 7, 0, 0},     // 3x3 stride 2, batch 32
-      {1, 240, 14, 14, 5, 1, 2, 2, true, true, 1, 0, 0},      // bias + residual + relu
-      {3, 8, 9, 11, 3, 1, 1, 1, true, true, 1, 0, 0},         // C = 8
-      {2, 200, 10, 13, 5, 1, 2, 2, true, false, 5, 0, 0},     // 25 groups: uneven CTA chunks, hardswish
-      {1, 184, 7, 7, 3, 1, 1, 1, false, true, 8, 0, 0},       // residual only, gelu
-      {2, 16, 15, 17, 7, 2, 3, 3, false, false, 6, 0, 0},     // 7x7 stride 2, sigmoid
-      {1, 24, 6, 5, 5, 1, 0, 0, true, false, 2, -0.5f, 0.5f}, // no padding, clip
-      {1, 40, 20, 19, 3, 2, 1, 0, true, false, 3, 0.1f, 0},   // end pad differs (SAME-style), leaky relu
-      {1, 72, 1, 1, 3, 1, 1, 1, true, false, 0, 0, 0},        // 1x1 image: only the centre tap
+      {1, 96, 56, 56, 7, 1, 3, 3, true, false, 0, 0, 0},       // convnext stage 1, batch 1
+      {32, 384, 14, 14, 7, 1, 3, 3, true, false, 0, 0, 0},     // convnext stage 3, batch 32
+      {2, 768, 7, 7, 7, 1, 3, 3, true, true, 0, 0, 0},         // convnext stage 4, residual
+      {2, 32, 28, 28, 3, 1, 1, 1, true, false, 7, 0, 0},       // efficientnet 3x3 + bias + silu
+      {1, 144, 29, 30, 5, 2, 2, 2, true, false, 7, 0, 0},      // 5x5 stride 2, odd / even sizes
+      {32, 96, 24, 24, 3, 2, 1, 1, true, false, 7, 0, 0},      // 3x3 stride 2, batch 32
+      {1, 240, 14, 14, 5, 1, 2, 2, true, true, 1, 0, 0},       // bias + residual + relu
+      {3, 8, 9, 11, 3, 1, 1, 1, true, true, 1, 0, 0},          // C = 8
+      {2, 200, 10, 13, 5, 1, 2, 2, true, false, 5, 0, 0},      // 25 groups: uneven CTA chunks, hardswish
+      {1, 184, 7, 7, 3, 1, 1, 1, false, true, 8, 0, 0},        // residual only, gelu
+      {2, 16, 15, 17, 7, 2, 3, 3, false, false, 6, 0, 0},      // 7x7 stride 2, sigmoid
+      {1, 24, 6, 5, 5, 1, 0, 0, true, false, 2, -0.5f, 0.5f},  // no padding, clip
+      {1, 40, 20, 19, 3, 2, 1, 0, true, false, 3, 0.1f, 0},    // end pad differs (SAME-style), leaky relu
+      {1, 72, 1, 1, 3, 1, 1, 1, true, false, 0, 0, 0},         // 1x1 image: only the centre tap
   };
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
@@ -89,9 +89,9 @@ TEST(CudaDepthwiseTile, MatchesTheCpuReference) {
       const DepthwiseOperands16 o = random_depthwise_operands(dt, p, rng, dist);
       // Reference: double accumulation over the 16-bit values, then the epilogue.
       const std::vector<double> bias_d = doubles_16bit(dt, o.bias), z_d = doubles_16bit(dt, o.z);
-      const std::vector<double> ref = depthwise_reference(p, doubles_16bit(dt, o.x), doubles_16bit(dt, o.w),
-                                                          cs.bias ? &bias_d : nullptr, cs.residual ? &z_d : nullptr,
-                                                          cs.act, cs.a, cs.b);
+      const std::vector<double> ref =
+          depthwise_reference(p, doubles_16bit(dt, o.x), doubles_16bit(dt, o.w), cs.bias ? &bias_d : nullptr,
+                              cs.residual ? &z_d : nullptr, cs.act, cs.a, cs.b);
       k::DepthwiseEpilogue e;
       e.act = cs.act;
       e.a = cs.a;

@@ -20,7 +20,6 @@ namespace {
 using launch_common::blocks_for;
 using launch_common::kThreads;
 
-
 __device__ __forceinline__ void load8(const __half* p, float* v) {
   const uint4 u = *reinterpret_cast<const uint4*>(p);
   const __half2* h = reinterpret_cast<const __half2*>(&u);
@@ -61,8 +60,7 @@ __device__ __forceinline__ void store8(__nv_bfloat16* p, const float* v) {
 // int32 index math: the launcher takes this path only when every element index fits (fits32).
 template <typename T, int KW, int S, int TX>
 __global__ void __launch_bounds__(kThreads) dw_nhwc_strip_kernel(const T* __restrict__ x, const T* __restrict__ w,
-                                                                  T* __restrict__ y, Conv2d p, int strips,
-                                                                  int total) {
+                                                                 T* __restrict__ y, Conv2d p, int strips, int total) {
   const int groups = static_cast<int>(p.c / 8), h = static_cast<int>(p.h), wd = static_cast<int>(p.w);
   const int c = static_cast<int>(p.c), oh = static_cast<int>(p.oh), ow = static_cast<int>(p.ow);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
@@ -201,8 +199,10 @@ template <typename T>
 int launch(const T* x, const T* w, T* y, const Conv2d& p, cudaStream_t s) {
   const bool strip = p.dh == 1 && p.dw == 1 && p.sh == p.sw && (p.sh == 1 || p.sh == 2) && fits32(p);
   bool done = false;
-  if (strip && p.sh == 1) done = launch_strip_kw<T, 1>(x, w, y, p, s);
-  else if (strip) done = launch_strip_kw<T, 2>(x, w, y, p, s);
+  if (strip && p.sh == 1)
+    done = launch_strip_kw<T, 1>(x, w, y, p, s);
+  else if (strip)
+    done = launch_strip_kw<T, 2>(x, w, y, p, s);
   if (!done) {
     const int64_t total = p.n * p.oh * p.ow * (p.c / 8);
     dw_nhwc_general_kernel<T><<<blocks_for(total), kThreads, 0, s>>>(x, w, y, p, total);
@@ -223,8 +223,7 @@ int depthwise_conv2d_nhwc_vec8(int dt, const void* x, const void* w, void* y, co
   if (!depthwise_conv2d_nhwc_vec8_applies(x, w, y, p)) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   switch (dt) {
-    case 1:
-      return launch(static_cast<const __half*>(x), static_cast<const __half*>(w), static_cast<__half*>(y), p, s);
+    case 1: return launch(static_cast<const __half*>(x), static_cast<const __half*>(w), static_cast<__half*>(y), p, s);
     case 2:
       return launch(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w),
                     static_cast<__nv_bfloat16*>(y), p, s);

@@ -49,8 +49,10 @@ struct Tile {
 constexpr int kGenericAct = -1;
 template <int ACT>
 __device__ __forceinline__ float epilogue_act(float v, int act, float a, float b) {
-  if constexpr (ACT == kGenericAct) return conv_act::activate(act, v, a, b);
-  else return conv_act::activate_fast(ACT, v, a, b);
+  if constexpr (ACT == kGenericAct)
+    return conv_act::activate(act, v, a, b);
+  else
+    return conv_act::activate_fast(ACT, v, a, b);
 }
 
 // Offset (elements) of 16-byte chunk `chunk` (0..3) of row `row` in a swizzled stage buffer.
@@ -70,8 +72,7 @@ struct Params {
 
 // Registers capped for occupancy (Tile::kMinBlocks): the kernel is memory-bound, occupancy hides the latency.
 template <class T, int BM, int BN, int ACT>
-__global__ void __launch_bounds__(Tile<BM, BN>::kThreads, Tile<BM, BN>::kMinBlocks)
-    pointwise_conv_kernel(Params p) {
+__global__ void __launch_bounds__(Tile<BM, BN>::kThreads, Tile<BM, BN>::kMinBlocks) pointwise_conv_kernel(Params p) {
   using Cfg = Tile<BM, BN>;
   using B16 = ptx::Bits16<T>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -158,8 +159,8 @@ __global__ void __launch_bounds__(Tile<BM, BN>::kThreads, Tile<BM, BN>::kMinBloc
 #pragma unroll
       for (int np = 0; np < Cfg::kNT / 2; ++np) {
         uint32_t bf[4];  // b0 / b1 of n8 tile 2 np, then of 2 np + 1
-        ptx::ldsm_x4(bf, bs + swz(wn * (BN / 2) + np * 16 + (lane & 7) + ((lane >> 4) << 3),
-                                  kk * 2 + ((lane >> 3) & 1)));
+        ptx::ldsm_x4(bf,
+                     bs + swz(wn * (BN / 2) + np * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 2 + ((lane >> 3) & 1)));
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
           B16::mma(acc[mt][2 * np], af[mt], bf[0], bf[1]);

@@ -64,10 +64,10 @@ TEST(CudaPointwiseConv, MatchesTheHostReference) {
     int act;
   };
   const Case cases[] = {
-      {1, 8, 8, false, false, 0},        {200, 16, 96, true, false, 7},    {1000, 24, 144, true, false, 7},
-      {333, 40, 240, true, true, 1},     {4096, 96, 24, true, true, 0},    {257, 192, 1152, true, false, 5},
-      {50, 1152, 320, true, false, 0},   {129, 136, 72, false, true, 7},   {64, 32, 64, true, false, 5},
-      {3000, 16, 32, true, false, 7},    {77, 480, 80, true, true, 0},     {190, 72, 200, true, false, 5},
+      {1, 8, 8, false, false, 0},      {200, 16, 96, true, false, 7},  {1000, 24, 144, true, false, 7},
+      {333, 40, 240, true, true, 1},   {4096, 96, 24, true, true, 0},  {257, 192, 1152, true, false, 5},
+      {50, 1152, 320, true, false, 0}, {129, 136, 72, false, true, 7}, {64, 32, 64, true, false, 5},
+      {3000, 16, 32, true, false, 7},  {77, 480, 80, true, true, 0},   {190, 72, 200, true, false, 5},
       {150, 32, 48, true, false, 6},  // sigmoid: the generic (runtime) activation path
   };
   std::mt19937 rng(5);
@@ -94,9 +94,9 @@ TEST(CudaPointwiseConv, MatchesTheHostReference) {
       db.copy_from_host_async(b.data(), b.size() * 2, gpu.stream.get());
       dz.copy_from_host_async(z.data(), z.size() * 2, gpu.stream.get());
       for (int v = 0; v < k::kPointwiseConvVariants; ++v) {
-        SCOPED_TRACE(::testing::Message() << (dt == 1 ? "fp16" : "bf16") << " m " << cs.m << " c " << cs.c << " n "
-                                          << cs.n << " bias " << cs.bias << " z " << cs.z << " act " << cs.act
-                                          << " variant " << v);
+        SCOPED_TRACE(::testing::Message()
+                     << (dt == 1 ? "fp16" : "bf16") << " m " << cs.m << " c " << cs.c << " n " << cs.n << " bias "
+                     << cs.bias << " z " << cs.z << " act " << cs.act << " variant " << v);
         dy.memset_async(0xff, gpu.stream.get());  // NaN everywhere: an element left unwritten fails
         k::PointwiseConvArgs a;
         a.dt = dt;
@@ -143,7 +143,7 @@ TEST(CudaPointwiseConv, BenchEfficientNetShapes) {
     int64_t m, c, n;
     int act;
   };
-  const Case cases[] = {{401408, 16, 96, 7}, {100352, 24, 144, 7}, {25088, 40, 240, 7}, {6272, 80, 480, 7},
+  const Case cases[] = {{401408, 16, 96, 7}, {100352, 24, 144, 7}, {25088, 40, 240, 7},  {6272, 80, 480, 7},
                         {6272, 480, 80, 0},  {25088, 240, 40, 0},  {1568, 192, 1152, 7}, {1568, 1152, 320, 0}};
   for (const Case& cs : cases) {
     kilnrt::cuda::DeviceBuffer dx(gpu.dev, cs.m * cs.c * 2), dw(gpu.dev, cs.n * cs.c * 2), db(gpu.dev, cs.n * 2),

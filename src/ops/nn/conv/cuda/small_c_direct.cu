@@ -19,14 +19,14 @@
 namespace kilnrt::cuda::kernels {
 namespace {
 
-constexpr int kTileM = 64;   // output pixels per block
-constexpr int kWarps = 4;    // 16 pixels each
-constexpr int kPadA = 8;     // row padding of A / B in shared memory (16 bytes: keeps WMMA rows 32-byte aligned)
+constexpr int kTileM = 64;  // output pixels per block
+constexpr int kWarps = 4;   // 16 pixels each
+constexpr int kPadA = 8;    // row padding of A / B in shared memory (16 bytes: keeps WMMA rows 32-byte aligned)
 
 struct DirectGeo {
   int64_t sn, sc, sh, sw;  // input element strides (NCHW or NHWC)
   int c, h, w, k, oh, ow, kh, kw, strh, strw, ph, pw, kc, kc16;
-  int64_t pixels;          // n * oh * ow
+  int64_t pixels;  // n * oh * ow
   int act;
   float a, b;
   bool y_nhwc;
@@ -36,20 +36,20 @@ using storage16::from_f;
 using storage16::to_f;
 
 template <class T, int KT>
-__global__ void __launch_bounds__(kWarps * 32) small_c_direct_kernel(const T* __restrict__ x, const T* __restrict__ wt,
-                                                                      const T* __restrict__ bias, T* __restrict__ y,
-                                                                      DirectGeo g) {
+__global__ void __launch_bounds__(kWarps * 32)
+    small_c_direct_kernel(const T* __restrict__ x, const T* __restrict__ wt, const T* __restrict__ bias,
+                          T* __restrict__ y, DirectGeo g) {
   using namespace nvcuda;
   extern __shared__ __align__(128) unsigned char smem[];
   const int lda = g.kc16 + kPadA;
   const int K = KT * 16;
-  T* As = reinterpret_cast<T*>(smem);                                   // [kTileM][lda]
-  T* Bs = As + kTileM * lda;                                            // [K][lda]
-  int* koff = reinterpret_cast<int*>(Bs + K * lda);                     // [kc16]: c*sc + r*sh + s*sw (elements)
-  short* kr = reinterpret_cast<short*>(koff + g.kc16);                  // [kc16]: filter row r, -1 beyond kc
-  short* ks = kr + g.kc16;                                              // [kc16]: filter column s
-  __shared__ int64_t pbase[kTileM];                                     // image + top-left offset of each pixel
-  __shared__ int pih[kTileM], piw[kTileM];                              // top-left input row / column (may be < 0)
+  T* As = reinterpret_cast<T*>(smem);                   // [kTileM][lda]
+  T* Bs = As + kTileM * lda;                            // [K][lda]
+  int* koff = reinterpret_cast<int*>(Bs + K * lda);     // [kc16]: c*sc + r*sh + s*sw (elements)
+  short* kr = reinterpret_cast<short*>(koff + g.kc16);  // [kc16]: filter row r, -1 beyond kc
+  short* ks = kr + g.kc16;                              // [kc16]: filter column s
+  __shared__ int64_t pbase[kTileM];                     // image + top-left offset of each pixel
+  __shared__ int pih[kTileM], piw[kTileM];              // top-left input row / column (may be < 0)
   const int tid = threadIdx.x;
   const int64_t p0 = int64_t(blockIdx.x) * kTileM;
   const int ohw = g.oh * g.ow;

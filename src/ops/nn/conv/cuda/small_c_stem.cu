@@ -29,20 +29,20 @@ namespace {
 
 namespace ptx = attention_mma_detail;
 
-constexpr int kMt = 2;         // m-tiles of 16 pixels per warp
-constexpr int kMaxWarps = 8;   // per block
+constexpr int kMt = 2;        // m-tiles of 16 pixels per warp
+constexpr int kMaxWarps = 8;  // per block
 constexpr size_t kMaxSmem = 200 * 1024;
 
 struct StemGeo {
   int64_t sn, sc, sh, sw;  // input element strides (NCHW or NHWC)
   int c, h, w, oh, ow, kh, kw, strh, strw, ph, lead;
-  int kpad, rows16;        // reduction length (a multiple of 16); (c, ky) rows it holds (kpad / kxp)
+  int kpad, rows16;                          // reduction length (a multiple of 16); (c, ky) rows it holds (kpad / kxp)
   int rowlen, rows_max, plane, shift, base;  // shared input rows: length, rows per plane, plane size, x = 0 at
                                              // column `shift`, pixel ox's first tap at column ox * strw + base
   int tile_px, tiles_per_image, tiles;
   int act;
   float a, b;
-  int vec;                 // row copies (load_patch): 1 NCHW 16-byte, 2 NHWC 16-byte, 0 element by element
+  int vec;  // row copies (load_patch): 1 NCHW 16-byte, 2 NHWC 16-byte, 0 element by element
   bool y_nhwc;
 };
 
@@ -167,14 +167,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2)
   constexpr int RP = 16 / KXP;  // filter rows per k-step
   constexpr int LDS = K + 8;    // staging row stride (store_mtile)
   extern __shared__ __align__(128) unsigned char smem[];
-  const int ldb = g.kpad + 8;   // the 16-byte pad keeps ldmatrix conflict-free
+  const int ldb = g.kpad + 8;  // the 16-byte pad keeps ldmatrix conflict-free
   const int warps = blockDim.x / 32;
-  T* Bs = reinterpret_cast<T*>(smem);                           // [K][ldb]
-  T* patch0 = Bs + K * ldb;                                     // 2 x [c][rows_max][rowlen]
+  T* Bs = reinterpret_cast<T*>(smem);  // [K][ldb]
+  T* patch0 = Bs + K * ldb;            // 2 x [c][rows_max][rowlen]
   const int patch_elems = g.c * g.plane;
-  T* stage_all = patch0 + 2 * patch_elems;                      // warps x [16][LDS]
+  T* stage_all = patch0 + 2 * patch_elems;                                // warps x [16][LDS]
   float* biasf = reinterpret_cast<float*>(stage_all + warps * 16 * LDS);  // [K]
-  int* rowoff = reinterpret_cast<int*>(biasf + K);              // [rows16]: c * plane + ky * rowlen, -1 past C*KH
+  int* rowoff = reinterpret_cast<int*>(biasf + K);  // [rows16]: c * plane + ky * rowlen, -1 past C*KH
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gq = lane >> 2, tq = lane & 3;
 
@@ -366,8 +366,7 @@ bool small_c_stem_applies(const Conv2d& p, const SmallCStemLayout& l) {
 }
 
 int small_c_stem16(bool bf16, const void* x, bool x_nhwc, const void* w, const SmallCStemLayout& l, const void* bias,
-                   void* y, bool y_nhwc, const Conv2d& p, int act, float a, float b, int max_blocks,
-                   StreamT stream) {
+                   void* y, bool y_nhwc, const Conv2d& p, int act, float a, float b, int max_blocks, StreamT stream) {
   if (!small_c_stem_applies(p, l) || (reinterpret_cast<uintptr_t>(w) & 15) != 0 ||
       (reinterpret_cast<uintptr_t>(y) & 15) != 0)
     return static_cast<int>(cudaErrorInvalidValue);

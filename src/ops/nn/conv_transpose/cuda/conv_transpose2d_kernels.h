@@ -13,7 +13,6 @@ struct ConvT2d {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, oh = 0, ow = 0;
   int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
 };
-int conv_transpose2d_f32(const float* x, const float* w, const float* bias, float* y, const ConvT2d& p,
-                         StreamT stream);
+int conv_transpose2d_f32(const float* x, const float* w, const float* bias, float* y, const ConvT2d& p, StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels

@@ -52,8 +52,7 @@ __global__ void conv_transpose3d_kernel(const float* x, const float* w, const fl
 
 }  // namespace
 
-int conv_transpose3d_f32(const float* x, const float* w, const float* bias, float* y, const ConvT3& p,
-                         StreamT stream) {
+int conv_transpose3d_f32(const float* x, const float* w, const float* bias, float* y, const ConvT3& p, StreamT stream) {
   const int64_t total = p.n * p.k * p.out[0] * p.out[1] * p.out[2];
   if (total <= 0) return 0;
   if (p.groups <= 0 || p.c % p.groups || p.k % p.groups) return static_cast<int>(cudaErrorInvalidValue);

@@ -15,7 +15,6 @@ struct ConvT3 {
   int64_t s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pad_begin[3] = {0, 0, 0};
   int64_t groups = 1;
 };
-int conv_transpose3d_f32(const float* x, const float* w, const float* bias, float* y, const ConvT3& p,
-                         StreamT stream);
+int conv_transpose3d_f32(const float* x, const float* w, const float* bias, float* y, const ConvT3& p, StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels::vol

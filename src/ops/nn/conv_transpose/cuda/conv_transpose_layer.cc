@@ -119,16 +119,17 @@ LayerFactory factory() {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"ConvTranspose"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             for (size_t i = 0; i < n.inputs.size(); ++i)
-                               if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != DType::kFloat32)
-                                 return "the CUDA layer takes float32";
-                             const ir::TensorType* t = g.type_of(n.inputs.at(0));
-                             if (t && t->has_shape && (t->shape.size() < 3 || t->shape.size() > 5))
-                               return "the CUDA ConvTranspose takes 1-D to 3-D inputs";
-                             return "";
-                           },
-                           factory<ConvTransposeLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"ConvTranspose"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != DType::kFloat32)
+          return "the CUDA layer takes float32";
+      const ir::TensorType* t = g.type_of(n.inputs.at(0));
+      if (t && t->has_shape && (t->shape.size() < 3 || t->shape.size() > 5))
+        return "the CUDA ConvTranspose takes 1-D to 3-D inputs";
+      return "";
+    },
+    factory<ConvTransposeLayer>());
 
 }  // namespace kilnrt::backends::cuda

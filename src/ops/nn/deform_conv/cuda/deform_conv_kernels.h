@@ -10,9 +10,10 @@
 
 namespace kilnrt::cuda::kernels::geom {
 
-// ---- DeformConv (float32, 2-D) ----------------------------------------------------------------------------------------
-// y [n, oc, oh, ow] = bias + sum over (input channel of the group, tap) of w * mask * bilinear(x at the moved tap),
-// bilinear with zero outside; sums in double in the CPU reference's order (channel, then tap). One thread per output.
+// ---- DeformConv (float32, 2-D)
+// ---------------------------------------------------------------------------------------- y [n, oc, oh, ow] = bias +
+// sum over (input channel of the group, tap) of w * mask * bilinear(x at the moved tap), bilinear with zero outside;
+// sums in double in the CPU reference's order (channel, then tap). One thread per output.
 struct DeformConvArgs {
   const float* x = nullptr;       // [n, c, h, w]
   const float* weight = nullptr;  // [oc, c / group, kh, kw]

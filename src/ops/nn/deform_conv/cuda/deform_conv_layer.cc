@@ -13,7 +13,8 @@ namespace {
 
 namespace gk = kilnrt::cuda::kernels::geom;
 
-// ---- DeformConv ------------------------------------------------------------------------------------------------------
+// ---- DeformConv
+// ------------------------------------------------------------------------------------------------------
 class DeformConvLayer final : public CudaLayer {
  public:
   explicit DeformConvLayer(const ir::Node& n)
@@ -87,8 +88,11 @@ class DeformConvLayer final : public CudaLayer {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"DeformConv"},
-                           [](const ir::Node& n, const ir::Graph& g) { return float32_inputs(n, g, {0, 1, 2, 3, 4}); },
-                           factory<DeformConvLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"DeformConv"},
+    [](const ir::Node& n, const ir::Graph& g) {
+      return float32_inputs(n, g, {0, 1, 2, 3, 4});
+    },
+    factory<DeformConvLayer>());
 
 }  // namespace kilnrt::backends::cuda

@@ -50,7 +50,8 @@ TEST(CudaDeformConv, DeformConv) {
       {}, 19, 8.0);
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaDeformConv, SupportCheckAccepts) {
   std::vector<OneNode> nets;
   const Tensor x = random_tensor({1, 2, 4, 4}, 80);

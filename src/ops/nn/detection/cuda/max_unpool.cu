@@ -11,9 +11,7 @@ namespace {
 
 using namespace launch_common;
 
-__global__ void fill_zero_kernel(float* y, int64_t n) {
-  KILNRT_GRID_LOOP(i, n) y[i] = 0.f;
-}
+__global__ void fill_zero_kernel(float* y, int64_t n) { KILNRT_GRID_LOOP(i, n) y[i] = 0.f; }
 
 __global__ void maxunpool_kernel(const float* x, const int64_t* idx, int64_t n_in, float* y, DimsMask dflt,
                                  DimsMask out) {
@@ -37,8 +35,8 @@ __global__ void maxunpool_kernel(const float* x, const int64_t* idx, int64_t n_i
 
 }  // namespace
 
-int maxunpool_f32(const float* x, const int64_t* idx, int64_t n_in, float* y, const DimsMask& dflt,
-                  const DimsMask& out, StreamT stream) {
+int maxunpool_f32(const float* x, const int64_t* idx, int64_t n_in, float* y, const DimsMask& dflt, const DimsMask& out,
+                  StreamT stream) {
   int64_t n_out = 1;
   for (int d = 0; d < out.rank; ++d) n_out *= out.d[d];
   if (n_out <= 0) return 0;

@@ -10,7 +10,7 @@ namespace kilnrt::cuda::kernels {
 
 // MaxUnpool of float32: y (shape `out`) zeroed, then y[idx[i] re-laid from `dflt` to `out`] = x[i]. Indices
 // outside dflt are skipped (the CPU reference refuses them).
-int maxunpool_f32(const float* x, const int64_t* idx, int64_t n_in, float* y, const DimsMask& dflt,
-                  const DimsMask& out, StreamT stream);
+int maxunpool_f32(const float* x, const int64_t* idx, int64_t n_in, float* y, const DimsMask& dflt, const DimsMask& out,
+                  StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels

@@ -33,14 +33,14 @@ class MaxUnpoolLayer final : public CudaLayer {
     const Shape& out = l.outputs[0].shape;
     KILNRT_CHECK(out.size() == dflt.size(), kInvalidArgument, name_, "output_shape has the wrong rank");
     for (size_t i = 0; i < out.size(); ++i)
-      KILNRT_CHECK(out[i] >= dflt[i], kInvalidArgument, name_,
-                   "output_shape " << shape_to_string(out) << " is smaller than the unpooled shape "
-                                   << shape_to_string(dflt));
-    check_launch(m::maxunpool_f32(static_cast<const float*>(l.inputs[0].data),
-                                  static_cast<const int64_t*>(l.inputs[1].data), l.inputs[0].numel(),
-                                  static_cast<float*>(l.outputs[0].data), to_dims_mask(dflt, node_),
-                                  to_dims_mask(out, node_), l.stream),
-                 name_, "maxunpool");
+      KILNRT_CHECK(
+          out[i] >= dflt[i], kInvalidArgument, name_,
+          "output_shape " << shape_to_string(out) << " is smaller than the unpooled shape " << shape_to_string(dflt));
+    check_launch(
+        m::maxunpool_f32(static_cast<const float*>(l.inputs[0].data), static_cast<const int64_t*>(l.inputs[1].data),
+                         l.inputs[0].numel(), static_cast<float*>(l.outputs[0].data), to_dims_mask(dflt, node_),
+                         to_dims_mask(out, node_), l.stream),
+        name_, "maxunpool");
   }
 
  private:

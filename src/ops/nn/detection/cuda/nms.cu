@@ -78,8 +78,7 @@ __global__ void nms_kernel(const float* boxes, const float* scores, int64_t C, i
   if (threadIdx.x == 0) counts[bc] = count;
 }
 
-__global__ void compact_kernel(const int64_t* selected, const int64_t* counts, int64_t C, int64_t keep,
-                               int64_t* out) {
+__global__ void compact_kernel(const int64_t* selected, const int64_t* counts, int64_t C, int64_t keep, int64_t* out) {
   const int64_t bc = blockIdx.x;
   __shared__ long long offset;
   if (threadIdx.x == 0) {
@@ -103,15 +102,15 @@ int nms_select(const float* boxes, const float* scores, int64_t B, int64_t C, in
                uint8_t* suppressed, int64_t* selected, int64_t* counts, StreamT stream) {
   if (B * C == 0) return 0;
   nms_kernel<<<static_cast<unsigned>(B * C), kThreads, 0, stream>>>(boxes, scores, C, N, center, keep, iou_threshold,
-                                                                     has_score_threshold, score_threshold, order,
-                                                                     suppressed, selected, counts);
+                                                                    has_score_threshold, score_threshold, order,
+                                                                    suppressed, selected, counts);
   return launch_status();
 }
 
 int copy_counts(const int64_t* counts_dev, int64_t n, int64_t* counts_host, StreamT stream) {
   if (n == 0) return 0;
-  const int status = static_cast<int>(
-      cudaMemcpyAsync(counts_host, counts_dev, sizeof(int64_t) * n, cudaMemcpyDeviceToHost, stream));
+  const int status =
+      static_cast<int>(cudaMemcpyAsync(counts_host, counts_dev, sizeof(int64_t) * n, cudaMemcpyDeviceToHost, stream));
   if (status != 0) return status;
   return static_cast<int>(cudaStreamSynchronize(stream));
 }

@@ -32,9 +32,9 @@ class NmsLayer final : public DataDependentLayer {
   void dims(const std::vector<LayerTensor>& in, int64_t* B, int64_t* C, int64_t* N) const {
     const Shape& b = in.at(0).shape;
     const Shape& s = in.at(1).shape;
-    KILNRT_CHECK(b.size() == 3 && b[2] == 4 && s.size() == 3 && s[0] == b[0] && s[2] == b[1], kInvalidArgument,
-                 name_, "boxes must be [B, N, 4] and scores [B, C, N], got " << shape_to_string(b) << " and "
-                                                                             << shape_to_string(s));
+    KILNRT_CHECK(
+        b.size() == 3 && b[2] == 4 && s.size() == 3 && s[0] == b[0] && s[2] == b[1], kInvalidArgument, name_,
+        "boxes must be [B, N, 4] and scores [B, C, N], got " << shape_to_string(b) << " and " << shape_to_string(s));
     *B = b[0];
     *N = b[1];
     *C = s[1];
@@ -71,10 +71,10 @@ class NmsLayer final : public DataDependentLayer {
     int64_t* selected = counts + pairs;
     int64_t* order = selected + pairs * keep;
     auto* suppressed = reinterpret_cast<uint8_t*>(order + pairs * N);
-    check_launch(un::nms_select(static_cast<const float*>(l.inputs[0].data), static_cast<const float*>(l.inputs[1].data),
-                                B, C, N, center_, keep, iou_th, has_score_th, score_th, order, suppressed, selected,
-                                counts, l.stream),
-                 name_, "nms_select");
+    check_launch(
+        un::nms_select(static_cast<const float*>(l.inputs[0].data), static_cast<const float*>(l.inputs[1].data), B, C,
+                       N, center_, keep, iou_th, has_score_th, score_th, order, suppressed, selected, counts, l.stream),
+        name_, "nms_select");
     std::vector<int64_t> host_counts(pairs, 0);
     check_launch(un::copy_counts(counts, pairs, host_counts.data(), l.stream), name_, "copy_counts");
     int64_t total = 0;

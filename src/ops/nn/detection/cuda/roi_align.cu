@@ -51,8 +51,18 @@ __global__ void roi_align_kernel(const float* x, const float* rois, const int64_
           xx = xx > 0 ? xx : 0.0;
           int64_t yl = static_cast<int64_t>(yy), xl = static_cast<int64_t>(xx);
           int64_t yh, xh;
-          if (yl >= H - 1) { yh = yl = H - 1; yy = static_cast<double>(yl); } else { yh = yl + 1; }
-          if (xl >= W - 1) { xh = xl = W - 1; xx = static_cast<double>(xl); } else { xh = xl + 1; }
+          if (yl >= H - 1) {
+            yh = yl = H - 1;
+            yy = static_cast<double>(yl);
+          } else {
+            yh = yl + 1;
+          }
+          if (xl >= W - 1) {
+            xh = xl = W - 1;
+            xx = static_cast<double>(xl);
+          } else {
+            xh = xl + 1;
+          }
           const double ly = yy - yl, lx = xx - xl, hy = 1 - ly, hx = 1 - lx;
           const double t0 = hy * hx * img[yl * W + xl], t1 = hy * lx * img[yl * W + xh];
           const double t2 = ly * hx * img[yh * W + xl], t3 = ly * lx * img[yh * W + xh];

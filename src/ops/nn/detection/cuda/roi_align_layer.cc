@@ -36,11 +36,11 @@ class RoiAlignLayer final : public CudaLayer {
     p.h = xs[2];
     p.w = xs[3];
     p.r = r;
-    check_launch(m::roi_align_f32(static_cast<const float*>(l.inputs[0].data),
-                                  static_cast<const float*>(l.inputs[1].data),
-                                  static_cast<const int64_t*>(l.inputs[2].data), static_cast<float*>(l.outputs[0].data),
-                                  p, l.stream),
-                 name_, "roi_align");
+    check_launch(
+        m::roi_align_f32(static_cast<const float*>(l.inputs[0].data), static_cast<const float*>(l.inputs[1].data),
+                         static_cast<const int64_t*>(l.inputs[2].data), static_cast<float*>(l.outputs[0].data), p,
+                         l.stream),
+        name_, "roi_align");
   }
 
  private:

@@ -16,12 +16,12 @@ TEST(CudaRoiAlign, AvgAndMaxModesMatchCpu) {
   const Tensor bidx = i64({0, 1, 1, 0}, {4});
   for (const char* mode : {"avg", "max"}) {
     SCOPED_TRACE(mode);
-    compare_node(Op("RoiAlign", 3).s("mode", mode).i("output_height", 3).i("output_width", 2).node, {x, rois, bidx},
-                 {}, 16, 1e-5, 1e-4);
+    compare_node(Op("RoiAlign", 3).s("mode", mode).i("output_height", 3).i("output_width", 2).node, {x, rois, bidx}, {},
+                 16, 1e-5, 1e-4);
     compare_node(Op("RoiAlign", 3).s("mode", mode).i("sampling_ratio", 2).f("spatial_scale", 0.5f).node,
                  {x, rois, bidx}, {}, 16, 1e-5, 1e-4);
-    compare_node(Op("RoiAlign", 3).s("mode", mode).i("output_height", 2).i("output_width", 4).node, {x, rois, bidx},
-                 {}, 10, 1e-5, 1e-4);
+    compare_node(Op("RoiAlign", 3).s("mode", mode).i("output_height", 2).i("output_width", 4).node, {x, rois, bidx}, {},
+                 10, 1e-5, 1e-4);
   }
 }
 

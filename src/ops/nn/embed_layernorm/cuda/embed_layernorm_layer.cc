@@ -1,8 +1,8 @@
 // CUDA layer of com.kilnrt:EmbedLayerNorm (passes/fuse_embed_layernorm: Gather -> Add -> LayerNorm at the start of
 // BERT-like encoders): one pass of the vectorized LayerNorm kernel that reads each row from the table through the ids
-// and adds the addend row (nn/normalization/cuda/layernorm.h: embed_layernorm_vec). Where that kernel does not apply (row bytes
-// not a multiple of 16, above its limit, or misaligned), the rows are gathered into Y first and normalized in place.
-// Float32, float16, bfloat16 storage.
+// and adds the addend row (nn/normalization/cuda/layernorm.h: embed_layernorm_vec). Where that kernel does not apply
+// (row bytes not a multiple of 16, above its limit, or misaligned), the rows are gathered into Y first and normalized
+// in place. Float32, float16, bfloat16 storage.
 #include "ops/cuda/cuda_layer.h"
 #include "cuda/kernels/kernels.h"
 #include "ops/nn/normalization/cuda/layernorm.h"
@@ -38,11 +38,11 @@ class EmbedLayerNormLayer final : public CudaLayer {
     const DType st = table.dtype;
     Shape out_shape = ids.shape;
     out_shape.push_back(h);
-    KILNRT_CHECK(addend.dtype == st && ops::nn::addend_broadcasts_along_leading_dims(addend.shape,
-                                                                                    ir::shape_to_sym(out_shape)),
-                 kInvalidArgument, name_,
-                 "the addend " << shape_to_string(addend.shape) << " must have the table's dtype and broadcast "
-                               << "along the leading dims of " << shape_to_string(out_shape) << " only");
+    KILNRT_CHECK(
+        addend.dtype == st && ops::nn::addend_broadcasts_along_leading_dims(addend.shape, ir::shape_to_sym(out_shape)),
+        kInvalidArgument, name_,
+        "the addend " << shape_to_string(addend.shape) << " must have the table's dtype and broadcast "
+                      << "along the leading dims of " << shape_to_string(out_shape) << " only");
     const int64_t period = h > 0 ? addend.numel() / h : 1;
     auto vec = [&](size_t i) -> const void* {
       if (i >= l.inputs.size() || !l.inputs[i].present) return nullptr;
@@ -62,8 +62,8 @@ class EmbedLayerNormLayer final : public CudaLayer {
     e.addend = addend.data;
     e.period = period;
     const int dt = float_code(st);
-    const int fast = k::embed_layernorm_vec(dt, e, table.data, scale, bias, y.data, nullptr, nullptr, rows, h, eps_,
-                                            l.stream);
+    const int fast =
+        k::embed_layernorm_vec(dt, e, table.data, scale, bias, y.data, nullptr, nullptr, rows, h, eps_, l.stream);
     if (fast != -1) {
       check_launch(fast, name_, "embed_layernorm_vec");
       return;

@@ -27,14 +27,15 @@ int dropout_identity_mask(const void* x, void* y, size_t elem_size, bool* mask, 
   if (n <= 0) return 0;
   const unsigned g = blocks_for(n);
   switch (elem_size) {
-#define KILNRT_DROPOUT(S)                                                                                    \
-  case S:                                                                                                    \
-    dropout_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), static_cast<Bytes<S>::T*>(y), \
-                                                mask, n);                                                    \
+#define KILNRT_DROPOUT(S)                                                                                              \
+  case S:                                                                                                              \
+    dropout_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), static_cast<Bytes<S>::T*>(y), mask, \
+                                               n);                                                                     \
     break;
-    KILNRT_DROPOUT(1) KILNRT_DROPOUT(2) KILNRT_DROPOUT(4) KILNRT_DROPOUT(8)
+    KILNRT_DROPOUT(1)
+    KILNRT_DROPOUT(2) KILNRT_DROPOUT(4) KILNRT_DROPOUT(8)
 #undef KILNRT_DROPOUT
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

@@ -23,9 +23,9 @@ class FlexAttentionLayer final : public CudaLayer {
     const LayerTensor* v = input_at(l, 2);
     KILNRT_CHECK(q && k && v && q->shape.size() == 4 && k->shape.size() == 4 && v->shape.size() == 4, kInvalidModel,
                  name_, "Q, K and V must be 4-D [B, heads, seq, size]");
-    KILNRT_CHECK(q->dtype == k->dtype && q->dtype == v->dtype &&
-                     dtype_is_one_of(q->dtype, {DType::kFloat32, DType::kFloat64}),
-                 kUnsupported, name_, "the CUDA FlexAttention takes float32 or float64 Q/K/V of one dtype");
+    KILNRT_CHECK(
+        q->dtype == k->dtype && q->dtype == v->dtype && dtype_is_one_of(q->dtype, {DType::kFloat32, DType::kFloat64}),
+        kUnsupported, name_, "the CUDA FlexAttention takes float32 or float64 Q/K/V of one dtype");
     ak::AttnArgs a;
     a.batch = q->shape[0];
     a.q_heads = q->shape[1];

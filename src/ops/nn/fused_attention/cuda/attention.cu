@@ -109,7 +109,8 @@ __device__ __forceinline__ BlockPos block_pos(const AttentionArgs& a, int64_t qt
 
 // ---- tensor cores (16-bit storage, D and Dv multiples of 16) ------------------------------------------------------
 template <class T>
-__global__ void __launch_bounds__(kBlock) attention_wmma(AttentionArgs a, int64_t qtiles, bool qvec, bool kvec, bool vvec) {
+__global__ void __launch_bounds__(kBlock)
+    attention_wmma(AttentionArgs a, int64_t qtiles, bool qvec, bool kvec, bool vvec) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int d = static_cast<int>(a.d), dv = static_cast<int>(a.dv);
   const int ldq = d + 8, ldv = dv + 8, lds = kKeys + 4, ldo = dv + 4;
@@ -125,12 +126,10 @@ __global__ void __launch_bounds__(kBlock) attention_wmma(AttentionArgs a, int64_
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int row = warp * 16 + (lane >> 1), h = lane & 1;
   const int64_t qi = p.q0 + row;
-  const T* mrow = a.mask && qi < a.sq
-                      ? static_cast<const T*>(a.mask) + p.b0 * a.ms[0] + p.b1 * a.ms[1] + qi * a.ms[2]
-                      : nullptr;
+  const T* mrow =
+      a.mask && qi < a.sq ? static_cast<const T*>(a.mask) + p.b0 * a.ms[0] + p.b1 * a.ms[1] + qi * a.ms[2] : nullptr;
   for (int i = tid; i < kRows * ldo; i += kBlock) os[i] = 0.f;
-  load_tile<T, T>(qs, ldq, q + p.q0 * a.qs[2], a.qs[2], a.qs[3], static_cast<int>(imin64(kRows, a.sq - p.q0)), d,
-                  qvec);
+  load_tile<T, T>(qs, ldq, q + p.q0 * a.qs[2], a.qs[2], a.qs[3], static_cast<int>(imin64(kRows, a.sq - p.q0)), d, qvec);
   float m = -INFINITY, l = 0.f;
   const int half = (dv + 1) / 2, c0 = h * half, c1 = min(dv, c0 + half);
   for (int64_t kt = 0; kt < a.sk; kt += kKeys) {
@@ -191,8 +190,8 @@ __global__ void __launch_bounds__(kBlock) attention_wmma(AttentionArgs a, int64_
 // 32 query rows per block (more blocks for small batches), 4 threads per row: 16 scores and Dv / 4 outputs each.
 constexpr int kSimtRows = 32;
 template <class T>
-__global__ void __launch_bounds__(kBlock) attention_simt(AttentionArgs a, int64_t qtiles, bool /*qvec*/, bool /*kvec*/,
-                                                         bool /*vvec*/) {
+__global__ void __launch_bounds__(kBlock)
+    attention_simt(AttentionArgs a, int64_t qtiles, bool /*qvec*/, bool /*kvec*/, bool /*vvec*/) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int d = static_cast<int>(a.d), dv = static_cast<int>(a.dv);
   const int ldq = d + 1, ldv = dv + 1, ldp = kKeys + 1;
@@ -207,11 +206,10 @@ __global__ void __launch_bounds__(kBlock) attention_simt(AttentionArgs a, int64_
   const int tid = threadIdx.x;
   const int row = tid >> 2, qh = tid & 3;
   const int64_t qi = p.q0 + row;
-  const T* mrow = a.mask && qi < a.sq
-                      ? static_cast<const T*>(a.mask) + p.b0 * a.ms[0] + p.b1 * a.ms[1] + qi * a.ms[2]
-                      : nullptr;
-  load_tile<T, float>(qs, ldq, q + p.q0 * a.qs[2], a.qs[2], a.qs[3],
-                      static_cast<int>(imin64(kSimtRows, a.sq - p.q0)), d, false, kSimtRows);
+  const T* mrow =
+      a.mask && qi < a.sq ? static_cast<const T*>(a.mask) + p.b0 * a.ms[0] + p.b1 * a.ms[1] + qi * a.ms[2] : nullptr;
+  load_tile<T, float>(qs, ldq, q + p.q0 * a.qs[2], a.qs[2], a.qs[3], static_cast<int>(imin64(kSimtRows, a.sq - p.q0)),
+                      d, false, kSimtRows);
   const int quarter = (dv + 3) / 4, c0 = qh * quarter;
   const int nout = max(0, min(quarter, dv - c0));
   float o[32];
@@ -235,8 +233,7 @@ __global__ void __launch_bounds__(kBlock) attention_simt(AttentionArgs a, int64_
       for (int i = 0; i < 16; ++i) s[i] = fmaf(x, kb[i * ldq + c], s[i]);
     }
     float alpha;
-    softmax_step<16, 4>(s, static_cast<int>(kt) + qh * 16, static_cast<int>(a.sk), mrow, a.ms[3], a.scale, m, l,
-                        alpha);
+    softmax_step<16, 4>(s, static_cast<int>(kt) + qh * 16, static_cast<int>(a.sk), mrow, a.ms[3], a.scale, m, l, alpha);
     float* prow = ps + row * ldp + qh * 16;
 #pragma unroll
     for (int i = 0; i < 16; ++i) prow[i] = s[i];

@@ -235,8 +235,8 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, kMinBlocks) attention
   const T* v = static_cast<const T*>(a.v) + b0 * a.vs[0] + b1 * a.vs[1];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int rw = warp / kSplit, kg = warp - rw * kSplit;  // row group, key tile within a stage
-  const int wr = rw * kMt * 16;                            // the warp's first row in the block
-  const bool active = q0 + wr < sq;                         // warp-uniform
+  const int wr = rw * kMt * 16;                           // the warp's first row in the block
+  const bool active = q0 + wr < sq;                       // warp-uniform
   const int nst = (sk + kSK - 1) / kSK;
 
   load_rows_async<T, D, kThreads>(qsm, q, a.qs[2], kRows, min(kRows, sq - q0));

@@ -41,17 +41,24 @@ __device__ __forceinline__ void cp_async16_full(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
 }
 
-template <class T> struct LeanOnes;  // two 16-bit ones, the B operand of the row-sum mma
-template <> struct LeanOnes<__half> { static constexpr uint32_t kBits = 0x3C003C00u; };
-template <> struct LeanOnes<__nv_bfloat16> { static constexpr uint32_t kBits = 0x3F803F80u; };
+template <class T>
+struct LeanOnes;  // two 16-bit ones, the B operand of the row-sum mma
+template <>
+struct LeanOnes<__half> {
+  static constexpr uint32_t kBits = 0x3C003C00u;
+};
+template <>
+struct LeanOnes<__nv_bfloat16> {
+  static constexpr uint32_t kBits = 0x3F803F80u;
+};
 
 template <int kWarps>
 struct LeanShape {
   static constexpr int kThreads = 32 * kWarps, kRows = 16 * kWarps;
   static constexpr size_t kQBytes = size_t(kRows) * kLeanLd * 2;
   static constexpr size_t kStageBytes = 2 * size_t(kLeanKeys) * kLeanLd * 2;  // K then V
-  static constexpr int kRowStep = kThreads / 8;                             // rows one copy instruction covers
-  static constexpr int kCopies = kLeanKeys / kRowStep;                      // per thread, per matrix and tile
+  static constexpr int kRowStep = kThreads / 8;                               // rows one copy instruction covers
+  static constexpr int kCopies = kLeanKeys / kRowStep;                        // per thread, per matrix and tile
   static size_t bytes(int64_t sk, bool row_mask) {
     const int64_t tiles = (sk + kLeanKeys - 1) / kLeanKeys;
     const size_t stage = kStageBytes + (row_mask ? kQBytes : 0);  // the mask tile: one row per query row
@@ -231,7 +238,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
   using Sh = LeanShape<kWarps>;
   using B = Bits16<T>;
   constexpr int kRows = Sh::kRows, kThreads = Sh::kThreads;
-  constexpr int kKV = kLeanKeys * kLeanLd;                                           // elements of one K or V tile
+  constexpr int kKV = kLeanKeys * kLeanLd;                                         // elements of one K or V tile
   constexpr int kStage = 2 * kKV + (kMode == kLeanRowMask ? kRows * kLeanLd : 0);  // K, V (, mask tile)
   extern __shared__ __align__(128) unsigned char smem[];
   T* qsm = reinterpret_cast<T*>(smem);
@@ -246,8 +253,8 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_lean(Attent
   const int wr = warp * 16;
   const bool active = q0 + wr < sq;  // warp-uniform
 
-  load_rows_async<T, kLeanD, kThreads>(qsm, static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] +
-                                                int64_t(q0) * a.qs[2],
+  load_rows_async<T, kLeanD, kThreads>(qsm,
+                                       static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1] + int64_t(q0) * a.qs[2],
                                        a.qs[2], kRows, min(kRows, sq - q0));
   // This thread's chunks of a K / V tile: column chunk tid % 8, rows tid / 8 + kRowStep * i.
   const int crow = tid >> 3, ccol = (tid & 7) * 8;
@@ -383,15 +390,14 @@ inline bool lean_row_mask_ok(const AttentionArgs& a) {
          aligned(a.mask, 16);
 }
 inline bool lean_supports(const AttentionArgs& a) {
-  return a.d == kLeanD && a.dv == kLeanD && a.sk >= 1 && a.sk <= kLeanMaxKeys && a.scale > 0.f &&
-         rows16(a.o, a.os) && (!a.mask || a.ms[2] == 0 || lean_row_mask_ok(a));
+  return a.d == kLeanD && a.dv == kLeanD && a.sk >= 1 && a.sk <= kLeanMaxKeys && a.scale > 0.f && rows16(a.o, a.os) &&
+         (!a.mask || a.ms[2] == 0 || lean_row_mask_ok(a));
 }
 
 // Launches kernel(a) on (ceil(Sq / rows), b1, b0) blocks of `threads` threads with `bytes` of dynamic shared memory
 // (the lean, short and wgmma kernels).
 template <class Kernel>
-int launch_attention_rows(Kernel kernel, size_t bytes, int rows, int threads, const AttentionArgs& a,
-                          StreamT stream) {
+int launch_attention_rows(Kernel kernel, size_t bytes, int rows, int threads, const AttentionArgs& a, StreamT stream) {
   const cudaError_t st = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (st != cudaSuccess) return static_cast<int>(st);

@@ -45,8 +45,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_fa2(AttentionArgs a, in
   static_assert(D % 16 == 0 && D <= 128, "head size");
   extern __shared__ __align__(128) unsigned char smem[];
   T* qsm = reinterpret_cast<T*>(smem);
-  T* ksm = qsm + kRows * kLd;          // [2][kKeyTile][kLd]
-  T* vsm = ksm + 2 * kKeyTile * kLd;   // [2][kKeyTile][kLd]
+  T* ksm = qsm + kRows * kLd;         // [2][kKeyTile][kLd]
+  T* vsm = ksm + 2 * kKeyTile * kLd;  // [2][kKeyTile][kLd]
 
   const int sq = static_cast<int>(a.sq), sk = static_cast<int>(a.sk);
   const int q0 = blockIdx.x * kRows;
@@ -166,8 +166,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_fa2(AttentionArgs a, in
 #pragma unroll
     for (int kk = 0; kk < kKeyTile / 16; ++kk) {
       const uint32_t pa[4] = {B::pack(s[2 * kk][0], s[2 * kk][1]), B::pack(s[2 * kk][2], s[2 * kk][3]),
-                              B::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              B::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+                              B::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), B::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
       for (int dn = 0; dn < D / 16; ++dn) {
         uint32_t b[4];
@@ -279,8 +278,8 @@ bool attention_wgmma_runs_here() {
   if (dev < kDevices && known[dev].load() != 0) return known[dev].load() > 0;
   int major = 0, minor = 0;
   const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-                  major == 9 && minor == 0;
+                  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
+                  minor == 0;
   if (dev < kDevices) known[dev].store(ok ? 1 : -1);
   return ok;
 }

@@ -155,12 +155,13 @@ __device__ __forceinline__ void short_softmax(float (&s)[2 * kChunks][4], const 
         uint32_t pr[2];
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
-          pr[j] = ex2_half2(Bits16<T>::pack(fmaf(s[2 * c + j][2 * h], mul, -sub[h]),
-                                             fmaf(s[2 * c + j][2 * h + 1], mul, -sub[h])));
+          pr[j] = ex2_half2(
+              Bits16<T>::pack(fmaf(s[2 * c + j][2 * h], mul, -sub[h]), fmaf(s[2 * c + j][2 * h + 1], mul, -sub[h])));
           pa[c][2 * j + h] = pr[j];
         }
         if constexpr (kSums) {
-          const __half2 q = __hadd2(*reinterpret_cast<const __half2*>(&pr[0]), *reinterpret_cast<const __half2*>(&pr[1]));
+          const __half2 q =
+              __hadd2(*reinterpret_cast<const __half2*>(&pr[0]), *reinterpret_cast<const __half2*>(&pr[1]));
           const float2 f = __half22float2(q);
           l[h] += f.x + f.y;
         }
@@ -278,8 +279,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) attention_short(Atten
                        [&](int key, int n) { return vsm + key * kLeanLd + n * 8 + 2 * t; });
 
   // Normalise into the warp's own rows of the Q buffer, then 16-byte row stores.
-  lean_store_o<T>(qsm + wr * kLeanLd, o, inv, static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1], a.os[2], q0 + wr,
-                  sq);
+  lean_store_o<T>(qsm + wr * kLeanLd, o, inv, static_cast<T*>(a.o) + b0 * a.os[0] + b1 * a.os[1], a.os[2], q0 + wr, sq);
 }
 
 // The chunk count of the build that takes Sk keys, or 0 (Sk is not within kShortPadChunks chunks of one of them).

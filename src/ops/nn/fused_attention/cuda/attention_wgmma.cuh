@@ -38,19 +38,21 @@ template <class T>
 __device__ __forceinline__ void wg_ss_n16(float (*d)[4], uint64_t da, uint64_t db, int accumulate) {
 #if KILNRT_WGMMA
   if constexpr (std::is_same_v<T, __half>) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, "
-                 "1, 0, 0;\n}\n"
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
-                   "+f"(d[1][2]), "+f"(d[1][3])
-                 : "l"(da), "l"(db), "r"(accumulate));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, "
+        "1, 0, 0;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3])
+        : "l"(da), "l"(db), "r"(accumulate));
   } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, "
-                 "1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
-                   "+f"(d[1][2]), "+f"(d[1][3])
-                 : "l"(da), "l"(db), "r"(accumulate));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, "
+        "1, 1, 0, 0;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3])
+        : "l"(da), "l"(db), "r"(accumulate));
   }
 #endif
 }
@@ -61,17 +63,19 @@ template <class T>
 __device__ __forceinline__ void wg_rs_n64_tb(float (*d)[4], const uint32_t (&a)[4], uint64_t db) {
 #if KILNRT_WGMMA
   if constexpr (std::is_same_v<T, __half>) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KILNRT_WGMMA_REGS32
-                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : KILNRT_WGMMA_D32(d)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KILNRT_WGMMA_REGS32
+        ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+        : KILNRT_WGMMA_D32(d)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
   } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KILNRT_WGMMA_REGS32
-                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : KILNRT_WGMMA_D32(d)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KILNRT_WGMMA_REGS32
+        ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+        : KILNRT_WGMMA_D32(d)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
   }
 #endif
 }
@@ -248,8 +252,8 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   for (int mt = 0; mt < kMTiles; ++mt) {
     const int q0 = qbase + mt * kWgRows;
     if (q0 >= sq) break;  // block-uniform
-    wg_tile<T, kChunks, kKeyMask>(qsm + mt * Sh::kQBytes, ka, vsm, bias, sl2, mul, q0, sq, sk, a.zero_masked_rows,
-                                  out, a.os[2], [&] {
+    wg_tile<T, kChunks, kKeyMask>(qsm + mt * Sh::kQBytes, ka, vsm, bias, sl2, mul, q0, sq, sk, a.zero_masked_rows, out,
+                                  a.os[2], [&] {
                                     if (mt == 0) wg_wait_copies<0>();  // V
                                   });
   }
@@ -279,8 +283,8 @@ __global__ void __launch_bounds__(kWgThreads, kChunks <= 8 ? 4 : 3) attention_wg
   const T* qg = static_cast<const T*>(a.q) + b0 * a.qs[0] + b1 * a.qs[1];
   auto copy_q = [&](int mt) {
     const int q0 = qbase + mt * kWgRows;
-    short_copy_rows<T, kWgThreads, kWgRows>(qsm + (mt & 1) * Sh::kQBytes, qg + int64_t(q0) * a.qs[2], a.qs[2],
-                                            sq - q0, wg_swz);
+    short_copy_rows<T, kWgThreads, kWgRows>(qsm + (mt & 1) * Sh::kQBytes, qg + int64_t(q0) * a.qs[2], a.qs[2], sq - q0,
+                                            wg_swz);
   };
 
   copy_q(0);

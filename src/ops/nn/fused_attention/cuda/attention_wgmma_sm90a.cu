@@ -14,13 +14,13 @@ bool wg_built() {
 }
 
 int wg_launch_f16(const AttentionArgs& a, int m_tiles, StreamT stream) {
-  return m_tiles == 0 ? launch_wg<__half, 0>(a, stream)
+  return m_tiles == 0   ? launch_wg<__half, 0>(a, stream)
          : m_tiles == 2 ? launch_wg<__half, 2>(a, stream)
                         : launch_wg<__half, 1>(a, stream);
 }
 
 int wg_launch_bf16(const AttentionArgs& a, int m_tiles, StreamT stream) {
-  return m_tiles == 0 ? launch_wg<__nv_bfloat16, 0>(a, stream)
+  return m_tiles == 0   ? launch_wg<__nv_bfloat16, 0>(a, stream)
          : m_tiles == 2 ? launch_wg<__nv_bfloat16, 2>(a, stream)
                         : launch_wg<__nv_bfloat16, 1>(a, stream);
 }

@@ -82,8 +82,7 @@ class GraphBuilder {
   void finalize(Desc& d, const char* what) { check_status(g_.cudnnBackendFinalize(d.d), what, node_); }
 
   // A tensor; dims of extent 1 get the packed stride (cuDNN reads size-1 dims as broadcasts in the bias).
-  const Desc& tensor(int64_t uid, cudnnDataType_t dt, Dims dims, Dims strides, bool is_virtual,
-                     bool by_value = false) {
+  const Desc& tensor(int64_t uid, cudnnDataType_t dt, Dims dims, Dims strides, bool is_virtual, bool by_value = false) {
     for (int i = 3; i >= 0; --i)
       if (dims[size_t(i)] == 1) strides[size_t(i)] = i == 3 ? 1 : strides[size_t(i + 1)] * dims[size_t(i + 1)];
     Desc d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor descriptor");
@@ -187,7 +186,6 @@ int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 std::atomic<int64_t> g_runs{0};
 
 }  // namespace
-
 
 // One operation graph (one variant) and the execution plans made from its engine configurations.
 struct SdpaGraph {
@@ -335,7 +333,7 @@ std::shared_ptr<SdpaGraph> build_graph(const k::AttentionArgs& a, cudnnHandle_t 
 // list when A has none) whose plans finalize, in the list's order, from the first graph variant that has any.
 // `errors` gets what was refused, with cuDNN's status and last error message.
 std::vector<std::shared_ptr<CudnnSdpaPlan>> build_plans(const k::AttentionArgs& a, cudnnHandle_t h, int want,
-                                                       const std::string& node, std::string* errors) {
+                                                        const std::string& node, std::string* errors) {
   const CudnnGraphApi& api = cudnn_graph_api();
   std::vector<std::shared_ptr<CudnnSdpaPlan>> out;
   for (const auto& [stats, p16] : {std::pair<bool, bool>{true, true}, {false, true}, {true, false}, {false, false}}) {
@@ -651,8 +649,8 @@ void CudnnAttention::setup(const LayerCreateArgs& a, bool zero_masked_rows,
       constexpr double kCudnnMargin = 0.90;
       winner = scope->time_candidates(
           l, 1 + listed, [&](int i, LayerLaunch& ll) { with_forced(i == 0 ? kForceKernel : i - 1, ll); },
-          [](int i) { return i == 0 ? std::string("kernel") : "cudnn-sdpa#" + std::to_string(i - 1); }, name,
-          problem, kCudnnMargin);
+          [](int i) { return i == 0 ? std::string("kernel") : "cudnn-sdpa#" + std::to_string(i - 1); }, name, problem,
+          kCudnnMargin);
     }
   } catch (const Error& e) {
     KILNRT_LOG(kDebug, name << ": attention tactics not timed: " << e.what());

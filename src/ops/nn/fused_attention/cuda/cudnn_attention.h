@@ -89,9 +89,9 @@ class CudnnAttention {
   // searches for up to kCudnnAttentionMaxConfigs and returns how many plan. Throws kUnsupported with cuDNN's reasons.
   std::shared_ptr<CudnnSdpaPlan> plan_for(const kilnrt::cuda::kernels::AttentionArgs& a, LayerLaunch& l, int index,
                                           const std::string& node, int* available);
-  int config_ = -1;      // the node's choice: -1 the kernel, else cuDNN's engine configuration (heuristic order)
-  int forced_ = kNone;   // at build: kList, kForceKernel or a configuration to time
-  int listed_ = 0;       // configurations found by the last listing
+  int config_ = -1;     // the node's choice: -1 the kernel, else cuDNN's engine configuration (heuristic order)
+  int forced_ = kNone;  // at build: kList, kForceKernel or a configuration to time
+  int listed_ = 0;      // configurations found by the last listing
   bool zero_masked_rows_ = false;
   std::atomic<bool> failed_{false};  // the chosen plan could not be built here: the kernel from then on
 };

@@ -88,10 +88,10 @@ bool is_cudnn_choice(const std::string& v) {
 }
 
 const Layout kSupported[] = {
-    {2, 77, 2, 64, false, true, true},   // BERT-like, partial tiles
-    {3, 128, 2, 64, false, true, true},  // BERT seq 128
-    {4, 197, 2, 64, true, false, false}, // ViT seq 197
-    {2, 50, 2, 128, true, false, false}, // head size 128
+    {2, 77, 2, 64, false, true, true},    // BERT-like, partial tiles
+    {3, 128, 2, 64, false, true, true},   // BERT seq 128
+    {4, 197, 2, 64, true, false, false},  // ViT seq 197
+    {2, 50, 2, 128, true, false, false},  // head size 128
 };
 
 }  // namespace
@@ -150,8 +150,8 @@ TEST(CudaCudnnAttention, ForcedChoiceMatchesCpuReference) {
         rec = tune(g);
       }
       ASSERT_EQ(rec.count(kRecKey), 1u) << "nothing recorded";
-      ASSERT_TRUE(is_cudnn_choice(rec[kRecKey])) << rec[kRecKey] << ": cuDNN did not plan / run / capture: "
-                                                  << bc::cudnn_attention_last_report();
+      ASSERT_TRUE(is_cudnn_choice(rec[kRecKey]))
+          << rec[kRecKey] << ": cuDNN did not plan / run / capture: " << bc::cudnn_attention_last_report();
       const int64_t runs = bc::cudnn_attention_runs();
       const int fallbacks = bc::tuning_stats().fallbacks;
       const Tensor y = run_cuda(with_choice(g, rec[kRecKey]), feeds).at("y");
@@ -217,9 +217,9 @@ TEST(CudaCudnnAttention, UnsupportedCasesRunTheKernel) {
     double tol;
   };
   const Case cases[] = {
-      {{2, 77, 2, 80, false, true, true}, "fp16", DType::kFloat16, 16.0 / 2048},  // head size 80
-      {{2, 77, 2, 64, false, true, true}, "", DType::kFloat32, 1e-4},             // float32
-      {{2, 77, 2, 64, false, true, false}, "fp16", DType::kFloat16, 16.0 / 2048}, // mask, uniform masked rows
+      {{2, 77, 2, 80, false, true, true}, "fp16", DType::kFloat16, 16.0 / 2048},   // head size 80
+      {{2, 77, 2, 64, false, true, true}, "", DType::kFloat32, 1e-4},              // float32
+      {{2, 77, 2, 64, false, true, false}, "fp16", DType::kFloat16, 16.0 / 2048},  // mask, uniform masked rows
   };
   for (const Case& x : cases) {
     SCOPED_TRACE(label(x.c) + " " + (*x.prec ? x.prec : "fp32"));
@@ -284,8 +284,8 @@ TEST(CudaCudnnAttention, ZooShapesPlanAndReport) {
       bc::timing_cache_clear();
       rec = tune(packed_graph(c, "fp16"));
     }
-    std::cout << "[ report   ] " << label(c) << " -> " << rec[kRecKey] << "\n" << bc::cudnn_attention_last_report()
-              << std::endl;
+    std::cout << "[ report   ] " << label(c) << " -> " << rec[kRecKey] << "\n"
+              << bc::cudnn_attention_last_report() << std::endl;
     EXPECT_TRUE(is_cudnn_choice(rec[kRecKey])) << rec[kRecKey];
   }
 }

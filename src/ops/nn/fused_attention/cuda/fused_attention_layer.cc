@@ -1,8 +1,9 @@
 // CUDA layer of com.kilnrt:FusedAttention (made by passes/fuse_attention): one launch of the fused attention
 // kernel (attention.cu), reading Q / K / V / mask in their exported layouts through strides (and Q / K / V
-// as parts of one packed projection: q_part / k_part / v_part offsets) and writing the output in out_perm's layout. Float32, float16 and bfloat16 storage; no workspace, no allocation: graph-safe.
-// Or, where the build timed it faster, cuDNN's fused SDPA on the same strided operands (cudnn_attention.h: 16-bit
-// storage, head size 64 / 128; the softmax statistics in the context workspace).
+// as parts of one packed projection: q_part / k_part / v_part offsets) and writing the output in out_perm's layout.
+// Float32, float16 and bfloat16 storage; no workspace, no allocation: graph-safe. Or, where the build timed it faster,
+// cuDNN's fused SDPA on the same strided operands (cudnn_attention.h: 16-bit storage, head size 64 / 128; the softmax
+// statistics in the context workspace).
 #include "ops/cuda/cuda_layer.h"
 #include "ops/nn/fused_attention/cuda/cudnn_attention.h"
 #include "ops/nn/fused_attention/cuda/attention.h"
@@ -45,11 +46,16 @@ std::string attention_supports(const ir::Node& n, const ir::Graph& g) {
 
 class AttentionLayer final : public CudaLayer {
  public:
-  explicit AttentionLayer(const ir::Node& n) : node_(n), name_(n.describe()), scale_(n.attr_float("scale", 1.f)),
+  explicit AttentionLayer(const ir::Node& n)
+      : node_(n),
+        name_(n.describe()),
+        scale_(n.attr_float("scale", 1.f)),
         zero_masked_rows_(n.attr_int("zero_masked_rows", 0) != 0) {}
   std::string tactic() const override { return cudnn_.uses_cudnn() ? "cudnn:sdpa" : "kernel:fused-attention"; }
   // cuDNN's SDPA as a tactic (cudnn_attention.h): the stored choice, or timed against the kernel at build.
-  void setup_cudnn(const LayerCreateArgs& a) { cudnn_.setup(a, zero_masked_rows_, [this](LayerLaunch& l) { enqueue(l); }); }
+  void setup_cudnn(const LayerCreateArgs& a) {
+    cudnn_.setup(a, zero_masked_rows_, [this](LayerLaunch& l) { enqueue(l); });
+  }
   bool supports_16bit() const override { return true; }
   void enqueue(LayerLaunch& l) override {
     const bool mask = l.inputs.size() > 3 && l.inputs[3].present;

@@ -159,8 +159,12 @@ std::string expr(const PwInstr& in) {
     case kPwMul: return a + " * " + b;
     case kPwDiv: return a + " / " + b;
     case kPwPow: return "powf(" + a + ", " + b + ")";
-    case kPwMax: return "(" + a + " != " + a + " || " + b + " != " + b + ") ? __uint_as_float(0x7fc00000u) : fmaxf(" + a + ", " + b + ")";
-    case kPwMin: return "(" + a + " != " + a + " || " + b + " != " + b + ") ? __uint_as_float(0x7fc00000u) : fminf(" + a + ", " + b + ")";
+    case kPwMax:
+      return "(" + a + " != " + a + " || " + b + " != " + b + ") ? __uint_as_float(0x7fc00000u) : fmaxf(" + a + ", " +
+             b + ")";
+    case kPwMin:
+      return "(" + a + " != " + a + " || " + b + " != " + b + ") ? __uint_as_float(0x7fc00000u) : fminf(" + a + ", " +
+             b + ")";
     case kPwPRelu: return a + " < 0.f ? " + b + " * " + a + " : " + a;
     case kPwWhere: return a + " != 0.f ? " + b + " : " + c;
     default: KILNRT_THROW(kInvalidModel, "FusedPointwise", "no CUDA code for opcode " << in.op);
@@ -177,8 +181,8 @@ const std::vector<std::string>& fused_pointwise_kernel_names() {
 
 std::string fused_pointwise_source(const PwProgram& p, const std::vector<bool>& in_bool) {
   const int n = p.num_inputs;
-  KILNRT_CHECK(n >= 1 && n <= kPwMaxInputs && static_cast<int>(in_bool.size()) == n, kInvalidArgument,
-               "FusedPointwise", "codegen needs 1.." << kPwMaxInputs << " inputs with their kinds, got " << n);
+  KILNRT_CHECK(n >= 1 && n <= kPwMaxInputs && static_cast<int>(in_bool.size()) == n, kInvalidArgument, "FusedPointwise",
+               "codegen needs 1.." << kPwMaxInputs << " inputs with their kinds, got " << n);
   std::ostringstream s;
   s << kPrelude;
   // The program: registers r0 .. r(n-1) are the inputs.
@@ -188,7 +192,9 @@ std::string fused_pointwise_source(const PwProgram& p, const std::vector<bool>& 
   for (const PwInstr& in : p.code) s << "  const float r" << r++ << " = " << expr(in) << ";\n";
   s << "  return r" << r - 1 << ";\n}\n";
   // Storage code of input k in variant S (bool inputs are bytes in every variant).
-  auto code = [&](int k) { return in_bool[k] ? std::string("3") : std::string("(S == 3 ? a.code[" + std::to_string(k) + "] : S)"); };
+  auto code = [&](int k) {
+    return in_bool[k] ? std::string("3") : std::string("(S == 3 ? a.code[" + std::to_string(k) + "] : S)");
+  };
   s << "template <int S> __global__ void fp_scalar(const PwArgs a) {\n"
        "  const long long step = (long long)gridDim.x * blockDim.x;\n"
        "  const int oc = S == 3 ? a.out_code : S;\n"

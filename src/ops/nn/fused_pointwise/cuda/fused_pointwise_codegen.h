@@ -1,5 +1,5 @@
-// CUDA C++ source for a com.kilnrt:FusedPointwise program (ops/nn/fused_pointwise/fused_pointwise.h), compiled with NVRTC at build
-// time (fused_pointwise_layer.cc). Host-only: needs no GPU and no CUDA header.
+// CUDA C++ source for a com.kilnrt:FusedPointwise program (ops/nn/fused_pointwise/fused_pointwise.h), compiled with
+// NVRTC at build time (fused_pointwise_layer.cc). Host-only: needs no GPU and no CUDA header.
 //
 // The source defines one argument block (PwArgs below, same layout) and seven kernels (name expressions):
 //   fp_scalar<S>  one element per thread iteration, any broadcast (strides per output dim), S = storage of the float

@@ -59,9 +59,9 @@ std::shared_ptr<const CompiledCode> stored_code(const ir::Node& n) {
   c->nvrtc_version = static_cast<int>(n.attr_int(kPwCodeNvrtcAttr, 0));
   c->names = fused_pointwise_kernel_names();
   if (auto it = n.attrs.find(kPwCodeLoweredAttr); it != n.attrs.end()) c->lowered_names = it->second.strings;
-  KILNRT_CHECK(c->lowered_names.size() == c->names.size() && !c->image.empty(), kInvalidEngine, n.describe(),
-               "stored FusedPointwise code has " << c->lowered_names.size() << " kernel names, expected "
-                                                 << c->names.size());
+  KILNRT_CHECK(
+      c->lowered_names.size() == c->names.size() && !c->image.empty(), kInvalidEngine, n.describe(),
+      "stored FusedPointwise code has " << c->lowered_names.size() << " kernel names, expected " << c->names.size());
   return c;
 }
 
@@ -131,7 +131,8 @@ class FusedPointwiseLayer final : public CudaLayer {
     for (int d = 0; d < rank; ++d) a.dims[d] = os[d];
     a.out = y.data;
     a.out_code = float_code(y.dtype);
-    KILNRT_CHECK(a.out_code >= 0, kUnsupported, name_, "output dtype " << dtype_name(y.dtype) << " is not a float type");
+    KILNRT_CHECK(a.out_code >= 0, kUnsupported, name_,
+                 "output dtype " << dtype_name(y.dtype) << " is not a float type");
     int variant = a.out_code;
     bool vec_ok = true;
     const int V = variant == 0 ? 4 : 8;
@@ -150,9 +151,9 @@ class FusedPointwiseLayer final : public CudaLayer {
       int64_t st = 1;
       for (size_t j = 0; j < s.size(); ++j) {
         const size_t d = s.size() - 1 - j, od = os.size() - 1 - j;
-        KILNRT_CHECK(s[d] == os[od] || s[d] == 1, kInvalidArgument, name_,
-                     "input " << k << " of shape " << shape_to_string(s) << " does not broadcast to "
-                              << shape_to_string(os));
+        KILNRT_CHECK(
+            s[d] == os[od] || s[d] == 1, kInvalidArgument, name_,
+            "input " << k << " of shape " << shape_to_string(s) << " does not broadcast to " << shape_to_string(os));
         a.stride[k][od] = s[d] == 1 ? 0 : st;
         st *= s[d];
       }
@@ -167,10 +168,14 @@ class FusedPointwiseLayer final : public CudaLayer {
         const int64_t last = a.stride[k][rank - 1];
         bool others = true;
         for (int d = 0; d < rank - 1; ++d) others = others && a.stride[k][d] % V == 0;
-        if (os[rank - 1] % V != 0 || (last != 0 && last != 1)) vec_ok = false;
-        else if (last == 0) a.kind[k] = kPwStridedLast0;
-        else if (others && (is_bool_[k] || aligned(t.data))) a.kind[k] = kPwStridedLast1;
-        else vec_ok = false;
+        if (os[rank - 1] % V != 0 || (last != 0 && last != 1))
+          vec_ok = false;
+        else if (last == 0)
+          a.kind[k] = kPwStridedLast0;
+        else if (others && (is_bool_[k] || aligned(t.data)))
+          a.kind[k] = kPwStridedLast1;
+        else
+          vec_ok = false;
       }
     }
     vec_ok = vec_ok && variant < 3;
@@ -181,8 +186,8 @@ class FusedPointwiseLayer final : public CudaLayer {
     void* params[] = {&a, nullptr};
     kilnrt::cuda::ContextGuard guard(module_->device);
     const kilnrt::cuda::DriverApi& api = guard.api();
-    KILNRT_CU_CHECK(api, api.LaunchKernel(module_->functions[fi], blocks, 1, 1, threads, 1, 1, 0, l.stream, params,
-                                          nullptr),
+    KILNRT_CU_CHECK(api,
+                    api.LaunchKernel(module_->functions[fi], blocks, 1, 1, threads, 1, 1, 0, l.stream, params, nullptr),
                     name_);
   }
 
@@ -244,7 +249,8 @@ size_t embed_fused_pointwise_code(ir::Graph& graph, int device) {
       }
     }
   };
-  const size_t threads = std::min<size_t>(nodes.size(), std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+  const size_t threads =
+      std::min<size_t>(nodes.size(), std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
   work();

@@ -133,8 +133,8 @@ TEST(CudaFusedPointwise, MatchesCpuInEveryPrecisionVectorAndScalarPaths) {
   KILNRT_SKIP_WITHOUT_GPU();
   for (const Prec& p : kPrecs) {
     SCOPED_TRACE(std::string("precision ") + (*p.name ? p.name : "fp32"));
-    check({2, 16, 8, 8}, p);  // W % 8 == 0: vector loads, cond strided with a contiguous last dim
-    check({3, 5, 7, 9}, p);   // odd sizes: scalar path
+    check({2, 16, 8, 8}, p);        // W % 8 == 0: vector loads, cond strided with a contiguous last dim
+    check({3, 5, 7, 9}, p);         // odd sizes: scalar path
     check({2, 4, 6, 16}, p, true);  // a [W] operand: strided with a contiguous last dim, vector path
     check({2, 4, 6, 6}, p, true);   // W % 4 != 0: scalar path
   }

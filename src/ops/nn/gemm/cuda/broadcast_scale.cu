@@ -26,7 +26,7 @@ __global__ void broadcast_scale_kernel(const float* c, float* y, int64_t n, Broa
 int broadcast_scale_f32(const float* c, float* y, int64_t total, const Broadcast3& bc, float beta, StreamT stream) {
   if (total == 0) return 0;
   broadcast_scale_kernel<<<blocks_for(total), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(c, y, total, bc,
-                                                                                                    beta);
+                                                                                                     beta);
   return launch_status();
 }
 

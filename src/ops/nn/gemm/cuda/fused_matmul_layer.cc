@@ -99,9 +99,9 @@ class FusedMatMulLayer final : public CudaLayer {
     g.tactic = &tactic_;
     lt_gemm(g, l, name_);
     if (tactic_.mode == GemmTactic::Mode::kList) return;  // the tuner's listing: nothing ran
-    if (gelu_ && !lt_gelu)  // float32 erf GELU: exact, in place
-      check_launch(k::unary(k::UnaryOp::kGeluErf, float_code(l.inputs[0].dtype), l.outputs[0].data,
-                            l.outputs[0].data, g.m * g.n, 0.f, 0.f, l.stream),
+    if (gelu_ && !lt_gelu)                                // float32 erf GELU: exact, in place
+      check_launch(k::unary(k::UnaryOp::kGeluErf, float_code(l.inputs[0].dtype), l.outputs[0].data, l.outputs[0].data,
+                            g.m * g.n, 0.f, 0.f, l.stream),
                    name_, "gelu");
   }
 

@@ -70,13 +70,16 @@ void set_precision(GemmArgs& g, Precision p, int64_t a_numel, int64_t b_numel, c
 }
 
 std::string gemm_tactic(const char* what, Precision p) {
-  return std::string("cublaslt:") + what + "-" + precision_name(p) + (p == Precision::kFp16 || p == Precision::kBf16 ? "-acc32" : "");
+  return std::string("cublaslt:") + what + "-" + precision_name(p) +
+         (p == Precision::kFp16 || p == Precision::kBf16 ? "-acc32" : "");
 }
 
 class MatMulLayer final : public CudaLayer {
  public:
   explicit MatMulLayer(const LayerCreateArgs& a)
-      : name_(a.node.describe()), precision_(node_precision(a.node)), b16_(weight_16(a, 1, precision_)),
+      : name_(a.node.describe()),
+        precision_(node_precision(a.node)),
+        b16_(weight_16(a, 1, precision_)),
         io16_(value_dtype(a.graph, a.node.inputs.at(0))) {
     setup_gemm_tactic(a, gemm_storage(precision_), tactic_, [this](LayerLaunch& l) { enqueue(l); });  // timed algo
   }
@@ -225,8 +228,7 @@ class GemmLayer final : public CudaLayer {
         const Shape ys = l.outputs[0].shape;
         const k::Broadcast3 bc = make_broadcast(ys, {ys, cs});
         check_launch(k::broadcast_scale_f32(static_cast<const float*>(l.inputs[2].data), static_cast<float*>(g.c),
-                                            shape_numel(ys), bc,
-                                            beta_, l.stream),
+                                            shape_numel(ys), bc, beta_, l.stream),
                      name_, "broadcast_scale");
         g.beta = 1.f;
       }
@@ -265,14 +267,12 @@ std::string matmul_inputs(const ir::Node& n, const ir::Graph& g) {
   return float32_layer_inputs(n, g);
 }
 
-KILNRT_REGISTER_CUDA_LAYER({"MatMul"}, matmul_inputs,
-                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                             return std::make_unique<MatMulLayer>(a);
-                           });
-KILNRT_REGISTER_CUDA_LAYER({"Gemm"}, float32_layer_inputs,
-                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                             return std::make_unique<GemmLayer>(a);
-                           });
+KILNRT_REGISTER_CUDA_LAYER({"MatMul"}, matmul_inputs, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+  return std::make_unique<MatMulLayer>(a);
+});
+KILNRT_REGISTER_CUDA_LAYER({"Gemm"}, float32_layer_inputs, [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+  return std::make_unique<GemmLayer>(a);
+});
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

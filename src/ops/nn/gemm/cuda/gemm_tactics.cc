@@ -122,9 +122,7 @@ std::string gemm_device_part(const std::string& device_key) {
   return device_key.substr(0, at) + (end == std::string::npos ? std::string() : device_key.substr(end));
 }
 
-bool gemm_tuning_enabled() {
-  return !env_switched_off("KILNRT_GEMM_TUNING");
-}
+bool gemm_tuning_enabled() { return !env_switched_off("KILNRT_GEMM_TUNING"); }
 
 DType gemm_storage(Precision p) {
   return p == Precision::kFp16 ? DType::kFloat16 : p == Precision::kBf16 ? DType::kBFloat16 : DType::kFloat32;
@@ -158,7 +156,8 @@ void setup_gemm_tactic(const LayerCreateArgs& a, DType storage, GemmTactic& t,
   if (problem.empty()) return;
   const std::string dev = tuning_device_key(a.device);
   const int count = gemm_candidate_count();
-  const std::string key = dev + "|" + problem + (count == kGemmCandidatesDefault ? "" : "|cand" + std::to_string(count));
+  const std::string key =
+      dev + "|" + problem + (count == kGemmCandidatesDefault ? "" : "|cand" + std::to_string(count));
   std::string cached;
   if (timing_cache_find_raw(key, &cached)) {
     note_gemm_tuning(/*cache_hit=*/true);

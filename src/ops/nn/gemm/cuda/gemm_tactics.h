@@ -5,11 +5,12 @@
 // At build, under the TacticTimingScope the builder opens (ops/cuda/tactic_timing.h: CUDA-graph replays, median,
 // timing cache), a GEMM layer whose shapes are all static asks the heuristic for up to gemm_candidate_count()
 // algorithms for its problem (with the workspace the layer gets), times each, and keeps the heuristic's first unless
-// another is at least 3% faster. The winner, the heuristic's first included (cublasLtMatmulAlgo_t: 8 opaque uint64 words) is stored as the node's
-// string attribute kGemmAlgoAttr = "<device key>#<128 hex digits>", where the device key names the GPU, its SM and
-// the cuDNN / cuBLASLt versions (tuning_device_key()). Loading reads it and never times; at run every call checks
-// the stored algorithm with cublasLtMatmulAlgoCheck (and the workspace it needs): another GPU or library version, or
-// a refused algorithm, falls back to the heuristic with one warning (tuning_stats().fallbacks counts it).
+// another is at least 3% faster. The winner, the heuristic's first included (cublasLtMatmulAlgo_t: 8 opaque uint64
+// words) is stored as the node's string attribute kGemmAlgoAttr = "<device key>#<128 hex digits>", where the device key
+// names the GPU, its SM and the cuDNN / cuBLASLt versions (tuning_device_key()). Loading reads it and never times; at
+// run every call checks the stored algorithm with cublasLtMatmulAlgoCheck (and the workspace it needs): another GPU or
+// library version, or a refused algorithm, falls back to the heuristic with one warning (tuning_stats().fallbacks
+// counts it).
 //
 // Identical GEMM problems (same op, shapes, storage dtype, precision, epilogue attributes) are timed once per process
 // through the timing cache (KILNRT_TIMING_CACHE=FILE keeps it across processes). KILNRT_GEMM_TUNING=0 turns the
@@ -26,7 +27,7 @@ namespace kilnrt::backends::cuda {
 
 constexpr const char* kGemmAlgoAttr = "kilnrt_gemm_algo";
 
-std::string gemm_algo_to_hex(const cublasLtMatmulAlgo_t& a);               // 128 lowercase hex digits
+std::string gemm_algo_to_hex(const cublasLtMatmulAlgo_t& a);                 // 128 lowercase hex digits
 bool gemm_algo_from_hex(const std::string& hex, cublasLtMatmulAlgo_t* out);  // false when malformed
 // kGemmAlgoAttr values: "<device key>#<hex>".
 std::string encode_gemm_algo_attr(const std::string& device_key, const cublasLtMatmulAlgo_t& a);

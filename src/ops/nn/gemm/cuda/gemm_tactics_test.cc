@@ -39,8 +39,8 @@ struct Prec {
   DType dt;
   double u;  // unit roundoff of the storage dtype
 };
-const Prec kPrecs[] = {{"", DType::kFloat32, 0.0}, {"fp16", DType::kFloat16, 1.0 / 2048},
-                       {"bf16", DType::kBFloat16, 1.0 / 256}};
+const Prec kPrecs[] = {
+    {"", DType::kFloat32, 0.0}, {"fp16", DType::kFloat16, 1.0 / 2048}, {"bf16", DType::kBFloat16, 1.0 / 256}};
 
 Tensor rounded(Tensor t, DType dt) {
   Tensor r = Tensor::from_data(t.raw(), t.dtype(), t.shape());
@@ -141,8 +141,10 @@ TEST(CudaGemmTactic, StoredAlgorithmKeyIgnoresCudnnVersion) {  // host only
   EXPECT_EQ(bc::gemm_device_part("H100|sm_90|cudnn 9.19.0 (built for CUDA 13.1)|cublaslt 13.1.0"),
             bc::gemm_device_part("H100|sm_90|cudnn 9.14.0 (built for CUDA 13.0)|cublaslt 13.1.0"));
   EXPECT_EQ(bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13"), "H100|sm_90|cublaslt 13");
-  EXPECT_NE(bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13.1"), bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13.0"));
-  EXPECT_NE(bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13"), bc::gemm_device_part("A100|sm_80|cudnn 9|cublaslt 13"));
+  EXPECT_NE(bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13.1"),
+            bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13.0"));
+  EXPECT_NE(bc::gemm_device_part("H100|sm_90|cudnn 9|cublaslt 13"),
+            bc::gemm_device_part("A100|sm_80|cudnn 9|cublaslt 13"));
   EXPECT_EQ(bc::gemm_device_part("no cudnn part"), "no cudnn part");
 }
 

@@ -77,9 +77,10 @@ bool time_flip(TacticTimingScope& scope, const Problem& p, LayerLaunch& l) {
     };
   };
   std::vector<double> ms;
-  scope.time_candidates(l, int(all.size()), run(all, nk),
-                        [nk](int i) { return (i < nk ? "kn:" : "nk:") + std::to_string(i < nk ? i : i - nk); },
-                        p.name, "weight layout", 0.97, &ms);
+  scope.time_candidates(
+      l, int(all.size()), run(all, nk),
+      [nk](int i) { return (i < nk ? "kn:" : "nk:") + std::to_string(i < nk ? i : i - nk); }, p.name, "weight layout",
+      0.97, &ms);
   int best_keep = -1, best_flip = -1;
   for (int i = 0; i < int(all.size()); ++i) {
     if (ms[size_t(i)] <= 0) continue;
@@ -93,14 +94,14 @@ bool time_flip(TacticTimingScope& scope, const Problem& p, LayerLaunch& l) {
   double sum_keep = 0, sum_flip = 0;
   for (int round = 0; round < 3; ++round) {
     std::vector<double> m2;
-    scope.time_candidates(l, 2, run(finalists, 1), [](int i) { return i ? "nk" : "kn"; }, p.name,
-                          "weight layout finalists", 0.97, &m2);
+    scope.time_candidates(
+        l, 2, run(finalists, 1), [](int i) { return i ? "nk" : "kn"; }, p.name, "weight layout finalists", 0.97, &m2);
     if (m2[0] <= 0 || m2[1] <= 0) return false;
     sum_keep += m2[0];
     sum_flip += m2[1];
   }
-  KILNRT_LOG(kDebug, p.name << ": W " << (p.trans_b ? "[N, K]" : "[K, N]") << " " << sum_keep / 3 << " ms, the other way "
-                            << sum_flip / 3 << " ms");
+  KILNRT_LOG(kDebug, p.name << ": W " << (p.trans_b ? "[N, K]" : "[K, N]") << " " << sum_keep / 3
+                            << " ms, the other way " << sum_flip / 3 << " ms");
   return sum_flip < sum_keep * kGemmLayoutMargin;
 }
 

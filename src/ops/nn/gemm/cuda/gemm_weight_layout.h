@@ -17,7 +17,7 @@
 namespace kilnrt::ir {
 struct Graph;
 struct Node;
-}
+}  // namespace kilnrt::ir
 
 namespace kilnrt::backends::cuda {
 

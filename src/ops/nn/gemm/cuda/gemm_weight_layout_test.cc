@@ -93,7 +93,8 @@ TEST(CudaGemmWeightLayout, FlippedWeightsMatchCpu) {
   for (const char* epilogue : {"bias", "gelu", "residual"})
     for (bool trans_b : {false, true})
       for (const char* precision : {"", "fp16", "bf16"}) {
-        SCOPED_TRACE(std::string(epilogue) + (trans_b ? " W [N, K] " : " W [K, N] ") + (*precision ? precision : "fp32"));
+        SCOPED_TRACE(std::string(epilogue) + (trans_b ? " W [N, K] " : " W [K, N] ") +
+                     (*precision ? precision : "fp32"));
         Case c = make_case(epilogue, trans_b, precision);
         const Tensor want = run_cpu(c.g, c.feeds).at("y");
         ir::Graph g = c.g;

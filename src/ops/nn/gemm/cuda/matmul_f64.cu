@@ -16,7 +16,7 @@ constexpr int kSlice = 16;  // k per shared-memory slice
 constexpr int kSide = 16;   // threads per block side (16 x 16 threads, 4 x 4 outputs each)
 constexpr int kMicro = kTile / kSide;
 
-__global__ void __launch_bounds__(kSide * kSide)
+__global__ void __launch_bounds__(kSide* kSide)
     matmul_kernel(const double* a, const double* b, double* c, int64_t m, int64_t n, int64_t k, MatMulBatch bt,
                   int64_t batches, int64_t row_tiles) {
   __shared__ double as[kSlice][kTile + 1];  // as[kk][row]

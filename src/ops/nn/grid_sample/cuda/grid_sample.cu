@@ -38,8 +38,14 @@ __device__ double gs_pixel(const float* img, int64_t h, int64_t w, int64_t yy, i
   if (yy < 0 || yy >= h || xx < 0 || xx >= w) return 0.0;
   return img[yy * w + xx];
 }
-__device__ double cubic1(double t) { const double A = -0.75; return ((A + 2) * t - (A + 3)) * t * t + 1; }
-__device__ double cubic2(double t) { const double A = -0.75; return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A; }
+__device__ double cubic1(double t) {
+  const double A = -0.75;
+  return ((A + 2) * t - (A + 3)) * t * t + 1;
+}
+__device__ double cubic2(double t) {
+  const double A = -0.75;
+  return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+}
 
 __global__ void grid_sample_kernel(const float* x, const float* grid, float* y, int64_t n, int64_t c, int64_t h,
                                    int64_t w, int64_t oh, int64_t ow, int mode, int pad, bool align) {
@@ -55,8 +61,7 @@ __global__ void grid_sample_kernel(const float* x, const float* grid, float* y, 
       const double wy[4] = {cubic2(ty + 1), cubic1(ty), cubic1(1 - ty), cubic2(2 - ty)};
       for (int a = 0; a < 4; ++a)
         for (int q = 0; q < 4; ++q)
-          v += wy[a] * wx[q] *
-               gs_pixel(img, h, w, int64_t(fy) - 1 + a, int64_t(fx) - 1 + q, mode, pad, align);
+          v += wy[a] * wx[q] * gs_pixel(img, h, w, int64_t(fy) - 1 + a, int64_t(fx) - 1 + q, mode, pad, align);
     } else {
       ix = gs_adjust(ix, w, pad, align);
       iy = gs_adjust(iy, h, pad, align);
@@ -78,8 +83,8 @@ __global__ void grid_sample_kernel(const float* x, const float* grid, float* y, 
 
 }  // namespace
 
-int grid_sample_f32(const float* x, const float* grid, float* y, int64_t n, int64_t c, int64_t h, int64_t w,
-                    int64_t oh, int64_t ow, int mode, int pad, bool align_corners, StreamT stream) {
+int grid_sample_f32(const float* x, const float* grid, float* y, int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh,
+                    int64_t ow, int mode, int pad, bool align_corners, StreamT stream) {
   const int64_t total = n * c * oh * ow;
   if (total <= 0) return 0;
   grid_sample_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, grid, y, n, c, h, w, oh, ow, mode, pad,

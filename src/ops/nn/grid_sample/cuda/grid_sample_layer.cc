@@ -53,13 +53,13 @@ LayerFactory factory() {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"GridSample"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (grid_mode(n) < 0 || grid_pad(n) < 0) return "GridSample mode / padding_mode";
-                             if (value_dtype(g, n.inputs.at(1)) != DType::kFloat32)
-                               return "the CUDA layer takes a float32 grid";
-                             return float32_input(n, g);
-                           },
-                           factory<GridSampleLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"GridSample"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (grid_mode(n) < 0 || grid_pad(n) < 0) return "GridSample mode / padding_mode";
+      if (value_dtype(g, n.inputs.at(1)) != DType::kFloat32) return "the CUDA layer takes a float32 grid";
+      return float32_input(n, g);
+    },
+    factory<GridSampleLayer>());
 
 }  // namespace kilnrt::backends::cuda

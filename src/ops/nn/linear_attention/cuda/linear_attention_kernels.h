@@ -9,11 +9,12 @@
 
 namespace kilnrt::cuda::kernels::linatt {
 
-// ---- LinearAttention -------------------------------------------------------------------------------------------------
-// q [B, T, hq*dk], k [B, T, hkv*dk], v [B, T, hkv*dv], past [B, hkv, dk, dv] (null: zeros), decay [B, T, decay_last]
-// (null unless gated), beta [B, T, beta_last] (null unless delta); y [B, T, hq*dv], present [B, hkv, dk, dv] (null:
-// not wanted). One thread per (batch, kv head, state column); the state of the pairs [pair_begin, pair_end) (pair =
-// b * hkv + h) is kept in double in `state` (dk * dv doubles per pair).
+// ---- LinearAttention
+// ------------------------------------------------------------------------------------------------- q [B, T, hq*dk], k
+// [B, T, hkv*dk], v [B, T, hkv*dv], past [B, hkv, dk, dv] (null: zeros), decay [B, T, decay_last] (null unless gated),
+// beta [B, T, beta_last] (null unless delta); y [B, T, hq*dv], present [B, hkv, dk, dv] (null: not wanted). One thread
+// per (batch, kv head, state column); the state of the pairs [pair_begin, pair_end) (pair = b * hkv + h) is kept in
+// double in `state` (dk * dv doubles per pair).
 struct LinearAttentionArgs {
   const float* q = nullptr;
   const float* k = nullptr;

@@ -28,7 +28,8 @@ std::string parse_rule(const ir::Node& n, LinAttRule* r) {
   r->delta = rule == "delta" || rule == "gated_delta";
   if (r->gating != has(n, 4))
     return "update_rule '" + rule + "' " + (r->gating ? "requires" : "forbids") + " the decay input";
-  if (r->delta != has(n, 5)) return "update_rule '" + rule + "' " + (r->delta ? "requires" : "forbids") + " the beta input";
+  if (r->delta != has(n, 5))
+    return "update_rule '" + rule + "' " + (r->delta ? "requires" : "forbids") + " the beta input";
   const int64_t hq = n.attr_int("q_num_heads", 0), hkv = n.attr_int("kv_num_heads", 0);
   if (!(hq > 0 && hkv > 0 && hq % hkv == 0))
     return "q_num_heads (" + std::to_string(hq) + ") must be a positive multiple of kv_num_heads (" +
@@ -59,19 +60,18 @@ class LinearAttentionLayer final : public CudaLayer {
     a.hq = hq_;
     a.hkv = hkv_;
     a.dk = qs[2] / hq_;
-    KILNRT_CHECK(ks == (Shape{a.batch, a.steps, hkv_ * a.dk}) && vs[0] == a.batch && vs[1] == a.steps &&
-                     vs[2] % hkv_ == 0,
-                 kInvalidModel, name_,
-                 "key " << shape_to_string(ks) << " / value " << shape_to_string(vs) << " do not match query "
-                        << shape_to_string(qs));
+    KILNRT_CHECK(
+        ks == (Shape{a.batch, a.steps, hkv_ * a.dk}) && vs[0] == a.batch && vs[1] == a.steps && vs[2] % hkv_ == 0,
+        kInvalidModel, name_,
+        "key " << shape_to_string(ks) << " / value " << shape_to_string(vs) << " do not match query "
+               << shape_to_string(qs));
     a.dv = vs[2] / hkv_;
     if (rule_.gating) {
       const Shape& d = l.inputs[4].shape;
       a.decay_last = d.size() == 3 ? d[2] : -1;
-      KILNRT_CHECK(d.size() == 3 && d[0] == a.batch && d[1] == a.steps &&
-                       (a.decay_last == hkv_ || a.decay_last == hkv_ * a.dk),
-                   kInvalidModel, name_,
-                   "decay " << shape_to_string(d) << " must be [B, T, kv_num_heads or kv_num_heads*d_k]");
+      KILNRT_CHECK(
+          d.size() == 3 && d[0] == a.batch && d[1] == a.steps && (a.decay_last == hkv_ || a.decay_last == hkv_ * a.dk),
+          kInvalidModel, name_, "decay " << shape_to_string(d) << " must be [B, T, kv_num_heads or kv_num_heads*d_k]");
       a.decay = f32_in(l, 4);
     }
     if (rule_.delta) {
@@ -100,8 +100,9 @@ class LinearAttentionLayer final : public CudaLayer {
     const int64_t per_pair = a.dk * a.dv * static_cast<int64_t>(sizeof(double));
     const int64_t fit = per_pair > 0 ? static_cast<int64_t>(l.workspace_bytes) / per_pair : pairs;
     KILNRT_CHECK(l.workspace && fit >= 1, kUnsupported, name_,
-                 "the recurrent state of one head (" << a.dk << " x " << a.dv << " doubles) exceeds the CUDA workspace ("
-                                                     << l.workspace_bytes << " bytes)");
+                 "the recurrent state of one head (" << a.dk << " x " << a.dv
+                                                     << " doubles) exceeds the CUDA workspace (" << l.workspace_bytes
+                                                     << " bytes)");
     a.state = static_cast<double*>(l.workspace);
     for (int64_t p = 0; p < pairs; p += fit)
       check_launch(la::linear_attention(a, p, std::min(pairs, p + fit), l.stream), name_, "linear_attention");

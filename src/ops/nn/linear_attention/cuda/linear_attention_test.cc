@@ -14,7 +14,8 @@ using kilnrt::ops::nn::testing::random_tensor;
 namespace kilnrt::cudatest {
 namespace {
 
-// ---- LinearAttention --------------------------------------------------------------------------------------------------
+// ---- LinearAttention
+// --------------------------------------------------------------------------------------------------
 struct LinAttCase {
   const char* rule;
   int64_t b, t, hq, hkv, dk, dv;
@@ -24,7 +25,8 @@ struct LinAttCase {
 
 std::vector<Tensor> linatt_inputs(const LinAttCase& c, uint32_t seed) {
   const bool gating = std::strstr(c.rule, "gated") != nullptr, delta = std::strstr(c.rule, "delta") != nullptr;
-  std::vector<Tensor> in = {random_tensor({c.b, c.t, c.hq * c.dk}, seed), random_tensor({c.b, c.t, c.hkv * c.dk}, seed + 1, -0.5f, 0.5f),
+  std::vector<Tensor> in = {random_tensor({c.b, c.t, c.hq * c.dk}, seed),
+                            random_tensor({c.b, c.t, c.hkv * c.dk}, seed + 1, -0.5f, 0.5f),
                             random_tensor({c.b, c.t, c.hkv * c.dv}, seed + 2)};
   in.push_back(c.past ? random_tensor({c.b, c.hkv, c.dk, c.dv}, seed + 3) : Tensor());
   in.push_back(gating ? random_tensor({c.b, c.t, c.per_dim_decay ? c.hkv * c.dk : c.hkv}, seed + 4, -1.f, 0.f)
@@ -46,11 +48,11 @@ ir::Node linatt_node(const LinAttCase& c) {
 const LinAttCase kLinAttCases[] = {
     {"linear", 2, 5, 2, 2, 4, 3, false, false, false, 0.f},
     {"linear", 1, 1, 1, 1, 8, 8, false, false, false, 0.f},
-    {"gated", 2, 4, 4, 2, 4, 5, true, false, false, 0.f},       // GQA, per-head decay
-    {"gated", 1, 6, 2, 2, 3, 4, false, true, false, 0.f},       // per-dim decay
-    {"delta", 2, 5, 2, 2, 4, 4, true, false, false, 0.5f},      // explicit scale
-    {"gated_delta", 2, 7, 4, 2, 8, 6, true, true, false, 0.f},  // GQA, per-dim decay
-    {"gated_delta", 1, 4, 4, 1, 4, 4, false, false, true, 0.f}, // MQA, scalar beta
+    {"gated", 2, 4, 4, 2, 4, 5, true, false, false, 0.f},          // GQA, per-head decay
+    {"gated", 1, 6, 2, 2, 3, 4, false, true, false, 0.f},          // per-dim decay
+    {"delta", 2, 5, 2, 2, 4, 4, true, false, false, 0.5f},         // explicit scale
+    {"gated_delta", 2, 7, 4, 2, 8, 6, true, true, false, 0.f},     // GQA, per-dim decay
+    {"gated_delta", 1, 4, 4, 1, 4, 4, false, false, true, 0.f},    // MQA, scalar beta
     {"gated_delta", 3, 1, 2, 2, 16, 16, true, false, false, 0.f},  // decode step
     {"gated_delta", 1, 3, 2, 2, 64, 32, true, false, false, 0.f},  // wider heads
 };
@@ -84,10 +86,12 @@ TEST(CudaLinearAttention, LinearAttentionEdgeCases) {
   compare_16bit(linatt_node(h), linatt_inputs(h, 9), 27);
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaLinearAttention, SupportCheckAccepts) {
   std::vector<OneNode> nets;
-  for (const LinAttCase& c : kLinAttCases) nets.emplace_back(linatt_node(c), linatt_inputs(c, 1), std::vector<bool>{}, 27);
+  for (const LinAttCase& c : kLinAttCases)
+    nets.emplace_back(linatt_node(c), linatt_inputs(c, 1), std::vector<bool>{}, 27);
   // bfloat16 models (float32 islands).
   const LinAttCase h{"gated_delta", 1, 2, 2, 2, 4, 4, true, false, false, 0.f};
   std::vector<Tensor> hin = linatt_inputs(h, 12);

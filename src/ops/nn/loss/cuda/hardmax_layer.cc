@@ -34,11 +34,11 @@ class HardmaxLayer final : public CudaLayer {
   int64_t opset_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"Hardmax"},
-                           [](const ir::Node& n, const ir::Graph& g) { return dtype_in(n, g, 0, {DType::kFloat32}); },
-                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                             return std::make_unique<HardmaxLayer>(a.node, a.opset);
-                           });
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Hardmax"}, [](const ir::Node& n, const ir::Graph& g) { return dtype_in(n, g, 0, {DType::kFloat32}); },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+      return std::make_unique<HardmaxLayer>(a.node, a.opset);
+    });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

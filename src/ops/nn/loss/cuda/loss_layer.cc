@@ -17,8 +17,10 @@ namespace x = kilnrt::cuda::kernels;
 class LossLayer final : public CudaLayer {
  public:
   explicit LossLayer(const ir::Node& n)
-      : name_(n.describe()), softmax_(n.op_type == "SoftmaxCrossEntropyLoss"),
-        has_ignore_(n.has_attr("ignore_index")), ignore_(n.attr_int("ignore_index", 0)) {
+      : name_(n.describe()),
+        softmax_(n.op_type == "SoftmaxCrossEntropyLoss"),
+        has_ignore_(n.has_attr("ignore_index")),
+        ignore_(n.attr_int("ignore_index", 0)) {
     const std::string r = n.attr_string("reduction", std::string("mean"));
     reduction_ = r == "none" ? 0 : r == "sum" ? 1 : 2;
   }
@@ -64,16 +66,16 @@ LayerFactory factory() {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32) return "the CUDA layer takes float32";
-                             const DType t = value_dtype(g, n.inputs.at(1));
-                             if (t != DType::kInt64 && t != DType::kInt32) return "targets must be int64 or int32";
-                             if (n.inputs.size() > 2 && !n.inputs[2].empty() &&
-                                 value_dtype(g, n.inputs[2]) != DType::kFloat32)
-                               return "weights must be float32";
-                             return "";
-                           },
-                           factory<LossLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32) return "the CUDA layer takes float32";
+      const DType t = value_dtype(g, n.inputs.at(1));
+      if (t != DType::kInt64 && t != DType::kInt32) return "targets must be int64 or int32";
+      if (n.inputs.size() > 2 && !n.inputs[2].empty() && value_dtype(g, n.inputs[2]) != DType::kFloat32)
+        return "weights must be float32";
+      return "";
+    },
+    factory<LossLayer>());
 
 }  // namespace kilnrt::backends::cuda

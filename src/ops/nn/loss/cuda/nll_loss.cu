@@ -19,8 +19,14 @@ __device__ __forceinline__ float nll_term(const float* logp, const void* target,
                                           int64_t inner, bool has_ignore, int64_t ignore, int64_t i, float* wt) {
   const int64_t b = i / inner, d = i % inner;
   const int64_t t = load_index(target, t64, i);
-  if (has_ignore && t == ignore) { *wt = 0.f; return 0.f; }
-  if (t < 0 || t >= c) { *wt = 0.f; return __int_as_float(0x7fc00000); }
+  if (has_ignore && t == ignore) {
+    *wt = 0.f;
+    return 0.f;
+  }
+  if (t < 0 || t >= c) {
+    *wt = 0.f;
+    return __int_as_float(0x7fc00000);
+  }
   *wt = w ? w[t] : 1.f;
   return -logp[(b * c + t) * inner + d] * *wt;
 }

@@ -18,9 +18,10 @@ int channel_affine(int dt, const void* x, const float* a, const float* b, void* 
 
 namespace kilnrt::cuda::kernels::bn {
 
-// ---- BatchNormalization (float32; parameters [c] on the device) ------------------------------------------------------
-// x [n, c, size]. training: batch statistics (population variance, double sums) replace mean / var, and
-// running_mean / running_var (may be null) get mean * momentum + batch * (1 - momentum). One block per channel.
+// ---- BatchNormalization (float32; parameters [c] on the device)
+// ------------------------------------------------------ x [n, c, size]. training: batch statistics (population
+// variance, double sums) replace mean / var, and running_mean / running_var (may be null) get mean * momentum + batch *
+// (1 - momentum). One block per channel.
 struct BatchNormArgs {
   const float* x = nullptr;
   const float* scale = nullptr;
@@ -35,6 +36,5 @@ struct BatchNormArgs {
   bool training = false;
 };
 int batch_norm_f32(const BatchNormArgs& a, StreamT stream);
-
 
 }  // namespace kilnrt::cuda::kernels::bn

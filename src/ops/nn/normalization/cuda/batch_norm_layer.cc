@@ -33,7 +33,8 @@ class BatchNormLayer final : public CudaLayer {
     for (int64_t i = 0; i < c; ++i) {
       const double inv = 1.0 / std::sqrt(double(var.data<float>()[i]) + eps);
       mul.data<float>()[i] = static_cast<float>(scale.data<float>()[i] * inv);
-      add.data<float>()[i] = static_cast<float>(bias.data<float>()[i] - mean.data<float>()[i] * scale.data<float>()[i] * inv);
+      add.data<float>()[i] =
+          static_cast<float>(bias.data<float>()[i] - mean.data<float>()[i] * scale.data<float>()[i] * inv);
     }
     a_ = static_cast<const float*>(a.weights.upload(n.name + "/bn_scale", mul));
     b_ = static_cast<const float*>(a.weights.upload(n.name + "/bn_shift", add));
@@ -45,8 +46,8 @@ class BatchNormLayer final : public CudaLayer {
     const Shape& xs = l.inputs[0].shape;
     int64_t inner = 1;
     for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
-    check_launch(k::channel_affine(float_code(l.inputs[0].dtype), l.inputs[0].data, a_, b_, l.outputs[0].data,
-                                   xs[0], xs.size() > 1 ? xs[1] : 1, inner, l.stream),
+    check_launch(k::channel_affine(float_code(l.inputs[0].dtype), l.inputs[0].data, a_, b_, l.outputs[0].data, xs[0],
+                                   xs.size() > 1 ? xs[1] : 1, inner, l.stream),
                  name_, "channel_affine");
   }
 
@@ -60,7 +61,9 @@ class BatchNormLayer final : public CudaLayer {
 class BatchNormGeneralLayer final : public CudaLayer {
  public:
   explicit BatchNormGeneralLayer(const ir::Node& n)
-      : name_(n.describe()), training_(n.attr_int("training_mode", 0) != 0), eps_(n.attr_float("epsilon", 1e-5f)),
+      : name_(n.describe()),
+        training_(n.attr_int("training_mode", 0) != 0),
+        eps_(n.attr_float("epsilon", 1e-5f)),
         momentum_(n.attr_float("momentum", 0.9f)) {}
   std::string tactic() const override {
     return training_ ? "kernel:batchnorm-batch-stats" : "kernel:batchnorm-device-params";
@@ -123,7 +126,8 @@ std::string batch_norm_general_supports(const ir::Node& n, const ir::Graph& g) {
   for (size_t i = 0; i < 5; ++i) {
     if (n.inputs[i].empty()) return "input " + std::to_string(i) + " is omitted";
     const DType t = value_dtype(g, n.inputs[i]);
-    if (t != DType::kFloat32) return std::string("dtype ") + dtype_name(t) + " (this CUDA BatchNormalization takes float32)";
+    if (t != DType::kFloat32)
+      return std::string("dtype ") + dtype_name(t) + " (this CUDA BatchNormalization takes float32)";
   }
   if (n.attr_int("spatial", 1) != 1) return "spatial=0";
   const bool training = n.attr_int("training_mode", 0) != 0;

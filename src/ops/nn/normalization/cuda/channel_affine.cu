@@ -18,8 +18,8 @@ namespace {
 using namespace launch_common;
 
 template <typename T>
-__global__ void channel_affine_kernel(const T* x, const float* a, const float* b, T* y, int64_t outer,
-                                      int64_t c, int64_t inner) {
+__global__ void channel_affine_kernel(const T* x, const float* a, const float* b, T* y, int64_t outer, int64_t c,
+                                      int64_t inner) {
   const int64_t n = outer * c * inner;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ch = (i / inner) % c;
@@ -34,8 +34,8 @@ int channel_affine(int dt, const void* x, const float* a, const float* b, void* 
   const int64_t n = outer * c * inner;
   if (n == 0) return 0;
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  KILNRT_DT_SWITCH(dt, channel_affine_kernel<T><<<blocks_for(n), kThreads, 0, s>>>((const T*)x, a, b, (T*)y, outer, c,
-                                                                                   inner))
+  KILNRT_DT_SWITCH(
+      dt, channel_affine_kernel<T><<<blocks_for(n), kThreads, 0, s>>>((const T*)x, a, b, (T*)y, outer, c, inner))
   return launch_status();
 }
 

@@ -55,9 +55,10 @@ __global__ void group_norm_kernel(const float* x, const float* scale, const floa
 int group_norm_f32(const float* x, const float* scale, const float* bias, float* y, int64_t n, int64_t channels,
                    int64_t spatial, int64_t groups, bool per_channel, float eps, StreamT stream) {
   if (n * channels * spatial <= 0) return 0;
-  if (groups <= 0 || channels % groups != 0 || n * groups > 0x7fffffffLL) return static_cast<int>(cudaErrorInvalidValue);
+  if (groups <= 0 || channels % groups != 0 || n * groups > 0x7fffffffLL)
+    return static_cast<int>(cudaErrorInvalidValue);
   group_norm_kernel<<<static_cast<unsigned>(n * groups), kThreads, 0, stream>>>(x, scale, bias, y, channels, spatial,
-                                                                               groups, per_channel, eps);
+                                                                                groups, per_channel, eps);
   return launch_status();
 }
 

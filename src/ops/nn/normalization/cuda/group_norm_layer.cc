@@ -15,8 +15,10 @@ namespace x = kilnrt::cuda::kernels;
 class GroupNormLayer final : public CudaLayer {
  public:
   explicit GroupNormLayer(const ir::Node& n)
-      : name_(n.describe()), instance_(n.op_type == "InstanceNormalization"),
-        groups_(instance_ ? 0 : n.attr_int("num_groups")), eps_(n.attr_float("epsilon", 1e-5f)) {}
+      : name_(n.describe()),
+        instance_(n.op_type == "InstanceNormalization"),
+        groups_(instance_ ? 0 : n.attr_int("num_groups")),
+        eps_(n.attr_float("epsilon", 1e-5f)) {}
   std::string tactic() const override { return "kernel:group-norm"; }
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
@@ -31,12 +33,12 @@ class GroupNormLayer final : public CudaLayer {
     const bool has_bias = l.inputs.size() > 2 && l.inputs[2].present;
     // GroupNormalization-18 takes per-group scale/bias, -21 per-channel ones: told apart by their size.
     const bool per_channel = instance_ || (has_scale ? l.inputs[1].numel() == c : true);
-    check_launch(x::group_norm_f32(static_cast<const float*>(l.inputs[0].data),
-                                   has_scale ? static_cast<const float*>(l.inputs[1].data) : nullptr,
-                                   has_bias ? static_cast<const float*>(l.inputs[2].data) : nullptr,
-                                   static_cast<float*>(l.outputs[0].data), n, c, spatial, groups, per_channel, eps_,
-                                   l.stream),
-                 name_, "group_norm");
+    check_launch(
+        x::group_norm_f32(static_cast<const float*>(l.inputs[0].data),
+                          has_scale ? static_cast<const float*>(l.inputs[1].data) : nullptr,
+                          has_bias ? static_cast<const float*>(l.inputs[2].data) : nullptr,
+                          static_cast<float*>(l.outputs[0].data), n, c, spatial, groups, per_channel, eps_, l.stream),
+        name_, "group_norm");
   }
 
  private:
@@ -53,13 +55,14 @@ LayerFactory factory() {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"InstanceNormalization", "GroupNormalization"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             for (size_t i = 0; i < n.inputs.size(); ++i)
-                               if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != DType::kFloat32)
-                                 return "the CUDA layer takes float32";
-                             return "";
-                           },
-                           factory<GroupNormLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"InstanceNormalization", "GroupNormalization"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (!n.inputs[i].empty() && value_dtype(g, n.inputs[i]) != DType::kFloat32)
+          return "the CUDA layer takes float32";
+      return "";
+    },
+    factory<GroupNormLayer>());
 
 }  // namespace kilnrt::backends::cuda

@@ -16,6 +16,7 @@ std::string float_input(const ir::Node& n, const ir::Graph& g) {
 
 class LayerNormLayer final : public CudaLayer {
   bool stats_ = false;
+
  public:
   explicit LayerNormLayer(const ir::Node& n) : node_(n), name_(n.describe()) {
     for (size_t i = 1; i < n.outputs.size(); ++i) stats_ |= !n.outputs[i].empty();

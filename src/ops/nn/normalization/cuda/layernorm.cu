@@ -37,10 +37,9 @@ __device__ __forceinline__ bool embed_source_row(const LayerNormEmbed& e, int64_
 // With e.ids (EmbedLayerNorm), row r of x is the table row ids[r] (zeros when out of range, as Gather's kernel),
 // plus row r % e.period of e.addend when given: uniform branches, no extra instantiations.
 template <typename T, int G, int NV>
-__global__ void __launch_bounds__(kBlock) layernorm_vec_kernel(const T* x, const T* __restrict__ scale,
-                                                               const T* __restrict__ bias, T* y,
-                                                               float* mean_out, float* inv_std_out, int64_t rows,
-                                                               int nvec, float eps, LayerNormEmbed e) {
+__global__ void __launch_bounds__(kBlock)
+    layernorm_vec_kernel(const T* x, const T* __restrict__ scale, const T* __restrict__ bias, T* y, float* mean_out,
+                         float* inv_std_out, int64_t rows, int nvec, float eps, LayerNormEmbed e) {
   using P = Pack<T>;
   constexpr int kV = P::kN;
   const int g = threadIdx.x % G;
@@ -198,8 +197,8 @@ __global__ void __launch_bounds__(kPersistentThreads, kPersistentBlocks)
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         const float2 g = pair_to_f(gw[k], T()), b = pair_to_f(bw[k], T());
-        ow[k] = pair_from_f((v[j][2 * k] - mean) * inv_std * g.x + b.x,
-                            (v[j][2 * k + 1] - mean) * inv_std * g.y + b.y, T());
+        ow[k] = pair_from_f((v[j][2 * k] - mean) * inv_std * g.x + b.x, (v[j][2 * k + 1] - mean) * inv_std * g.y + b.y,
+                            T());
       }
       y[r * nvec + lane + 32 * j] = o;
     }
@@ -218,8 +217,7 @@ bool rows_kernel_applies(int nvec, const void* scale, const void* bias, const fl
 }
 
 template <typename T, int NV>
-int launch_rows(const void* x, const void* scale, const void* bias, void* y, int64_t rows, float eps,
-                cudaStream_t s) {
+int launch_rows(const void* x, const void* scale, const void* bias, void* y, int64_t rows, float eps, cudaStream_t s) {
   constexpr int64_t kRowsPerBlock = kPersistentThreads / 32;
   const int64_t blocks = std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock,
                                            int64_t(kPersistentBlocks) * launch_common::sm_count());
@@ -254,8 +252,10 @@ int launch_nv(int nv, const void* x, const void* scale, const void* bias, void* 
   }
   if constexpr (G == 32) {
     switch (nv) {
-      case 5: case 6: return launch<T, G, 6>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
-      case 7: case 8: return launch<T, G, 8>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+      case 5:
+      case 6: return launch<T, G, 6>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
+      case 7:
+      case 8: return launch<T, G, 8>(x, scale, bias, y, mean, inv_std, rows, nvec, eps, e, s);
       default: break;
     }
   }
@@ -331,8 +331,7 @@ int launch_embed_rows(const LayerNormEmbed& e, const void* table, void* y, int64
 
 }  // namespace
 
-int embed_rows(int dt, const LayerNormEmbed& e, const void* table, void* y, int64_t rows, int64_t n,
-               StreamT stream) {
+int embed_rows(int dt, const LayerNormEmbed& e, const void* table, void* y, int64_t rows, int64_t n, StreamT stream) {
   if (dt < 0 || dt > 2 || !e.ids || e.vocab <= 0 || (e.addend && e.period <= 0)) return -1;
   if (rows <= 0 || n <= 0) return 0;
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);

@@ -19,8 +19,8 @@ using namespace launch_common;
 
 // Mean and variance in float32 from the loaded values (two passes): no 16-bit overflow of sums of squares.
 template <typename T>
-__global__ void layernorm_kernel(const T* x, const T* scale, const T* bias, T* y, float* mean_out,
-                                 float* inv_std_out, int64_t n, float eps) {
+__global__ void layernorm_kernel(const T* x, const T* scale, const T* bias, T* y, float* mean_out, float* inv_std_out,
+                                 int64_t n, float eps) {
   __shared__ float shared[32];
   const T* row = x + blockIdx.x * n;
   T* out = y + blockIdx.x * n;
@@ -103,9 +103,9 @@ int layernorm(int dt, const void* x, const void* scale, const void* bias, void* 
   if (n <= 32 * kLnWarpMax) {  // one warp per row, 8 rows per block
     const int64_t blocks = (rows + 7) / 8;
     if (blocks >= 2147483647LL) return static_cast<int>(cudaErrorInvalidValue);
-    KILNRT_DT_SWITCH(dt, layernorm_warp_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, s>>>(
-                             (const T*)x, (const T*)scale, (const T*)bias, (T*)y, mean, inv_std, rows,
-                             static_cast<int>(n), eps))
+    KILNRT_DT_SWITCH(
+        dt, layernorm_warp_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, s>>>(
+                (const T*)x, (const T*)scale, (const T*)bias, (T*)y, mean, inv_std, rows, static_cast<int>(n), eps))
     return launch_status();
   }
   KILNRT_DT_SWITCH(dt, layernorm_kernel<T><<<rows_grid(rows), n >= 1024 ? 512 : 128, 0, s>>>(

@@ -15,7 +15,8 @@ namespace {
 
 using namespace launch_common;
 
-// ---- LpNormalization: one thread per (outer, inner) line -------------------------------------------------------------
+// ---- LpNormalization: one thread per (outer, inner) line
+// -------------------------------------------------------------
 __global__ void lp_norm_kernel(const float* x, float* y, int64_t outer, int64_t dim, int64_t inner, int p) {
   KILNRT_GRID_LOOP(t, outer * inner) {
     const int64_t o = t / inner, i = t % inner;

@@ -9,8 +9,9 @@
 
 namespace kilnrt::cuda::kernels::linatt {
 
-// ---- LpNormalization ---------------------------------------------------------------------------------------------------
-// x [outer, dim, inner], p 1 or 2; a zero norm gives 0.
+// ---- LpNormalization
+// --------------------------------------------------------------------------------------------------- x [outer, dim,
+// inner], p 1 or 2; a zero norm gives 0.
 int lp_norm(const float* x, float* y, int64_t outer, int64_t dim, int64_t inner, int p, StreamT stream);
 
 }  // namespace kilnrt::cuda::kernels::linatt

@@ -45,12 +45,13 @@ class LpNormLayer final : public CudaLayer {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"LpNormalization"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             const int64_t p = n.attr_int("p", 2);
-                             if (p != 1 && p != 2) return "p must be 1 or 2";
-                             return float32_inputs(n, g, {0});
-                           },
-                           factory<LpNormLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"LpNormalization"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      const int64_t p = n.attr_int("p", 2);
+      if (p != 1 && p != 2) return "p must be 1 or 2";
+      return float32_inputs(n, g, {0});
+    },
+    factory<LpNormLayer>());
 
 }  // namespace kilnrt::backends::cuda

@@ -28,7 +28,8 @@ TEST(CudaLpNormalization, LpNormalization) {
   compare_16bit(Op("LpNormalization", 1).i("p", 1).i("axis", 0).node, {random_tensor({4, 3}, 603)}, 22);
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaLpNormalization, SupportCheckAccepts) {
   std::vector<OneNode> nets;
   nets.emplace_back(Op("LpNormalization", 1).i("p", 1).node, std::vector<Tensor>{random_tensor({2, 3}, 7)},

@@ -15,7 +15,8 @@ namespace {
 
 using namespace launch_common;
 
-// ---- RMSNormalization: one block per row, double sum of squares --------------------------------------------------------
+// ---- RMSNormalization: one block per row, double sum of squares
+// --------------------------------------------------------
 constexpr int kNormThreads = 256;
 
 __device__ double block_sum(double v, double* shared) {

@@ -10,8 +10,9 @@
 
 namespace kilnrt::cuda::kernels::linatt {
 
-// ---- RMSNormalization --------------------------------------------------------------------------------------------------
-// x [rows, len] (len = product of the normalized dims); scale indexed through norm dims / strides (0 = broadcast).
+// ---- RMSNormalization
+// -------------------------------------------------------------------------------------------------- x [rows, len] (len
+// = product of the normalized dims); scale indexed through norm dims / strides (0 = broadcast).
 struct RmsNormArgs {
   const float* x = nullptr;
   const float* scale = nullptr;

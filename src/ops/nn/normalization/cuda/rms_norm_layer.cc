@@ -30,8 +30,7 @@ class RmsNormLayer final : public CudaLayer {
     const int64_t axis = ops::normalize_axis(axis_, static_cast<int64_t>(xs.size()), node_);
     const Shape norm(xs.begin() + axis, xs.end());
     KILNRT_CHECK(norm.size() <= static_cast<size_t>(la::kMaxNormDims), kUnsupported, name_,
-                 "normalizing over " << norm.size() << " dims exceeds the CUDA kernel's limit of "
-                                     << la::kMaxNormDims);
+                 "normalizing over " << norm.size() << " dims exceeds the CUDA kernel's limit of " << la::kMaxNormDims);
     const Shape& ss = l.inputs[1].shape;
     bool ok = ss.size() <= norm.size();
     la::RmsNormArgs a;
@@ -67,11 +66,12 @@ class RmsNormLayer final : public CudaLayer {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"RMSNormalization"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (!has(n, 0) || !has(n, 1)) return "X and scale are required";
-                             return float32_inputs(n, g, {0, 1});
-                           },
-                           factory<RmsNormLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"RMSNormalization"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (!has(n, 0) || !has(n, 1)) return "X and scale are required";
+      return float32_inputs(n, g, {0, 1});
+    },
+    factory<RmsNormLayer>());
 
 }  // namespace kilnrt::backends::cuda

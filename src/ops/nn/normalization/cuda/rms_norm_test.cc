@@ -35,14 +35,17 @@ TEST(CudaRmsNormalization, RmsNormalizationEveryAxis) {
   compare_on_cuda(Op("RMSNormalization", 2).node, {random_tensor({7}, 3), random_tensor({7}, 4)}, {}, 23);
   // Empty rows: nothing to do.
   compare_on_cuda(Op("RMSNormalization", 2).node, {random_tensor({0, 4}, 5), random_tensor({4}, 6)}, {}, 23);
-  compare_16bit(Op("RMSNormalization", 2).i("axis", 1).node, {random_tensor({2, 3, 8}, 7), random_tensor({3, 8}, 8)}, 23);
+  compare_16bit(Op("RMSNormalization", 2).i("axis", 1).node, {random_tensor({2, 3, 8}, 7), random_tensor({3, 8}, 8)},
+                23);
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaRmsNormalization, SupportCheckAccepts) {
   std::vector<OneNode> nets;
   nets.emplace_back(Op("RMSNormalization", 2).i("axis", -2).node,
-                    std::vector<Tensor>{random_tensor({2, 3, 4}, 5), random_tensor({3, 4}, 6)}, std::vector<bool>{}, 23);
+                    std::vector<Tensor>{random_tensor({2, 3, 4}, 5), random_tensor({3, 4}, 6)}, std::vector<bool>{},
+                    23);
   // float16 models (float32 islands).
   nets.emplace_back(Op("RMSNormalization", 2).node,
                     std::vector<Tensor>{to_dtype(random_tensor({2, 4}, 10), DType::kFloat16),

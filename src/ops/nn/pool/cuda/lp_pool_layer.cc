@@ -14,7 +14,8 @@ namespace {
 
 namespace gk = kilnrt::cuda::kernels::geom;
 
-// ---- LpPool ----------------------------------------------------------------------------------------------------------
+// ---- LpPool
+// ----------------------------------------------------------------------------------------------------------
 class LpPoolLayer final : public CudaLayer {
  public:
   explicit LpPoolLayer(const ir::Node& n) : node_(n), name_(n.describe()), p_(n.attr_int("p", 2)) {}
@@ -22,7 +23,8 @@ class LpPoolLayer final : public CudaLayer {
   void enqueue(LayerLaunch& l) override {
     const LayerTensor& x = l.inputs.at(0);
     const int nd = static_cast<int>(x.shape.size()) - 2;
-    KILNRT_CHECK(nd >= 1 && nd <= 3, kUnsupported, name_, "LpPool takes 1-D to 3-D inputs, got " << shape_to_string(x.shape));
+    KILNRT_CHECK(nd >= 1 && nd <= 3, kUnsupported, name_,
+                 "LpPool takes 1-D to 3-D inputs, got " << shape_to_string(x.shape));
     KILNRT_CHECK(p_ >= 1, kInvalidModel, name_, "p must be >= 1, got " << p_);
     gk::LpPool3 q;
     expect_output(l.outputs.at(0), to_pool3(node_, x.shape, q), name_);
@@ -39,8 +41,8 @@ class LpPoolLayer final : public CudaLayer {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"LpPool"},
-                           [](const ir::Node& n, const ir::Graph& g) { return float32_inputs(n, g, {0}); },
-                           factory<LpPoolLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"LpPool"}, [](const ir::Node& n, const ir::Graph& g) { return float32_inputs(n, g, {0}); },
+    factory<LpPoolLayer>());
 
 }  // namespace kilnrt::backends::cuda

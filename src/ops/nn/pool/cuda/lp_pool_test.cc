@@ -35,7 +35,8 @@ TEST(CudaLpPool, LpPool) {
   compare16_on_cuda(Op("LpPool", 1).ints("kernel_shape", {3, 2}).ints("pads", {1, 1, 0, 0}).node, {x2}, {}, 18, 4.0);
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaLpPool, SupportCheckAccepts) {
   std::vector<OneNode> nets;
   const Tensor x = random_tensor({1, 2, 4, 4}, 80);
@@ -47,8 +48,8 @@ TEST(CudaLpPool, SupportCheckAccepts) {
 
 // ... and refuses what the kernel does not run, saying why.
 TEST(CudaLpPool, SupportCheckRefuses) {
-  OneNode pool(Op("LpPool", 1).ints("kernel_shape", {2}).node, {ints<int32_t>(DType::kInt32, {1, 1, 4}, 93, 0, 9)},
-               {}, 18);
+  OneNode pool(Op("LpPool", 1).ints("kernel_shape", {2}).node, {ints<int32_t>(DType::kInt32, {1, 1, 4}, 93, 0, 9)}, {},
+               18);
   EXPECT_NE(backends::cuda::cuda_supports(pool.g.nodes.back(), pool.g).find("float32"), std::string::npos);
 }
 

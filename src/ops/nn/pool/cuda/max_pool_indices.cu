@@ -51,8 +51,10 @@ __global__ void max_pool3_kernel(int dt, const void* x, void* y, int64_t* indice
     } else {
       const float lo = dt == 1 ? -128.f : 0.f, hi = dt == 1 ? 127.f : 255.f;
       const float v = fminf(hi, fmaxf(lo, best));
-      if (dt == 1) static_cast<int8_t*>(y)[e] = static_cast<int8_t>(v);
-      else static_cast<uint8_t*>(y)[e] = static_cast<uint8_t>(v);
+      if (dt == 1)
+        static_cast<int8_t*>(y)[e] = static_cast<int8_t>(v);
+      else
+        static_cast<uint8_t*>(y)[e] = static_cast<uint8_t>(v);
     }
     if (indices) indices[e] = best_index < 0 ? 0 : plane * in_size + (column_major ? best_col : best_index);
   }

@@ -8,7 +8,8 @@
 
 namespace kilnrt::cuda::kernels::maxpool {
 
-// ---- MaxPool over 1-D..3-D (geometry padded to 3 dims with leading 1s, like ops::nn::Geometry3) -----------------------
+// ---- MaxPool over 1-D..3-D (geometry padded to 3 dims with leading 1s, like ops::nn::Geometry3)
+// -----------------------
 struct Pool3 {
   int64_t planes = 0;  // n * c
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
@@ -18,6 +19,5 @@ struct Pool3 {
 // (column_major false) or column major over the spatial dims. A window without an input element gives -inf (float)
 // or the dtype's lowest value (8-bit) and index 0 — as the CPU reference.
 int max_pool3(int dt, const void* x, void* y, int64_t* indices, bool column_major, const Pool3& p, StreamT stream);
-
 
 }  // namespace kilnrt::cuda::kernels::maxpool

@@ -14,9 +14,7 @@ namespace gp = kilnrt::cuda::kernels::maxpool;
 
 bool present(const ir::Node& n, size_t i) { return i < n.outputs.size() && !n.outputs[i].empty(); }
 
-int pool_dtype_code(DType t) {
-  return t == DType::kFloat32 ? 0 : t == DType::kInt8 ? 1 : t == DType::kUInt8 ? 2 : -1;
-}
+int pool_dtype_code(DType t) { return t == DType::kFloat32 ? 0 : t == DType::kInt8 ? 1 : t == DType::kUInt8 ? 2 : -1; }
 
 class MaxPoolGeneralLayer final : public CudaLayer {
  public:
@@ -29,8 +27,10 @@ class MaxPoolGeneralLayer final : public CudaLayer {
     KILNRT_CHECK(nd >= 1 && nd <= 3, kUnsupported, name_,
                  "MaxPool takes 1-D to 3-D inputs, got " << shape_to_string(x.shape));
     const int dt = pool_dtype_code(x.dtype);
-    KILNRT_CHECK(dt >= 0, kUnsupported, name_, "dtype " << dtype_name(x.dtype) << " (this CUDA MaxPool takes float32, "
-                                                         "int8 or uint8)");
+    KILNRT_CHECK(dt >= 0, kUnsupported, name_,
+                 "dtype " << dtype_name(x.dtype)
+                          << " (this CUDA MaxPool takes float32, "
+                             "int8 or uint8)");
     gp::Pool3 q;
     const Shape expect = to_pool3(node_, x.shape, q);
     KILNRT_CHECK(l.outputs.at(0).shape == expect, kInternal, name_,
@@ -41,8 +41,7 @@ class MaxPoolGeneralLayer final : public CudaLayer {
                    "Indices must be int64 of the output's shape");
       indices = static_cast<int64_t*>(l.outputs[1].data);
     }
-    check_launch(gp::max_pool3(dt, x.data, l.outputs[0].data, indices, column_major_, q, l.stream), name_,
-                 "max_pool3");
+    check_launch(gp::max_pool3(dt, x.data, l.outputs[0].data, indices, column_major_, q, l.stream), name_, "max_pool3");
   }
 
  private:

@@ -94,8 +94,8 @@ __device__ __forceinline__ uint4 pack8(const float* f, __nv_bfloat16) {
 
 // Thread i: channel group g = i % cg (8 channels), then kTx consecutive outputs along x of one output row.
 template <typename T, int kTx>
-__global__ void pool2d_nhwc_vec8_kernel(const uint4* __restrict__ x, uint4* __restrict__ y, Pool2d p, int cg,
-                                        int owb, int total) {
+__global__ void pool2d_nhwc_vec8_kernel(const uint4* __restrict__ x, uint4* __restrict__ y, Pool2d p, int cg, int owb,
+                                        int total) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= total) return;
   const int g = i % cg;
@@ -129,8 +129,10 @@ __global__ void pool2d_nhwc_vec8_kernel(const uint4* __restrict__ x, uint4* __re
           unpack8(img[(int64_t(iy) * w + ix) * cg], v, T());
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
-            if (p.max) acc[t][j] = (acc[t][j] != acc[t][j] || acc[t][j] > v[j]) ? acc[t][j] : v[j];
-            else acc[t][j] += v[j];
+            if (p.max)
+              acc[t][j] = (acc[t][j] != acc[t][j] || acc[t][j] > v[j]) ? acc[t][j] : v[j];
+            else
+              acc[t][j] += v[j];
           }
         }
         if (inside || (p.count_include_pad && row_padded && ix < w + p.pw)) ++count[t];
@@ -157,9 +159,12 @@ int launch_vec8(const void* x, void* y, const Pool2d& p, int tx, cudaStream_t s)
   const unsigned blocks = static_cast<unsigned>((total + kThreads - 1) / kThreads);
   const uint4* xv = static_cast<const uint4*>(x);
   uint4* yv = static_cast<uint4*>(y);
-  if (tx == 4) pool2d_nhwc_vec8_kernel<T, 4><<<blocks, kThreads, 0, s>>>(xv, yv, p, cg, owb, total);
-  else if (tx == 2) pool2d_nhwc_vec8_kernel<T, 2><<<blocks, kThreads, 0, s>>>(xv, yv, p, cg, owb, total);
-  else pool2d_nhwc_vec8_kernel<T, 1><<<blocks, kThreads, 0, s>>>(xv, yv, p, cg, owb, total);
+  if (tx == 4)
+    pool2d_nhwc_vec8_kernel<T, 4><<<blocks, kThreads, 0, s>>>(xv, yv, p, cg, owb, total);
+  else if (tx == 2)
+    pool2d_nhwc_vec8_kernel<T, 2><<<blocks, kThreads, 0, s>>>(xv, yv, p, cg, owb, total);
+  else
+    pool2d_nhwc_vec8_kernel<T, 1><<<blocks, kThreads, 0, s>>>(xv, yv, p, cg, owb, total);
   return launch_common::launch_status();
 }
 
@@ -177,8 +182,8 @@ bool pool2d_nhwc_vec8_applies(int dt, const void* x, const void* y, const Pool2d
   const auto aligned = [](const void* q) { return (reinterpret_cast<uintptr_t>(q) & 15) == 0; };
   // 32-bit index math: every index below 2^31 (8-channel groups; x's image offset is 64-bit).
   const int64_t groups_out = p.n * p.oh * p.ow * (p.c / 8), groups_in_img = p.h * p.w * (p.c / 8);
-  return (dt == 1 || dt == 2) && p.c > 0 && p.c % 8 == 0 && aligned(x) && aligned(y) && groups_out < (int64_t(1) << 30) &&
-         groups_in_img < (int64_t(1) << 30) && p.h < (1 << 30) && p.w < (1 << 30);
+  return (dt == 1 || dt == 2) && p.c > 0 && p.c % 8 == 0 && aligned(x) && aligned(y) &&
+         groups_out < (int64_t(1) << 30) && groups_in_img < (int64_t(1) << 30) && p.h < (1 << 30) && p.w < (1 << 30);
 }
 
 int pool2d_nhwc_vec8(int dt, const void* x, void* y, const Pool2d& p, int tx, StreamT stream) {
@@ -203,8 +208,8 @@ int pool2d_nhwc_scalar(int dt, const void* x, void* y, const Pool2d& p, StreamT 
     case 0: pool2d_nhwc_kernel<float><<<blocks_for(total), kThreads, 0, s>>>((const float*)x, (float*)y, p); break;
     case 1: pool2d_nhwc_kernel<__half><<<blocks_for(total), kThreads, 0, s>>>((const __half*)x, (__half*)y, p); break;
     case 2:
-      pool2d_nhwc_kernel<__nv_bfloat16><<<blocks_for(total), kThreads, 0, s>>>((const __nv_bfloat16*)x,
-                                                                               (__nv_bfloat16*)y, p);
+      pool2d_nhwc_kernel<__nv_bfloat16>
+          <<<blocks_for(total), kThreads, 0, s>>>((const __nv_bfloat16*)x, (__nv_bfloat16*)y, p);
       break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }

@@ -43,8 +43,10 @@ __global__ void pool3d_kernel(const float* x, float* y, Pool3 p) {
           const int64_t i2 = st2 + j2 * p.d[2];
           if (i2 < 0 || i2 >= p.in[2]) continue;
           const float v = row[i2];
-          if (p.max) best = (v > best || v != v) ? v : best;  // NaN propagates: nothing replaces a NaN best
-          else sum += v;
+          if (p.max)
+            best = (v > best || v != v) ? v : best;  // NaN propagates: nothing replaces a NaN best
+          else
+            sum += v;
         }
       }
     }

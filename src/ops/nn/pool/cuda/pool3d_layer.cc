@@ -13,13 +13,15 @@ namespace v = kilnrt::cuda::kernels::vol;
 class Pool3dLayer final : public CudaLayer {
  public:
   explicit Pool3dLayer(const ir::Node& n)
-      : node_(n), name_(n.describe()), max_(n.op_type == "MaxPool"),
+      : node_(n),
+        name_(n.describe()),
+        max_(n.op_type == "MaxPool"),
         include_pad_(n.attr_int("count_include_pad", 0) != 0) {}
   std::string tactic() const override { return max_ ? "kernel:maxpool3d" : "kernel:avgpool3d"; }
   void enqueue(LayerLaunch& l) override {
     const LayerTensor& x = l.inputs.at(0);
-    KILNRT_CHECK(x.shape.size() == 5, kUnsupported, name_, "3-D pooling takes a 5-D input, got "
-                                                             << shape_to_string(x.shape));
+    KILNRT_CHECK(x.shape.size() == 5, kUnsupported, name_,
+                 "3-D pooling takes a 5-D input, got " << shape_to_string(x.shape));
     KILNRT_CHECK(x.dtype == DType::kFloat32, kInternal, name_, "3-D pooling runs on float32");
     ops::nn::SpatialParams sp = ops::nn::read_spatial_params(node_, 3, {}, true);
     const std::vector<int64_t> in_sp(x.shape.begin() + 2, x.shape.end());
@@ -41,8 +43,7 @@ class Pool3dLayer final : public CudaLayer {
     }
     p.max = max_;
     p.count_include_pad = include_pad_;
-    check_launch(v::pool3d_f32(static_cast<const float*>(x.data), static_cast<float*>(l.outputs[0].data), p,
-                               l.stream),
+    check_launch(v::pool3d_f32(static_cast<const float*>(x.data), static_cast<float*>(l.outputs[0].data), p, l.stream),
                  name_, "pool3d");
   }
 

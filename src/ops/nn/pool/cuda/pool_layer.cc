@@ -94,7 +94,7 @@ KILNRT_REGISTER_CUDA_LAYER(
     {"MaxPool", "AveragePool"},
     [](const ir::Node& n, const ir::Graph& g) -> std::string {
       if (max_pool_needs_general(n, g)) return max_pool_general_supports(n, g);  // Indices / 8-bit
-      if (pool_is_3d(n, g)) return pool3d_supports(n, g);                      // pool3d_layer.h
+      if (pool_is_3d(n, g)) return pool3d_supports(n, g);                        // pool3d_layer.h
       const ir::TensorType* t = g.type_of(n.inputs.at(0));
       if (t && t->has_shape && t->shape.size() != 4 && t->shape.size() != 3) return "only 1-D and 2-D pooling";
       return float_input(n, g);

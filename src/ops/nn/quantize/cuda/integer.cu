@@ -43,11 +43,14 @@ __device__ inline void store_acc(void* y, int64_t e, int64_t acc, const Requant&
     return;
   }
   const double bs = scale_at(rq.b_scale, rq.b_scale_len > 1 ? channel : 0, rq.b_f16);
-  const double v = static_cast<double>(acc) * scale_at(rq.a_scale, 0, rq.a_f16) * bs / scale_at(rq.y_scale, 0, rq.y_f16);
-  const double q = clamp8(rint(static_cast<double>(static_cast<float>(v))) + load8(rq.y_zp, rq.y_signed, 0),
-                          rq.y_signed);
-  if (rq.y_signed) static_cast<int8_t*>(y)[e] = static_cast<int8_t>(q);
-  else static_cast<uint8_t*>(y)[e] = static_cast<uint8_t>(q);
+  const double v =
+      static_cast<double>(acc) * scale_at(rq.a_scale, 0, rq.a_f16) * bs / scale_at(rq.y_scale, 0, rq.y_f16);
+  const double q =
+      clamp8(rint(static_cast<double>(static_cast<float>(v))) + load8(rq.y_zp, rq.y_signed, 0), rq.y_signed);
+  if (rq.y_signed)
+    static_cast<int8_t*>(y)[e] = static_cast<int8_t>(q);
+  else
+    static_cast<uint8_t*>(y)[e] = static_cast<uint8_t>(q);
 }
 
 __global__ void range_kernel(const float* x, int64_t n, float* scale, uint8_t* zp) {
@@ -164,8 +167,8 @@ int matmul_integer(const void* a, bool a_signed, ZeroPoint azp, const void* b, b
   for (int d = 0; d < batch.rank; ++d) nb *= batch.d[d];
   const int64_t total = nb * m * n;
   if (total <= 0) return 0;
-  matmul_integer_kernel<<<blocks_for(total), kThreads, 0, stream>>>(a, a_signed, azp, b, b_signed, bzp, y, batch, nb,
-                                                                     m, k, n, rq);
+  matmul_integer_kernel<<<blocks_for(total), kThreads, 0, stream>>>(a, a_signed, azp, b, b_signed, bzp, y, batch, nb, m,
+                                                                    k, n, rq);
   return launch_status();
 }
 

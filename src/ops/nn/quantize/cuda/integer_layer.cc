@@ -44,10 +44,10 @@ class DynamicQuantizeLayer final : public CudaLayer {
     const bool has_zp = l.outputs.size() > 2 && l.outputs[2].present;
     float* scale = has_scale ? static_cast<float*>(l.outputs[1].data) : reinterpret_cast<float*>(scratch);
     uint8_t* zp = has_zp ? static_cast<uint8_t*>(l.outputs[2].data) : scratch + 4;
-    check_launch(m::dynamic_quantize_f32(static_cast<const float*>(l.inputs[0].data),
-                                         static_cast<uint8_t*>(l.outputs[0].data), scale, zp, l.inputs[0].numel(),
-                                         l.stream),
-                 name_, "dynamic_quantize");
+    check_launch(
+        m::dynamic_quantize_f32(static_cast<const float*>(l.inputs[0].data), static_cast<uint8_t*>(l.outputs[0].data),
+                                scale, zp, l.inputs[0].numel(), l.stream),
+        name_, "dynamic_quantize");
   }
 
  private:
@@ -65,9 +65,9 @@ class MatMulIntegerLayer final : public CudaLayer {
     if (as.size() == 1) as.insert(as.begin(), 1);
     if (bs.size() == 1) bs.push_back(1);
     const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
-    KILNRT_CHECK(bs[bs.size() - 2] == K, kInvalidArgument, name_,
-                 "inner dims differ: " << shape_to_string(l.inputs[ia].shape) << " x "
-                                       << shape_to_string(l.inputs[ib].shape));
+    KILNRT_CHECK(
+        bs[bs.size() - 2] == K, kInvalidArgument, name_,
+        "inner dims differ: " << shape_to_string(l.inputs[ia].shape) << " x " << shape_to_string(l.inputs[ib].shape));
     const size_t ra = as.size() - 2, rb = bs.size() - 2, rank = std::max(ra, rb);
     KILNRT_CHECK(static_cast<int>(rank) <= kMaxDims, kUnsupported, name_, "batch rank " << rank << " is too large");
     m::MatBatch batch;
@@ -99,10 +99,10 @@ class MatMulIntegerLayer final : public CudaLayer {
       rq.y_zp = l.inputs[7].data;
       rq.y_signed = l.inputs[7].dtype == DType::kInt8;
     }
-    check_launch(m::matmul_integer(l.inputs[ia].data, l.inputs[ia].dtype == DType::kInt8, azp, l.inputs[ib].data,
-                                   l.inputs[ib].dtype == DType::kInt8, bzp, l.outputs[0].data, batch, M, K, N, rq,
-                                   l.stream),
-                 name_, "matmul_integer");
+    check_launch(
+        m::matmul_integer(l.inputs[ia].data, l.inputs[ia].dtype == DType::kInt8, azp, l.inputs[ib].data,
+                          l.inputs[ib].dtype == DType::kInt8, bzp, l.outputs[0].data, batch, M, K, N, rq, l.stream),
+        name_, "matmul_integer");
   }
 
  private:
@@ -120,13 +120,12 @@ class ConvIntegerLayer final : public CudaLayer {
     const Shape& xs = l.inputs[0].shape;
     const Shape& ws = l.inputs[iw].shape;
     const int nd = static_cast<int>(xs.size()) - 2;
-    KILNRT_CHECK(nd >= 1 && nd <= 3 && ws.size() == xs.size(), kUnsupported, name_,
-                 "1-D to 3-D convolutions are supported (X " << shape_to_string(xs) << ", W " << shape_to_string(ws)
-                                                             << ")");
-    KILNRT_CHECK(group_ >= 1 && xs[1] % group_ == 0 && ws[0] % group_ == 0 && ws[1] * group_ == xs[1],
-                 kInvalidArgument, name_,
-                 "channels do not match: X " << shape_to_string(xs) << ", W " << shape_to_string(ws) << ", group "
-                                             << group_);
+    KILNRT_CHECK(
+        nd >= 1 && nd <= 3 && ws.size() == xs.size(), kUnsupported, name_,
+        "1-D to 3-D convolutions are supported (X " << shape_to_string(xs) << ", W " << shape_to_string(ws) << ")");
+    KILNRT_CHECK(
+        group_ >= 1 && xs[1] % group_ == 0 && ws[0] % group_ == 0 && ws[1] * group_ == xs[1], kInvalidArgument, name_,
+        "channels do not match: X " << shape_to_string(xs) << ", W " << shape_to_string(ws) << ", group " << group_);
     const std::vector<int64_t> kshape(ws.begin() + 2, ws.end());
     ops::nn::SpatialParams p = ops::nn::read_spatial_params(node_, nd, kshape, false);
     const std::vector<int64_t> in_sp(xs.begin() + 2, xs.end());
@@ -197,35 +196,43 @@ LayerFactory factory() {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"DynamicQuantizeLinear"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             return value_dtype(g, n.inputs.at(0)) == DType::kFloat32 ? "" : "the CUDA layer takes float32";
-                           },
-                           factory<DynamicQuantizeLayer>());
-KILNRT_REGISTER_CUDA_LAYER({"MatMulInteger"},
-                           [](const ir::Node& n, const ir::Graph& g) { return check_io(n, g, {0, 1, 2, 3}, {}); },
-                           factory<MatMulIntegerLayer>());
-KILNRT_REGISTER_CUDA_LAYER({"QLinearMatMul"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             std::string why = check_io(n, g, {0, 2, 3, 5, 7}, {});
-                             for (size_t i : {1, 4, 6})  // float32 or float16 scales (the kernel reads either)
-                               if (why.empty() && i < n.inputs.size() && !n.inputs[i].empty() &&
-                                   !dtype_is_one_of(value_dtype(g, n.inputs[i]), {DType::kFloat32, DType::kFloat16}))
-                                 why = "scale input " + std::to_string(i) + " must be float32 / float16";
-                             return why;
-                           },
-                           factory<MatMulIntegerLayer>());
-KILNRT_REGISTER_CUDA_LAYER({"ConvInteger"},
-                           [](const ir::Node& n, const ir::Graph& g) { return check_io(n, g, {0, 1, 2, 3}, {}); },
-                           factory<ConvIntegerLayer>());
-KILNRT_REGISTER_CUDA_LAYER({"QLinearConv"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             std::string why = check_io(n, g, {0, 2, 3, 5, 7}, {1, 4, 6});
-                             if (why.empty() && n.inputs.size() > 8 && !n.inputs[8].empty() &&
-                                 value_dtype(g, n.inputs[8]) != DType::kInt32)
-                               why = "B must be int32";
-                             return why;
-                           },
-                           factory<ConvIntegerLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"DynamicQuantizeLinear"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      return value_dtype(g, n.inputs.at(0)) == DType::kFloat32 ? "" : "the CUDA layer takes float32";
+    },
+    factory<DynamicQuantizeLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"MatMulInteger"},
+    [](const ir::Node& n, const ir::Graph& g) {
+      return check_io(n, g, {0, 1, 2, 3}, {});
+    },
+    factory<MatMulIntegerLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"QLinearMatMul"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      std::string why = check_io(n, g, {0, 2, 3, 5, 7}, {});
+      for (size_t i : {1, 4, 6})  // float32 or float16 scales (the kernel reads either)
+        if (why.empty() && i < n.inputs.size() && !n.inputs[i].empty() &&
+            !dtype_is_one_of(value_dtype(g, n.inputs[i]), {DType::kFloat32, DType::kFloat16}))
+          why = "scale input " + std::to_string(i) + " must be float32 / float16";
+      return why;
+    },
+    factory<MatMulIntegerLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"ConvInteger"},
+    [](const ir::Node& n, const ir::Graph& g) {
+      return check_io(n, g, {0, 1, 2, 3}, {});
+    },
+    factory<ConvIntegerLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"QLinearConv"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      std::string why = check_io(n, g, {0, 2, 3, 5, 7}, {1, 4, 6});
+      if (why.empty() && n.inputs.size() > 8 && !n.inputs[8].empty() && value_dtype(g, n.inputs[8]) != DType::kInt32)
+        why = "B must be int32";
+      return why;
+    },
+    factory<ConvIntegerLayer>());
 
 }  // namespace kilnrt::backends::cuda

@@ -1,6 +1,6 @@
-// QuantizeLinear / DequantizeLinear with general parameters (quantize_linear_kernels.h): per tensor, per axis or blocked, 8- and 16-bit
-// integers. The arithmetic of the CPU reference (src/ops/nn/quantize/quantize.cc): float32 division, half-to-even rounding,
-// saturation; dequantization in double.
+// QuantizeLinear / DequantizeLinear with general parameters (quantize_linear_kernels.h): per tensor, per axis or
+// blocked, 8- and 16-bit integers. The arithmetic of the CPU reference (src/ops/nn/quantize/quantize.cc): float32
+// division, half-to-even rounding, saturation; dequantization in double.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -77,7 +77,8 @@ int quantize_general(const float* x, const float* scale, const void* zp, void* y
 int dequantize_general(const void* x, const float* scale, const void* zp, float* y, int q_code, int64_t n,
                        const QuantParams& ps, const QuantParams& pz, StreamT stream) {
   if (n <= 0) return 0;
-  if (bad_params(ps) || bad_params(pz) || !(q_code == kI8 || q_code == kU8 || q_code == kI16 || q_code == kU16 || q_code == kI32))
+  if (bad_params(ps) || bad_params(pz) ||
+      !(q_code == kI8 || q_code == kU8 || q_code == kI16 || q_code == kU16 || q_code == kI32))
     return static_cast<int>(cudaErrorInvalidValue);
   dequantize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, scale, zp, y, q_code, n, ps, pz);
   return launch_status();

@@ -26,7 +26,8 @@ bk::QuantParams param_layout(const Shape& x_shape, const Shape& p_shape, int64_t
   if (blocked_scale) {  // the CPU reference reads the zero point blocked too when the scale is
     const int a = static_cast<int>(ops::normalize_axis(axis_attr, rank, node));
     bool ok = static_cast<int>(p_shape.size()) == rank;
-    for (int d = 0; ok && d < rank; ++d) ok = d == a ? p_shape[d] == (x_shape[d] + block - 1) / block : p_shape[d] == x_shape[d];
+    for (int d = 0; ok && d < rank; ++d)
+      ok = d == a ? p_shape[d] == (x_shape[d] + block - 1) / block : p_shape[d] == x_shape[d];
     KILNRT_CHECK(ok, kInvalidArgument, name,
                  "blocked " << what << " of shape " << shape_to_string(p_shape) << " does not match input "
                             << shape_to_string(x_shape) << " with block_size " << block << " on axis " << a);
@@ -50,7 +51,10 @@ bk::QuantParams param_layout(const Shape& x_shape, const Shape& p_shape, int64_t
 class QuantGeneralLayer final : public CudaLayer {
  public:
   explicit QuantGeneralLayer(const ir::Node& n)
-      : node_(n), name_(n.describe()), quantize_(n.op_type == "QuantizeLinear"), axis_(n.attr_int("axis", 1)),
+      : node_(n),
+        name_(n.describe()),
+        quantize_(n.op_type == "QuantizeLinear"),
+        axis_(n.attr_int("axis", 1)),
         block_(n.attr_int("block_size", 0)) {}
   std::string tactic() const override { return quantize_ ? "kernel:quantize-general" : "kernel:dequantize-general"; }
   void enqueue(LayerLaunch& l) override {
@@ -66,10 +70,11 @@ class QuantGeneralLayer final : public CudaLayer {
     const void* zp = has_zp ? l.inputs[2].data : nullptr;
     if (quantize_) {
       const int code = int_dtype_code(y.dtype, IntCodes::kQuantized);
-      KILNRT_CHECK(x.dtype == DType::kFloat32 && code >= 0 && code != bk::kI32 && (!has_zp || l.inputs[2].dtype == y.dtype),
-                   kUnsupported, name_,
-                   "QuantizeLinear of " << dtype_name(x.dtype) << " to " << dtype_name(y.dtype)
-                                        << " (this CUDA layer takes float32 to int8 / uint8 / int16 / uint16)");
+      KILNRT_CHECK(
+          x.dtype == DType::kFloat32 && code >= 0 && code != bk::kI32 && (!has_zp || l.inputs[2].dtype == y.dtype),
+          kUnsupported, name_,
+          "QuantizeLinear of " << dtype_name(x.dtype) << " to " << dtype_name(y.dtype)
+                               << " (this CUDA layer takes float32 to int8 / uint8 / int16 / uint16)");
       check_launch(bk::quantize_general(static_cast<const float*>(x.data), static_cast<const float*>(scale.data), zp,
                                         y.data, code, y.numel(), ps, pz, l.stream),
                    name_, "quantize_general");

@@ -13,18 +13,20 @@ namespace {
 
 using namespace launch_common;
 
-__global__ void quantize_kernel(const float* x, const float* scale, const void* zp, void* y, bool out_signed,
-                                int64_t n, int64_t axis_len, int64_t inner) {
+__global__ void quantize_kernel(const float* x, const float* scale, const void* zp, void* y, bool out_signed, int64_t n,
+                                int64_t axis_len, int64_t inner) {
   KILNRT_GRID_LOOP(i, n) {
     const int64_t a = axis_len > 1 ? (i / inner) % axis_len : 0;
-    const double z = zp ? (out_signed ? double(static_cast<const int8_t*>(zp)[a])
-                                      : double(static_cast<const uint8_t*>(zp)[a]))
-                        : 0.0;
+    const double z =
+        zp ? (out_signed ? double(static_cast<const int8_t*>(zp)[a]) : double(static_cast<const uint8_t*>(zp)[a]))
+           : 0.0;
     double q = rint(double(x[i] / scale[a])) + z;
     const double lo = out_signed ? -128.0 : 0.0, hi = out_signed ? 127.0 : 255.0;
     q = q < lo ? lo : (q > hi ? hi : q);
-    if (out_signed) static_cast<int8_t*>(y)[i] = static_cast<int8_t>(q);
-    else static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(q);
+    if (out_signed)
+      static_cast<int8_t*>(y)[i] = static_cast<int8_t>(q);
+    else
+      static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(q);
   }
 }
 
@@ -56,8 +58,8 @@ int quantize_f32(const float* x, const float* scale, const void* zp, void* y, bo
   return launch_status();
 }
 
-int dequantize_f32(const void* x, int x_code, const float* scale, const void* zp, float* y, int64_t n,
-                   int64_t axis_len, int64_t inner, StreamT stream) {
+int dequantize_f32(const void* x, int x_code, const float* scale, const void* zp, float* y, int64_t n, int64_t axis_len,
+                   int64_t inner, StreamT stream) {
   if (n <= 0) return 0;
   dequantize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, x_code, scale, zp, y, n, axis_len, inner);
   return launch_status();

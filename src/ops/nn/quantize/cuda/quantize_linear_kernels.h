@@ -12,15 +12,17 @@ namespace kilnrt::cuda::kernels {
 
 // QuantizeLinear: float32 x -> int8 (out_signed) / uint8, scale float32 and zero point (int8 / uint8 as out, may be
 // null) per tensor (axis_len 1) or per axis (axis_len values, `inner` elements apart). Half-to-even rounding,
-// saturating. DequantizeLinear: x code 0 uint8, 1 int8, 2 int32, 3 int16, 4 uint16 -> float32 (zero point of x's dtype, may be null).
+// saturating. DequantizeLinear: x code 0 uint8, 1 int8, 2 int32, 3 int16, 4 uint16 -> float32 (zero point of x's dtype,
+// may be null).
 int quantize_f32(const float* x, const float* scale, const void* zp, void* y, bool out_signed, int64_t n,
                  int64_t axis_len, int64_t inner, StreamT stream);
-int dequantize_f32(const void* x, int x_code, const float* scale, const void* zp, float* y, int64_t n,
-                   int64_t axis_len, int64_t inner, StreamT stream);
+int dequantize_f32(const void* x, int x_code, const float* scale, const void* zp, float* y, int64_t n, int64_t axis_len,
+                   int64_t inner, StreamT stream);
 
-// ---- QuantizeLinear / DequantizeLinear, general parameters (quantize_general.cu) -----------------------------------------
-// Per tensor, per axis or blocked (opset 21): element (i_0 .. i_r-1) of X reads its scale / zero point at
-// sum_d (d == axis ? i_d / block : i_d) * param_strides[d] (strides 0 where the parameter does not vary).
+// ---- QuantizeLinear / DequantizeLinear, general parameters (quantize_general.cu)
+// ----------------------------------------- Per tensor, per axis or blocked (opset 21): element (i_0 .. i_r-1) of X
+// reads its scale / zero point at sum_d (d == axis ? i_d / block : i_d) * param_strides[d] (strides 0 where the
+// parameter does not vary).
 struct QuantParams {
   int rank = 0;
   int64_t dims[kMaxDims] = {}, param_strides[kMaxDims] = {};

@@ -41,9 +41,9 @@ class QuantLayer final : public CudaLayer {
                                    l.outputs[0].data, l.outputs[0].dtype == DType::kInt8, n, axis_len, inner, l.stream),
                    name_, "quantize");
     } else {
-      const int code = xin.dtype == DType::kUInt8   ? 0
-                       : xin.dtype == DType::kInt8  ? 1
-                       : xin.dtype == DType::kInt16 ? 3
+      const int code = xin.dtype == DType::kUInt8    ? 0
+                       : xin.dtype == DType::kInt8   ? 1
+                       : xin.dtype == DType::kInt16  ? 3
                        : xin.dtype == DType::kUInt16 ? 4
                                                      : 2;
       check_launch(k::dequantize_f32(xin.data, code, static_cast<const float*>(l.inputs[1].data), zp,
@@ -66,7 +66,8 @@ LayerFactory quant_factory() {
   };
 }
 
-KILNRT_REGISTER_CUDA_LAYER({"QuantizeLinear"},
+KILNRT_REGISTER_CUDA_LAYER(
+    {"QuantizeLinear"},
     [](const ir::Node& n, const ir::Graph& g) -> std::string {
       if (quant_needs_general(n, g)) return quant_general_supports(n, g);  // quantize_general_layer.cc
       if (value_dtype(g, n.inputs.at(0)) != DType::kFloat32 || value_dtype(g, n.inputs.at(1)) != DType::kFloat32)
@@ -77,7 +78,8 @@ KILNRT_REGISTER_CUDA_LAYER({"QuantizeLinear"},
       return "";
     },
     quant_factory());
-KILNRT_REGISTER_CUDA_LAYER({"DequantizeLinear"},
+KILNRT_REGISTER_CUDA_LAYER(
+    {"DequantizeLinear"},
     [](const ir::Node& n, const ir::Graph& g) -> std::string {
       if (quant_needs_general(n, g)) return quant_general_supports(n, g);  // quantize_general_layer.cc
       const DType t = value_dtype(g, n.inputs.at(0));

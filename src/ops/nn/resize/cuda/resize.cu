@@ -17,7 +17,8 @@ __device__ double resize_coord(const ResizePlan& p, const ResizeAxis& a, double 
   const double len_in = double(a.in), len_out = a.scale * len_in;
   switch (p.coord) {
     case 0: return (x + 0.5) / a.scale - 0.5;
-    case 1: return len_in / 2 * (1 - double(a.out) / len_out) + (x + 0.5) / a.scale - 0.5;  // as src/ops/nn/resize/resize.cc
+    case 1:
+      return len_in / 2 * (1 - double(a.out) / len_out) + (x + 0.5) / a.scale - 0.5;  // as src/ops/nn/resize/resize.cc
     case 2: return len_out > 1 ? (x + 0.5) / a.scale - 0.5 : 0.0;
     case 3: return len_out == 1 ? 0.0 : x * (len_in - 1) / (len_out - 1);
     case 4: return x / a.scale;
@@ -30,7 +31,11 @@ __device__ double resize_coord(const ResizePlan& p, const ResizeAxis& a, double 
 
 // Taps of output coordinate o along axis a; returns their count (0: outside, the extrapolation value).
 __device__ int resize_taps(const ResizePlan& p, const ResizeAxis& a, int64_t o, int64_t* idx, double* w) {
-  if (a.in == a.out && a.scale == 1.0 && p.coord != 6) { idx[0] = o; w[0] = 1.0; return 1; }
+  if (a.in == a.out && a.scale == 1.0 && p.coord != 6) {
+    idx[0] = o;
+    w[0] = 1.0;
+    return 1;
+  }
   const double x = resize_coord(p, a, double(o));
   if (p.coord == 6 && (x < 0 || x > double(a.in - 1))) return 0;
   const double fl = floor(x);
@@ -39,10 +44,14 @@ __device__ int resize_taps(const ResizePlan& p, const ResizeAxis& a, int64_t o, 
   auto clampi = [&](int64_t i) { return i < 0 ? int64_t(0) : (i > a.in - 1 ? a.in - 1 : i); };
   if (p.mode == 0) {
     bool up;
-    if (r == 0.0) up = false;
-    else if (p.nearest == 0) up = r > 0.5;
-    else if (p.nearest == 1) up = r >= 0.5;
-    else up = p.nearest == 3;
+    if (r == 0.0)
+      up = false;
+    else if (p.nearest == 0)
+      up = r > 0.5;
+    else if (p.nearest == 1)
+      up = r >= 0.5;
+    else
+      up = p.nearest == 3;
     idx[0] = clampi(x0 + (up ? 1 : 0));
     w[0] = 1.0;
     return 1;
@@ -67,9 +76,17 @@ __device__ int resize_taps(const ResizePlan& p, const ResizeAxis& a, int64_t o, 
   int n = 0;
   for (int k = 0; k < 4; ++k) {
     if (p.exclude_outside) c[k] = sum != 0 ? c[k] / sum : 0;
-    if (c[k] != 0) { idx[n] = clampi(x0 - 1 + k); w[n] = c[k]; ++n; }
+    if (c[k] != 0) {
+      idx[n] = clampi(x0 - 1 + k);
+      w[n] = c[k];
+      ++n;
+    }
   }
-  if (n == 0) { idx[0] = clampi(x0); w[0] = 0.0; n = 1; }
+  if (n == 0) {
+    idx[0] = clampi(x0);
+    w[0] = 0.0;
+    n = 1;
+  }
   return n;
 }
 
@@ -86,7 +103,10 @@ __global__ void resize_kernel(const float* x, float* y, ResizePlan p, int64_t to
       nt[d] = resize_taps(p, p.ax[d], o, idx[d], w[d]);
       outside |= nt[d] == 0;
     }
-    if (outside) { y[i] = float(p.extrapolation); continue; }
+    if (outside) {
+      y[i] = float(p.extrapolation);
+      continue;
+    }
     int64_t combos = 1;
     for (int d = 0; d < p.rank; ++d) combos *= nt[d];
     double acc = 0.0;

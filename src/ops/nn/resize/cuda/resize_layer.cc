@@ -14,9 +14,12 @@ namespace k = kilnrt::cuda::kernels;
 std::vector<double> host_doubles(const Tensor& t, const std::string& name) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (t.dtype() == DType::kFloat32) v[i] = t.data<float>()[i];
-    else if (t.dtype() == DType::kFloat64) v[i] = t.data<double>()[i];
-    else KILNRT_THROW(kUnsupported, name, "Resize: scales / roi of dtype " << dtype_name(t.dtype()));
+    if (t.dtype() == DType::kFloat32)
+      v[i] = t.data<float>()[i];
+    else if (t.dtype() == DType::kFloat64)
+      v[i] = t.data<double>()[i];
+    else
+      KILNRT_THROW(kUnsupported, name, "Resize: scales / roi of dtype " << dtype_name(t.dtype()));
   }
   return v;
 }
@@ -42,8 +45,8 @@ class ResizeLayer final : public CudaLayer {
       plan_.nearest = 2;
     } else {
       plan_.coord = index_of(n.attr_string("coordinate_transformation_mode", std::string("half_pixel")),
-                             {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                              "asymmetric", "tf_half_pixel_for_nearest", "tf_crop_and_resize"});
+                             {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+                              "tf_half_pixel_for_nearest", "tf_crop_and_resize"});
       plan_.nearest = index_of(n.attr_string("nearest_mode", std::string("round_prefer_floor")),
                                {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
       plan_.cubic_a = n.attr_float("cubic_coeff_a", -0.75f);
@@ -105,7 +108,8 @@ class ResizeLayer final : public CudaLayer {
         for (int64_t a : axes) p.ax[a].scale = s;
       } else {
         for (size_t i = 0; i < axes.size(); ++i)
-          p.ax[axes[i]].scale = in[axes[i]] > 0 ? static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]) : 1.0;
+          p.ax[axes[i]].scale =
+              in[axes[i]] > 0 ? static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]) : 1.0;
       }
     }
     if (p.coord == 6) {
@@ -124,9 +128,9 @@ class ResizeLayer final : public CudaLayer {
                    name_, "resize_antialias");
       return;
     }
-    check_launch(k::resize_f32(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(l.outputs[0].data), p,
-                               l.stream),
-                 name_, "resize");
+    check_launch(
+        k::resize_f32(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(l.outputs[0].data), p, l.stream),
+        name_, "resize");
   }
 
  private:

@@ -22,7 +22,10 @@ __device__ double rnn_act(int code, double a, double b, double x) {
     case 4: return x >= 0 ? x : a * x;
     case 5: return x > a ? x : 0.0;
     case 6: return a * tanh(b * x);
-    case 7: { const double v = a * x + b; return v < 0 ? 0.0 : (v > 1 ? 1.0 : v); }
+    case 7: {
+      const double v = a * x + b;
+      return v < 0 ? 0.0 : (v > 1 ? 1.0 : v);
+    }
     case 8: return x >= 0 ? x : a * (exp(x) - 1);
     case 9: return x / (1 + fabs(x));
     default: return log1p(exp(x));

@@ -14,8 +14,7 @@ namespace kilnrt::cuda::kernels {
 // dirs * batch * rnn_scratch_per_block(gates, hidden) of them.
 struct RnnPlan {
   int kind = 0, gates = 1, dirs = 1;
-  bool reverse_only = false, batch_first = false, has_clip = false, lbr = false, input_forget = false,
-       lens_64 = false;
+  bool reverse_only = false, batch_first = false, has_clip = false, lbr = false, input_forget = false, lens_64 = false;
   int64_t seq = 0, batch = 0, in = 0, hidden = 0;
   double clip = 0.0;
   int act[6] = {};

@@ -12,8 +12,8 @@ namespace {
 namespace x = kilnrt::cuda::kernels;
 
 int act_code(const std::string& n) {
-  static const char* const kNames[] = {"Tanh", "Sigmoid", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
-                                       "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
+  static const char* const kNames[] = {"Tanh",       "Sigmoid",     "Relu", "Affine",   "LeakyRelu", "ThresholdedRelu",
+                                       "ScaledTanh", "HardSigmoid", "Elu",  "Softsign", "Softplus"};
   for (int i = 0; i < 11; ++i)
     if (n == kNames[i]) return i;
   return -1;

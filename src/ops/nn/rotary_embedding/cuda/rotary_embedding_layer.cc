@@ -61,9 +61,8 @@ class RotaryLayer final : public CudaLayer {
       a.cache_rows = cs[0];
     } else {
       KILNRT_CHECK(cs.size() == 3 && cs[0] == a.batch && cs[1] == a.seq, kInvalidModel, name_,
-                   "without position_ids the caches must be [B, S, rd/2] = [" << a.batch << ", " << a.seq << ", "
-                                                                              << a.rd / 2 << "], got "
-                                                                              << shape_to_string(cs));
+                   "without position_ids the caches must be [B, S, rd/2] = ["
+                       << a.batch << ", " << a.seq << ", " << a.rd / 2 << "], got " << shape_to_string(cs));
       a.cache_rows = a.batch * a.seq;
     }
     a.x = static_cast<const float*>(x->data);
@@ -83,7 +82,8 @@ class RotaryLayer final : public CudaLayer {
 };
 
 std::string supports_rotary(const ir::Node& n, const ir::Graph& g) {
-  if (!n.domain.empty() && n.domain != "ai.onnx") return "no CUDA layer for RotaryEmbedding in domain '" + n.domain + "'";
+  if (!n.domain.empty() && n.domain != "ai.onnx")
+    return "no CUDA layer for RotaryEmbedding in domain '" + n.domain + "'";
   if (n.inputs.size() < 3) return "RotaryEmbedding needs input, cos_cache and sin_cache";
   std::string why = check_dtypes(n, g, {0, 1, 2}, {DType::kFloat32}, "float32 tensors");
   if (why.empty()) why = check_dtypes(n, g, {3}, {DType::kInt64}, "int64 position_ids");

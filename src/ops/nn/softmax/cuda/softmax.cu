@@ -63,10 +63,10 @@ int softmax(int dt, const void* x, void* y, int64_t outer, int64_t n, int64_t in
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   if (outer * n * inner == 0) return 0;
   const bool rows = inner == 1 && outer < 2147483647LL;
-  KILNRT_DT_SWITCH(dt, if (rows) softmax_rows_kernel<T><<<rows_grid(outer), n >= 1024 ? 512 : 128, 0, s>>>(
-                           (const T*)x, (T*)y, n, log);
-                   else softmax_cols_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>((const T*)x, (T*)y,
-                                                                                              outer, n, inner, log))
+  KILNRT_DT_SWITCH(dt, if (rows) softmax_rows_kernel<T>
+                   <<<rows_grid(outer), n >= 1024 ? 512 : 128, 0, s>>>((const T*)x, (T*)y, n, log);
+                   else softmax_cols_kernel<T>
+                   <<<blocks_for(outer * inner), kThreads, 0, s>>>((const T*)x, (T*)y, outer, n, inner, log))
   return launch_status();
 }
 int softmax_f32(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, StreamT stream) {

@@ -45,14 +45,12 @@ __global__ void softmax_rows_kernel(const double* x, double* y, int64_t rows, in
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += exp(in[i] - m);
     s = block_reduce<false>(s, shared);
     const double ls = log(s);
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-      out[i] = log_out ? in[i] - m - ls : exp(in[i] - m) / s;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = log_out ? in[i] - m - ls : exp(in[i] - m) / s;
   }
 }
 
 // One thread per (outer, inner) column, serial over n (reads coalesced over inner).
-__global__ void softmax_cols_kernel(const double* x, double* y, int64_t outer, int64_t n, int64_t inner,
-                                    bool log_out) {
+__global__ void softmax_cols_kernel(const double* x, double* y, int64_t outer, int64_t n, int64_t inner, bool log_out) {
   KILNRT_GRID_LOOP(i, outer * inner) {
     const int64_t base = (i / inner) * n * inner + i % inner;
     const double* in = x + base;

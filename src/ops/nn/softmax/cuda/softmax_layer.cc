@@ -33,10 +33,10 @@ class SoftmaxLayer final : public CudaLayer {
       for (int d = axis; d < rank; ++d) n *= xs[d];
     }
     if (l.inputs[0].dtype == DType::kFloat64) {  // softmax_f64.cu: storage and math in double
-      check_launch(k::f64::softmax(static_cast<const double*>(l.inputs[0].data),
-                                   static_cast<double*>(l.outputs[0].data), outer, n, inner,
-                                   node_.op_type == "LogSoftmax", l.stream),
-                   name_, "softmax_f64");
+      check_launch(
+          k::f64::softmax(static_cast<const double*>(l.inputs[0].data), static_cast<double*>(l.outputs[0].data), outer,
+                          n, inner, node_.op_type == "LogSoftmax", l.stream),
+          name_, "softmax_f64");
       return;
     }
     check_launch(k::softmax(float_code(l.inputs[0].dtype), l.inputs[0].data, l.outputs[0].data, outer, n, inner,

@@ -122,8 +122,8 @@ __device__ void nchw_sums(const T* xs, int64_t hw, int64_t p0, int64_t p1, int c
 
 // out[r] = act(scale * (W[r, :] . v) + b[r]) for r < rows; W is [rows, K]; v in shared memory.
 template <typename T>
-__device__ void matvec(const T* W, const T* b, const float* v, int rows, int K, bool vec, int gs, float scale,
-                       int act, float a, float bb, float* out) {
+__device__ void matvec(const T* W, const T* b, const float* v, int rows, int K, bool vec, int gs, float scale, int act,
+                       float a, float bb, float* out) {
   constexpr int V = Pack<T>::kN;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rpw = 32 / gs, gi = lane / gs, gl = lane % gs;
@@ -162,8 +162,8 @@ __global__ void __launch_bounds__(kBlock) se_partial_nhwc(const T* __restrict__ 
 
 // grid: channel groups (a warp each) x position chunks x N.
 template <typename T, bool VEC>
-__global__ void __launch_bounds__(kBlock) se_partial_nchw(const T* __restrict__ x, float* __restrict__ partial, int C,
-                                                          int64_t hw, int64_t chunk, int K) {
+__global__ void __launch_bounds__(kBlock)
+    se_partial_nchw(const T* __restrict__ x, float* __restrict__ partial, int C, int64_t hw, int64_t chunk, int K) {
   const int64_t n = blockIdx.z;
   const int k = blockIdx.y;
   const int c0 = blockIdx.x * kWarps, c1 = c0 + kWarps < C ? c0 + kWarps : C;
@@ -174,10 +174,10 @@ __global__ void __launch_bounds__(kBlock) se_partial_nchw(const T* __restrict__ 
 // h[n, r] = act(W1[r, :] . mean[n] + B1[r]) for the rows of this CTA (grid: row tiles x N). Each CTA adds the K
 // partial sums of every channel in a fixed order (deterministic) into shared memory first.
 template <typename T>
-__global__ void __launch_bounds__(kBlock) se_fc1(const float* __restrict__ partial, int K, int C, int64_t hw,
-                                                 const T* __restrict__ w1, const T* __restrict__ b1, int Cs,
-                                                 int rows_per_cta, bool vec, int gs, int act, float a, float b,
-                                                 float* __restrict__ hidden) {
+__global__ void __launch_bounds__(kBlock)
+    se_fc1(const float* __restrict__ partial, int K, int C, int64_t hw, const T* __restrict__ w1,
+           const T* __restrict__ b1, int Cs, int rows_per_cta, bool vec, int gs, int act, float a, float b,
+           float* __restrict__ hidden) {
   extern __shared__ float mean[];
   const int64_t n = blockIdx.y;
   for (int c = threadIdx.x; c < C; c += kBlock) {
@@ -196,10 +196,10 @@ __global__ void __launch_bounds__(kBlock) se_fc1(const float* __restrict__ parti
 // Y = X * s over channels [c0, c0 + tile) x positions [p0, p1) of sample n (grid: position strips x channel tiles
 // x N); s for the tile's channels first: gate(W2[c, :] . h[n] + B2[c]) in shared memory.
 template <typename T, bool VEC>
-__global__ void __launch_bounds__(kBlock) se_fc2_scale(const T* __restrict__ x, const float* __restrict__ hidden,
-                                                       const T* __restrict__ w2, const T* __restrict__ b2, int C,
-                                                       int Cs, int64_t hw, int tile, int strip, bool w2vec, int gs,
-                                                       int gate, float a, float b, bool nhwc, T* __restrict__ y) {
+__global__ void __launch_bounds__(kBlock)
+    se_fc2_scale(const T* __restrict__ x, const float* __restrict__ hidden, const T* __restrict__ w2,
+                 const T* __restrict__ b2, int C, int Cs, int64_t hw, int tile, int strip, bool w2vec, int gs, int gate,
+                 float a, float b, bool nhwc, T* __restrict__ y) {
   constexpr int V = VEC ? Pack<T>::kN : 1;
   extern __shared__ float smem[];
   float* h = smem;
@@ -283,8 +283,10 @@ int run(const SqueezeExciteArgs& a, cudaStream_t st) {
     }
     const dim3 grid(static_cast<unsigned>(K), static_cast<unsigned>(N));
     const size_t smem = static_cast<size_t>(scratch_floats) * sizeof(float);
-    if (xvec) se_partial_nhwc<T, true><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, static_cast<int>(K));
-    else se_partial_nhwc<T, false><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, static_cast<int>(K));
+    if (xvec)
+      se_partial_nhwc<T, true><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, static_cast<int>(K));
+    else
+      se_partial_nhwc<T, false><<<grid, kBlock, smem, st>>>(x, partial, C, hw, rows, static_cast<int>(K));
   } else {
     int64_t chunk = kChunkElems / kWarps;  // positions per warp: a multiple of every vector width
     K = (hw + chunk - 1) / chunk;
@@ -294,8 +296,10 @@ int run(const SqueezeExciteArgs& a, cudaStream_t st) {
     }
     const dim3 grid(static_cast<unsigned>((C + kWarps - 1) / kWarps), static_cast<unsigned>(K),
                     static_cast<unsigned>(N));
-    if (xvec) se_partial_nchw<T, true><<<grid, kBlock, 0, st>>>(x, partial, C, hw, chunk, static_cast<int>(K));
-    else se_partial_nchw<T, false><<<grid, kBlock, 0, st>>>(x, partial, C, hw, chunk, static_cast<int>(K));
+    if (xvec)
+      se_partial_nchw<T, true><<<grid, kBlock, 0, st>>>(x, partial, C, hw, chunk, static_cast<int>(K));
+    else
+      se_partial_nchw<T, false><<<grid, kBlock, 0, st>>>(x, partial, C, hw, chunk, static_cast<int>(K));
   }
   int status = launch_common::launch_status();
   if (status != 0) return status;
@@ -306,8 +310,8 @@ int run(const SqueezeExciteArgs& a, cudaStream_t st) {
   {
     const dim3 grid(static_cast<unsigned>((Cs + rows1 - 1) / rows1), static_cast<unsigned>(N));
     se_fc1<T><<<grid, kBlock, static_cast<size_t>(C) * sizeof(float), st>>>(
-        partial, static_cast<int>(K), C, hw, static_cast<const T*>(a.w1), static_cast<const T*>(a.b1), Cs, rows1,
-        w1vec, gs1, a.act, a.act_a, a.act_b, hidden);
+        partial, static_cast<int>(K), C, hw, static_cast<const T*>(a.w1), static_cast<const T*>(a.b1), Cs, rows1, w1vec,
+        gs1, a.act, a.act_a, a.act_b, hidden);
   }
   status = launch_common::launch_status();
   if (status != 0) return status;

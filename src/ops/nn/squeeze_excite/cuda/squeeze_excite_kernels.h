@@ -1,7 +1,7 @@
-// com.kilnrt:SqueezeExcite on CUDA (ops/nn/squeeze_excite/squeeze_excite.h): Y = X * gate(W2 act(W1 mean_hw(X) + B1) + B2)
-// in three kernel launches spread over many CTAs (partial channel sums; W1 rows per CTA; per channel tile x position
-// strip: W2 rows, then the scaling) instead of the six of the unfused block (reduce, two cuDNN 1x1 convs with their
-// epilogue kernels, the broadcasting Mul). X / Y are NCHW or NHWC (nhwc), 16-byte vector loads where C (NHWC) or
+// com.kilnrt:SqueezeExcite on CUDA (ops/nn/squeeze_excite/squeeze_excite.h): Y = X * gate(W2 act(W1 mean_hw(X) + B1) +
+// B2) in three kernel launches spread over many CTAs (partial channel sums; W1 rows per CTA; per channel tile x
+// position strip: W2 rows, then the scaling) instead of the six of the unfused block (reduce, two cuDNN 1x1 convs with
+// their epilogue kernels, the broadcasting Mul). X / Y are NCHW or NHWC (nhwc), 16-byte vector loads where C (NHWC) or
 // H*W (NCHW) allow. float32 math throughout.
 #pragma once
 

@@ -15,8 +15,7 @@ namespace k = kilnrt::cuda::kernels;
 
 class SqueezeExciteLayer final : public CudaLayer {
  public:
-  explicit SqueezeExciteLayer(const ir::Node& n)
-      : name_(n.describe()), p_(ops::nn::read_squeeze_excite(n)) {}
+  explicit SqueezeExciteLayer(const ir::Node& n) : name_(n.describe()), p_(ops::nn::read_squeeze_excite(n)) {}
   std::string tactic() const override { return "kernel:squeeze-excite"; }
   bool supports_16bit() const override { return true; }
   bool supports_nhwc() const override { return true; }
@@ -31,13 +30,12 @@ class SqueezeExciteLayer final : public CudaLayer {
     auto check_param = [&](size_t i, const char* what, int64_t numel) -> const void* {
       if (i >= l.inputs.size() || !l.inputs[i].present) return nullptr;
       const LayerTensor& t = l.inputs[i];
-      KILNRT_CHECK(t.numel() == numel && !t.shape.empty() && t.shape[0] == (i <= 2 ? cs : c), kInvalidArgument,
-                   name_,
+      KILNRT_CHECK(t.numel() == numel && !t.shape.empty() && t.shape[0] == (i <= 2 ? cs : c), kInvalidArgument, name_,
                    "SqueezeExcite " << what << " of shape " << shape_to_string(t.shape) << " does not fit X of shape "
                                     << shape_to_string(x.shape) << " and " << cs << " squeezed channels");
-      KILNRT_CHECK(t.dtype == x.dtype, kInvalidArgument, name_,
-                   "SqueezeExcite " << what << " has dtype " << dtype_name(t.dtype) << ", X has "
-                                    << dtype_name(x.dtype));
+      KILNRT_CHECK(
+          t.dtype == x.dtype, kInvalidArgument, name_,
+          "SqueezeExcite " << what << " has dtype " << dtype_name(t.dtype) << ", X has " << dtype_name(x.dtype));
       return t.data;
     };
     k::SqueezeExciteArgs a;
@@ -67,8 +65,8 @@ class SqueezeExciteLayer final : public CudaLayer {
     a.workspace_bytes = l.workspace_bytes;
     KILNRT_CHECK(a.dt >= 0, kUnsupported, name_, "SqueezeExcite of dtype " << dtype_name(x.dtype));
     KILNRT_CHECK(static_cast<size_t>(n * (c + cs) + 64) * sizeof(float) <= l.workspace_bytes, kUnsupported, name_,
-                 "SqueezeExcite of " << n << " x " << c << " channels needs more than the "
-                                     << l.workspace_bytes << "-byte workspace");
+                 "SqueezeExcite of " << n << " x " << c << " channels needs more than the " << l.workspace_bytes
+                                     << "-byte workspace");
     if (y.numel() == 0) return;
     check_launch(k::squeeze_excite(a, l.stream), name_, "squeeze_excite");
   }

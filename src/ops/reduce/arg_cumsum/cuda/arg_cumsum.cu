@@ -25,7 +25,10 @@ __global__ void arg_reduce_kernel(const float* x, int64_t* y, int64_t outer, int
       const float v = p[j * inner];
       if (bv != bv) break;  // NaN wins (first NaN, like the CPU reference's comparisons)
       const bool better = v != v || (is_max ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv));
-      if (better) { bv = v; best = j; }
+      if (better) {
+        bv = v;
+        best = j;
+      }
     }
     y[i] = best;
   }
@@ -69,14 +72,15 @@ int cumsum(const void* x, void* y, const void* axis_dev, bool axis_is_64, const 
   if (total <= 0) return 0;
   const unsigned g = blocks_for(total);
   switch (dtype) {
-#define KILNRT_CUMSUM(C, T)                                                                                         \
-  case C:                                                                                                           \
+#define KILNRT_CUMSUM(C, T)                                                                                          \
+  case C:                                                                                                            \
     cumsum_kernel<T><<<g, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), axis_dev, axis_is_64, \
-                                                 shape, total, exclusive, reverse);                                 \
+                                                 shape, total, exclusive, reverse);                                  \
     break;
-    KILNRT_CUMSUM(0, float) KILNRT_CUMSUM(1, int64_t) KILNRT_CUMSUM(2, int32_t) KILNRT_CUMSUM(6, double)
+    KILNRT_CUMSUM(0, float)
+    KILNRT_CUMSUM(1, int64_t) KILNRT_CUMSUM(2, int32_t) KILNRT_CUMSUM(6, double)
 #undef KILNRT_CUMSUM
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

@@ -13,8 +13,7 @@ namespace k = kilnrt::cuda::kernels;
 class ArgLayer final : public CudaLayer {
  public:
   explicit ArgLayer(const ir::Node& n)
-      : node_(n), name_(n.describe()), is_max_(n.op_type == "ArgMax"),
-        last_(n.attr_int("select_last_index", 0) != 0) {}
+      : node_(n), name_(n.describe()), is_max_(n.op_type == "ArgMax"), last_(n.attr_int("select_last_index", 0) != 0) {}
   std::string tactic() const override { return "kernel:arg-reduce"; }
   void enqueue(LayerLaunch& l) override {
     const Shape& xs = l.inputs[0].shape;
@@ -22,8 +21,8 @@ class ArgLayer final : public CudaLayer {
     int64_t outer, r, inner;
     split3(xs, axis, &outer, &r, &inner);
     KILNRT_CHECK(r > 0 || outer * inner == 0, kInvalidArgument, name_, "reduction over an empty axis");
-    check_launch(k::arg_reduce_f32(static_cast<const float*>(l.inputs[0].data), static_cast<int64_t*>(l.outputs[0].data),
-                                   outer, r, inner, is_max_, last_, l.stream),
+    check_launch(k::arg_reduce_f32(static_cast<const float*>(l.inputs[0].data),
+                                   static_cast<int64_t*>(l.outputs[0].data), outer, r, inner, is_max_, last_, l.stream),
                  name_, "arg_reduce");
   }
 
@@ -50,10 +49,10 @@ class CumSumLayer final : public CudaLayer {
   std::string tactic() const override { return "kernel:cumsum"; }
   void enqueue(LayerLaunch& l) override {
     // The axis stays on the device: the kernel reads it (no host read, graph-capture safe).
-    check_launch(k::cumsum(l.inputs[0].data, l.outputs[0].data, l.inputs[1].data,
-                           l.inputs[1].dtype == DType::kInt64, to_dims(l.inputs[0].shape, name_), exclusive_, reverse_,
-                           cumsum_code(l.inputs[0].dtype), l.stream),
-                 name_, "cumsum");
+    check_launch(
+        k::cumsum(l.inputs[0].data, l.outputs[0].data, l.inputs[1].data, l.inputs[1].dtype == DType::kInt64,
+                  to_dims(l.inputs[0].shape, name_), exclusive_, reverse_, cumsum_code(l.inputs[0].dtype), l.stream),
+        name_, "cumsum");
   }
 
  private:
@@ -61,15 +60,16 @@ class CumSumLayer final : public CudaLayer {
   bool exclusive_, reverse_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"ArgMax", "ArgMin"},
-                           [](const ir::Node& n, const ir::Graph& g) { return dtype_in(n, g, 0, {DType::kFloat32}); },
-                           factory<ArgLayer>());
-KILNRT_REGISTER_CUDA_LAYER({"CumSum"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (std::string e = dtype_in(n, g, 1, {DType::kInt64, DType::kInt32}); !e.empty()) return e;
-                             return dtype_in(n, g, 0, {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32});
-                           },
-                           factory<CumSumLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"ArgMax", "ArgMin"}, [](const ir::Node& n, const ir::Graph& g) { return dtype_in(n, g, 0, {DType::kFloat32}); },
+    factory<ArgLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"CumSum"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (std::string e = dtype_in(n, g, 1, {DType::kInt64, DType::kInt32}); !e.empty()) return e;
+      return dtype_in(n, g, 0, {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32});
+    },
+    factory<CumSumLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -15,7 +15,8 @@ namespace {
 
 using namespace launch_common;
 
-// ---- CumProd: one thread per line along the axis -----------------------------------------------------------------------
+// ---- CumProd: one thread per line along the axis
+// -----------------------------------------------------------------------
 struct CumDims {
   int rank = 0;
   int64_t d[kMaxNormDims] = {};
@@ -71,15 +72,15 @@ int cumprod(const void* x, void* y, const void* axis_dev, bool axis_is_64, int r
   if (total <= 0) return 0;
   const unsigned g = blocks_for(total);
   switch (dtype) {
-#define KILNRT_CUMPROD(C, T, A)                                                                                      \
-  case C:                                                                                                            \
-    cumprod_kernel<T, A><<<g, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), axis_dev,         \
-                                                     axis_is_64, s, exclusive, reverse);                             \
+#define KILNRT_CUMPROD(C, T, A)                                                                              \
+  case C:                                                                                                    \
+    cumprod_kernel<T, A><<<g, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), axis_dev, \
+                                                     axis_is_64, s, exclusive, reverse);                     \
     break;
-    KILNRT_CUMPROD(0, float, double) KILNRT_CUMPROD(1, int64_t, int64_t) KILNRT_CUMPROD(2, int32_t, int64_t)
-    KILNRT_CUMPROD(6, double, double)
+    KILNRT_CUMPROD(0, float, double)
+    KILNRT_CUMPROD(1, int64_t, int64_t) KILNRT_CUMPROD(2, int32_t, int64_t) KILNRT_CUMPROD(6, double, double)
 #undef KILNRT_CUMPROD
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

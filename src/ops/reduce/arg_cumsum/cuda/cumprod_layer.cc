@@ -16,7 +16,8 @@ namespace {
 using namespace float32_kernel_io;
 namespace la = kilnrt::cuda::kernels::linatt;
 
-// ---- CumProd ----------------------------------------------------------------------------------------------------------
+// ---- CumProd
+// ----------------------------------------------------------------------------------------------------------
 int cumprod_code(DType t) {
   switch (t) {
     case DType::kFloat32: return 0;
@@ -30,7 +31,9 @@ int cumprod_code(DType t) {
 class CumProdLayer final : public CudaLayer {
  public:
   explicit CumProdLayer(const ir::Node& n)
-      : node_(n), name_(n.describe()), exclusive_(n.attr_int("exclusive", 0) != 0),
+      : node_(n),
+        name_(n.describe()),
+        exclusive_(n.attr_int("exclusive", 0) != 0),
         reverse_(n.attr_int("reverse", 0) != 0) {}
   std::string tactic() const override { return "kernel:cumprod"; }
   void enqueue(LayerLaunch& l) override {
@@ -65,7 +68,8 @@ std::string supports_cumprod(const ir::Node& n, const ir::Graph& g) {
   if (!has(n, 0) || !has(n, 1)) return "input and axis are required";
   const DType x = value_dtype(g, n.inputs[0]), a = value_dtype(g, n.inputs[1]);
   if (x != DType::kUndefined && cumprod_code(x) < 0)
-    return std::string("dtype ") + dtype_name(x) + " of input 0 (the CUDA kernel takes float32 / float64 / int32 / int64)";
+    return std::string("dtype ") + dtype_name(x) +
+           " of input 0 (the CUDA kernel takes float32 / float64 / int32 / int64)";
   if (a != DType::kUndefined && a != DType::kInt64 && a != DType::kInt32) return "axis must be int32 / int64";
   return "";
 }

@@ -14,7 +14,8 @@ using kilnrt::ops::nn::testing::random_tensor;
 namespace kilnrt::cudatest {
 namespace {
 
-// ---- CumProd ---------------------------------------------------------------------------------------------------------------
+// ---- CumProd
+// ---------------------------------------------------------------------------------------------------------------
 TEST(CudaCumProd, CumProd) {
   KILNRT_SKIP_WITHOUT_GPU();
   const Tensor x = random_tensor({3, 4, 5}, 700, 0.5f, 1.5f);
@@ -38,14 +39,15 @@ TEST(CudaCumProd, CumProd) {
   compare_16bit(Op("CumProd", 2).i("reverse", 1).node, {random_tensor({2, 6}, 704, 0.5f, 1.5f), i64({1}, {})}, 26);
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaCumProd, SupportCheckAccepts) {
   std::vector<OneNode> nets;
   for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}) {
-    const Tensor x = dt == DType::kFloat32 ? random_tensor({2, 3}, 8)
+    const Tensor x = dt == DType::kFloat32   ? random_tensor({2, 3}, 8)
                      : dt == DType::kFloat64 ? to_dtype(random_tensor({2, 3}, 8), dt)
-                     : dt == DType::kInt32 ? ints<int32_t>(dt, {2, 3}, 9, 0, 3)
-                                           : ints<int64_t>(dt, {2, 3}, 9, 0, 3);
+                     : dt == DType::kInt32   ? ints<int32_t>(dt, {2, 3}, 9, 0, 3)
+                                             : ints<int64_t>(dt, {2, 3}, 9, 0, 3);
     nets.emplace_back(Op("CumProd", 2).node, std::vector<Tensor>{x, i32({1}, {})}, std::vector<bool>{}, 26);
   }
   expect_supported(nets);

@@ -30,7 +30,8 @@ __device__ __forceinline__ float reduce_step(ReduceOp op, float acc, float v) {
     case ReduceOp::kMax: return nan_max(acc, v);
     case ReduceOp::kMin: return nan_min(acc, v);
     case ReduceOp::kProd: return acc * v;
-    case ReduceOp::kSumSquare: case ReduceOp::kL2: return acc + v * v;
+    case ReduceOp::kSumSquare:
+    case ReduceOp::kL2: return acc + v * v;
     case ReduceOp::kL1: return acc + fabsf(v);
     case ReduceOp::kLogSumExp: return acc + expf(v);
     default: return acc + v;
@@ -40,7 +41,8 @@ __device__ __forceinline__ float reduce_final(ReduceOp op, float acc, int64_t r)
   switch (op) {
     case ReduceOp::kMean: return r > 0 ? acc / float(r) : NAN;
     case ReduceOp::kL2: return sqrtf(acc);
-    case ReduceOp::kLogSum: case ReduceOp::kLogSumExp: return logf(acc);
+    case ReduceOp::kLogSum:
+    case ReduceOp::kLogSumExp: return logf(acc);
     default: return acc;
   }
 }
@@ -103,7 +105,8 @@ __global__ void reduce_f64_kernel(ReduceOp op, const double* x, double* y, int64
         case ReduceOp::kMax: acc = (v != v || v > acc) ? v : acc; break;
         case ReduceOp::kMin: acc = (v != v || v < acc) ? v : acc; break;
         case ReduceOp::kProd: acc *= v; break;
-        case ReduceOp::kSumSquare: case ReduceOp::kL2: acc += v * v; break;
+        case ReduceOp::kSumSquare:
+        case ReduceOp::kL2: acc += v * v; break;
         case ReduceOp::kL1: acc += fabs(v); break;
         case ReduceOp::kLogSumExp: acc += exp(shift ? v - m : v); break;
         default: acc += v; break;
@@ -127,14 +130,14 @@ int reduce(ReduceOp op, int dt, const void* x, void* y, int64_t outer, int64_t r
   if (outer * inner == 0) return 0;
   const bool rows = inner == 1 && outer < 2147483647LL;
   KILNRT_DT_SWITCH(dt, if (rows) reduce_rows_kernel<T><<<rows_grid(outer), kThreads, 0, s>>>(op, (const T*)x, (T*)y, r);
-                   else reduce_cols_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(op, (const T*)x, (T*)y,
-                                                                                              outer, r, inner))
+                   else reduce_cols_kernel<T>
+                   <<<blocks_for(outer * inner), kThreads, 0, s>>>(op, (const T*)x, (T*)y, outer, r, inner))
   return launch_status();
 }
 int reduce_f64(ReduceOp op, const double* x, double* y, int64_t outer, int64_t r, int64_t inner, StreamT stream) {
   if (outer * inner == 0) return 0;
   reduce_f64_kernel<<<blocks_for(outer * inner), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(op, x, y, outer,
-                                                                                                      r, inner);
+                                                                                                        r, inner);
   return launch_status();
 }
 

@@ -59,8 +59,8 @@ class ReduceBoolLayer final : public CudaLayer {
     }
     KILNRT_CHECK(p.n_out == y.numel(), kInternal, name_,
                  "output has " << y.numel() << " values, the reduction gives " << p.n_out);
-    check_launch(k::reduce_bool(p, static_cast<const uint8_t*>(x.data), static_cast<uint8_t*>(y.data), l.stream),
-                 name_, "reduce_bool");
+    check_launch(k::reduce_bool(p, static_cast<const uint8_t*>(x.data), static_cast<uint8_t*>(y.data), l.stream), name_,
+                 "reduce_bool");
   }
 
  private:
@@ -82,6 +82,8 @@ std::string reduce_bool_supports(const ir::Node& n, const ir::Graph& g) {
   return "";
 }
 
-std::unique_ptr<CudaLayer> make_reduce_bool(const LayerCreateArgs& a) { return std::make_unique<ReduceBoolLayer>(a.node); }
+std::unique_ptr<CudaLayer> make_reduce_bool(const LayerCreateArgs& a) {
+  return std::make_unique<ReduceBoolLayer>(a.node);
+}
 
 }  // namespace kilnrt::backends::cuda

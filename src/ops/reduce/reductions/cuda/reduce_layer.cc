@@ -21,13 +21,18 @@ std::string float_input(const ir::Node& n, const ir::Graph& g) {
 }
 
 bool reduce_op(const std::string& op, k::ReduceOp* out) {
-  static const std::map<std::string, k::ReduceOp> ops = {
-      {"ReduceSum", k::ReduceOp::kSum},     {"ReduceMean", k::ReduceOp::kMean},
-      {"ReduceMax", k::ReduceOp::kMax},     {"ReduceMin", k::ReduceOp::kMin},
-      {"ReduceProd", k::ReduceOp::kProd},   {"ReduceSumSquare", k::ReduceOp::kSumSquare},
-      {"ReduceL1", k::ReduceOp::kL1},       {"ReduceL2", k::ReduceOp::kL2},
-      {"ReduceLogSum", k::ReduceOp::kLogSum}, {"ReduceLogSumExp", k::ReduceOp::kLogSumExp},
-      {"GlobalAveragePool", k::ReduceOp::kMean}, {"GlobalMaxPool", k::ReduceOp::kMax}};
+  static const std::map<std::string, k::ReduceOp> ops = {{"ReduceSum", k::ReduceOp::kSum},
+                                                         {"ReduceMean", k::ReduceOp::kMean},
+                                                         {"ReduceMax", k::ReduceOp::kMax},
+                                                         {"ReduceMin", k::ReduceOp::kMin},
+                                                         {"ReduceProd", k::ReduceOp::kProd},
+                                                         {"ReduceSumSquare", k::ReduceOp::kSumSquare},
+                                                         {"ReduceL1", k::ReduceOp::kL1},
+                                                         {"ReduceL2", k::ReduceOp::kL2},
+                                                         {"ReduceLogSum", k::ReduceOp::kLogSum},
+                                                         {"ReduceLogSumExp", k::ReduceOp::kLogSumExp},
+                                                         {"GlobalAveragePool", k::ReduceOp::kMean},
+                                                         {"GlobalMaxPool", k::ReduceOp::kMax}};
   auto it = ops.find(op);
   if (it == ops.end()) return false;
   *out = it->second;
@@ -72,7 +77,10 @@ class ReduceLayer final : public CudaLayer {
     // Contiguous block of reduced axes -> [outer, r, inner]; otherwise permute kept-then-reduced into the workspace.
     int lo = rank, hi = -1;
     for (int d = 0; d < rank; ++d)
-      if (reduced[d] && xs[d] != 1) { lo = std::min(lo, d); hi = std::max(hi, d); }
+      if (reduced[d] && xs[d] != 1) {
+        lo = std::min(lo, d);
+        hi = std::max(hi, d);
+      }
     bool block = true;
     for (int d = lo; d <= hi; ++d) block &= reduced[d] || xs[d] == 1;
     int64_t outer = 1, r = 1, inner = 1;
@@ -83,13 +91,15 @@ class ReduceLayer final : public CudaLayer {
       for (int d = lo; d <= hi; ++d) r *= xs[d];
       for (int d = hi + 1; d < rank; ++d) inner *= xs[d];
     } else {
-      KILNRT_CHECK(l.inputs[0].numel() * es <= l.workspace_bytes && rank <= k::kMaxDims, kUnsupported,
-                   name_, "reduction over scattered axes of a tensor larger than the workspace");
+      KILNRT_CHECK(l.inputs[0].numel() * es <= l.workspace_bytes && rank <= k::kMaxDims, kUnsupported, name_,
+                   "reduction over scattered axes of a tensor larger than the workspace");
       std::vector<int64_t> in_st(rank, 1);
       for (int d = rank - 2; d >= 0; --d) in_st[d] = in_st[d + 1] * xs[d + 1];
       std::vector<int> order;
-      for (int d = 0; d < rank; ++d) if (!reduced[d]) order.push_back(d);
-      for (int d = 0; d < rank; ++d) if (reduced[d]) order.push_back(d);
+      for (int d = 0; d < rank; ++d)
+        if (!reduced[d]) order.push_back(d);
+      for (int d = 0; d < rank; ++d)
+        if (reduced[d]) order.push_back(d);
       k::Strided s;
       s.rank = rank;
       int64_t stride = 1;
@@ -104,12 +114,16 @@ class ReduceLayer final : public CudaLayer {
       for (int d = 0; d < rank; ++d) (reduced[d] ? r : outer) *= xs[d];
     }
     if (l.inputs[0].dtype == DType::kFloat64) {
-      check_launch(k::reduce_f64(op_, static_cast<const double*>(x), static_cast<double*>(y), outer, r, inner, l.stream),
-                   name_, "reduce_f64");
+      check_launch(
+          k::reduce_f64(op_, static_cast<const double*>(x), static_cast<double*>(y), outer, r, inner, l.stream), name_,
+          "reduce_f64");
       return;
     }
-    const int wide_op = op_ == k::ReduceOp::kSum ? 0 : op_ == k::ReduceOp::kMean ? 1
-                      : op_ == k::ReduceOp::kMax ? 2 : op_ == k::ReduceOp::kMin ? 3 : -1;
+    const int wide_op = op_ == k::ReduceOp::kSum    ? 0
+                        : op_ == k::ReduceOp::kMean ? 1
+                        : op_ == k::ReduceOp::kMax  ? 2
+                        : op_ == k::ReduceOp::kMin  ? 3
+                                                    : -1;
     if (l.inputs[0].nhwc && wide_op >= 0 && inner >= 32 && r >= 32 && outer <= 65535) {
       // Spatial reduction of NHWC storage ([N, H*W, C]): kernels/nhwc_reduce.cu.
       check_launch(k::reduce_mid_wide(wide_op, float_code(l.inputs[0].dtype), x, y, outer, r, inner, l.stream), name_,

@@ -47,8 +47,7 @@ __global__ void reduce_mid_kernel(int op, const T* __restrict__ x, T* __restrict
 
 }  // namespace
 
-int reduce_mid_wide(int op, int dt, const void* x, void* y, int64_t outer, int64_t r, int64_t inner,
-                    StreamT stream) {
+int reduce_mid_wide(int op, int dt, const void* x, void* y, int64_t outer, int64_t r, int64_t inner, StreamT stream) {
   if (outer * inner == 0) return 0;
   if (op < 0 || op > 3 || r < 1 || outer > 65535) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -58,8 +57,7 @@ int reduce_mid_wide(int op, int dt, const void* x, void* y, int64_t outer, int64
     case 0: reduce_mid_kernel<float><<<grid, block, 0, s>>>(op, (const float*)x, (float*)y, r, inner); break;
     case 1: reduce_mid_kernel<__half><<<grid, block, 0, s>>>(op, (const __half*)x, (__half*)y, r, inner); break;
     case 2:
-      reduce_mid_kernel<__nv_bfloat16><<<grid, block, 0, s>>>(op, (const __nv_bfloat16*)x, (__nv_bfloat16*)y, r,
-                                                              inner);
+      reduce_mid_kernel<__nv_bfloat16><<<grid, block, 0, s>>>(op, (const __nv_bfloat16*)x, (__nv_bfloat16*)y, r, inner);
       break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }

@@ -27,8 +27,8 @@ class TopKLayer final : public CudaLayer {
     const size_t es = dtype_size(xt);
     void* values = l.outputs[0].data;
     int64_t* indices = l.outputs.size() > 1 ? static_cast<int64_t*>(l.outputs[1].data) : nullptr;
-    const bool need_scratch = !values || !indices || !l.outputs[0].present || l.outputs.size() < 2 ||
-                              !l.outputs[1].present;
+    const bool need_scratch =
+        !values || !indices || !l.outputs[0].present || l.outputs.size() < 2 || !l.outputs[1].present;
     if (need_scratch) {  // an omitted output: write it into the workspace
       const size_t bytes = static_cast<size_t>(outer * kk * inner) * (es + sizeof(int64_t));
       KILNRT_CHECK(bytes <= l.workspace_bytes, kUnsupported, name_, "TopK scratch exceeds the CUDA workspace");
@@ -38,9 +38,8 @@ class TopKLayer final : public CudaLayer {
     }
     if (xt != DType::kFloat32) {
       const int code = xt == DType::kInt64 ? 1 : xt == DType::kInt32 ? 2 : 11;
-      check_launch(k::topk_int(code, l.inputs[0].data, values, indices, outer, n, inner, kk,
-                                                   largest_, l.stream),
-                   name_, "topk");
+      check_launch(k::topk_int(code, l.inputs[0].data, values, indices, outer, n, inner, kk, largest_, l.stream), name_,
+                   "topk");
       return;
     }
     check_launch(k::topk_f32(static_cast<const float*>(l.inputs[0].data), static_cast<float*>(values), indices, outer,
@@ -55,13 +54,14 @@ class TopKLayer final : public CudaLayer {
   bool largest_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"TopK"},
-                           [](const ir::Node& n, const ir::Graph& g) {
-                             return dtype_in(n, g, 0, {DType::kFloat32, DType::kInt32, DType::kInt64, DType::kUInt64});
-                           },
-                           [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
-                             return std::make_unique<TopKLayer>(a.node, a.opset);
-                           });
+KILNRT_REGISTER_CUDA_LAYER(
+    {"TopK"},
+    [](const ir::Node& n, const ir::Graph& g) {
+      return dtype_in(n, g, 0, {DType::kFloat32, DType::kInt32, DType::kInt64, DType::kUInt64});
+    },
+    [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> {
+      return std::make_unique<TopKLayer>(a.node, a.opset);
+    });
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

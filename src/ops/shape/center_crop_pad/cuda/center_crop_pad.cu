@@ -43,14 +43,15 @@ int center_crop_pad(const void* x, void* y, size_t elem_size, const CropPad& c, 
   if (total <= 0) return 0;
   const unsigned blocks = blocks_for(total);
   switch (elem_size) {
-#define KILNRT_CROP_PAD(S)                                                                                       \
-  case S:                                                                                                        \
+#define KILNRT_CROP_PAD(S)                                                                                             \
+  case S:                                                                                                              \
     crop_pad_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), static_cast<Bytes<S>::T*>(y), \
-                                                     c, total);                                                  \
+                                                     c, total);                                                        \
     break;
-    KILNRT_CROP_PAD(1) KILNRT_CROP_PAD(2) KILNRT_CROP_PAD(4) KILNRT_CROP_PAD(8)
+    KILNRT_CROP_PAD(1)
+    KILNRT_CROP_PAD(2) KILNRT_CROP_PAD(4) KILNRT_CROP_PAD(8)
 #undef KILNRT_CROP_PAD
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

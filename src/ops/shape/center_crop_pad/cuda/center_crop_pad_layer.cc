@@ -15,7 +15,8 @@ namespace {
 
 namespace gk = kilnrt::cuda::kernels::geom;
 
-// ---- CenterCropPad ---------------------------------------------------------------------------------------------------
+// ---- CenterCropPad
+// ---------------------------------------------------------------------------------------------------
 class CenterCropPadLayer final : public CudaLayer {
  public:
   explicit CenterCropPadLayer(const ir::Node& n)

@@ -38,7 +38,8 @@ TEST(CudaCenterCropPad, CenterCropPad) {
   compare16_on_cuda(Op("CenterCropPad", 2).node, {x, i64({4, 9, 2}, {3})}, {false, true}, 18, 1.0);
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaCenterCropPad, SupportCheckAccepts) {
   std::vector<OneNode> nets;
   const Tensor x = random_tensor({1, 2, 4, 4}, 80);

@@ -38,7 +38,8 @@ class ConcatLayer final : public CudaLayer {
     for (const LayerTensor& in : l.inputs) {
       if (!in.present) continue;
       if (in.numel() > 0)
-        copy_block(name_, l.outputs[0].data, in.data, ys, in.shape, axis, offset, false, dtype_size(in.dtype), l.stream);
+        copy_block(name_, l.outputs[0].data, in.data, ys, in.shape, axis, offset, false, dtype_size(in.dtype),
+                   l.stream);
       offset += in.shape[axis];
     }
   }

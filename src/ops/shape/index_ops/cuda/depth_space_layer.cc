@@ -14,7 +14,9 @@ namespace k = kilnrt::cuda::kernels;
 class DepthSpaceLayer final : public CudaLayer {
  public:
   explicit DepthSpaceLayer(const ir::Node& n)
-      : name_(n.describe()), to_space_(n.op_type == "DepthToSpace"), bs_(n.attr_int("blocksize")),
+      : name_(n.describe()),
+        to_space_(n.op_type == "DepthToSpace"),
+        bs_(n.attr_int("blocksize")),
         crd_(n.attr_string("mode", std::string("DCR")) == "CRD") {}
   std::string tactic() const override { return "kernel:strided-copy"; }
   void enqueue(LayerLaunch& l) override {
@@ -75,11 +77,12 @@ LayerFactory factory() {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"DepthToSpace", "SpaceToDepth"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             const size_t sz = dtype_size(value_dtype(g, n.inputs.at(0)));
-                             return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? "" : "unknown dtype";
-                           },
-                           factory<DepthSpaceLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"DepthToSpace", "SpaceToDepth"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      const size_t sz = dtype_size(value_dtype(g, n.inputs.at(0)));
+      return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? "" : "unknown dtype";
+    },
+    factory<DepthSpaceLayer>());
 
 }  // namespace kilnrt::backends::cuda

@@ -26,14 +26,15 @@ int eye_like(void* y, int64_t rows, int64_t cols, int64_t k, uint64_t one_bits, 
   if (rows * cols <= 0) return 0;
   const unsigned g = blocks_for(rows * cols);
   switch (elem_size) {
-#define KILNRT_EYE(S)                                                                                              \
-  case S:                                                                                                          \
-    eye_kernel<<<g, kThreads, 0, stream>>>(static_cast<Bytes<S>::T*>(y), rows, cols, k,                            \
-                                           static_cast<Bytes<S>::T>(one_bits));                                    \
+#define KILNRT_EYE(S)                                                                   \
+  case S:                                                                               \
+    eye_kernel<<<g, kThreads, 0, stream>>>(static_cast<Bytes<S>::T*>(y), rows, cols, k, \
+                                           static_cast<Bytes<S>::T>(one_bits));         \
     break;
-    KILNRT_EYE(1) KILNRT_EYE(2) KILNRT_EYE(4) KILNRT_EYE(8)
+    KILNRT_EYE(1)
+    KILNRT_EYE(2) KILNRT_EYE(4) KILNRT_EYE(8)
 #undef KILNRT_EYE
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

@@ -65,9 +65,9 @@ class NonZeroLayer final : public DataDependentLayer {
     y.shape = Shape{rank, count};
     if (count == 0) return;
     Shape dims = x.shape.empty() ? Shape{1} : x.shape;
-    check_launch(dd::nonzero_coords(scratch_of(l).flat, count, dims.data(), rank, static_cast<int64_t*>(y.data),
-                                    l.stream),
-                 name_, "nonzero_coords");
+    check_launch(
+        dd::nonzero_coords(scratch_of(l).flat, count, dims.data(), rank, static_cast<int64_t*>(y.data), l.stream),
+        name_, "nonzero_coords");
   }
 
  private:

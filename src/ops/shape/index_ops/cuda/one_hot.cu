@@ -21,9 +21,12 @@ __global__ void onehot_kernel(const void* idx, int idx_code, const T* values, T*
     const int64_t o = e / (inner * depth);
     const int64_t src = o * inner + i;
     int64_t want;
-    if (idx_code == 0) want = static_cast<const int64_t*>(idx)[src];
-    else if (idx_code == 1) want = static_cast<const int32_t*>(idx)[src];
-    else want = static_cast<int64_t>(static_cast<double>(static_cast<const float*>(idx)[src]));
+    if (idx_code == 0)
+      want = static_cast<const int64_t*>(idx)[src];
+    else if (idx_code == 1)
+      want = static_cast<const int32_t*>(idx)[src];
+    else
+      want = static_cast<int64_t>(static_cast<double>(static_cast<const float*>(idx)[src]));
     if (want < 0) want += depth;
     y[e] = values[want == k ? 1 : 0];
   }
@@ -37,14 +40,22 @@ int onehot(const void* idx, int idx_code, const void* values, void* y, int64_t o
   if (total <= 0) return 0;
   const unsigned b = blocks_for(total);
   switch (elem_size) {
-    case 1: onehot_kernel<<<b, kThreads, 0, stream>>>(idx, idx_code, static_cast<const uint8_t*>(values),
-                                                       static_cast<uint8_t*>(y), outer, depth, inner); break;
-    case 2: onehot_kernel<<<b, kThreads, 0, stream>>>(idx, idx_code, static_cast<const uint16_t*>(values),
-                                                       static_cast<uint16_t*>(y), outer, depth, inner); break;
-    case 4: onehot_kernel<<<b, kThreads, 0, stream>>>(idx, idx_code, static_cast<const uint32_t*>(values),
-                                                       static_cast<uint32_t*>(y), outer, depth, inner); break;
-    case 8: onehot_kernel<<<b, kThreads, 0, stream>>>(idx, idx_code, static_cast<const uint64_t*>(values),
-                                                       static_cast<uint64_t*>(y), outer, depth, inner); break;
+    case 1:
+      onehot_kernel<<<b, kThreads, 0, stream>>>(idx, idx_code, static_cast<const uint8_t*>(values),
+                                                static_cast<uint8_t*>(y), outer, depth, inner);
+      break;
+    case 2:
+      onehot_kernel<<<b, kThreads, 0, stream>>>(idx, idx_code, static_cast<const uint16_t*>(values),
+                                                static_cast<uint16_t*>(y), outer, depth, inner);
+      break;
+    case 4:
+      onehot_kernel<<<b, kThreads, 0, stream>>>(idx, idx_code, static_cast<const uint32_t*>(values),
+                                                static_cast<uint32_t*>(y), outer, depth, inner);
+      break;
+    case 8:
+      onehot_kernel<<<b, kThreads, 0, stream>>>(idx, idx_code, static_cast<const uint64_t*>(values),
+                                                static_cast<uint64_t*>(y), outer, depth, inner);
+      break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();

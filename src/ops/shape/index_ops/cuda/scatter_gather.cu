@@ -27,7 +27,10 @@ __device__ __forceinline__ T combine(int red, T a, T b) {
 }
 
 __device__ void apply_update(float* p, float v, int red) {
-  if (red == 0) { *p = v; return; }
+  if (red == 0) {
+    *p = v;
+    return;
+  }
   unsigned int* a = reinterpret_cast<unsigned int*>(p);
   unsigned int old = *a, assumed;
   do {
@@ -37,7 +40,10 @@ __device__ void apply_update(float* p, float v, int red) {
   } while (old != assumed);
 }
 __device__ void apply_update(int64_t* p, int64_t v, int red) {
-  if (red == 0) { *p = v; return; }
+  if (red == 0) {
+    *p = v;
+    return;
+  }
   unsigned long long* a = reinterpret_cast<unsigned long long*>(p);
   unsigned long long old = *a, assumed;
   do {
@@ -106,8 +112,8 @@ int scatter_elements(void* y, const Dims& y_shape, const void* idx, bool idx_is_
   const unsigned g = blocks_for(total);
   if (dtype == 0)
     scatter_elements_kernel<<<g, kThreads, 0, stream>>>(static_cast<float*>(y), y_shape, idx, idx_is_64,
-                                                        static_cast<const float*>(updates), upd_shape, axis,
-                                                        reduction, total);
+                                                        static_cast<const float*>(updates), upd_shape, axis, reduction,
+                                                        total);
   else if (dtype == 1)
     scatter_elements_kernel<<<g, kThreads, 0, stream>>>(static_cast<int64_t*>(y), y_shape, idx, idx_is_64,
                                                         static_cast<const int64_t*>(updates), upd_shape, axis,
@@ -140,14 +146,15 @@ int gather_nd(const void* x, const Dims& x_shape, const int64_t* idx, int64_t n_
   const int64_t per_batch = n_batch > 0 ? n_idx / n_batch : n_idx;
   const unsigned g = blocks_for(total);
   switch (elem_size) {
-#define KILNRT_GND(S)                                                                                            \
-  case S:                                                                                                        \
+#define KILNRT_GND(S)                                                                                             \
+  case S:                                                                                                         \
     gather_nd_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), x_shape, idx, k, batch_dims, \
-                                                 per_batch, slice, static_cast<Bytes<S>::T*>(y), total);         \
+                                                 per_batch, slice, static_cast<Bytes<S>::T*>(y), total);          \
     break;
-    KILNRT_GND(1) KILNRT_GND(2) KILNRT_GND(4) KILNRT_GND(8)
+    KILNRT_GND(1)
+    KILNRT_GND(2) KILNRT_GND(4) KILNRT_GND(8)
 #undef KILNRT_GND
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

@@ -27,11 +27,11 @@ class ScatterElementsLayer final : public CudaLayer {
     const LayerTensor& d = l.inputs[0];
     const int axis = static_cast<int>(ops::normalize_axis(node_.attr_int("axis", 0), d.shape.size(), node_));
     device_copy(l.outputs[0].data, d.data, d.numel(), dtype_size(d.dtype), l.stream, name_);
-    check_launch(k::scatter_elements(l.outputs[0].data, to_dims(d.shape, name_), l.inputs[1].data,
-                                     l.inputs[1].dtype == DType::kInt64, l.inputs[2].data,
-                                     to_dims(l.inputs[2].shape, name_), axis, red_,
-                                     d.dtype == DType::kFloat32 ? 0 : 1, l.stream),
-                 name_, "scatter_elements");
+    check_launch(
+        k::scatter_elements(l.outputs[0].data, to_dims(d.shape, name_), l.inputs[1].data,
+                            l.inputs[1].dtype == DType::kInt64, l.inputs[2].data, to_dims(l.inputs[2].shape, name_),
+                            axis, red_, d.dtype == DType::kFloat32 ? 0 : 1, l.stream),
+        name_, "scatter_elements");
   }
 
  private:
@@ -55,9 +55,10 @@ class ScatterNDLayer final : public CudaLayer {
     for (size_t i = kk; i < d.shape.size(); ++i) slice *= d.shape[i];
     const int64_t n_upd = kk > 0 ? l.inputs[1].numel() / kk : 0;
     device_copy(l.outputs[0].data, d.data, d.numel(), dtype_size(d.dtype), l.stream, name_);
-    check_launch(k::scatter_nd(l.outputs[0].data, to_dims(d.shape, name_), static_cast<const int64_t*>(l.inputs[1].data),
-                               n_upd, kk, l.inputs[2].data, slice, red_, d.dtype == DType::kFloat32 ? 0 : 1, l.stream),
-                 name_, "scatter_nd");
+    check_launch(
+        k::scatter_nd(l.outputs[0].data, to_dims(d.shape, name_), static_cast<const int64_t*>(l.inputs[1].data), n_upd,
+                      kk, l.inputs[2].data, slice, red_, d.dtype == DType::kFloat32 ? 0 : 1, l.stream),
+        name_, "scatter_nd");
   }
 
  private:
@@ -67,7 +68,8 @@ class ScatterNDLayer final : public CudaLayer {
 
 class GatherNDLayer final : public CudaLayer {
  public:
-  explicit GatherNDLayer(const ir::Node& n) : name_(n.describe()), batch_dims_(static_cast<int>(n.attr_int("batch_dims", 0))) {}
+  explicit GatherNDLayer(const ir::Node& n)
+      : name_(n.describe()), batch_dims_(static_cast<int>(n.attr_int("batch_dims", 0))) {}
   std::string tactic() const override { return "kernel:gather-nd"; }
   void enqueue(LayerLaunch& l) override {
     const Shape& ds = l.inputs[0].shape;
@@ -91,26 +93,29 @@ class GatherNDLayer final : public CudaLayer {
   int batch_dims_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"ScatterElements", "Scatter"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (std::string e = dtype_in(n, g, 1, {DType::kInt64, DType::kInt32}); !e.empty()) return e;
-                             if (std::string e = dtype_in(n, g, 2, {DType::kFloat32, DType::kInt64}); !e.empty()) return e;
-                             return dtype_in(n, g, 0, {DType::kFloat32, DType::kInt64});
-                           },
-                           factory<ScatterElementsLayer>());
-KILNRT_REGISTER_CUDA_LAYER({"ScatterND"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (std::string e = dtype_in(n, g, 1, {DType::kInt64}); !e.empty()) return e;
-                             if (std::string e = dtype_in(n, g, 2, {DType::kFloat32, DType::kInt64}); !e.empty()) return e;
-                             return dtype_in(n, g, 0, {DType::kFloat32, DType::kInt64});
-                           },
-                           factory<ScatterNDLayer>());
-KILNRT_REGISTER_CUDA_LAYER({"GatherND"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (std::string e = dtype_in(n, g, 1, {DType::kInt64}); !e.empty()) return e;
-                             return sized(n, g);
-                           },
-                           factory<GatherNDLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"ScatterElements", "Scatter"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (std::string e = dtype_in(n, g, 1, {DType::kInt64, DType::kInt32}); !e.empty()) return e;
+      if (std::string e = dtype_in(n, g, 2, {DType::kFloat32, DType::kInt64}); !e.empty()) return e;
+      return dtype_in(n, g, 0, {DType::kFloat32, DType::kInt64});
+    },
+    factory<ScatterElementsLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"ScatterND"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (std::string e = dtype_in(n, g, 1, {DType::kInt64}); !e.empty()) return e;
+      if (std::string e = dtype_in(n, g, 2, {DType::kFloat32, DType::kInt64}); !e.empty()) return e;
+      return dtype_in(n, g, 0, {DType::kFloat32, DType::kInt64});
+    },
+    factory<ScatterNDLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"GatherND"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (std::string e = dtype_in(n, g, 1, {DType::kInt64}); !e.empty()) return e;
+      return sized(n, g);
+    },
+    factory<GatherNDLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -32,16 +32,16 @@ class OptionalHasLayer final : public CudaLayer {
   std::string name_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"OptionalGetElement"},
-                           [](const ir::Node& n, const ir::Graph&) -> std::string {
-                             if (n.inputs.empty() || n.inputs[0].empty()) return "an empty optional (the input is omitted)";
-                             return "";
-                           },
-                           [](const LayerCreateArgs&) -> std::unique_ptr<CudaLayer> {
-                             return std::make_unique<OptionalGetLayer>();
-                           });
-KILNRT_REGISTER_CUDA_LAYER({"OptionalHasElement"}, [](const ir::Node&, const ir::Graph&) { return std::string(); },
-                           factory<OptionalHasLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"OptionalGetElement"},
+    [](const ir::Node& n, const ir::Graph&) -> std::string {
+      if (n.inputs.empty() || n.inputs[0].empty()) return "an empty optional (the input is omitted)";
+      return "";
+    },
+    [](const LayerCreateArgs&) -> std::unique_ptr<CudaLayer> { return std::make_unique<OptionalGetLayer>(); });
+KILNRT_REGISTER_CUDA_LAYER(
+    {"OptionalHasElement"}, [](const ir::Node&, const ir::Graph&) { return std::string(); },
+    factory<OptionalHasLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -26,7 +26,10 @@ __global__ void pad_kernel(const T* x, T* y, PadPlan p, int64_t total, T value) 
         switch (p.mode) {
           case 0: outside = true; break;
           case 1:
-            if (n == 1) { c = 0; break; }
+            if (n == 1) {
+              c = 0;
+              break;
+            }
             while (c < 0 || c >= n) c = c < 0 ? -c : 2 * (n - 1) - c;
             break;
           case 2: c = c < 0 ? 0 : n - 1; break;
@@ -48,14 +51,15 @@ int pad(const void* x, void* y, const PadPlan& p, size_t elem_size, StreamT stre
   if (total <= 0) return 0;
   const unsigned g = blocks_for(total);
   switch (elem_size) {
-#define KILNRT_PAD(S)                                                                                         \
-  case S:                                                                                                     \
-    pad_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), static_cast<Bytes<S>::T*>(y), \
-                                           p, total, static_cast<Bytes<S>::T>(p.value_bits));                 \
+#define KILNRT_PAD(S)                                                                                                  \
+  case S:                                                                                                              \
+    pad_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), static_cast<Bytes<S>::T*>(y), p, total, \
+                                           static_cast<Bytes<S>::T>(p.value_bits));                                    \
     break;
-    KILNRT_PAD(1) KILNRT_PAD(2) KILNRT_PAD(4) KILNRT_PAD(8)
+    KILNRT_PAD(1)
+    KILNRT_PAD(2) KILNRT_PAD(4) KILNRT_PAD(8)
 #undef KILNRT_PAD
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

@@ -14,7 +14,7 @@ namespace x = kilnrt::cuda::kernels;
 
 std::vector<int64_t> host_ints(const LayerLaunch& l, size_t i) {
   return i < l.inputs.size() && l.inputs[i].present && l.inputs[i].host ? ops::tensor_to_int64s(*l.inputs[i].host)
-                                                                         : std::vector<int64_t>{};
+                                                                        : std::vector<int64_t>{};
 }
 
 x::PadPlan plan_for(const Shape& in, const Shape& out, const std::string& name) {
@@ -58,9 +58,13 @@ class PadLayer final : public CudaLayer {
     if (mode_ == 0) {
       if (node_.has_attr("value")) {
         const float v = node_.attr_float("value");
-        if (xin.dtype == DType::kFloat32) std::memcpy(&p.value_bits, &v, 4);
-        else if (xin.dtype == DType::kFloat64) { const double dv = v; std::memcpy(&p.value_bits, &dv, 8); }
-        else p.value_bits = static_cast<uint64_t>(static_cast<int64_t>(v));
+        if (xin.dtype == DType::kFloat32)
+          std::memcpy(&p.value_bits, &v, 4);
+        else if (xin.dtype == DType::kFloat64) {
+          const double dv = v;
+          std::memcpy(&p.value_bits, &dv, 8);
+        } else
+          p.value_bits = static_cast<uint64_t>(static_cast<int64_t>(v));
       } else if (l.inputs.size() > 2 && l.inputs[2].present && l.inputs[2].host) {
         const Tensor& c = *l.inputs[2].host;
         KILNRT_CHECK(c.dtype() == xin.dtype && c.numel() == 1, kInvalidModel, name_,
@@ -85,8 +89,7 @@ class TileLayer final : public CudaLayer {
   void enqueue(LayerLaunch& l) override {
     x::PadPlan p = plan_for(l.inputs[0].shape, l.outputs[0].shape, name_);
     p.mode = 3;  // wrap from begin 0: y[o] = x[o % in]
-    check_launch(x::pad(l.inputs[0].data, l.outputs[0].data, p, dtype_size(l.inputs[0].dtype), l.stream), name_,
-                 "pad");
+    check_launch(x::pad(l.inputs[0].data, l.outputs[0].data, p, dtype_size(l.inputs[0].dtype), l.stream), name_, "pad");
   }
 
  private:
@@ -103,13 +106,14 @@ std::string sized(const ir::Node& n, const ir::Graph& g) {
   return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? "" : "unknown dtype";
 }
 
-KILNRT_REGISTER_CUDA_LAYER({"Pad"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             const std::string m = n.attr_string("mode", std::string("constant"));
-                             if (m != "constant" && m != "reflect" && m != "edge" && m != "wrap") return "Pad mode " + m;
-                             return sized(n, g);
-                           },
-                           factory<PadLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Pad"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      const std::string m = n.attr_string("mode", std::string("constant"));
+      if (m != "constant" && m != "reflect" && m != "edge" && m != "wrap") return "Pad mode " + m;
+      return sized(n, g);
+    },
+    factory<PadLayer>());
 KILNRT_REGISTER_CUDA_LAYER({"Tile"}, sized, factory<TileLayer>());
 
 }  // namespace

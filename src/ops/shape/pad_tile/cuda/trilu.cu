@@ -31,14 +31,15 @@ int trilu(const void* x, void* y, const int64_t* k_dev, int64_t batch, int64_t r
   if (total <= 0) return 0;
   const unsigned g = blocks_for(total);
   switch (elem_size) {
-#define KILNRT_TRILU(S)                                                                                        \
-  case S:                                                                                                      \
-    trilu_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), static_cast<Bytes<S>::T*>(y), \
-                                             k_dev, total, rows, cols, upper);                                 \
+#define KILNRT_TRILU(S)                                                                                               \
+  case S:                                                                                                             \
+    trilu_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), static_cast<Bytes<S>::T*>(y), k_dev, \
+                                             total, rows, cols, upper);                                               \
     break;
-    KILNRT_TRILU(1) KILNRT_TRILU(2) KILNRT_TRILU(4) KILNRT_TRILU(8)
+    KILNRT_TRILU(1)
+    KILNRT_TRILU(2) KILNRT_TRILU(4) KILNRT_TRILU(8)
 #undef KILNRT_TRILU
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

@@ -19,11 +19,10 @@ class TriluLayer final : public CudaLayer {
     const int64_t rows = xs[xs.size() - 2], cols = xs.back();
     if (rows * cols == 0) return;
     const bool has_k = l.inputs.size() > 1 && l.inputs[1].present;
-    check_launch(k::trilu(l.inputs[0].data, l.outputs[0].data,
-                          has_k ? static_cast<const int64_t*>(l.inputs[1].data) : nullptr,
-                          l.inputs[0].numel() / (rows * cols), rows, cols, upper_, dtype_size(l.inputs[0].dtype),
-                          l.stream),
-                 name_, "trilu");
+    check_launch(
+        k::trilu(l.inputs[0].data, l.outputs[0].data, has_k ? static_cast<const int64_t*>(l.inputs[1].data) : nullptr,
+                 l.inputs[0].numel() / (rows * cols), rows, cols, upper_, dtype_size(l.inputs[0].dtype), l.stream),
+        name_, "trilu");
   }
 
  private:
@@ -31,13 +30,14 @@ class TriluLayer final : public CudaLayer {
   bool upper_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"Trilu"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (n.inputs.size() > 1 && !n.inputs[1].empty())
-                               if (std::string e = dtype_in(n, g, 1, {DType::kInt64}); !e.empty()) return e;
-                             return sized(n, g);
-                           },
-                           factory<TriluLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Trilu"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (n.inputs.size() > 1 && !n.inputs[1].empty())
+        if (std::string e = dtype_in(n, g, 1, {DType::kInt64}); !e.empty()) return e;
+      return sized(n, g);
+    },
+    factory<TriluLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -38,10 +38,22 @@ int gather(const void* x, const int64_t* indices, void* y, int64_t outer, int64_
   const unsigned g = blocks_for(n);
   cudaStream_t st = reinterpret_cast<cudaStream_t>(stream);
   switch (elem_size) {
-    case 1: gather_kernel<uint8_t><<<g, kThreads, 0, st>>>((const uint8_t*)x, indices, (uint8_t*)y, outer, axis_dim, n_idx, inner); break;
-    case 2: gather_kernel<uint16_t><<<g, kThreads, 0, st>>>((const uint16_t*)x, indices, (uint16_t*)y, outer, axis_dim, n_idx, inner); break;
-    case 4: gather_kernel<uint32_t><<<g, kThreads, 0, st>>>((const uint32_t*)x, indices, (uint32_t*)y, outer, axis_dim, n_idx, inner); break;
-    case 8: gather_kernel<uint64_t><<<g, kThreads, 0, st>>>((const uint64_t*)x, indices, (uint64_t*)y, outer, axis_dim, n_idx, inner); break;
+    case 1:
+      gather_kernel<uint8_t>
+          <<<g, kThreads, 0, st>>>((const uint8_t*)x, indices, (uint8_t*)y, outer, axis_dim, n_idx, inner);
+      break;
+    case 2:
+      gather_kernel<uint16_t>
+          <<<g, kThreads, 0, st>>>((const uint16_t*)x, indices, (uint16_t*)y, outer, axis_dim, n_idx, inner);
+      break;
+    case 4:
+      gather_kernel<uint32_t>
+          <<<g, kThreads, 0, st>>>((const uint32_t*)x, indices, (uint32_t*)y, outer, axis_dim, n_idx, inner);
+      break;
+    case 8:
+      gather_kernel<uint64_t>
+          <<<g, kThreads, 0, st>>>((const uint64_t*)x, indices, (uint64_t*)y, outer, axis_dim, n_idx, inner);
+      break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();

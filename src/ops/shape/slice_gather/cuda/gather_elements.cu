@@ -20,7 +20,10 @@ __global__ void gather_elements_kernel(const T* x, Dims xs, const void* idx, boo
   KILNRT_GRID_LOOP(i, total) {
     int64_t j = load_index(idx, is64, i);
     if (j < 0) j += xs.d[axis];
-    if (j < 0 || j >= xs.d[axis]) { y[i] = T(0); continue; }
+    if (j < 0 || j >= xs.d[axis]) {
+      y[i] = T(0);
+      continue;
+    }
     y[i] = x[remap_offset(xs, is, i, axis, j)];
   }
 }
@@ -33,14 +36,15 @@ int gather_elements(const void* x, const Dims& x_shape, const void* idx, bool id
   if (total <= 0) return 0;
   const unsigned g = blocks_for(total);
   switch (elem_size) {
-#define KILNRT_GE(S)                                                                                                 \
-  case S:                                                                                                            \
+#define KILNRT_GE(S)                                                                                                \
+  case S:                                                                                                           \
     gather_elements_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), x_shape, idx, idx_is_64, \
-                                                       idx_shape, axis, static_cast<Bytes<S>::T*>(y), total);        \
+                                                       idx_shape, axis, static_cast<Bytes<S>::T*>(y), total);       \
     break;
-    KILNRT_GE(1) KILNRT_GE(2) KILNRT_GE(4) KILNRT_GE(8)
+    KILNRT_GE(1)
+    KILNRT_GE(2) KILNRT_GE(4) KILNRT_GE(8)
 #undef KILNRT_GE
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

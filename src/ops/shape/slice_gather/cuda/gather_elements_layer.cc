@@ -28,12 +28,13 @@ class GatherElementsLayer final : public CudaLayer {
   std::string name_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"GatherElements"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (std::string e = dtype_in(n, g, 1, {DType::kInt64, DType::kInt32}); !e.empty()) return e;
-                             return sized(n, g);
-                           },
-                           factory<GatherElementsLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"GatherElements"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (std::string e = dtype_in(n, g, 1, {DType::kInt64, DType::kInt32}); !e.empty()) return e;
+      return sized(n, g);
+    },
+    factory<GatherElementsLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

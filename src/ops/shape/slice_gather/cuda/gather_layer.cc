@@ -36,12 +36,13 @@ LayerFactory factory() {
   return [](const LayerCreateArgs& a) -> std::unique_ptr<CudaLayer> { return std::make_unique<L>(a.node); };
 }
 
-KILNRT_REGISTER_CUDA_LAYER({"Gather"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (value_dtype(g, n.inputs.at(1)) != DType::kInt64) return "Gather indices must be int64";
-                             return any_dtype(n, g);
-                           },
-                           factory<GatherLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"Gather"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (value_dtype(g, n.inputs.at(1)) != DType::kInt64) return "Gather indices must be int64";
+      return any_dtype(n, g);
+    },
+    factory<GatherLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

@@ -23,7 +23,8 @@ class SliceLayer final : public CudaLayer {
     const int rank = static_cast<int>(xs.size());
     std::vector<int64_t> starts, ends, axes, steps;
     auto host_ints = [&](size_t i) {
-      return i < l.inputs.size() && l.inputs[i].present ? ops::tensor_to_int64s(*l.inputs[i].host) : std::vector<int64_t>{};
+      return i < l.inputs.size() && l.inputs[i].present ? ops::tensor_to_int64s(*l.inputs[i].host)
+                                                        : std::vector<int64_t>{};
     };
     if (opset_ < 10) {
       starts = node_.attr_ints("starts");

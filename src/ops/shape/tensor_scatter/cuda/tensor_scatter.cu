@@ -38,15 +38,16 @@ int tensor_scatter(const void* cache, const void* update, const int64_t* write_i
   if (total <= 0) return 0;
   const unsigned blocks = blocks_for(total);
   switch (elem_size) {
-#define KILNRT_SCATTER(S)                                                                                      \
-  case S:                                                                                                      \
-    tensor_scatter_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(cache),             \
+#define KILNRT_SCATTER(S)                                                                                          \
+  case S:                                                                                                          \
+    tensor_scatter_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(cache),                 \
                                                            static_cast<const Bytes<S>::T*>(update), write_indices, \
-                                                           static_cast<Bytes<S>::T*>(y), g, total);            \
+                                                           static_cast<Bytes<S>::T*>(y), g, total);                \
     break;
-    KILNRT_SCATTER(1) KILNRT_SCATTER(2) KILNRT_SCATTER(4) KILNRT_SCATTER(8)
+    KILNRT_SCATTER(1)
+    KILNRT_SCATTER(2) KILNRT_SCATTER(4) KILNRT_SCATTER(8)
 #undef KILNRT_SCATTER
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

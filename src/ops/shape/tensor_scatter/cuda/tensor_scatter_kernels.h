@@ -10,11 +10,12 @@
 
 namespace kilnrt::cuda::kernels::geom {
 
-// ---- TensorScatter (any element size 1/2/4/8) ---------------------------------------------------------------------------
-// cache / y viewed as [batch, prefix, max_len, inner], update as [batch, prefix, len, inner]. y = cache, except that
-// y[b, p, pos] = update[b, p, s] where pos = write_indices[b] + s (circular: modulo max_len). write_indices (int64 [batch]
-// on the device, null = zeros) is read by the kernel; in linear mode positions past the cache are not written (the CPU
-// reference refuses them: see the layer).
+// ---- TensorScatter (any element size 1/2/4/8)
+// --------------------------------------------------------------------------- cache / y viewed as [batch, prefix,
+// max_len, inner], update as [batch, prefix, len, inner]. y = cache, except that y[b, p, pos] = update[b, p, s] where
+// pos = write_indices[b] + s (circular: modulo max_len). write_indices (int64 [batch] on the device, null = zeros) is
+// read by the kernel; in linear mode positions past the cache are not written (the CPU reference refuses them: see the
+// layer).
 struct ScatterGeom {
   int64_t batch = 0, prefix = 1, max_len = 0, len = 0, inner = 1;
   bool circular = false;

@@ -15,10 +15,11 @@ namespace {
 
 namespace gk = kilnrt::cuda::kernels::geom;
 
-// ---- TensorScatter ---------------------------------------------------------------------------------------------------
-// write_indices is read by the kernel on the device (no sync). The CPU reference refuses a linear-mode position past
-// the cache; the kernel cannot raise, so such positions are not written — unless write_indices is a host value
-// (constant / shape computation), which is checked here with the CPU reference's error.
+// ---- TensorScatter
+// --------------------------------------------------------------------------------------------------- write_indices is
+// read by the kernel on the device (no sync). The CPU reference refuses a linear-mode position past the cache; the
+// kernel cannot raise, so such positions are not written — unless write_indices is a host value (constant / shape
+// computation), which is checked here with the CPU reference's error.
 class TensorScatterLayer final : public CudaLayer {
  public:
   explicit TensorScatterLayer(const ir::Node& n)
@@ -53,9 +54,8 @@ class TensorScatterLayer final : public CudaLayer {
     if (l.inputs.size() > 2 && l.inputs[2].present) {
       const LayerTensor& wi = l.inputs[2];
       KILNRT_CHECK(wi.dtype == DType::kInt64 && wi.numel() == g.batch, kInvalidModel, name_,
-                   "write_indices must be int64 with the batch size " << g.batch << " values, got "
-                                                                      << dtype_name(wi.dtype) << " "
-                                                                      << shape_to_string(wi.shape));
+                   "write_indices must be int64 with the batch size "
+                       << g.batch << " values, got " << dtype_name(wi.dtype) << " " << shape_to_string(wi.shape));
       idx = static_cast<const int64_t*>(wi.data);
       if (wi.host && !g.circular && g.len > 0) {
         const std::vector<int64_t> v = ops::tensor_to_int64s(*wi.host);
@@ -71,9 +71,9 @@ class TensorScatterLayer final : public CudaLayer {
       KILNRT_CHECK(g.circular || g.len <= g.max_len, kInvalidArgument, name_, "update longer than the cache");
     }
     expect_output(l.outputs.at(0), cs, name_);
-    check_launch(gk::tensor_scatter(cache.data, update.data, idx, l.outputs[0].data, dtype_size(cache.dtype), g,
-                                    l.stream),
-                 name_, "tensor_scatter");
+    check_launch(
+        gk::tensor_scatter(cache.data, update.data, idx, l.outputs[0].data, dtype_size(cache.dtype), g, l.stream),
+        name_, "tensor_scatter");
   }
 
  private:
@@ -84,14 +84,15 @@ class TensorScatterLayer final : public CudaLayer {
 
 }  // namespace
 
-KILNRT_REGISTER_CUDA_LAYER({"TensorScatter"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
-                               const DType d = value_dtype(g, n.inputs[2]);
-                               if (d != DType::kUndefined && d != DType::kInt64) return "write_indices must be int64";
-                             }
-                             return any_element_size(n, g);
-                           },
-                           factory<TensorScatterLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"TensorScatter"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+        const DType d = value_dtype(g, n.inputs[2]);
+        if (d != DType::kUndefined && d != DType::kInt64) return "write_indices must be int64";
+      }
+      return any_element_size(n, g);
+    },
+    factory<TensorScatterLayer>());
 
 }  // namespace kilnrt::backends::cuda

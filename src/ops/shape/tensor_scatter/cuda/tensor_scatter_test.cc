@@ -50,21 +50,23 @@ TEST(CudaTensorScatter, TensorScatter) {
   }
 }
 
-// ---- support checks (no GPU needed) ----------------------------------------------------------------------------------
+// ---- support checks (no GPU needed)
+// ----------------------------------------------------------------------------------
 TEST(CudaTensorScatter, SupportCheckAccepts) {
   std::vector<OneNode> nets;
-  nets.emplace_back(Op("TensorScatter", 3).node,
-                    std::vector<Tensor>{random_tensor({1, 2, 4, 2}, 87), random_tensor({1, 2, 1, 2}, 88), i64({1}, {1})},
-                    std::vector<bool>{}, 24);
+  nets.emplace_back(
+      Op("TensorScatter", 3).node,
+      std::vector<Tensor>{random_tensor({1, 2, 4, 2}, 87), random_tensor({1, 2, 1, 2}, 88), i64({1}, {1})},
+      std::vector<bool>{}, 24);
   expect_supported(nets);
 }
 
 // ... and refuses what the kernel does not run, saying why.
 TEST(CudaTensorScatter, SupportCheckRefuses) {
-  OneNode scatter(Op("TensorScatter", 3).node,
-                  {random_tensor({1, 2, 4, 2}, 90), random_tensor({1, 2, 1, 2}, 91),
-                   ints<int32_t>(DType::kInt32, {1}, 92, 0, 2)},
-                  {}, 24);
+  OneNode scatter(
+      Op("TensorScatter", 3).node,
+      {random_tensor({1, 2, 4, 2}, 90), random_tensor({1, 2, 1, 2}, 91), ints<int32_t>(DType::kInt32, {1}, 92, 0, 2)},
+      {}, 24);
   EXPECT_NE(backends::cuda::cuda_supports(scatter.g.nodes.back(), scatter.g).find("int64"), std::string::npos);
 }
 

@@ -34,14 +34,15 @@ int reverse_sequence(const void* x, const int64_t* lens, void* y, int64_t d0, in
   if (total <= 0) return 0;
   const unsigned g = blocks_for(total);
   switch (elem_size) {
-#define KILNRT_REV(S)                                                                                              \
-  case S:                                                                                                          \
+#define KILNRT_REV(S)                                                                                             \
+  case S:                                                                                                         \
     reverse_sequence_kernel<<<g, kThreads, 0, stream>>>(static_cast<const Bytes<S>::T*>(x), lens,                 \
                                                         static_cast<Bytes<S>::T*>(y), d0, d1, inner, time_first); \
     break;
-    KILNRT_REV(1) KILNRT_REV(2) KILNRT_REV(4) KILNRT_REV(8)
+    KILNRT_REV(1)
+    KILNRT_REV(2) KILNRT_REV(4) KILNRT_REV(8)
 #undef KILNRT_REV
-    default: return static_cast<int>(cudaErrorInvalidValue);
+        default : return static_cast<int>(cudaErrorInvalidValue);
   }
   return launch_status();
 }

@@ -24,9 +24,8 @@ class ReverseSequenceLayer final : public CudaLayer {
                  "sequence_lens has " << l.inputs[1].numel() << " values for a batch of " << b);
     int64_t inner = 1;
     for (size_t d = 2; d < s.size(); ++d) inner *= s[d];
-    check_launch(k::reverse_sequence(l.inputs[0].data, static_cast<const int64_t*>(l.inputs[1].data),
-                                     l.outputs[0].data, s[0], s[1], inner, time_axis_ == 0,
-                                     dtype_size(l.inputs[0].dtype), l.stream),
+    check_launch(k::reverse_sequence(l.inputs[0].data, static_cast<const int64_t*>(l.inputs[1].data), l.outputs[0].data,
+                                     s[0], s[1], inner, time_axis_ == 0, dtype_size(l.inputs[0].dtype), l.stream),
                  name_, "reverse_sequence");
   }
 
@@ -35,13 +34,14 @@ class ReverseSequenceLayer final : public CudaLayer {
   int64_t batch_axis_, time_axis_;
 };
 
-KILNRT_REGISTER_CUDA_LAYER({"ReverseSequence"},
-                           [](const ir::Node& n, const ir::Graph& g) -> std::string {
-                             if (value_dtype(g, n.inputs.at(1)) != DType::kInt64) return "sequence_lens must be int64";
-                             const size_t sz = dtype_size(value_dtype(g, n.inputs.at(0)));
-                             return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? "" : "unknown dtype";
-                           },
-                           factory<ReverseSequenceLayer>());
+KILNRT_REGISTER_CUDA_LAYER(
+    {"ReverseSequence"},
+    [](const ir::Node& n, const ir::Graph& g) -> std::string {
+      if (value_dtype(g, n.inputs.at(1)) != DType::kInt64) return "sequence_lens must be int64";
+      const size_t sz = dtype_size(value_dtype(g, n.inputs.at(0)));
+      return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? "" : "unknown dtype";
+    },
+    factory<ReverseSequenceLayer>());
 
 }  // namespace
 }  // namespace kilnrt::backends::cuda

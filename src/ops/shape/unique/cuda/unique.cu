@@ -26,7 +26,10 @@ struct BFloat16 {
   __nv_bfloat16 v;
   __device__ operator float() const { return __bfloat162float(v); }
 };
-template <typename T> __device__ T as_compared(T v) { return v; }
+template <typename T>
+__device__ T as_compared(T v) {
+  return v;
+}
 __device__ float as_compared(Half16 v) { return float(v); }
 __device__ float as_compared(BFloat16 v) { return float(v); }
 
@@ -62,8 +65,8 @@ __global__ void first_kernel(Slices<T> s, int64_t* first, uint8_t* flags) {
 }
 
 template <typename T>
-__global__ void place_kernel(Slices<T> s, const int64_t* firsts, int64_t u, bool sorted, int64_t* pos,
-                             int64_t* slot_of, int64_t* indices, int64_t* counts) {
+__global__ void place_kernel(Slices<T> s, const int64_t* firsts, int64_t u, bool sorted, int64_t* pos, int64_t* slot_of,
+                             int64_t* indices, int64_t* counts) {
   KILNRT_GRID_LOOP(k, u) {
     int64_t p = k;
     if (sorted) {

@@ -17,7 +17,8 @@ int unique_code(DType t) {
     case DType::kFloat32: return 0;
     case DType::kInt64: return 1;
     case DType::kInt32: return 2;
-    case DType::kUInt8: case DType::kBool: return 3;
+    case DType::kUInt8:
+    case DType::kBool: return 3;
     case DType::kInt8: return 4;
     case DType::kFloat64: return 5;
     case DType::kFloat16: return 6;
