@@ -1,4 +1,4 @@
-"""kilnrt vs PyTorch on the GPU, in one process per run (DESIGN.md, performance method).
+"""kilnrt vs PyTorch on the GPU, in one process per run (docs/architecture.md, performance method).
 
 For each model of the zoo (bench/zoo_models.py: torchvision CNNs, vit_b_16, BERT-base seq 128): export with torch's
 default exporter (dynamo, dynamic batch), build kilnrt CUDA engines (default: ONE dynamic engine per precision,
@@ -288,7 +288,7 @@ def main():
     ap.add_argument("--out", default=None, help="markdown table (a .json with every figure is written beside it)")
     args = ap.parse_args()
     if args.iters < 100:
-        raise SystemExit("--iters must be at least 100 (DESIGN.md, performance method)")
+        raise SystemExit("--iters must be at least 100 (docs/architecture.md, performance method)")
     if args.rounds < 1:
         raise SystemExit("--rounds must be at least 1")
     zoo_models.reference_settings()

@@ -1,4 +1,4 @@
-"""The library floor of a model on the GPU (DESIGN.md, performance method): every heavy layer alone on its best
+"""The library floor of a model on the GPU (docs/architecture.md, performance method): every heavy layer alone on its best
 library kernel, summed.
 
 Heavy layers: nn.Conv2d (cuDNN, channels_last, torch.backends.cudnn.benchmark on so that cuDNN times its

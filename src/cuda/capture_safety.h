@@ -1,4 +1,4 @@
-// Capture safety (DESIGN.md invariant 4).
+// Capture safety (docs/architecture.md, invariant 4).
 //
 // RelaxedCaptureMode: while a caller's stream captures a CUDA graph (torch.cuda.graph captures in GLOBAL mode by
 // default), "potentially unsafe" calls from this thread — cuMemAlloc, cuStreamCreate, library handle creation —

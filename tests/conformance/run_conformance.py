@@ -396,7 +396,7 @@ def run_case(case_dir, device, work_dir, precision="fp32", freeze=None):
             if device.startswith("cuda"):
                 layers = engine.layers
                 # Shape computations (Shape / Size, and nodes fed only by constants and shape values) are evaluated
-                # on the host by design (DESIGN.md): every other layer must be on the GPU.
+                # on the host by design (docs/architecture.md): every other layer must be on the GPU.
                 off = [l["name"] + " (" + l["op_type"] + ")" for l in layers if l["placement"] != "cuda"
                        and not (l["placement"] == "host" and l["tactic"] == "shape-computation")]
                 if off:

@@ -1,4 +1,4 @@
-// Foreign-resource checks (DESIGN.md invariant 2) and the handle pools. The decision logic runs against a fake
+// Foreign-resource checks (docs/architecture.md, invariant 2) and the handle pools. The decision logic runs against a fake
 // driver table (no GPU needed); the GPU tests check real torch-like, pycuda-like and cudaMallocAsync memory and
 // streams, and skip, with the reason, where no usable GPU exists.
 #include <dlfcn.h>

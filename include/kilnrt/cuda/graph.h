@@ -1,4 +1,4 @@
-// CUDA graph helper (DESIGN.md invariant 4). CudaGraph captures a callable's work on a private stream of the
+// CUDA graph helper (docs/architecture.md, invariant 4). CudaGraph captures a callable's work on a private stream of the
 // device's primary context in thread-local capture mode (other threads' CUDA calls are unaffected), instantiates it,
 // and launches it on the caller's stream. Re-capturing reuses the executable graph through cuGraphExecUpdate when the
 // topology allows it; kernel arguments (bound addresses that change every call) are replaced in place with

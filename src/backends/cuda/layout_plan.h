@@ -1,4 +1,4 @@
-// Storage layout of 4-D activations in 16-bit CUDA engines (DESIGN.md: layout is an attribute of the plan, not a
+// Storage layout of 4-D activations in 16-bit CUDA engines (docs/architecture.md: layout is an attribute of the plan, not a
 // graph pass). Pure host logic, used by CudaPlan (KILNRT_CUDA_NHWC=1 forces it on, =0 off; unset: on where
 // predict_nhwc_win says so).
 //

@@ -1,4 +1,4 @@
-"""The calling thread's CUDA context state, read with the driver API (DESIGN.md invariant 1).
+"""The calling thread's CUDA context state, read with the driver API (docs/architecture.md, invariant 1).
 
     import ctxcheck
     with ctxcheck.unchanged("engine(x)"):
