@@ -8,8 +8,8 @@
 
 #include "kilnrt_py.h"
 
-// The bindings see only include/ (docs/architecture.md: python/ uses the public headers): these declarations repeat the test
-// hooks of src/core/failure_injection.h, which libkilnrt exports.
+// The bindings see only include/ (docs/architecture.md: python/ uses the public headers): these declarations repeat the
+// test hooks of src/core/failure_injection.h, which libkilnrt exports.
 namespace kilnrt::failure_injection {
 void fail_host_allocation_at(int64_t index);
 int64_t host_allocations_seen();

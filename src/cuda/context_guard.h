@@ -1,8 +1,8 @@
-// Primary-context guard (docs/architecture.md, invariant 1). Each device's primary context is retained once and kept for the life
-// of the process. ContextGuard makes it current for a scope without disturbing the caller: when the calling thread's
-// current context is already that primary context, it does nothing; otherwise (no context, another device's, or a
-// user-created context) it pushes the primary context and pops it in the destructor — also when the scope throws.
-// Never cudaSetDevice: with a user context current, cudaSetDevice would replace it.
+// Primary-context guard (docs/architecture.md, invariant 1). Each device's primary context is retained once and kept
+// for the life of the process. ContextGuard makes it current for a scope without disturbing the caller: when the
+// calling thread's current context is already that primary context, it does nothing; otherwise (no context, another
+// device's, or a user-created context) it pushes the primary context and pops it in the destructor — also when the
+// scope throws. Never cudaSetDevice: with a user context current, cudaSetDevice would replace it.
 #pragma once
 #include <cuda.h>
 

@@ -1,6 +1,6 @@
-// Checks of resources the caller hands kilnrt (docs/architecture.md, invariant 2): device pointers (torch / cupy / pycuda
-// tensors) and streams. A mismatch is a kilnrt::Error (kInvalidArgument) that says what is wrong and what to do —
-// never "invalid resource handle" from a later launch, never silent zeros.
+// Checks of resources the caller hands kilnrt (docs/architecture.md, invariant 2): device pointers (torch / cupy /
+// pycuda tensors) and streams. A mismatch is a kilnrt::Error (kInvalidArgument) that says what is wrong and what to do
+// — never "invalid resource handle" from a later launch, never silent zeros.
 #pragma once
 #include <cuda.h>
 

@@ -1,5 +1,5 @@
-// Foreign-resource checks (docs/architecture.md, invariant 2) and the handle pools. The decision logic runs against a fake
-// driver table (no GPU needed); the GPU tests check real torch-like, pycuda-like and cudaMallocAsync memory and
+// Foreign-resource checks (docs/architecture.md, invariant 2) and the handle pools. The decision logic runs against a
+// fake driver table (no GPU needed); the GPU tests check real torch-like, pycuda-like and cudaMallocAsync memory and
 // streams, and skip, with the reason, where no usable GPU exists.
 #include <dlfcn.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
-// CUDA graph helper (docs/architecture.md, invariant 4). CudaGraph captures a callable's work on a private stream of the
-// device's primary context in thread-local capture mode (other threads' CUDA calls are unaffected), instantiates it,
-// and launches it on the caller's stream. Re-capturing reuses the executable graph through cuGraphExecUpdate when the
-// topology allows it; kernel arguments (bound addresses that change every call) are replaced in place with
+// CUDA graph helper (docs/architecture.md, invariant 4). CudaGraph captures a callable's work on a private stream of
+// the device's primary context in thread-local capture mode (other threads' CUDA calls are unaffected), instantiates
+// it, and launches it on the caller's stream. Re-capturing reuses the executable graph through cuGraphExecUpdate when
+// the topology allows it; kernel arguments (bound addresses that change every call) are replaced in place with
 // set_kernel_args() — never re-capture per call.
 //
 // When the caller's stream is itself capturing (torch.cuda.graph, torch.compile's reduce-overhead), engines should

@@ -1,5 +1,5 @@
-// Storage layout of 4-D activations in 16-bit CUDA engines (docs/architecture.md: layout is an attribute of the plan, not a
-// graph pass). Pure host logic, used by CudaPlan (KILNRT_CUDA_NHWC=1 forces it on, =0 off; unset: on where
+// Storage layout of 4-D activations in 16-bit CUDA engines (docs/architecture.md: layout is an attribute of the plan,
+// not a graph pass). Pure host logic, used by CudaPlan (KILNRT_CUDA_NHWC=1 forces it on, =0 off; unset: on where
 // predict_nhwc_win says so).
 //
 // Slots: a 4-D value is "layout-free" when its NCHW and NHWC storage coincide (C == 1, or H == W == 1, e.g. the
