@@ -1,5 +1,5 @@
-"""The library floor of a model on the GPU (docs/architecture.md, performance method): every heavy layer alone on its best
-library kernel, summed.
+"""The library floor of a model on the GPU (docs/architecture.md, performance method): every heavy layer alone on
+its best library kernel, summed.
 
 Heavy layers: nn.Conv2d (cuDNN, channels_last, torch.backends.cudnn.benchmark on so that cuDNN times its
 algorithms), nn.Linear (cuBLAS / cuBLASLt), nn.MultiheadAttention (its packed in-projection GEMM, the attention core
