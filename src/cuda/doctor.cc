@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/arch_coverage.h"
 #include "cuda/context_guard.h"
 #include "cuda/driver_api.h"
 #include "cuda/library_loader.h"
@@ -83,9 +84,15 @@ void report_gpus(std::ostringstream& os, const cuda::DriverApi& api, int count, 
       os << ", free memory unknown (" << e.what() << ")";
     }
     os << "\n";
-    if (major < 7)
+    // The build's own kernels must cover the GPU (SASS of its major version, or PTX it can JIT): else unusable.
+    const std::string not_covered = cuda::arch_coverage_message(d, name, major, minor, cuda::cuda_archs_built());
+    if (!not_covered.empty()) {
+      os << "    unusable with this build: " << not_covered << "\n";
+      todo.push_back(not_covered);
+    }
+    if (major * 10 + minor < 75)
       todo.push_back("GPU " + std::to_string(d) + " (sm_" + std::to_string(major) + std::to_string(minor) +
-                     ") is older than kilnrt's CUDA kernels support (sm_70+)");
+                     ") is older than kilnrt supports (sm_75+: CUDA 13 dropped sm_70 and older)");
   }
 }
 
@@ -114,6 +121,7 @@ std::string build_report() {
   std::vector<std::string> todo;
   os << "kilnrt " << KILNRT_VERSION_STRING << " (CUDA build)\n";
   os << "CUDA runtime (static, built with): " << cuda_version(CUDART_VERSION) << "\n";
+  os << "CUDA kernels built for: " << cuda::describe_arch_list(cuda::cuda_archs_built()) << "\n";
   if (cuda::forked_after_cuda_init()) {
     os << "process: a child forked after CUDA was initialised in the parent: GPU use is refused here\n";
     todo.push_back(cuda::forked_child_message());

@@ -10,6 +10,7 @@
 
 #include "ops/cuda/tactic_timing.h"
 #include "backends/cuda/cuda_plan.h"
+#include "cuda/arch_coverage.h"
 #include "cuda/capture_safety.h"
 #include "cuda/context_guard.h"
 #include "cuda/buffer_checks.h"
@@ -71,6 +72,10 @@ CudaTarget cuda_target(int device) {
   KILNRT_CU_CHECK(api, api.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuda_target");
   char name[256] = {};
   KILNRT_CU_CHECK(api, api.DeviceGetName(name, sizeof(name) - 1, dev), "cuda_target");
+  // Every engine build and load targets this GPU: this build's own kernels must run on it. Refuse now, naming the GPU
+  // and the rebuild, rather than fail at the first kernel launch with "no kernel image is available".
+  const std::string not_covered = kc::arch_coverage_message(device, name, major, minor, kc::cuda_archs_built());
+  KILNRT_CHECK(not_covered.empty(), kUnsupported, "device", not_covered);
   CudaTarget t;
   t.device = device;
   t.target = "sm_" + std::to_string(major * 10 + minor);

@@ -24,7 +24,9 @@ struct CudaTarget {
   int sm_count = 0;
 };
 
-// Needs a usable GPU: throws kCuda "no usable CUDA GPU: <reason>" otherwise.
+// Needs a usable GPU: throws kCuda "no usable CUDA GPU: <reason>" otherwise, and kUnsupported when this build's CUDA
+// kernels do not cover the GPU's architecture (cuda/arch_coverage.h: the message names the rebuild). Engine builds and
+// loads both start here.
 CudaTarget cuda_target(int device);
 // Builds the plan (uploads weights) — throws kUnsupported naming an unsupported node. `image`: the engine's stored
 // device weights (one allocation + one copy); `record`: the builder's plan, for cuda_device_weights(). `timed`
