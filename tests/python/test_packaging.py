@@ -2,6 +2,7 @@
 
 Both need the CMake build tree (KILNRT_BUILD_DIR, set by scripts/test.sh). The pip test builds a wheel
 (incrementally, in <build>/pip-build) and installs it into a fresh venv; KILNRT_SKIP_PIP_TEST=1 skips it.
+The license checks (LICENSE is the Apache License 2.0 and pyproject.toml declares and ships it) need neither.
 """
 import os
 import subprocess
@@ -31,6 +32,26 @@ def _clean_env():
     return env
 
 
+def test_license_is_apache_2_and_declared():
+    text = (Path(ROOT) / "LICENSE").read_text(encoding="utf-8")
+    assert text.lstrip().startswith("Apache License\n") and "Version 2.0, January 2004" in text
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert "Copyright 2026 The kilnrt authors" in text and "[yyyy]" not in text
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    with open(Path(ROOT) / "pyproject.toml", "rb") as f:
+        pyproject = tomllib.load(f)
+    assert pyproject["project"]["license"] == {"text": "Apache-2.0"}
+    assert "License :: OSI Approved :: Apache Software License" in pyproject["project"]["classifiers"]
+    # scikit-build-core copies these into the wheel's .dist-info/licenses/.
+    assert "LICENSE" in pyproject["tool"]["scikit-build"]["wheel"]["license-files"]
+    # And the CMake installs: <prefix>/share/doc/kilnrt/LICENSE, kilnrt/LICENSE inside the Python package.
+    cmake = (Path(ROOT) / "CMakeLists.txt").read_text(encoding="utf-8")
+    assert "install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/kilnrt)" in cmake
+    python_cmake = (Path(ROOT) / "python" / "CMakeLists.txt").read_text(encoding="utf-8")
+    assert 'install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" DESTINATION kilnrt COMPONENT python)' in python_cmake
+
+
 @needs_build_tree
 def test_cmake_install_and_find_package(conv_model, tmp_path):
     prefix = tmp_path / "prefix"
@@ -39,6 +60,7 @@ def test_cmake_install_and_find_package(conv_model, tmp_path):
     assert libdirs, "no kilnrt CMake package config installed under %s" % prefix
     assert (prefix / "include" / "kilnrt" / "engine.h").is_file()
     assert (prefix / libdirs[0] / "cmake" / "kilnrt" / "kilnrtConfig.cmake").is_file()
+    assert "Apache License" in (prefix / "share" / "doc" / "kilnrt" / "LICENSE").read_text(encoding="utf-8")
 
     cli = prefix / "bin" / "kilnrt"
     assert "0.1.0" in _run([cli, "--version"], env=_clean_env()).stdout
@@ -71,6 +93,14 @@ pkg = os.path.dirname(kilnrt.__file__)
 assert pkg.startswith(sys.prefix), pkg
 files = sorted(os.listdir(pkg))
 assert any(f.startswith("libkilnrt.so") for f in files), files
+assert "LICENSE" in files, files
+# The distribution carries the license in its .dist-info/licenses/ (wheel.license-files) and says which it is.
+from importlib import metadata
+dist = metadata.distribution("kilnrt")
+assert dist.metadata["License"] == "Apache-2.0", dist.metadata["License"]
+licenses = [f for f in dist.files if f.name == "LICENSE" and ".dist-info" in str(f)]
+assert licenses and str(licenses[0]).endswith(".dist-info/licenses/LICENSE"), licenses
+assert "Apache License" in licenses[0].read_text(), licenses[0]
 engine_path = kilnrt.build(sys.argv[1], os.path.join(sys.argv[2], "c.engine"), shapes={"x": (2, 3, 8, 8)})
 y = kilnrt.Engine(engine_path)(np.ones((2, 3, 8, 8), np.float32))
 print("OK", kilnrt.__version__, y.shape)
