@@ -2,7 +2,8 @@
 // user-facing API). Uses the public C++ API only.
 //   - numpy inputs are borrowed zero-copy (the array is kept alive by the tensor), outputs are numpy arrays that
 //     keep their kilnrt::Tensor alive through a capsule (no copy);
-//   - kilnrt::Error becomes kilnrt.Error (python/kilnrt/_errors.py) with code / where / message / expression;
+//   - kilnrt::Error becomes kilnrt.Error (python/kilnrt/_errors.py) with code / where / message / expression /
+//     detail; str() is what() (the summary line; KILNRT_LOG_LEVEL=debug appends the detail);
 //   - inference runs with the GIL released;
 //   - device tensors (torch / cupy / __cuda_array_interface__ / DLPack, read in python/kilnrt/_interop.py) reach
 //     ExecutionContext::enqueue as raw (pointer, shape, dtype, device) tuples: one context per caller stream.
@@ -418,7 +419,7 @@ void translate_kilnrt_error(const kilnrt::Error& e) {
   try {
     py::object cls = py::module_::import("kilnrt._errors").attr("Error");
     py::object exc = cls(py::str(e.what()), py::str(error_code_id(e.code())), py::str(e.where()), py::str(e.message()),
-                         py::str(e.expression()));
+                         py::str(e.expression()), py::str(e.detail()));
     PyErr_SetObject(cls.ptr(), exc.ptr());
   } catch (py::error_already_set&) {
     PyErr_SetString(PyExc_RuntimeError, e.what());

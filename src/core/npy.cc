@@ -2,11 +2,15 @@
 // {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } padded to 64 bytes, then the raw data.
 #include "kilnrt/npy.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "core/check.h"
+#include "core/file_io.h"
 
 namespace kilnrt {
 namespace {
@@ -78,8 +82,10 @@ std::string header_value(const std::string& header, const std::string& key, cons
 }  // namespace
 
 Tensor load_npy(const std::string& path) {
+  ::close(open_for_reading(path));  // kIo with the OS's reason: missing, unreadable, a directory
+  errno = 0;
   std::ifstream f(path, std::ios::binary);
-  KILNRT_CHECK(f.good(), kIo, path, "cannot open .npy file");
+  if (!f.good()) throw_file_error("cannot open", path, errno);
   char magic[8];
   f.read(magic, 8);
   KILNRT_CHECK(f.good() && std::memcmp(magic, "\x93NUMPY", 6) == 0, kInvalidArgument, path, "not a .npy file");
@@ -132,15 +138,17 @@ void save_npy(const std::string& path, const Tensor& t) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
+  errno = 0;
   std::ofstream f(path, std::ios::binary);
-  KILNRT_CHECK(f.good(), kIo, path, "cannot write .npy file");
+  if (!f.good()) throw_file_error("cannot write", path, errno);
   f.write("\x93NUMPY\x01\x00", 8);
   const uint16_t len = static_cast<uint16_t>(header.size());
   const char lb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
   f.write(lb, 2);
   f.write(header.data(), static_cast<std::streamsize>(header.size()));
   f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
-  KILNRT_CHECK(f.good(), kIo, path, "error writing .npy file");
+  f.close();
+  if (f.fail()) throw_file_error("cannot write", path, errno);
 }
 
 }  // namespace kilnrt

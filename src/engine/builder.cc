@@ -1,4 +1,5 @@
 // build_engine: ONNX file -> IR -> checks -> passes -> engine bytes.
+#include <cerrno>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -6,6 +7,7 @@
 #include "core/check.h"
 #include "core/checksum.h"
 #include "core/failure_injection.h"
+#include "core/file_io.h"
 #include "core/logging.h"
 #include "engine/activation_memory.h"
 #include "engine/api_boundary.h"
@@ -53,15 +55,7 @@ int parse_device(const std::string& device) {
   return std::stoi(digits);
 }
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  KILNRT_CHECK(f.good(), kIo, path, "cannot open file");
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  f.seekg(0);
-  failure_injection::on_host_allocation(size > 0 ? static_cast<size_t>(size) : 0, "model file");
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
+std::vector<uint8_t> read_file(const std::string& path) { return read_whole_file(path, "model file"); }
 
 std::string options_string(const BuildOptions& o) {
   std::ostringstream os;
@@ -266,10 +260,12 @@ std::vector<uint8_t> build_engine(const std::string& onnx_path, const BuildOptio
 void build_engine_file(const std::string& onnx_path, const std::string& engine_path, const BuildOptions& options) {
   engine::translate_exceptions("build_engine_file", [&] {
     std::vector<uint8_t> bytes = build_engine(onnx_path, options);
+    errno = 0;
     std::ofstream f(engine_path, std::ios::binary);
-    KILNRT_CHECK(f.good(), kIo, engine_path, "cannot write engine file");
+    if (!f.good()) throw_file_error("cannot write", engine_path, errno);
     f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    KILNRT_CHECK(f.good(), kIo, engine_path, "error writing engine file");
+    f.close();
+    if (f.fail()) throw_file_error("cannot write", engine_path, errno);
   });
 }
 

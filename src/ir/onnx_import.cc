@@ -1,6 +1,8 @@
 // ONNX ModelProto -> ir::Graph. Field numbers are those of onnx/onnx.proto (IR version 10).
 #include "ir/onnx_import.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/file_io.h"
 #include "core/logging.h"
 #include "ir/protobuf_reader.h"
 
@@ -190,8 +193,14 @@ Tensor read_external_tensor(const TensorFields& t, DType dtype, const Shape& sha
   }
   const std::filesystem::path file = external_data_path(location, ctx, where);
   std::error_code ec;
-  const bool regular = std::filesystem::is_regular_file(file, ec);
-  KILNRT_CHECK(regular, kIo, where, "external data file '" << file.string() << "' not found or not a regular file");
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) {
+    const int err = errno;
+    KILNRT_THROW(kIo, where, "cannot open external data file '" << file.string() << "': " << std::strerror(err));
+  }
+  KILNRT_CHECK(S_ISREG(st.st_mode), kIo, where,
+               "cannot read external data file '"
+                   << file.string() << "': " << (S_ISDIR(st.st_mode) ? std::strerror(EISDIR) : "not a regular file"));
   const uintmax_t file_size = std::filesystem::file_size(file, ec);
   KILNRT_CHECK(!ec, kIo, where, "cannot stat external data file '" << file.string() << "': " << ec.message());
   KILNRT_CHECK(
@@ -204,8 +213,14 @@ Tensor read_external_tensor(const TensorFields& t, DType dtype, const Shape& sha
   KILNRT_CHECK(static_cast<uint64_t>(length) == expected_bytes, kInvalidModel, where,
                "external data holds " << length << " bytes but dims " << shape_to_string(shape) << " of "
                                       << dtype_name(dtype) << " need " << expected_bytes);
+  errno = 0;
   std::ifstream in(file, std::ios::binary);
-  KILNRT_CHECK(in.is_open(), kIo, where, "cannot open external data file '" << file.string() << "'");
+  if (!in.is_open()) {
+    const int err = errno;
+    KILNRT_THROW(kIo, where,
+                 "cannot open external data file '" << file.string() << "'"
+                                                    << (err != 0 ? std::string(": ") + std::strerror(err) : ""));
+  }
   Tensor out = Tensor::empty(dtype, shape);
   in.seekg(offset);
   if (expected_bytes > 0) in.read(static_cast<char*>(out.raw()), static_cast<std::streamsize>(expected_bytes));
@@ -775,60 +790,101 @@ Graph decode_graph(Reader r, const ImportContext& ctx, bool top_level) {
 
 // ---- ModelProto -------------------------------------------------------------------------------------------
 
+// The magic of a kilnrt engine file (engine/engine_file.h kEngineMagic; the importer does not depend on engine/).
+constexpr char kEngineFileMagic[8] = {'K', 'I', 'L', 'N', 'R', 'T', 'E', 'N'};
+
+// The reason of a wire-format error, short: "unexpected end-group tag for field 13 at byte 2".
+std::string short_parse_reason(const Error& e) {
+  std::string m = e.message();
+  const std::string marker = " (byte offset ";
+  const size_t at = m.rfind(marker);
+  if (at != std::string::npos && !m.empty() && m.back() == ')')
+    m = m.substr(0, at) + " at byte " + m.substr(at + marker.size(), m.size() - 1 - at - marker.size());
+  if (m.size() > 120) m = m.substr(0, 117) + "...";
+  return m;
+}
+
+[[noreturn]] void throw_not_onnx(const std::string& label, const std::string& reason) {
+  KILNRT_THROW(kInvalidModel, label, "'" << label << "' is not an ONNX model (" << reason << ")");
+}
+
 Graph decode_model(const pb::Source& src, const std::string& base_dir) {
+  if (src.size >= sizeof(kEngineFileMagic) && std::memcmp(src.data, kEngineFileMagic, sizeof(kEngineFileMagic)) == 0)
+    throw_not_onnx(src.label,
+                   "it looks like a kilnrt engine file: run it with `kilnrt run` or load it with kilnrt.Engine");
+  if (src.size == 0) throw_not_onnx(src.label, "the file is empty");
   ImportContext ctx;
   ctx.label = src.label;
   ctx.base_dir = base_dir;
   FieldPath root;
   Reader r(src, &root);
   int64_t ir_version = 0;
+  bool has_ir_version = false;
   std::string producer_name, producer_version;
   bool has_graph = false;
   Reader graph_reader = r;
   FieldPath graph_path(&root, "graph");
   int64_t n_opset = 0, n_functions = 0;
-  while (r.next()) {
-    switch (r.field()) {
-      case 1: ir_version = r.read_int64(); break;
-      case 2: producer_name = r.read_string(); break;
-      case 3: producer_version = r.read_string(); break;
-      case 7:
-        if (has_graph) r.fail("the model has two 'graph' fields");
-        graph_reader = r.read_message(&graph_path);
-        has_graph = true;
-        break;
-      case 8: {
-        FieldPath p(&root, "opset_import", n_opset++);
-        Reader o = r.read_message(&p);
-        std::string domain;
-        int64_t version = 0;
-        while (o.next()) {
-          if (o.field() == 1)
-            domain = normalize_domain(o.read_string());
-          else if (o.field() == 2)
-            version = o.read_int64();
-          else
-            o.skip();
+  std::vector<std::pair<std::string, int64_t>> opset_imports;
+  // The ModelProto's own fields: bytes that do not even parse as one are not an ONNX model (a text file, an image,
+  // random bytes). The graph's contents are decoded later, and their errors name the field path.
+  try {
+    while (r.next()) {
+      switch (r.field()) {
+        case 1:
+          ir_version = r.read_int64();
+          has_ir_version = true;
+          break;
+        case 2: producer_name = r.read_string(); break;
+        case 3: producer_version = r.read_string(); break;
+        case 7:
+          if (has_graph) r.fail("two 'graph' fields");
+          graph_reader = r.read_message(&graph_path);
+          has_graph = true;
+          break;
+        case 8: {
+          FieldPath p(&root, "opset_import", n_opset++);
+          Reader o = r.read_message(&p);
+          std::string domain;
+          int64_t version = 0;
+          while (o.next()) {
+            if (o.field() == 1)
+              domain = normalize_domain(o.read_string());
+            else if (o.field() == 2)
+              version = o.read_int64();
+            else
+              o.skip();
+          }
+          opset_imports.emplace_back(domain, version);
+          break;
         }
-        auto [it, fresh] = ctx.opsets.emplace(domain, version);
-        if (!fresh && it->second != version) {
-          o.fail("opset_import lists domain '" + domain + "' twice with versions " + std::to_string(it->second) +
-                 " and " + std::to_string(version));
-        }
-        break;
+        case 25:
+          ++n_functions;
+          r.skip();
+          break;
+        default: r.skip();
       }
-      case 25:
-        ++n_functions;
-        r.skip();
-        break;
-      default: r.skip();
     }
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidModel) throw;
+    throw_not_onnx(src.label, short_parse_reason(e));
+  }
+  // A random file can parse as protobuf; an ONNX model has these three.
+  std::string missing;
+  if (!has_ir_version) missing += "no ir_version";
+  if (!has_graph) missing += std::string(missing.empty() ? "" : ", ") + "no graph";
+  if (opset_imports.empty()) missing += std::string(missing.empty() ? "" : ", ") + "no opset_import";
+  if (!missing.empty()) throw_not_onnx(src.label, missing);
+  for (const auto& [domain, version] : opset_imports) {
+    auto [it, fresh] = ctx.opsets.emplace(domain, version);
+    KILNRT_CHECK(
+        fresh || it->second == version, kInvalidModel, src.label,
+        "opset_import lists domain '" << domain << "' twice with versions " << it->second << " and " << version);
   }
   KILNRT_CHECK(ir_version >= kMinOnnxIrVersion, kInvalidModel, src.label,
                "ONNX ir_version " << ir_version << " is too old (kilnrt needs " << kMinOnnxIrVersion
                                   << " or newer): re-export the model with a recent exporter (opset_version>="
                                   << kFirstFullySupportedOpset << ")");
-  KILNRT_CHECK(has_graph, kInvalidModel, src.label, "the model has no graph");
   auto def = ctx.opsets.find("");
   const int64_t opset = def == ctx.opsets.end() ? 0 : def->second;
   if (def == ctx.opsets.end() && !ctx.opsets.empty()) {
@@ -877,22 +933,7 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& base_d
 }
 
 Graph import_onnx_file(const std::string& path) {
-  std::error_code ec;
-  KILNRT_CHECK(std::filesystem::exists(path, ec), kIo, path, "ONNX file not found");
-  KILNRT_CHECK(std::filesystem::is_regular_file(path, ec), kIo, path, "not a regular file");
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  KILNRT_CHECK(in.is_open(), kIo, path, "cannot open ONNX file: " << std::strerror(errno));
-  const std::streamoff size = in.tellg();
-  KILNRT_CHECK(size >= 0, kIo, path, "cannot determine the file size");
-  std::vector<uint8_t> bytes;
-  try {
-    bytes.resize(static_cast<size_t>(size));
-  } catch (const std::bad_alloc&) {
-    KILNRT_THROW(kOutOfMemory, path, "cannot allocate " << size << " bytes to read the model");
-  }
-  in.seekg(0);
-  if (size > 0) in.read(reinterpret_cast<char*>(bytes.data()), size);
-  KILNRT_CHECK(in.good(), kIo, path, "reading " << size << " bytes failed");
+  const std::vector<uint8_t> bytes = read_whole_file(path);  // kIo with the OS's reason
   std::string base_dir = std::filesystem::path(path).parent_path().string();
   if (base_dir.empty()) base_dir = ".";
   return import_onnx_bytes(bytes.data(), bytes.size(), base_dir, path);

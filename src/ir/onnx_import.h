@@ -11,7 +11,10 @@
 //   - Constant nodes stay nodes (a pass folds them).
 // Errors: kilnrt::Error with kInvalidModel (malformed or invalid model: where = "<file>: <field path>" for wire
 // format problems, the node / tensor name for semantic ones), kUnsupported (valid ONNX that kilnrt does not handle:
-// sparse initializers, int16/string/... tensors, TENSORS/GRAPHS attributes), kIo (file not found / unreadable).
+// sparse initializers, int16/string/... tensors, TENSORS/GRAPHS attributes), kIo (file not found / unreadable: the
+// message gives the OS's reason). Bytes that are not a ModelProto at all (a wire-format error among the model's own
+// fields, no ir_version / graph / opset_import, a kilnrt engine file) give kInvalidModel "'<file>' is not an ONNX
+// model (<reason>)".
 // Requirements: ir_version >= 3 and default-domain opset >= 1 (1..12 with a warning: see kMinOnnxOpset); newer than
 // kMaxTestedOpset is accepted with a warning.
 //
