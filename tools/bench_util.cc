@@ -237,11 +237,14 @@ bool Progress::update(int done) {
   double frac = iterations_ > 0 ? std::min(1.0, static_cast<double>(done) / iterations_) : 1.0;
   if (seconds_ > 0) frac = std::min(frac, std::min(1.0, t / seconds_));
   const bool more = done < iterations_ || t < seconds_;
-  if (tty_) {
+  const std::string count = plural(done, "iteration");
+  if (global_options().quiet) {
+    // --quiet: no progress display
+  } else if (tty_) {
     if (!more || std::chrono::duration<double>(Clock::now() - last_draw_).count() >= 0.1 || !drawn_) {
       const int width = 30, filled = static_cast<int>(frac * width);
-      std::fprintf(stderr, "\r%s [%s%s] %3d%% %d iterations %.1f s", label_.c_str(), std::string(filled, '#').c_str(),
-                   std::string(width - filled, '.').c_str(), static_cast<int>(frac * 100), done, t);
+      std::fprintf(stderr, "\r%s [%s%s] %3d%% %s %.1f s", label_.c_str(), std::string(filled, '#').c_str(),
+                   std::string(width - filled, '.').c_str(), static_cast<int>(frac * 100), count.c_str(), t);
       std::fflush(stderr);
       last_draw_ = Clock::now();
       drawn_ = true;
@@ -249,7 +252,7 @@ bool Progress::update(int done) {
   } else {
     const int decile = static_cast<int>(frac * 10);
     if (decile > last_decile_ && decile > 0) {
-      std::fprintf(stderr, "%s: %d%% (%d iterations, %.1f s)\n", label_.c_str(), decile * 10, done, t);
+      std::fprintf(stderr, "%s: %d%% (%s, %.1f s)\n", label_.c_str(), decile * 10, count.c_str(), t);
       last_decile_ = decile;
     }
   }

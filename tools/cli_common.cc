@@ -1,9 +1,15 @@
 // Helpers shared by the CLI commands: value summaries, random inputs, file names.
 #include "cli_common.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -118,6 +124,180 @@ std::string human_bytes(unsigned long long bytes) {
   else
     std::snprintf(buf, sizeof(buf), "%.1f %s", v, units[u]);
   return buf;
+}
+
+// ---- Conventions ------------------------------------------------------------------------------------------------
+
+GlobalOptions& global_options() {
+  static GlobalOptions options;
+  return options;
+}
+
+void require_readable_file(const std::string& path, const std::string& what) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    const int err = errno;
+    throw kilnrt::Error(kilnrt::ErrorCode::kIo, "cannot open the " + what + ": " + std::strerror(err), path);
+  }
+  std::fclose(f);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw kilnrt::Error(kilnrt::ErrorCode::kIo, "cannot read the " + what + ": " + std::strerror(EISDIR), path);
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  std::string base = dir;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  return base == "/" ? base + name : base + "/" + name;
+}
+
+std::string plural(int64_t count, const std::string& singular, const std::string& plural_form) {
+  const std::string many = plural_form.empty() ? singular + "s" : plural_form;
+  return std::to_string(count) + " " + (count == 1 ? singular : many);
+}
+
+std::string dims_text(const kilnrt::Shape& shape, const std::vector<std::string>& dim_names) {
+  std::string out = "[";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d) out += ", ";
+    if (shape[d] >= 0)
+      out += std::to_string(shape[d]);
+    else
+      out += d < dim_names.size() && !dim_names[d].empty() ? dim_names[d] : "?";
+  }
+  return out + "]";
+}
+
+std::string seconds_text(double seconds) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), seconds < 10.0 ? "%.2f s" : "%.1f s", seconds);
+  return buf;
+}
+
+// ---- Option validators ------------------------------------------------------------------------------------------
+
+CLI::Validator at_least(long long min) {
+  return CLI::Validator(
+      [min](std::string& value) -> std::string {
+        long long v = 0;
+        size_t used = 0;
+        try {
+          v = std::stoll(value, &used);
+        } catch (const std::exception&) {
+          return "expected an integer, got '" + value + "'";
+        }
+        if (used != value.size()) return "expected an integer, got '" + value + "'";
+        if (v < min) return "must be at least " + std::to_string(min) + ", got " + value;
+        return "";
+      },
+      "INT>=" + std::to_string(min));
+}
+
+CLI::Validator non_negative_number() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        double v = 0;
+        size_t used = 0;
+        try {
+          v = std::stod(value, &used);
+        } catch (const std::exception&) {
+          return "expected a number, got '" + value + "'";
+        }
+        if (used != value.size() || !std::isfinite(v)) return "expected a number, got '" + value + "'";
+        if (v < 0) return "must not be negative, got " + value;
+        return "";
+      },
+      "NUMBER>=0");
+}
+
+CLI::Validator shape_spec_check() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        kilnrt::InputProfile p;
+        try {
+          p = kilnrt::parse_shape_spec(value);
+        } catch (const kilnrt::Error& e) {
+          return "bad shape '" + value + "': " + e.message();
+        }
+        for (const kilnrt::Shape* s : {&p.min, &p.opt, &p.max})
+          for (int64_t d : *s)
+            if (d < 1) return "bad shape '" + value + "': every dimension must be at least 1, got " + std::to_string(d);
+        return "";
+      },
+      "NAME:DIMS");
+}
+
+DeviceChoice parse_device_choice(const std::string& spec) {
+  DeviceChoice c;
+  c.spec = spec;
+  if (spec.empty() || spec == "cpu") return c;
+  if (spec == "cuda") {
+    c.cuda = true;
+    return c;
+  }
+  if (spec.rfind("cuda:", 0) == 0 && spec.size() > 5 && spec.size() <= 9 &&
+      spec.find_first_not_of("0123456789", 5) == std::string::npos) {
+    c.cuda = true;
+    c.ordinal = std::stoi(spec.substr(5));
+    return c;
+  }
+  throw UsageError("--device: expected cpu, cuda or cuda:N, got '" + spec + "'");
+}
+
+CLI::Validator device_check() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        try {
+          parse_device_choice(value);
+        } catch (const UsageError&) {
+          return "expected cpu, cuda or cuda:N (N: the GPU ordinal), got '" + value + "'";
+        }
+        return "";
+      },
+      "cpu|cuda|cuda:N");
+}
+
+// ---- Devices ----------------------------------------------------------------------------------------------------
+
+std::shared_ptr<kilnrt::Engine> load_engine_for(const std::string& path, const std::string& device) {
+  const DeviceChoice choice = parse_device_choice(device);
+  require_readable_file(path, "engine file");
+  auto engine = kilnrt::Engine::load(path, choice.ordinal);
+  if (choice.spec.empty()) return engine;
+  const kilnrt::EngineHeaderInfo& h = engine->header();
+  if (choice.cuda && engine->device() < 0)
+    throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument,
+                        "this is a CPU engine (target " + h.target + "), it cannot run with --device " + choice.spec +
+                            ": run it with --device cpu, or build a CUDA engine with `kilnrt build MODEL.onnx "
+                            "--device cuda`",
+                        path);
+  if (!choice.cuda && engine->device() >= 0)
+    throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument,
+                        "this is a CUDA engine (target " + h.target + (h.gpu_name.empty() ? "" : ", " + h.gpu_name) +
+                            "), it cannot run with --device cpu: run it with --device cuda or cuda:N, or build a "
+                            "CPU engine with `kilnrt build MODEL.onnx --device cpu`",
+                        path);
+  return engine;
+}
+
+// ---- Output -----------------------------------------------------------------------------------------------------
+
+void write_json(const std::string& dest, std::string text) {
+  if (text.empty() || text.back() != '\n') text += '\n';
+  if (dest == "-") {
+    std::cout << text;
+    std::cout.flush();  // a failed write is reported at exit (kilnrt_main.cc checks standard output)
+    return;
+  }
+  std::ofstream f(dest, std::ios::binary);
+  if (!f) {
+    const int err = errno;
+    throw kilnrt::Error(kilnrt::ErrorCode::kIo, std::string("cannot write the JSON file: ") + std::strerror(err), dest);
+  }
+  f << text;
+  f.close();
+  if (!f) throw kilnrt::Error(kilnrt::ErrorCode::kIo, "error writing the JSON file", dest);
 }
 
 }  // namespace kilnrt_cli

@@ -1,9 +1,9 @@
 // `kilnrt bench ENGINE [--batch N] [--shapes NAME:DIMS]... [--iterations N] [--duration S] [--warmup N]
-// [--no-transfers] [--json FILE] [--device-memory]`: times an engine on random inputs. CUDA engines: each iteration
-// is H2D (pinned) + enqueue + D2H on one stream, each phase timed with CUDA events (--no-transfers: device-resident
-// inputs, the enqueue alone); CPU engines: wall time of ExecutionContext::run. Prints latency statistics and the
-// throughput (batch / mean latency); --json writes every figure with engine and GPU information.
-#include <fstream>
+// [--no-transfers] [--json FILE|-] [--device-memory] [--device cpu|cuda|cuda:N]`: times an engine on random inputs.
+// CUDA engines: each iteration is H2D (pinned) + enqueue + D2H on one stream, each phase timed with CUDA events
+// (--no-transfers: device-resident inputs, the enqueue alone); CPU engines: wall time of ExecutionContext::run. Prints
+// latency statistics and the throughput (batch / mean latency); --json writes every figure with engine and GPU
+// information.
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -27,6 +27,7 @@ struct BenchArgs {
   int warmup = 10;
   bool no_transfers = false;
   std::string json;
+  std::string device;
   bool device_memory = false;
   unsigned seed = 0;
 };
@@ -49,12 +50,7 @@ std::string inputs_json(const std::map<std::string, kilnrt::Tensor>& inputs) {
 }
 
 void bench_engine(const BenchArgs& args) {
-  using kilnrt::Error;
-  using kilnrt::ErrorCode;
-  if (args.iterations < 1) throw Error(ErrorCode::kInvalidArgument, "--iterations must be at least 1", "--iterations");
-  if (args.warmup < 0) throw Error(ErrorCode::kInvalidArgument, "--warmup must not be negative", "--warmup");
-  if (args.duration < 0) throw Error(ErrorCode::kInvalidArgument, "--duration must not be negative", "--duration");
-  auto engine = kilnrt::Engine::load(args.engine);
+  auto engine = load_engine_for(args.engine, args.device);
   const auto inputs = make_bench_inputs(*engine, args.batch, args.shapes, args.seed);
   const int64_t batch = batch_of(*engine, inputs);
   auto context = engine->create_context();
@@ -89,8 +85,8 @@ void bench_engine(const BenchArgs& args) {
   for (const auto& [name, t] : inputs)
     os << "input  " << name << " " << kilnrt::shape_to_string(t.shape()) << " " << kilnrt::dtype_name(t.dtype())
        << " (random)\n";
-  os << "warm-up " << args.warmup << ", timed " << done << " iterations in " << std::fixed << std::setprecision(3)
-     << seconds << " s";
+  os << "warm-up " << args.warmup << ", timed " << plural(done, "iteration") << " in " << std::fixed
+     << std::setprecision(3) << seconds << " s";
   if (cuda) os << ", execution: " << (mode.empty() ? "?" : mode);
   os << (cuda ? (runner.transfers() ? ", transfers: H2D pinned + D2H per iteration" : ", inputs device-resident")
               : ", CPU wall time")
@@ -111,7 +107,7 @@ void bench_engine(const BenchArgs& args) {
        << (cuda ? " of device memory (activation arena + workspace)" : " (CPU engine: no device memory)") << ", inputs "
        << human_bytes(runner.input_bytes()) << ", outputs " << human_bytes(runner.output_bytes()) << "\n";
   }
-  std::cout << os.str();
+  if (args.json != "-") std::cout << os.str();  // `--json -`: standard output carries the JSON alone
 
   if (!args.json.empty()) {
     std::ostringstream js;
@@ -133,10 +129,8 @@ void bench_engine(const BenchArgs& args) {
        << ",\n  \"memory\": {\"weights_bytes\": " << h.weights_bytes
        << ", \"context_device_bytes\": " << context->device_memory_bytes()
        << ", \"input_bytes\": " << runner.input_bytes() << ", \"output_bytes\": " << runner.output_bytes() << "}\n}\n";
-    std::ofstream f(args.json);
-    f << js.str();
-    if (!f) throw Error(ErrorCode::kIo, "cannot write the JSON report", args.json);
-    std::cout << "json: " << args.json << "\n";
+    write_json(args.json, js.str());
+    if (args.json != "-" && !global_options().quiet) std::cout << "json: " << args.json << "\n";
   }
 }
 
@@ -145,16 +139,27 @@ void bench_engine(const BenchArgs& args) {
 void add_bench_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "Time an engine on random inputs (latency percentiles, throughput)");
   auto args = std::make_shared<BenchArgs>();
-  cmd->add_option("engine", args->engine, "Engine file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--batch", args->batch, "Batch size: dimension 0 of every input (default: the profile's opt)");
+  cmd->add_option("engine", args->engine, "Engine file")->required();
+  cmd->add_option("--batch", args->batch, "Batch size: dimension 0 of every input (default: the profile's opt)")
+      ->check(at_least(1));
   cmd->add_option("--shapes", args->shapes, "NAME:DIMS input shape (repeat per input), e.g. x:8x3x224x224")
+      ->check(shape_spec_check())
       ->allow_extra_args(false);
-  cmd->add_option("--iterations", args->iterations, "Timed iterations (at least)")->capture_default_str();
-  cmd->add_option("--duration", args->duration, "Time for at least this many seconds")->capture_default_str();
-  cmd->add_option("--warmup", args->warmup, "Untimed iterations first")->capture_default_str();
+  cmd->add_option("--iterations", args->iterations, "Timed iterations (at least)")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--duration", args->duration, "Time for at least this many seconds")
+      ->check(non_negative_number())
+      ->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed iterations first")->check(at_least(0))->capture_default_str();
   cmd->add_flag("--no-transfers", args->no_transfers,
                 "CUDA engines: device-resident inputs and outputs, time the enqueue alone");
-  cmd->add_option("--json", args->json, "Write every figure, with engine and GPU information, to this JSON file");
+  cmd->add_option("--json", args->json,
+                  "Write every figure, with engine and GPU information, to this JSON file ('-': standard output "
+                  "only)");
+  cmd->add_option("--device", args->device,
+                  "cpu, cuda or cuda:N (the GPU a CUDA engine runs on; default: the engine's own device, GPU 0)")
+      ->check(device_check());
   cmd->add_flag("--device-memory", args->device_memory, "Report weights and the context's device memory");
   cmd->add_option("--seed", args->seed, "Seed of the random inputs")->capture_default_str();
   cmd->callback([args]() { bench_engine(*args); });

@@ -1,8 +1,10 @@
 // `kilnrt profile ENGINE [--batch N] [--shapes NAME:DIMS]... [--iterations N] [--warmup N] [--top N] [--wide]
-// [--trace FILE.json]`: per-layer time of an engine on random inputs (ExecutionContext::set_profiling: CUDA events
-// around each layer on CUDA engines, steady_clock per node on CPU engines). Prints a table sorted by time (the top N
-// layers, then "others"), the sum of the layers against the whole engine's time with profiling off (CUDA graphs
-// replayed where the engine uses them), and writes a Chrome trace (chrome://tracing, https://ui.perfetto.dev).
+// [--trace FILE.json] [--json FILE|-] [--device cpu|cuda|cuda:N]`: per-layer time of an engine on random inputs
+// (ExecutionContext::set_profiling: CUDA events around each layer on CUDA engines, steady_clock per node on CPU
+// engines). Prints a table sorted by time (the top N layers, then "others"), the sum of the layers against the whole
+// engine's time with profiling off (CUDA graphs replayed where the engine uses them), writes a Chrome trace
+// (chrome://tracing, https://ui.perfetto.dev) and, with
+// --json, every layer's figures.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -27,6 +29,8 @@ struct ProfileArgs {
   int warmup = 5;
   int top = 25;
   std::string trace;
+  std::string json;
+  std::string device;
   unsigned seed = 0;
   bool wide = false;  // full layer names and tactics (the timed conv / GEMM choices are long)
 };
@@ -76,12 +80,7 @@ void write_trace(const std::string& path, const std::string& engine_path, const 
 }
 
 void profile_engine(const ProfileArgs& args) {
-  using kilnrt::Error;
-  using kilnrt::ErrorCode;
-  if (args.iterations < 1) throw Error(ErrorCode::kInvalidArgument, "--iterations must be at least 1", "--iterations");
-  if (args.warmup < 0) throw Error(ErrorCode::kInvalidArgument, "--warmup must not be negative", "--warmup");
-  if (args.top < 1) throw Error(ErrorCode::kInvalidArgument, "--top must be at least 1", "--top");
-  auto engine = kilnrt::Engine::load(args.engine);
+  auto engine = load_engine_for(args.engine, args.device);
   const auto inputs = make_bench_inputs(*engine, args.batch, args.shapes, args.seed);
   auto context = engine->create_context();
   BenchRunner runner(*engine, *context, inputs, /*transfers=*/false);
@@ -120,7 +119,7 @@ void profile_engine(const ProfileArgs& args) {
   for (const auto& [name, t] : inputs)
     os << "input  " << name << " " << kilnrt::shape_to_string(t.shape()) << " " << kilnrt::dtype_name(t.dtype())
        << " (random)\n";
-  os << layers.size() << " layers, " << done << " profiled iterations ("
+  os << plural(static_cast<int64_t>(layers.size()), "layer") << ", " << plural(done, "profiled iteration") << " ("
      << (cuda ? "GPU time: CUDA events around each layer, direct launches" : "CPU wall time per node") << ")\n";
   os << std::setw(4) << "#"
      << "  " << std::left << std::setw(44) << "layer" << std::setw(22) << "op" << std::setw(34) << "tactic"
@@ -141,23 +140,53 @@ void profile_engine(const ProfileArgs& args) {
     double rest = 0;
     for (size_t r = shown; r < order.size(); ++r) rest += layers[order[r]].mean_ms;
     os << std::setw(4) << ""
-       << "  " << std::left << std::setw(100) << ("others (" + std::to_string(order.size() - shown) + " layers)")
-       << std::right << std::setprecision(4) << std::setw(11) << rest << std::setprecision(1) << std::setw(8)
-       << pct(rest) << "\n";
+       << "  " << std::left << std::setw(100)
+       << ("others (" + plural(static_cast<int64_t>(order.size() - shown), "layer") + ")") << std::right
+       << std::setprecision(4) << std::setw(11) << rest << std::setprecision(1) << std::setw(8) << pct(rest) << "\n";
   }
   const LatencyStats st_profiled = compute_stats(profiled), st_whole = compute_stats(whole);
   os << std::setprecision(4) << "sum of layer means: " << sum_mean << " ms\n";
   os << "profiled run: median " << st_profiled.median << " ms (" << (cuda ? "direct launches, events on" : "timers on")
      << ")\n";
-  os << "whole engine: median " << st_whole.median << " ms, min " << st_whole.min << " ms over " << whole.size()
-     << " iterations (profiling off" << (cuda ? ", execution: " + (mode.empty() ? std::string("?") : mode) : "")
-     << ")\n";
+  os << "whole engine: median " << st_whole.median << " ms, min " << st_whole.min << " ms over "
+     << plural(static_cast<int64_t>(whole.size()), "iteration") << " (profiling off"
+     << (cuda ? ", execution: " + (mode.empty() ? std::string("?") : mode) : "") << ")\n";
   if (!args.trace.empty()) {
     write_trace(args.trace, args.engine,
                 cuda ? "cuda:" + std::to_string(engine->device()) + " stream (layers)" : "cpu (layers)", layers);
-    os << "trace: " << args.trace << " (open in https://ui.perfetto.dev or chrome://tracing)\n";
+    if (!global_options().quiet)
+      os << "trace: " << args.trace << " (open in https://ui.perfetto.dev or chrome://tracing)\n";
   }
-  std::cout << os.str();
+  if (args.json != "-") std::cout << os.str();  // `--json -`: standard output carries the JSON alone
+  if (!args.json.empty()) {
+    std::ostringstream js;
+    js << "{\n  \"engine\": " << json_string(args.engine)
+       << ",\n  \"kilnrt_version\": " << json_string(kilnrt::version()) << ",\n  \"target\": " << json_string(h.target)
+       << ",\n  \"device\": " << json_string(cuda ? "cuda:" + std::to_string(engine->device()) : "cpu")
+       << ",\n  \"gpu\": " << json_string(h.gpu_name) << ",\n  \"inputs\": [";
+    bool first = true;
+    for (const auto& [name, t] : inputs) {
+      js << (first ? "" : ", ") << "{\"name\": " << json_string(name) << ", \"shape\": " << json_shape(t.shape())
+         << ", \"dtype\": " << json_string(kilnrt::dtype_name(t.dtype())) << "}";
+      first = false;
+    }
+    js << "],\n  \"warmup\": " << args.warmup << ",\n  \"iterations\": " << done
+       << ",\n  \"timing\": " << json_string(cuda ? "cuda-events" : "wall-clock")
+       << ",\n  \"execution_mode\": " << json_string(mode)
+       << ",\n  \"sum_of_layer_means_ms\": " << json_number(sum_mean)
+       << ",\n  \"profiled_ms\": " << stats_json(st_profiled) << ",\n  \"whole_engine_ms\": " << stats_json(st_whole)
+       << ",\n  \"layers\": [";
+    for (size_t r = 0; r < order.size(); ++r) {
+      const kilnrt::LayerTiming& l = layers[order[r]];
+      js << (r ? "," : "") << "\n    {\"name\": " << json_string(l.name) << ", \"op\": " << json_string(l.op_type)
+         << ", \"tactic\": " << json_string(l.tactic) << ", \"calls\": " << l.calls
+         << ", \"total_ms\": " << json_number(l.total_ms) << ", \"mean_ms\": " << json_number(l.mean_ms)
+         << ", \"percent\": " << json_number(pct(l.mean_ms)) << "}";
+    }
+    js << (order.empty() ? "]" : "\n  ]") << "\n}\n";
+    write_json(args.json, js.str());
+    if (args.json != "-" && !global_options().quiet) std::cout << "json: " << args.json << "\n";
+  }
 }
 
 }  // namespace
@@ -165,15 +194,21 @@ void profile_engine(const ProfileArgs& args) {
 void add_profile_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("profile", "Per-layer time of an engine on random inputs, and a Chrome trace");
   auto args = std::make_shared<ProfileArgs>();
-  cmd->add_option("engine", args->engine, "Engine file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--batch", args->batch, "Batch size: dimension 0 of every input (default: the profile's opt)");
+  cmd->add_option("engine", args->engine, "Engine file")->required();
+  cmd->add_option("--batch", args->batch, "Batch size: dimension 0 of every input (default: the profile's opt)")
+      ->check(at_least(1));
   cmd->add_option("--shapes", args->shapes, "NAME:DIMS input shape (repeat per input), e.g. x:8x3x224x224")
+      ->check(shape_spec_check())
       ->allow_extra_args(false);
-  cmd->add_option("--iterations", args->iterations, "Profiled iterations")->capture_default_str();
-  cmd->add_option("--warmup", args->warmup, "Unprofiled iterations first")->capture_default_str();
-  cmd->add_option("--top", args->top, "Layers listed before \"others\"")->capture_default_str();
+  cmd->add_option("--iterations", args->iterations, "Profiled iterations")->check(at_least(1))->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Unprofiled iterations first")->check(at_least(0))->capture_default_str();
+  cmd->add_option("--top", args->top, "Layers listed before \"others\"")->check(at_least(1))->capture_default_str();
   cmd->add_flag("--wide", args->wide, "Whole layer names and tactics (e.g. the conv / GEMM choices timed at build)");
   cmd->add_option("--trace", args->trace, "Write a Chrome trace JSON (one event per layer per iteration)");
+  cmd->add_option("--json", args->json, "Write the per-layer figures to this JSON file ('-': standard output only)");
+  cmd->add_option("--device", args->device,
+                  "cpu, cuda or cuda:N (the GPU a CUDA engine runs on; default: the engine's own device, GPU 0)")
+      ->check(device_check());
   cmd->add_option("--seed", args->seed, "Seed of the random inputs")->capture_default_str();
   cmd->callback([args]() { profile_engine(*args); });
 }

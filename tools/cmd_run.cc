@@ -1,5 +1,6 @@
-// `kilnrt run ENGINE [--input NAME=FILE.npy]... [--save-outputs DIR]`: runs an engine on given or random inputs and
-// prints each output (name, shape, dtype, value summary) and the run time.
+// `kilnrt run ENGINE [--input NAME=FILE.npy]... [--save-outputs DIR] [--iterations N] [--seed N]
+// [--device cpu|cuda|cuda:N]`: runs an engine on given or random inputs and prints each output (name, shape, dtype,
+// value summary) and the run time.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -20,6 +21,7 @@ struct RunArgs {
   std::string engine;
   std::vector<std::string> inputs;
   std::string save_dir;
+  std::string device;
   int iterations = 1;
   unsigned seed = 0;
 };
@@ -52,8 +54,7 @@ void make_directories(const std::string& dir) {
 }
 
 void run_engine(const RunArgs& args) {
-  auto engine = kilnrt::Engine::load(args.engine);
-  if (args.iterations < 1) throw kilnrt::Error(kilnrt::ErrorCode::kInvalidArgument, "--iterations must be at least 1");
+  auto engine = load_engine_for(args.engine, args.device);
 
   std::map<std::string, kilnrt::Tensor> feeds;
   for (const std::string& item : args.inputs) {
@@ -107,15 +108,16 @@ void run_engine(const RunArgs& args) {
     std::cout << "output " << info.name << " " << kilnrt::shape_to_string(t.shape()) << " "
               << kilnrt::dtype_name(t.dtype()) << ": " << summarize_values(t) << "\n";
     if (!args.save_dir.empty()) {
-      const std::string path = args.save_dir + "/" + sanitize_file_name(info.name) + ".npy";
+      const std::string path = join_path(args.save_dir, sanitize_file_name(info.name) + ".npy");
       kilnrt::save_npy(path, t);
-      std::cout << "       saved to " << path << "\n";
+      if (!global_options().quiet) std::cout << "       saved to " << path << "\n";
     }
   }
   std::cout << std::fixed << std::setprecision(3) << "run time: " << first_ms << " ms (first run, "
             << engine->header().target << ")";
   if (args.iterations > 1)
-    std::cout << ", mean of the next " << args.iterations - 1 << ": " << total_ms / (args.iterations - 1) << " ms";
+    std::cout << ", mean of the next " << plural(args.iterations - 1, "run") << ": " << total_ms / (args.iterations - 1)
+              << " ms";
   std::cout << "\n";
 }
 
@@ -124,12 +126,16 @@ void run_engine(const RunArgs& args) {
 void add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Run an engine on inputs from .npy files or on random inputs");
   auto args = std::make_shared<RunArgs>();
-  cmd->add_option("engine", args->engine, "Engine file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("engine", args->engine, "Engine file")->required();
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy (repeat per input); missing inputs get random values")
       ->allow_extra_args(false);
   cmd->add_option("--save-outputs", args->save_dir, "Write each output to DIR/<output name>.npy");
   cmd->add_option("--iterations", args->iterations, "Run this many times and report the mean after the first")
+      ->check(at_least(1))
       ->capture_default_str();
+  cmd->add_option("--device", args->device,
+                  "cpu, cuda or cuda:N (the GPU a CUDA engine runs on; default: the engine's own device, GPU 0)")
+      ->check(device_check());
   cmd->add_option("--seed", args->seed, "Seed of the random inputs")->capture_default_str();
   cmd->callback([args]() { run_engine(*args); });
 }
