@@ -76,8 +76,8 @@ def test_bench_and_profile_option_errors(chain_engine, tmp_path):
     onnx_path, engine = chain_engine
     assert "outside the engine's profiles" in run_cli("bench", engine, "--batch", "16", expect_rc=1).stderr
     assert "no input named 'z'" in run_cli("bench", engine, "--shapes", "z:1x3x8x8", expect_rc=1).stderr
-    assert "--iterations" in run_cli("bench", engine, "--iterations", "0", expect_rc=1).stderr
-    assert "--top" in run_cli("profile", engine, "--top", "0", expect_rc=1).stderr
+    assert "--iterations" in run_cli("bench", engine, "--iterations", "0", expect_rc=2).stderr
+    assert "--top" in run_cli("profile", engine, "--top", "0", expect_rc=2).stderr
     fixed = tmp_path / "fixed.engine"
     run_cli("build", onnx_path, "-o", fixed, "--shapes", "x:1x3x8x8")
     assert "fixed to 1" in run_cli("bench", fixed, "--batch", "2", expect_rc=1).stderr
