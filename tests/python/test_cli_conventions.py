@@ -61,7 +61,8 @@ def test_verbose_shows_where_the_error_was_detected(conv_engine_path, tmp_path):
                       (("run", truncated, "--verbose"), None),  # the global flags also work after the command
                       (("run", truncated), dict(os.environ, KILNRT_LOG_LEVEL="debug"))):
         proc = run_cli(*args, expect_rc=1, env=env)
-        assert proc.stderr.startswith("error: "), proc.stderr
+        # verbose also turns on the library's debug log: the error line comes after those lines
+        assert [line for line in proc.stderr.splitlines() if line.startswith("error: ")], proc.stderr
         assert "failed at" in proc.stderr and ".cc:" in proc.stderr, proc.stderr
 
 
