@@ -3,7 +3,7 @@
 // M, as its input X) gives the activation to that convolution as its `input_activation`
 // (ops/nn/fused_conv/fused_conv.h):
 //   Y = act2(DwConv(act1(Conv1x1(X)))) -> the 1x1 conv ends at its bias / residual, the depthwise FusedConv applies
-//   act1 to its input (on load in the tiled NHWC depthwise kernel, kernels/nhwc_depthwise.h).
+//   act1 to its input (on load in the tiled NHWC depthwise kernel, ops/nn/conv/cuda/nhwc_depthwise.h).
 // efficientnet's / mobilenet's expand convolutions run as one cuBLASLt GEMM (bias epilogue) followed by an
 // activation-only pass over the expanded tensor, the largest tensors of those models: the move removes that pass.
 // A plain depthwise Conv consumer becomes a FusedConv. Not moved: an output with other readers or that is a graph

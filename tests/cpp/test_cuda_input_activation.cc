@@ -1,6 +1,6 @@
 // FusedConv's input activation on the CUDA backend (passes/move_input_activation.h). The tiled NHWC
-// depthwise kernel applying it on load (kernels/nhwc_depthwise.h) against a CPU reference computed here (the input
-// activated and rounded to 16 bits, double accumulation), HardSigmoid / Sigmoid included (act(0) != 0: the zero
+// depthwise kernel applying it on load (ops/nn/conv/cuda/nhwc_depthwise.h) against a CPU reference computed here (the
+// input activated and rounded to 16 bits, double accumulation), HardSigmoid / Sigmoid included (act(0) != 0: the zero
 // padding must stay zero); then efficientnet-style blocks (expand 1x1 + SiLU / HardSwish -> depthwise -> squeeze-
 // excite -> project + residual) through optimize_graph and the CUDA layers against the CPU reference of the original
 // graph, on every path the depthwise layer can take: the tiled kernel (fp16 / bf16 NHWC), the in-place activation

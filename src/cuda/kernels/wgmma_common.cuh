@@ -2,7 +2,7 @@
 // the wgmma fences and the m64n64k16 instruction with both operands in shared memory (KILNRT_WGMMA_SS writes the
 // instruction for other shapes). Used by attention_wgmma.cuh and by the GEMM + LayerNorm probe kernel
 // (bench/gemm_layernorm_kernel.cuh). Included by .cu files only; the cp.async and shared-address helpers are
-// attention_mma_ptx.cuh's. Outside an sm_90a compilation the wgmma parts compile to nothing (their kernels are then
+// mma_ptx.cuh's. Outside an sm_90a compilation the wgmma parts compile to nothing (their kernels are then
 // never launched: see the *_built() functions).
 //
 // Keep the wgmma instructions between fence() and commit() free of runtime branches and of other uses of their

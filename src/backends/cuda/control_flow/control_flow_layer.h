@@ -1,4 +1,4 @@
-// Control-flow layers of the CUDA backend (If, Loop, Scan: layers_control_flow.cc). The driver runs on the host and
+// Control-flow layers of the CUDA backend (If, Loop, Scan: control_flow_layers.cc). The driver runs on the host and
 // the bodies run as nested CUDA plans on the caller's stream; the output shapes are known only once the node ran
 // (the branch taken, the trip count), so the plan makes each such node a sync point and the segmented runner
 // (runner_segments.cc) calls run() instead of enqueue(): the layer sizes its outputs itself and takes their memory

@@ -1,5 +1,5 @@
 // SequenceMap on CUDA engines (sequence_steps.h; docs/cuda-backend.md, "Sequences"): the body runs once per element
-// of input_sequence as a nested CUDA plan (like If / Loop bodies, layers_control_flow.cc), on the caller's stream;
+// of input_sequence as a nested CUDA plan (like If / Loop bodies, control_flow_layers.cc), on the caller's stream;
 // its inputs are element i of each sequence input and the tensor inputs as they are, plus the outer-scope values it
 // reads; each body output is copied into the run's pool and appended to the matching output sequence. The body runner
 // reuses the parent context's workspace. A control-flow layer: the segmented runner calls run_sequences().

@@ -25,7 +25,7 @@ struct DeviceSequence {
   std::vector<DeviceSequenceItem> items;
 };
 
-// Sequence values of an If / Loop node (layers_control_flow.cc): per node input (its own, then the outer-scope values
+// Sequence values of an If / Loop node (control_flow_layers.cc): per node input (its own, then the outer-scope values
 // its bodies read) the sequence or null; per node output whether it is a sequence, and the sequence the layer made.
 struct SequenceIo {
   std::vector<const DeviceSequence*> inputs;

@@ -18,7 +18,7 @@ namespace kilnrt::ops::nn {
 constexpr const char* kFusedConvDomain = "com.kilnrt";
 constexpr const char* kFusedConvOp = "FusedConv";
 
-// Numeric codes shared with the CUDA epilogue kernel (kernels/conv_epilogue.cu): keep in sync.
+// Numeric codes shared with the CUDA epilogue kernel (ops/nn/conv/cuda/conv_epilogue.cu): keep in sync.
 enum class FusedActivation : int {
   kNone = 0,
   kRelu = 1,

@@ -48,7 +48,7 @@ class ConvTransposeLayer final : public CudaLayer {
     }
     const int64_t group = node_.attr_int("group", 1);
     const bool has_bias = l.inputs.size() > 2 && l.inputs[2].present;
-    if (nd == 3) {  // kernels/pool3d_convt3d.cu
+    if (nd == 3) {  // conv_transpose3d.cu
       kilnrt::cuda::kernels::vol::ConvT3 q;
       q.n = xs[0];
       q.c = xs[1];

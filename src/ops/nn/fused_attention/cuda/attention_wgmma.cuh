@@ -340,8 +340,8 @@ int launch_wg(const AttentionArgs& a, StreamT stream) {
   }
 }
 
-// Whether this build holds the sm_90a kernels (attention_wgmma.cu), and their launchers (short_supports must hold;
-// the device must be of compute capability 9.0: sm_90a code runs nowhere else).
+// Whether this build holds the sm_90a kernels (attention_wgmma_sm90a.cu), and their launchers (short_supports must
+// hold; the device must be of compute capability 9.0: sm_90a code runs nowhere else).
 bool wg_built();
 // m_tiles: 64-row tiles per block, 1 or 2; 0: the streamed-Q variant (attention_wgs).
 int wg_launch_f16(const AttentionArgs& a, int m_tiles, StreamT stream);

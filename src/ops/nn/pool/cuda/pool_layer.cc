@@ -25,7 +25,7 @@ class PoolLayer final : public CudaLayer {
   explicit PoolLayer(const ir::Node& n) : node_(n), name_(n.describe()) {}
   std::string tactic() const override { return "kernel:pool2d"; }
   bool supports_16bit() const override { return true; }
-  // 2-D pooling over NHWC storage (kernels/nhwc_pool.cu; layout_plan.h); not with MaxPool's Indices output.
+  // 2-D pooling over NHWC storage (pool2d_nhwc.cu; layout_plan.h); not with MaxPool's Indices output.
   bool supports_nhwc() const override {
     return node_.outputs.size() == 1 && node_.attr_ints("kernel_shape", std::vector<int64_t>{}).size() == 2;
   }

@@ -125,7 +125,7 @@ class ReduceLayer final : public CudaLayer {
                         : op_ == k::ReduceOp::kMin  ? 3
                                                     : -1;
     if (l.inputs[0].nhwc && wide_op >= 0 && inner >= 32 && r >= 32 && outer <= 65535) {
-      // Spatial reduction of NHWC storage ([N, H*W, C]): kernels/nhwc_reduce.cu.
+      // Spatial reduction of NHWC storage ([N, H*W, C]): reduce_nhwc.cu.
       check_launch(k::reduce_mid_wide(wide_op, float_code(l.inputs[0].dtype), x, y, outer, r, inner, l.stream), name_,
                    "reduce_mid_wide");
       return;
