@@ -1,4 +1,4 @@
-// If / Loop / Scan on the CUDA backend (layers_control_flow.cc). Host tests (no GPU needed): the
+// If / Loop / Scan on the CUDA backend (control_flow/control_flow_layers.cc). Host tests (no GPU needed): the
 // placement of control-flow graphs (check_supported, a plan whose bodies upload nothing), refusals naming the body
 // node, mismatched body signatures, --fp16 engines accepted (control flow as a float32 island). GPU tests against the
 // CPU engine: If taking each branch with outer-scope reads, Loop with a trip count only / a condition only / both /
@@ -490,8 +490,8 @@ TEST(CudaControlFlow, Float16LoopWithFloat32IslandInASegmentedRun) {
   }
 }
 
-// Body runners run over their parent context's workspace (layers_control_flow.cc); here the parent's is itself an
-// external one, so the whole Loop (parent and body) allocates no workspace of its own.
+// Body runners run over their parent context's workspace (control_flow/control_flow_layers.cc); here the parent's is
+// itself an external one, so the whole Loop (parent and body) allocates no workspace of its own.
 TEST(CudaControlFlow, LoopOverAnExternalWorkspace) {
   KILNRT_SKIP_WITHOUT_GPU();
   const ir::Graph g = loop_graph(true, true);

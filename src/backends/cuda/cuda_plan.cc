@@ -136,7 +136,7 @@ CudaPlan::CudaPlan(const ir::Graph& graph, int device, const engine::DeviceWeigh
       }
       s.data_dependent = dynamic_cast<const DataDependentLayer*>(s.layer.get()) != nullptr;
       sync_points_ += static_cast<int>(s.sync_in.size()) + (s.data_dependent ? 1 : 0);
-      // If / Loop / Scan: output shapes known once the node ran (layers_control_flow.cc).
+      // If / Loop / Scan: output shapes known once the node ran (control_flow/control_flow_layers.cc).
       if (dynamic_cast<const ControlFlowLayer*>(s.layer.get())) ++sync_points_;
       if (dynamic_cast<const ControlFlowLayer*>(s.layer.get())) s.sequences = ops::node_uses_sequences(node, graph);
       // Sequence steps: host lists of device tensors, only in segmented runs (sequence_steps.h).

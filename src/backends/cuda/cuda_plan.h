@@ -199,7 +199,7 @@ class CudaRunner {
   size_t device_memory_bytes() const;
   // Runs over `bytes` (at least kWorkspaceBytes) of a caller's device workspace instead of allocating its own: the
   // bodies of If / Loop / Scan use their parent context's, as they run one at a time on its stream
-  // (layers_control_flow.cc). Set before the first prepare().
+  // (control_flow/control_flow_layers.cc). Set before the first prepare().
   void use_external_workspace(void* data, size_t bytes);
   // Sequence values (sequence_steps.h) of a plan whose graph takes or returns them (If / Loop bodies, segmented):
   // per graph input its sequence (null: a tensor), set before enqueue() and outliving it; after enqueue(), graph

@@ -284,8 +284,8 @@ void CudaRunner::enqueue_segmented(const std::vector<const void*>& inputs, const
       continue;
     }
     if (auto* cf = dynamic_cast<ControlFlowLayer*>(step.layer.get())) {
-      // If / Loop / Scan (layers_control_flow.cc): the layer runs its bodies, sizes its outputs and takes their
-      // memory from the pool; its per-context state (body runners) is kept across runs.
+      // If / Loop / Scan (control_flow/control_flow_layers.cc): the layer runs its bodies, sizes its outputs and takes
+      // their memory from the pool; its per-context state (body runners) is kept across runs.
       if (sg.control_flow.size() != plan_.steps_.size()) sg.control_flow.resize(plan_.steps_.size());
       launch.outputs.assign(step.outputs.size(), LayerOutput{});
       for (size_t o = 0; o < step.outputs.size(); ++o) launch.outputs[o].present = step.outputs[o] >= 0;
