@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/int_div.h"
+
 namespace kilnrt::ops {
 namespace {
 
@@ -115,10 +117,8 @@ SymInt sym_binary(char op, const SymInt& a, const SymInt& b) {
       case '*': return SymInt::of(a.value * b.value);
       case '/':
         if (b.value == 0) return SymInt::unknown();
-        {
-          // ONNX integer Div truncates toward zero (C semantics).
-          return SymInt::of(a.value / b.value);
-        }
+        // ONNX integer Div truncates toward zero; INT64_MIN / -1 wraps as the kernel's does.
+        return SymInt::of(int_div(a.value, b.value));
       default: return SymInt::unknown();
     }
   }

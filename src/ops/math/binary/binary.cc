@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/int_div.h"
 #include "ops/math/elementwise.h"
 #include "ops/shape/sym_value.h"
 
@@ -124,8 +125,14 @@ KILNRT_REGISTER_OP(binary_schema<DTypeSet::kNumeric>("Sub", 1, "a - b (broadcast
                                                      no_attrs([](auto a, auto b) { return wrap_sub(a, b); })));
 KILNRT_REGISTER_OP(binary_schema<DTypeSet::kNumeric>("Mul", 1, "a * b (broadcasting)", '*',
                                                      no_attrs([](auto a, auto b) { return wrap_mul(a, b); })));
+// Integers: truncated toward zero, INT_MIN / -1 wraps to INT_MIN (core/int_div.h); a zero divisor was refused.
 KILNRT_REGISTER_OP(binary_schema<DTypeSet::kNumeric>("Div", 1, "a / b (integers truncate toward zero)", '/',
-                                                     no_attrs([](auto a, auto b) { return a / b; })));
+                                                     no_attrs([](auto a, auto b) {
+                                                       if constexpr (std::is_integral_v<decltype(a)>)
+                                                         return int_div(a, b);
+                                                       else
+                                                         return a / b;
+                                                     })));
 KILNRT_REGISTER_OP(binary_schema<DTypeSet::kNumeric>("PRelu", 1, "x<0 ? slope*x : x (slope broadcasts)", 0,
                                                      no_attrs([](auto x, auto slope) {
                                                        using C = decltype(x);
@@ -146,7 +153,7 @@ void mod_cpu(CpuContext& ctx) {
       if (!use_fmod && r != C(0) && ((r < C(0)) != (y < C(0)))) r += y;
       return r;
     } else {
-      C r = static_cast<C>(x % y);
+      C r = int_rem(x, y);  // x % -1 is 0 for every x, INT_MIN included
       if constexpr (std::is_signed_v<C>) {
         if (!use_fmod && r != 0 && ((r < 0) != (y < 0))) r = static_cast<C>(r + y);
       }
