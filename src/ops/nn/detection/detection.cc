@@ -111,6 +111,11 @@ void roialign_cpu(CpuContext& ctx) {
   for (int64_t b : bidx)
     KILNRT_CHECK(b >= 0 && b < xt.shape()[0], kInvalidArgument, node.describe(),
                  "RoiAlign: batch index " << b << " is outside [0, " << xt.shape()[0] << ")");
+  // Bilinear sampling needs at least one pixel: an empty map has none to interpolate from, so rois on it are
+  // refused (an empty output, no rois or no channels, is fine).
+  KILNRT_CHECK((H > 0 && W > 0) || R == 0 || C == 0, kInvalidArgument, node.describe(),
+               "RoiAlign: empty feature map " << shape_to_string(xt.shape())
+                                              << " (H and W must be at least 1 to sample " << R << " roi(s))");
   const double scale = node.attr_float("spatial_scale", 1.f);
   const std::string mode = node.attr_string("mode", "avg");
   const std::string ctm =
