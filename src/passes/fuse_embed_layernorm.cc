@@ -19,6 +19,7 @@ bool match(const ir::Graph& g, const GraphIndex& ix, const ir::Node& gather, Fus
   const ir::TensorType* it = g.type_of(ids);
   if (!it || (it->dtype != DType::kInt64 && it->dtype != DType::kInt32) || g.is_constant(ids)) return false;
   const int64_t h = tc->second.shape()[1];
+  if (h <= 0) return false;  // nothing to normalise: the three ops give the empty result as they are
   const ir::Node* add = ix.sole_consumer(gather.outputs[0]);
   if (!is_op(add, "Add") || add->inputs.size() != 2 || add->outputs.size() != 1) return false;
   const std::string& addend = add->inputs[0] == gather.outputs[0] ? add->inputs[1] : add->inputs[0];

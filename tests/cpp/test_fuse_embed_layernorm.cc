@@ -112,5 +112,38 @@ TEST(FuseEmbedLayerNorm, OutOfRangeIdIsAnErrorNamingTheNode) {
   }
 }
 
+TEST(FuseEmbedLayerNorm, ZeroHiddenSizeIsNotFusedAndRuns) {
+  EmbedSpec sp;
+  sp.h = 0;
+  embedtest::EmbedCase c = make_embed_case(sp);
+  const Tensor want = passtest::run_cpu(c.g, c.feeds).at("y");
+  EXPECT_EQ(want.shape(), (Shape{2, 5, 0}));
+  ir::Graph g = c.g;
+  EXPECT_EQ(fuse(g), 0u) << "a zero hidden size";
+  passes::optimize_graph(g, {});
+  EXPECT_EQ(passtest::count_ops(g, "EmbedLayerNorm"), 0u);
+  EXPECT_EQ(passtest::run_cpu(g, c.feeds).at("y").shape(), (Shape{2, 5, 0}));
+}
+
+TEST(FuseEmbedLayerNorm, KernelWithZeroHiddenSizeGivesAnEmptyOutput) {
+  // The node as a hand-made (or fuzzed) model could hold it, without the pass's checks.
+  EmbedSpec sp;
+  sp.h = 0;
+  embedtest::EmbedCase c = make_embed_case(sp);
+  ASSERT_EQ(c.g.nodes.size(), 3u);
+  ir::Node f;
+  f.name = "eln";
+  f.op_type = "EmbedLayerNorm";
+  f.domain = "com.kilnrt";
+  f.inputs = {"ids", "table", "addend", "scale", "bias"};
+  f.outputs = {"y"};
+  c.g.nodes = {f};
+  c.g.opsets["com.kilnrt"] = 1;
+  passes::infer_shapes(c.g);
+  EXPECT_EQ(passtest::run_cpu(c.g, c.feeds).at("y").shape(), (Shape{2, 5, 0}));
+  c.feeds["ids"].data<int64_t>()[3] = 50;  // vocab 50: still checked
+  EXPECT_THROW(passtest::run_cpu(c.g, c.feeds), std::exception);
+}
+
 }  // namespace
 }  // namespace kilnrt

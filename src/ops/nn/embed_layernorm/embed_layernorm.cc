@@ -3,6 +3,7 @@
 // ids int64 / int32 of any shape (negative indices count from the end, as Gather's); the addend broadcasts along
 // the leading dims only (its shape without leading 1s is a suffix of Y's), so row r of Y takes addend row
 // r % (addend elements / H). Mean and variance in double, two passes. attribute epsilon (1e-5).
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -53,7 +54,8 @@ void embed_layernorm_cpu(CpuContext& ctx) {
     KILNRT_CHECK(!t->defined() || t->numel() == h, kInvalidArgument, where,
                  "scale / bias of shape " << shape_to_string(t->shape()) << " must have " << h << " elements");
   const std::vector<int64_t> ids = tensor_to_int64s(ids_t);
-  const int64_t rows = static_cast<int64_t>(ids.size()), period = addend.numel() / h;
+  // h = 0: the rows are empty (Y has no elements) but the ids are still checked, as Gather's would be.
+  const int64_t rows = static_cast<int64_t>(ids.size()), period = h > 0 ? std::max<int64_t>(addend.numel() / h, 1) : 1;
   const float eps = node.attr_float("epsilon", 1e-5f);
   Tensor y = Tensor::empty(DType::kFloat32, out_shape);
   const float* tp = table.data<float>();
