@@ -35,7 +35,10 @@ void fused_matmul_cpu(CpuContext& ctx) {
   const Tensor w = to_float32(ctx.input(1), node, "W");
   const bool tb = node.attr_int("trans_b", 0) != 0;
   KILNRT_CHECK(a.rank() >= 2 && w.rank() == 2, kInvalidArgument, node.describe(), "A must have rank >= 2 and W rank 2");
-  const int64_t k = a.shape().back(), m = a.numel() / std::max<int64_t>(k, 1);
+  // M from the leading dims, not numel / K: with K = 0 A has no elements but Y still has M rows (each the bias).
+  const int64_t k = a.shape().back();
+  int64_t m = 1;
+  for (size_t d = 0; d + 1 < a.shape().size(); ++d) m *= a.shape()[d];
   const int64_t wk = tb ? w.dim(1) : w.dim(0), n = tb ? w.dim(0) : w.dim(1);
   KILNRT_CHECK(wk == k, kInvalidArgument, node.describe(),
                "inner dims differ: A " << shape_to_string(a.shape()) << ", W " << shape_to_string(w.shape()));

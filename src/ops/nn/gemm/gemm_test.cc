@@ -1,4 +1,6 @@
 // Gemm and MatMul against naive triple loops.
+#include <cmath>
+
 #include "ops/nn/nn_test_util.h"
 
 namespace kilnrt::ops::nn::testing {
@@ -174,6 +176,38 @@ TEST(NnMatMul, ShapeFunctionAndErrors) {
         infer(Op("MatMul", 2, 1, "mmi").node, {ttype(DType::kFloat32, {2, 3}), ttype(DType::kFloat32, {4, 5})});
       },
       ErrorCode::kInvalidArgument, "mmi", "inner dims");
+}
+
+// K = 0: the product is all zeros, so every output row is the bias (plus the residual, then the activation).
+TEST(NnFusedMatMul, EmptyInnerDimGivesTheBiasInEveryRow) {
+  Tensor a = random_tensor({2, 3, 0}, 90), w = random_tensor({0, 4}, 91);
+  Tensor bias = make({4}, {1, -2, 3, 0.5f});
+  Op op("FusedMatMul", 3);
+  op.node.domain = "com.kilnrt";
+  Tensor y = run1(op.node, {&a, &w, &bias});
+  ASSERT_EQ(y.shape(), (Shape{2, 3, 4}));
+  for (int64_t r = 0; r < 6; ++r)
+    for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(y.data<float>()[r * 4 + j], bias.data<float>()[j]) << r << "," << j;
+  // trans_b, a residual and GELU.
+  Tensor wt = random_tensor({4, 0}, 92), res = random_tensor({2, 3, 4}, 93);
+  Op op2("FusedMatMul", 4);
+  op2.node.domain = "com.kilnrt";
+  op2.i("trans_b", 1).s("activation", "gelu");
+  Tensor y2 = run1(op2.node, {&a, &wt, &bias, &res});
+  ASSERT_EQ(y2.shape(), (Shape{2, 3, 4}));
+  for (int64_t i = 0; i < 24; ++i) {
+    const double x = double(bias.data<float>()[i % 4]) + res.data<float>()[i];
+    EXPECT_NEAR(y2.data<float>()[i], 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))), 1e-5) << i;
+  }
+  // M = 0 stays empty.
+  Tensor a0 = random_tensor({0, 0}, 94);
+  EXPECT_EQ(run1(op.node, {&a0, &w, &bias}).shape(), (Shape{0, 4}));
+}
+
+TEST(NnGemm, EmptyInnerDimGivesBetaC) {
+  Tensor a = random_tensor({3, 0}, 95), b = random_tensor({0, 2}, 96), c = make({2}, {4, -1});
+  Tensor y = run1(Op("Gemm", 3).f("beta", 2.f).node, {&a, &b, &c});
+  expect_close(y, make({3, 2}, {8, -2, 8, -2, 8, -2}));
 }
 
 }  // namespace
