@@ -1,6 +1,7 @@
 // Unique (opset 11; outputs Y, indices, inverse_indices, counts; flattened or along an axis; sorted or in order of
 // first occurrence; output size depends on the data) and ReverseSequence (10).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -32,14 +33,30 @@ void unique_cpu(CpuContext& ctx) {
   // Slice k = elements (o, k, i) for all o, i: compared lexicographically as doubles.
   auto elem = [&](int64_t k, int64_t j) { return v[static_cast<size_t>(((j / inner) * n + k) * inner + j % inner)]; };
   const int64_t slice = outer * inner;
+  // numpy.unique (ONNX's reference): values sort with NaN after every number, which makes `less` a strict weak
+  // order. Flattened, NaNs are one value (equal_nan); along an axis numpy compares slices as records, where
+  // NaN != NaN, so a slice holding a NaN equals no other slice.
+  auto order3 = [](double a, double b) {
+    const bool na = std::isnan(a), nb = std::isnan(b);
+    if (na || nb) return static_cast<int>(na) - static_cast<int>(nb);
+    return a < b ? -1 : (b < a ? 1 : 0);
+  };
   auto less = [&](int64_t a, int64_t b) {
     for (int64_t j = 0; j < slice; ++j) {
-      const double ea = elem(a, j), eb = elem(b, j);
-      if (ea != eb) return ea < eb;
+      const int c = order3(elem(a, j), elem(b, j));
+      if (c != 0) return c < 0;
     }
     return false;
   };
-  auto equal = [&](int64_t a, int64_t b) { return !less(a, b) && !less(b, a); };
+  std::vector<bool> has_nan(static_cast<size_t>(n), false);
+  if (has_axis)
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < slice && !has_nan[static_cast<size_t>(k)]; ++j)
+        has_nan[static_cast<size_t>(k)] = std::isnan(elem(k, j));
+  auto equal = [&](int64_t a, int64_t b) {
+    if (has_nan[static_cast<size_t>(a)] || has_nan[static_cast<size_t>(b)]) return false;
+    return !less(a, b) && !less(b, a);
+  };
   std::vector<int64_t> firsts;  // first occurrence of each distinct slice, in order of occurrence
   std::vector<int64_t> inverse(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) {
