@@ -258,9 +258,10 @@ std::string Engine::describe() const {
      << impl_->graph.constants.size() << " tensors\n";
   auto print_info = [&](const char* kind, const TensorInfo& t) {
     os << "  " << kind << " " << t.name << ": " << dtype_name(t.dtype) << "[";
-    for (size_t d = 0; d < t.shape.size(); ++d)
-      os << (d ? "x" : "")
-         << (t.shape[d] >= 0 ? std::to_string(t.shape[d]) : (t.dim_names[d].empty() ? "?" : t.dim_names[d]));
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      const bool named = d < t.dim_names.size() && !t.dim_names[d].empty();
+      os << (d ? "x" : "") << (t.shape[d] >= 0 ? std::to_string(t.shape[d]) : (named ? t.dim_names[d] : "?"));
+    }
     os << "]\n";
   };
   for (const TensorInfo& t : inputs()) print_info("input ", t);

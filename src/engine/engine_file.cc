@@ -550,6 +550,8 @@ void read_tensor_info(ByteReader& r, TensorInfo& t) {
   if (!t.dim_names.empty() && t.dim_names.size() != t.shape.size())
     r.fail_at(at, "I/O '" + t.name + "' has " + std::to_string(t.dim_names.size()) + " dim names for rank " +
                       std::to_string(t.shape.size()));
+  // No names listed means every dim is unnamed: readers of TensorInfo get one (maybe empty) name per dim.
+  t.dim_names.resize(t.shape.size());
 }
 
 EngineMetadata read_metadata(const ValidatedFile& f, const std::string& label) {

@@ -11,6 +11,7 @@
 
 #include "core/checksum.h"
 #include "engine/engine_file.h"
+#include "kilnrt/engine.h"
 #include "kilnrt/error.h"
 
 namespace kilnrt::engine {
@@ -436,6 +437,39 @@ TEST(EngineFile, SerializerRejectsInconsistentGraphs) {
   ir::Graph deep = make_graph();
   deep.nodes[0].attrs["body"] = graph_attr(body);
   EXPECT_THROW(serialize_engine(deep, make_metadata()), Error);
+}
+
+// An engine whose I/O lists no dim names for a rank-2 shape with a dynamic dim (the reader accepts an empty list):
+// loading gives one "" (unnamed) per dim, and describe() prints the dynamic dim as "?".
+TEST(EngineFile, EmptyDimNameListReadsAsUnnamedDims) {
+  ir::Graph g;
+  g.name = "g";
+  g.opsets[""] = 17;
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  g.types["x"] = ir::TensorType{DType::kFloat32, true, {ir::Dim::symbol("n"), 2}, std::nullopt};
+  g.types["y"] = g.types["x"];
+  ir::Node n;
+  n.name = "add";
+  n.op_type = "Add";
+  n.inputs = {"x", "b"};
+  n.outputs = {"y"};
+  g.nodes.push_back(n);
+  g.constants["b"] = float_tensor({2}, 1.f);
+  EngineMetadata m;
+  m.target = "cpu";
+  m.profiles = {{{"x", {1, 2}, {2, 2}, {4, 2}}}};
+  m.inputs = {{"x", DType::kFloat32, {-1, 2}, {}}};
+  m.outputs = {{"y", DType::kFloat32, {-1, 2}, {}}};
+  const std::vector<uint8_t> bytes = serialize_engine(g, m);
+  const EngineMetadata h = read_engine_header(bytes.data(), bytes.size(), kLabel);
+  EXPECT_EQ(h.inputs[0].dim_names, (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(h.outputs[0].dim_names, (std::vector<std::string>{"", ""}));
+  std::shared_ptr<Engine> e = Engine::from_bytes(bytes.data(), bytes.size(), kLabel);
+  EXPECT_EQ(e->inputs()[0].dim_names, (std::vector<std::string>{"", ""}));
+  const std::string d = e->describe();
+  EXPECT_NE(d.find("x: float32[?x2]"), std::string::npos) << d;
+  EXPECT_NE(d.find("y: float32[?x2]"), std::string::npos) << d;
 }
 
 // ---- the acceptance failures ---------------------------------------------------------------------------------------
