@@ -79,6 +79,43 @@ std::string header_value(const std::string& header, const std::string& key, cons
   return header.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
+// The 'shape' value, a Python tuple of non-negative ints: "()", "(5,)", "(2, 3)" (spaces anywhere, a trailing comma
+// allowed). Anything else (signs, floats, strings, missing commas, values past int64) is refused naming the file.
+Shape parse_shape(const std::string& text, const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    KILNRT_THROW(kInvalidArgument, path, "malformed npy shape '" << text << "': " << why);
+  };
+  size_t i = 0;
+  auto skip_spaces = [&] {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+  };
+  if (text.empty() || text.front() != '(' || text.back() != ')') bad("not a tuple");
+  const size_t end = text.size() - 1;
+  i = 1;
+  Shape shape;
+  skip_spaces();
+  while (i < end) {
+    if (text[i] < '0' || text[i] > '9') bad("dims must be non-negative integers");
+    int64_t v = 0;
+    while (i < end && text[i] >= '0' && text[i] <= '9') {
+      if (__builtin_mul_overflow(v, int64_t(10), &v) || __builtin_add_overflow(v, int64_t(text[i] - '0'), &v))
+        bad("a dim exceeds int64");
+      ++i;
+    }
+    shape.push_back(v);
+    skip_spaces();
+    if (i == end) break;
+    if (text[i] != ',') bad("dims must be separated by commas");
+    ++i;
+    skip_spaces();
+  }
+  // The element count must be representable too (the data size check then bounds it by the file).
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) bad("the element count exceeds int64");
+  return shape;
+}
+
 }  // namespace
 
 Tensor load_npy(const std::string& path) {
@@ -108,17 +145,22 @@ Tensor load_npy(const std::string& path) {
   KILNRT_CHECK(dtype != DType::kUndefined, kUnsupported, path, "unsupported .npy dtype '" << descr << "'");
   KILNRT_CHECK(header_value(header, "fortran_order", path).find("False") == 0, kUnsupported, path,
                "Fortran-ordered .npy arrays are not supported (save with np.ascontiguousarray)");
-  Shape shape;
-  std::string s = header_value(header, "shape", path);
-  std::string num;
-  for (char c : s) {
-    if (c >= '0' && c <= '9') {
-      num += c;
-    } else if (!num.empty()) {
-      shape.push_back(std::stoll(num));
-      num.clear();
-    }
-  }
+  const Shape shape = parse_shape(header_value(header, "shape", path), path);
+  // The data is exactly the array: its byte count is checked (overflow included) before anything is allocated.
+  uint64_t nbytes = dtype_size(dtype);
+  for (int64_t d : shape)
+    KILNRT_CHECK(!__builtin_mul_overflow(nbytes, static_cast<uint64_t>(d), &nbytes), kInvalidArgument, path,
+                 "npy shape " << shape_to_string(shape) << " is too large");
+  const std::streamoff data_at = f.tellg();
+  f.seekg(0, std::ios::end);
+  const std::streamoff file_end = f.tellg();
+  KILNRT_CHECK(f.good() && data_at >= 0 && file_end >= data_at, kInvalidArgument, path, "cannot size the .npy data");
+  const auto data_bytes = static_cast<uint64_t>(file_end - data_at);
+  KILNRT_CHECK(data_bytes == nbytes, kInvalidArgument, path,
+               ".npy data has " << data_bytes << " bytes but shape " << shape_to_string(shape) << " of "
+                                << dtype_name(dtype) << " needs " << nbytes
+                                << (data_bytes < nbytes ? " (truncated)" : " (trailing bytes)"));
+  f.seekg(data_at);
   Tensor t = Tensor::empty(dtype, shape);
   f.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
   KILNRT_CHECK(f.gcount() == static_cast<std::streamsize>(t.nbytes()), kInvalidArgument, path,

@@ -3,7 +3,14 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
 #include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/check.h"
 #include "ir/graph.h"
@@ -99,6 +106,66 @@ TEST(Core, NpyRoundTrip) {
   EXPECT_EQ(load_npy(path).rank(), 0);
   EXPECT_THROW(load_npy(path + ".missing"), Error);
   std::remove(path.c_str());
+}
+
+// A .npy file with the given shape text and `data_bytes` bytes of float32 data after the header.
+std::string write_npy_with_shape(const std::string& name, const std::string& shape, size_t data_bytes) {
+  const std::string path = testing::TempDir() + "/" + name;
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  f.write("\x93NUMPY\x01\x00", 8);
+  const char len[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+  f.write(len, 2);
+  f.write(header.data(), static_cast<std::streamsize>(header.size()));
+  const std::string data(data_bytes, '\0');
+  f.write(data.data(), static_cast<std::streamsize>(data.size()));
+  return path;
+}
+
+TEST(Core, NpyShapeIsParsedStrictly) {
+  struct Case {
+    std::string shape;
+    size_t data_bytes;
+    std::string message;
+  };
+  const std::vector<Case> bad = {
+      {"(99999999999999999999, 4)", 32, "shape"},  // 20 digits: past int64
+      {"(-2, 4)", 32, "shape"},
+      {"(2.5e0, 4)", 32, "shape"},
+      {"(2, 4, 'x')", 32, "shape"},
+      {"(2 4)", 32, "shape"},
+      {"(2,, 4)", 32, "shape"},
+      {"(4294967296, 4294967296)", 32, "shape"},  // the element count overflows
+      {"(3037000500, 3037000500)", 32, "shape"},  // the byte count overflows
+      {"(2, 4)", 33, "data"},                     // a trailing byte
+      {"(2, 4)", 31, "data"},                     // truncated
+      {"(1000000000, 1000)", 32, "data"},         // far more than the file holds: refused before allocating
+  };
+  for (const Case& c : bad) {
+    const std::string path = write_npy_with_shape("kilnrt_npy_strict.npy", c.shape, c.data_bytes);
+    try {
+      load_npy(path);
+      ADD_FAILURE() << c.shape << " with " << c.data_bytes << " bytes was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << c.shape << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.shape << ": not a kilnrt::Error: " << e.what();
+    }
+    std::remove(path.c_str());
+  }
+  const std::vector<std::pair<std::string, Shape>> good = {{"(2, 4)", {2, 4}},     {"(8,)", {8}},
+                                                           {"( 2 ,4 , )", {2, 4}}, {"()", {}},
+                                                           {"(0, 3)", {0, 3}},     {"(1,1,8)", {1, 1, 8}}};
+  for (const auto& [text, shape] : good) {
+    const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<int64_t>());
+    const std::string path = write_npy_with_shape("kilnrt_npy_strict.npy", text, size_t(n) * 4);
+    EXPECT_EQ(load_npy(path).shape(), shape) << text;
+    std::remove(path.c_str());
+  }
 }
 
 TEST(Core, TopoSortOrdersAndDetectsProblems) {
