@@ -35,8 +35,6 @@ class SwiGluLayer final : public CudaLayer {
 };
 
 std::string supports_swiglu(const ir::Node& n, const ir::Graph& g) {
-  if (!n.domain.empty() && n.domain != "ai.onnx")
-    return "no CUDA layer for " + n.op_type + " in domain '" + n.domain + "'";
   if (n.inputs.size() < 2) return n.op_type + " needs 2 inputs";
   return check_dtypes(n, g, {0, 1}, {DType::kFloat32, DType::kFloat64}, "float32 / float64");
 }

@@ -10,8 +10,6 @@ namespace {
 
 namespace gp = kilnrt::cuda::kernels::optimizer;
 
-constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
-
 // Input groups after R and T: Adagrad / Momentum (X, G, H or V), Adam (X, G, V, H).
 int64_t groups_of(const std::string& op) { return op == "Adam" ? 4 : 3; }
 
@@ -101,7 +99,6 @@ class OptimizerLayer final : public CudaLayer {
 };
 
 std::string supports_optimizer(const ir::Node& n, const ir::Graph& g) {
-  if (n.domain != kTrainingDomain) return "no CUDA layer for " + n.op_type + " in domain '" + n.domain + "'";
   const int64_t groups = groups_of(n.op_type);
   const int64_t rest = static_cast<int64_t>(n.inputs.size()) - 2;
   if (rest <= 0 || rest % groups != 0) return "expected R, T and groups of equally many inputs";

@@ -31,8 +31,6 @@ class SwishLayer final : public CudaLayer {
 };
 
 std::string supports_swish(const ir::Node& n, const ir::Graph& g) {
-  if (!n.domain.empty() && n.domain != "ai.onnx")
-    return "no CUDA layer for " + n.op_type + " in domain '" + n.domain + "'";
   if (n.inputs.size() < 1) return n.op_type + " needs 1 inputs";
   return check_dtypes(n, g, {0}, {DType::kFloat32, DType::kFloat64}, "float32 / float64");
 }

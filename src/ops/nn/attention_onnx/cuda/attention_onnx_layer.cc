@@ -163,7 +163,6 @@ class AttentionOnnxLayer final : public CudaLayer {
 };
 
 std::string supports_attention(const ir::Node& n, const ir::Graph& g) {
-  if (!n.domain.empty() && n.domain != "ai.onnx") return "no CUDA layer for Attention in domain '" + n.domain + "'";
   if (n.inputs.size() < 3) return "Attention needs Q, K and V";
   const int64_t mode = n.attr_int("qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3) return "qk_matmul_output_mode must be 0..3";

@@ -14,7 +14,6 @@ namespace {
 namespace k = kilnrt::cuda::kernels;
 
 std::string embed_supports(const ir::Node& n, const ir::Graph& g) {
-  if (n.domain != "com.kilnrt") return "EmbedLayerNorm belongs to the com.kilnrt domain";
   if (n.inputs.size() < 4 || n.inputs.size() > 5) return "needs ids, table, addend, scale and an optional bias";
   const DType ids = value_dtype(g, n.inputs[0]);
   if (ids != DType::kInt64 && ids != DType::kInt32) return std::string("ids of dtype ") + dtype_name(ids);

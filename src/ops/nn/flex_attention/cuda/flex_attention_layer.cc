@@ -62,7 +62,6 @@ class FlexAttentionLayer final : public CudaLayer {
 };
 
 std::string supports_flex(const ir::Node& n, const ir::Graph& g) {
-  if (n.domain != "ai.onnx.preview") return "no CUDA layer for FlexAttention in domain '" + n.domain + "'";
   for (const char* attr : {"score_mod", "prob_mod"})
     if (n.has_attr(attr)) return std::string("FlexAttention's ") + attr + " graph attribute is not supported";
   if (n.inputs.size() < 3) return "FlexAttention needs Q, K and V";

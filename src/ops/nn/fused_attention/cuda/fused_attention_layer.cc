@@ -25,7 +25,6 @@ int64_t known_dim(const ir::Node& n, const ir::Graph& g, const std::string& v, c
 }
 
 std::string attention_supports(const ir::Node& n, const ir::Graph& g) {
-  if (n.domain != ops::nn::kKilnrtDomain) return "FusedAttention belongs to the com.kilnrt domain";
   if (n.inputs.size() < 3 || n.inputs.size() > 4) return "needs Q, K, V and an optional mask";
   const DType dt = value_dtype(g, n.inputs[0]);
   if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16)

@@ -199,7 +199,6 @@ class FusedPointwiseLayer final : public CudaLayer {
 };
 
 std::string supports_fused_pointwise(const ir::Node& n, const ir::Graph& g) {
-  if (n.domain != ops::nn::kKilnrtDomain) return "FusedPointwise must be in the com.kilnrt domain";
   try {
     const PwProgram p = ops::nn::read_pointwise_program(n);
     if (p.num_inputs > kPwMaxInputs) return "more than " + std::to_string(kPwMaxInputs) + " inputs";

@@ -17,7 +17,6 @@ namespace {
 namespace k = kilnrt::cuda::kernels;
 
 std::string fused_supports(const ir::Node& n, const ir::Graph& g) {
-  if (n.domain != "com.kilnrt") return "FusedMatMul belongs to the com.kilnrt domain";
   if (n.inputs.size() < 2 || n.inputs.size() > 4) return "needs A, W, an optional bias and an optional residual";
   const DType dt = value_dtype(g, n.inputs[0]);
   if (dt != DType::kFloat32) return std::string("dtype ") + dtype_name(dt) + " (the graph's A must be float32)";
